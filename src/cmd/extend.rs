@@ -1,0 +1,27 @@
+//! `redlock extend`: reset the TTL of a lock held with a token.
+
+use std::time::Duration;
+
+use crate::error::Error;
+use crate::exit;
+use crate::lock::Fleet;
+use crate::output::Log;
+
+/// Extends the lock; 70 when the token does not hold it.
+pub async fn extend(
+    fleet: &Fleet,
+    key: &str,
+    token: &str,
+    ttl: Duration,
+    log: &Log,
+) -> Result<u8, Error> {
+    let lock = fleet.extend(key, token, ttl).await?;
+    log.info(&format!(
+        "extended {} on {}/{} servers, valid for {}",
+        crate::display_key(key.as_bytes()),
+        lock.granted.0,
+        lock.granted.1,
+        crate::fmt_duration(lock.validity)
+    ));
+    Ok(exit::OK)
+}

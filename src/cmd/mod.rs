@@ -1,0 +1,30 @@
+//! One module per subcommand: thin orchestration over [`crate::lock`] and
+//! [`crate::wait`]; each returns the process exit code or an [`Error`].
+
+mod acquire;
+mod extend;
+mod release;
+mod status;
+
+use crate::config::{Command, Config};
+use crate::error::Error;
+
+/// Runs the configured subcommand; `Ok` carries the exit code.
+pub async fn execute(config: Config) -> Result<u8, Error> {
+    let fleet = config.fleet()?;
+    let log = config.log;
+    match config.command {
+        Command::Acquire { key, ttl, wait } => {
+            acquire::acquire(&fleet, &key, ttl, wait, &log).await
+        }
+        Command::Extend { key, token, ttl } => {
+            extend::extend(&fleet, &key, &token, ttl, &log).await
+        }
+        Command::Release { key, token } => {
+            release::release(&fleet, &key, token.as_deref(), &log).await
+        }
+        Command::Status { key, json } => status::status(&fleet, &key, json).await,
+        Command::Run(_) => Err(Error::NotImplemented("run")),
+        Command::Doctor { .. } => Err(Error::NotImplemented("doctor")),
+    }
+}

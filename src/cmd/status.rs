@@ -1,0 +1,166 @@
+//! `redlock status`: per-server view of a key, the holder a quorum agrees
+//! on, and a verdict; exit 0 held, 1 free, 69 when too few servers answered
+//! to tell.
+
+use std::io::Write;
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::error::Error;
+use crate::exit;
+use crate::lock::{Fleet, ServerView, Status, describe_value};
+use crate::quorum::Failures;
+use crate::token::Token;
+
+/// Reads the key everywhere and prints a table (or JSON) on stdout.
+pub async fn status(fleet: &Fleet, key: &str, json: bool) -> Result<u8, Error> {
+    let status = fleet.status(key).await;
+    let text = if json {
+        render_json(key, &status).to_string()
+    } else {
+        render_table(key, &status)
+    };
+    // A closed stdout (`| head -0`) loses only the report; the verdict is the exit code.
+    let _ = writeln!(std::io::stdout().lock(), "{text}");
+    match (&status.holder, status.known) {
+        (Some(_), _) => Ok(exit::OK),
+        (None, true) => Ok(exit::FREE_OR_WARNINGS),
+        (None, false) => {
+            let failures = Failures(
+                status
+                    .servers
+                    .iter()
+                    .filter_map(|(_, v)| match v {
+                        ServerView::Error(e) => Some(e.clone()),
+                        _ => None,
+                    })
+                    .collect(),
+            );
+            Err(Error::Unavailable {
+                what: format!(
+                    "status {}: too few servers answered to tell held from free (quorum {})",
+                    crate::display_key(key.as_bytes()),
+                    status.quorum
+                ),
+                config: failures.any_config(),
+                failures,
+            })
+        }
+    }
+}
+
+fn ttl_text(ttl: Option<Duration>) -> String {
+    ttl.map_or_else(|| "no expiry".to_owned(), crate::fmt_duration)
+}
+
+fn ttl_ms(ttl: Option<Duration>) -> serde_json::Value {
+    ttl.map_or(serde_json::Value::Null, |d| {
+        json!(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    })
+}
+
+fn render_table(key: &str, status: &Status) -> String {
+    let rows: Vec<[String; 4]> = status
+        .servers
+        .iter()
+        .map(|(name, view)| match view {
+            ServerView::Held { value, ttl } => [
+                name.clone(),
+                "held".into(),
+                ttl_text(*ttl),
+                describe_value(value),
+            ],
+            ServerView::Free => [name.clone(), "free".into(), "-".into(), "-".into()],
+            ServerView::Error(e) => [
+                name.clone(),
+                "error".into(),
+                "-".into(),
+                e.failure.to_string(),
+            ],
+        })
+        .collect();
+    let header = [
+        "SERVER".to_owned(),
+        "STATE".into(),
+        "TTL".into(),
+        "HOLDER".into(),
+    ];
+    let width = |i: usize| {
+        rows.iter()
+            .chain([&header])
+            .map(|r| r[i].len())
+            .max()
+            .unwrap_or(0)
+    };
+    let (w0, w1, w2) = (width(0), width(1), width(2));
+    let mut out = String::new();
+    for r in std::iter::once(&header).chain(&rows) {
+        out.push_str(&format!(
+            "{:w0$}  {:w1$}  {:w2$}  {}\n",
+            r[0], r[1], r[2], r[3]
+        ));
+    }
+    let shown = crate::display_key(key.as_bytes());
+    let total = status.servers.len();
+    match &status.holder {
+        Some((value, ttl)) => {
+            let on = status
+                .servers
+                .iter()
+                .filter(|(_, v)| matches!(v, ServerView::Held { value: h, .. } if h == value))
+                .count();
+            out.push_str(&format!(
+                "held: {shown} is held by {} on {on}/{total} servers (quorum {}), {} left",
+                describe_value(value),
+                status.quorum,
+                ttl_text(*ttl)
+            ));
+        }
+        None if status.known => out.push_str(&format!(
+            "free: no holder of {shown} on a quorum ({} of {total})",
+            status.quorum
+        )),
+        None => out.push_str(&format!(
+            "unknown: too few servers answered to tell (quorum {} of {total})",
+            status.quorum
+        )),
+    }
+    out
+}
+
+fn render_json(key: &str, status: &Status) -> serde_json::Value {
+    let servers: Vec<serde_json::Value> = status
+        .servers
+        .iter()
+        .map(|(name, view)| match view {
+            ServerView::Held { ttl, .. } => {
+                json!({ "server": name, "state": "held", "ttl_ms": ttl_ms(*ttl), "error": null })
+            }
+            ServerView::Free => {
+                json!({ "server": name, "state": "free", "ttl_ms": null, "error": null })
+            }
+            ServerView::Error(e) => json!({
+                "server": name, "state": "error", "ttl_ms": null, "error": e.failure.to_string()
+            }),
+        })
+        .collect();
+    let holder = status.holder.as_ref().map(|(value, _)| {
+        let token = value.parse::<Token>().ok();
+        json!({
+            "token": value,
+            "host": token.as_ref().map(|t| t.host.clone()),
+            "pid": token.as_ref().map(|t| t.pid),
+            "acquired_at": token.as_ref().map(|t| humantime::format_rfc3339_millis(t.created()).to_string()),
+            "fence": null,
+        })
+    });
+    json!({
+        "key": key,
+        "held": status.holder.is_some(),
+        "quorum": status.quorum,
+        "ttl_ms": status.holder.as_ref().map_or(serde_json::Value::Null, |(_, ttl)| ttl_ms(*ttl)),
+        "holder": holder,
+        "servers": servers,
+    })
+}

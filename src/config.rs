@@ -1,0 +1,478 @@
+//! From the command line as typed ([`crate::cli::Cli`]) to a validated
+//! [`Config`]: durations parsed, servers checked, quorum and timeouts
+//! consistent. Every problem is a [`Error::Usage`] naming the flag, found
+//! before anything is sent to a server.
+
+use std::time::Duration;
+
+use crate::cli::{self, Cli};
+use crate::error::Error;
+use crate::output::Log;
+use crate::server::{Server, ServerUrl};
+
+/// The longest TTL accepted: beyond it, timers and Redis' PX limits get
+/// close, and no job needs a lock that outlives a year without renewal.
+pub const MAX_TTL: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// The node timeout when none is given: a tenth of the TTL, at most this.
+pub const MAX_DEFAULT_NODE_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// The TTL assumed by subcommands that take none (it sets the node timeout).
+pub const DEFAULT_TTL: Duration = Duration::from_secs(30);
+
+/// Everything a subcommand needs, validated.
+#[derive(Debug)]
+pub struct Config {
+    /// The servers, in the order given.
+    pub servers: Vec<ServerUrl>,
+    /// Servers that must agree.
+    pub quorum: usize,
+    /// Time limit of each server call.
+    pub node_timeout: Duration,
+    /// Clock drift allowance as a fraction of the TTL.
+    pub drift_factor: f64,
+    /// Where messages go.
+    pub log: Log,
+    /// The subcommand and its settings.
+    pub command: Command,
+}
+
+/// How long to wait for a busy lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wait {
+    /// Try once (`-n`).
+    Once,
+    /// Retry until this much time has passed (`--wait`).
+    For(Duration),
+    /// Retry until acquired.
+    Forever,
+}
+
+/// What `run` does to its child when the lock is lost.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnLost {
+    /// Send this signal, then SIGKILL after the grace period.
+    Signal(i32),
+    /// Keep the child running and warn.
+    Ignore,
+}
+
+/// `run`'s settings.
+#[derive(Debug)]
+pub struct Run {
+    /// The lock key.
+    pub key: String,
+    /// The lock TTL.
+    pub ttl: Duration,
+    /// Busy handling.
+    pub wait: Wait,
+    /// Exit code when busy.
+    pub conflict_exit_code: u8,
+    /// Minimum hold after acquisition.
+    pub keep: Option<Duration>,
+    /// Maximum hold.
+    pub max_hold: Option<Duration>,
+    /// Random delay before the first attempt, up to this.
+    pub jitter: Option<Duration>,
+    /// Renewal period.
+    pub renew_every: Duration,
+    /// Lost-lock action.
+    pub on_lost: OnLost,
+    /// Grace between the lost-lock signal and SIGKILL; `None`: derived from the validity.
+    pub kill_after: Option<Duration>,
+    /// The program and its arguments (`-c` already turned into `$SHELL -c`).
+    pub argv: Vec<String>,
+}
+
+/// The subcommands, validated.
+#[derive(Debug)]
+pub enum Command {
+    /// `run`.
+    Run(Run),
+    /// `acquire`.
+    Acquire {
+        /// The lock key.
+        key: String,
+        /// The lock TTL.
+        ttl: Duration,
+        /// Busy handling.
+        wait: Wait,
+    },
+    /// `extend`.
+    Extend {
+        /// The lock key.
+        key: String,
+        /// The holder's token.
+        token: String,
+        /// The new TTL.
+        ttl: Duration,
+    },
+    /// `release`; `token: None` is `--force`.
+    Release {
+        /// The lock key.
+        key: String,
+        /// The holder's token, or `None` to force.
+        token: Option<String>,
+    },
+    /// `status`.
+    Status {
+        /// The lock key.
+        key: String,
+        /// JSON output.
+        json: bool,
+    },
+    /// `doctor`.
+    Doctor {
+        /// The TTL for the drift budget.
+        ttl: Duration,
+        /// JSON output.
+        json: bool,
+    },
+}
+
+impl Config {
+    /// Validates the command line.
+    pub fn from_cli(cli: Cli) -> Result<Config, Error> {
+        let g = cli.global;
+        let log = Log::new(g.verbose, g.quiet, g.log_format);
+        let servers = parse_servers(&g.servers)?;
+        let n = servers.len();
+        let quorum = match g.quorum {
+            None => n / 2 + 1,
+            Some(q) if q * 2 > n && q <= n => q,
+            Some(q) => {
+                return usage(format!(
+                    "--quorum {q}: must be more than half of the {n} server(s) and at most all of them"
+                ));
+            }
+        };
+        let drift_factor: f64 = g
+            .drift_factor
+            .parse()
+            .ok()
+            .filter(|f: &f64| (0.0..0.5).contains(f))
+            .ok_or_else(|| {
+                Error::Usage(format!(
+                    "--drift-factor {:?}: must be a number from 0 to below 0.5",
+                    g.drift_factor
+                ))
+            })?;
+        let (command, ttl) = command(cli.command)?;
+        let validity_budget = ttl
+            .checked_sub(ttl.mul_f64(drift_factor) + Duration::from_millis(2))
+            .filter(|v| !v.is_zero());
+        if validity_budget.is_none() {
+            return usage(format!(
+                "--ttl {}: too short to leave any validity after the clock-drift allowance",
+                crate::fmt_duration(ttl)
+            ));
+        }
+        let node_timeout = match g.node_timeout {
+            Some(raw) => {
+                let d = duration("--node-timeout", &raw)?;
+                if d >= ttl {
+                    return usage(format!(
+                        "--node-timeout {raw}: must be shorter than the TTL ({})",
+                        crate::fmt_duration(ttl)
+                    ));
+                }
+                d
+            }
+            None => (ttl / 10).clamp(Duration::from_millis(1), MAX_DEFAULT_NODE_TIMEOUT),
+        };
+        Ok(Config {
+            servers,
+            quorum,
+            node_timeout,
+            drift_factor,
+            log,
+            command,
+        })
+    }
+
+    /// Opens (lazily) the servers with the node timeout.
+    pub fn fleet(&self) -> Result<crate::lock::Fleet, Error> {
+        let servers = self
+            .servers
+            .iter()
+            .map(|url| Server::new(url.clone(), self.node_timeout))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(Error::Usage)?;
+        Ok(crate::lock::Fleet::new(
+            servers,
+            self.quorum,
+            self.drift_factor,
+        ))
+    }
+}
+
+fn usage<T>(message: String) -> Result<T, Error> {
+    Err(Error::Usage(message))
+}
+
+/// The subcommand's settings and the TTL that sizes the node timeout.
+fn command(command: cli::Command) -> Result<(Command, Duration), Error> {
+    Ok(match command {
+        cli::Command::Run(a) => {
+            let (key, ttl) = key_ttl(&a.lock)?;
+            let renew_every = match &a.renew_every {
+                Some(raw) => {
+                    let d = duration("--renew-every", raw)?;
+                    if d >= ttl {
+                        return usage(format!("--renew-every {raw}: must be shorter than the TTL"));
+                    }
+                    d
+                }
+                None => ttl / 3,
+            };
+            let argv = match (a.shell, a.argv.is_empty()) {
+                (Some(script), _) => {
+                    let shell = std::env::var("SHELL")
+                        .ok()
+                        .filter(|s| !s.is_empty())
+                        .unwrap_or_else(|| "/bin/sh".to_owned());
+                    vec![shell, "-c".to_owned(), script]
+                }
+                (None, false) => a.argv,
+                (None, true) => {
+                    return usage("run: no command given (put it after --, or use -c)".to_owned());
+                }
+            };
+            let run = Run {
+                key,
+                ttl,
+                wait: wait(&a.waiting)?,
+                conflict_exit_code: a.conflict_exit_code,
+                keep: optional("--keep", &a.keep)?,
+                max_hold: optional("--max-hold", &a.max_hold)?,
+                jitter: optional("--jitter", &a.jitter)?,
+                renew_every,
+                on_lost: on_lost(&a.on_lost)?,
+                kill_after: optional("--kill-after", &a.kill_after)?,
+                argv,
+            };
+            (Command::Run(run), ttl)
+        }
+        cli::Command::Acquire(a) => {
+            let (key, ttl) = key_ttl(&a.lock)?;
+            (
+                Command::Acquire {
+                    key,
+                    ttl,
+                    wait: wait(&a.waiting)?,
+                },
+                ttl,
+            )
+        }
+        cli::Command::Extend(a) => {
+            let (key, ttl) = key_ttl(&a.lock)?;
+            let token = nonempty("--token", a.token)?;
+            (Command::Extend { key, token, ttl }, ttl)
+        }
+        cli::Command::Release(a) => {
+            let key = nonempty("--key", a.key)?;
+            let token = a.token.map(|t| nonempty("--token", t)).transpose()?;
+            (Command::Release { key, token }, DEFAULT_TTL)
+        }
+        cli::Command::Status(a) => (
+            Command::Status {
+                key: nonempty("--key", a.key)?,
+                json: a.json,
+            },
+            DEFAULT_TTL,
+        ),
+        cli::Command::Doctor(a) => {
+            let ttl = ttl(&a.ttl)?;
+            (Command::Doctor { ttl, json: a.json }, ttl)
+        }
+    })
+}
+
+fn key_ttl(a: &cli::KeyTtl) -> Result<(String, Duration), Error> {
+    Ok((nonempty("--key", a.key.clone())?, ttl(&a.ttl)?))
+}
+
+fn ttl(raw: &str) -> Result<Duration, Error> {
+    let d = duration("--ttl", raw)?;
+    if d > MAX_TTL {
+        return usage(format!("--ttl {raw}: longer than the maximum of 365 days"));
+    }
+    if d < Duration::from_millis(10) {
+        return usage(format!("--ttl {raw}: shorter than the minimum of 10ms"));
+    }
+    Ok(d)
+}
+
+fn nonempty(flag: &str, value: String) -> Result<String, Error> {
+    if value.is_empty() {
+        return usage(format!("{flag}: must not be empty"));
+    }
+    Ok(value)
+}
+
+fn wait(w: &cli::Waiting) -> Result<Wait, Error> {
+    Ok(match (&w.wait, w.no_wait) {
+        (_, true) => Wait::Once,
+        (Some(raw), false) => Wait::For(duration("--wait", raw)?),
+        (None, false) => Wait::Forever,
+    })
+}
+
+fn optional(flag: &str, raw: &Option<String>) -> Result<Option<Duration>, Error> {
+    raw.as_deref().map(|r| duration(flag, r)).transpose()
+}
+
+/// A positive humantime duration (`500ms`, `30s`, `1h30m`).
+pub fn duration(flag: &str, raw: &str) -> Result<Duration, Error> {
+    match humantime::parse_duration(raw.trim()) {
+        Ok(d) if d.is_zero() => usage(format!("{flag} {raw:?}: must be longer than zero")),
+        Ok(d) if d.as_millis() == 0 => usage(format!("{flag} {raw:?}: must be at least 1ms")),
+        Ok(d) => Ok(d),
+        Err(_) => usage(format!(
+            "{flag} {raw:?}: not a duration (e.g. 500ms, 30s, 1h30m)"
+        )),
+    }
+}
+
+fn parse_servers(raw: &str) -> Result<Vec<ServerUrl>, Error> {
+    if raw.trim().is_empty() {
+        return usage("--servers: no server given".to_owned());
+    }
+    raw.split(',')
+        .map(|part| {
+            let part = part.trim();
+            if part.is_empty() {
+                return usage("--servers: empty entry in the list".to_owned());
+            }
+            ServerUrl::parse(part).map_err(|e| Error::Usage(format!("--servers: {e}")))
+        })
+        .collect()
+}
+
+/// The signals `--on-lost` accepts by name, with their Linux numbers.
+const SIGNALS: &[(&str, i32)] = &[
+    ("HUP", libc::SIGHUP),
+    ("INT", libc::SIGINT),
+    ("QUIT", libc::SIGQUIT),
+    ("KILL", libc::SIGKILL),
+    ("USR1", libc::SIGUSR1),
+    ("USR2", libc::SIGUSR2),
+    ("ALRM", libc::SIGALRM),
+    ("TERM", libc::SIGTERM),
+];
+
+/// Reads a signal as `TERM`, `SIGTERM`, `term` or `15`.
+pub fn parse_signal(raw: &str) -> Option<i32> {
+    let upper = raw.trim().to_ascii_uppercase();
+    let name = upper.strip_prefix("SIG").unwrap_or(&upper);
+    if let Some((_, n)) = SIGNALS.iter().find(|(s, _)| *s == name) {
+        return Some(*n);
+    }
+    name.parse::<i32>().ok().filter(|n| (1..=64).contains(n))
+}
+
+fn on_lost(raw: &str) -> Result<OnLost, Error> {
+    match raw.trim().to_ascii_lowercase().as_str() {
+        "ignore" => Ok(OnLost::Ignore),
+        "kill" => Ok(OnLost::Signal(libc::SIGKILL)),
+        _ => parse_signal(raw).map(OnLost::Signal).ok_or_else(|| {
+            Error::Usage(format!(
+                "--on-lost {raw:?}: not a signal (e.g. TERM, SIGINT, 9), kill or ignore"
+            ))
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn config(args: &[&str]) -> Result<Config, Error> {
+        let cli = Cli::try_parse_from(std::iter::once("redlock").chain(args.iter().copied()))
+            .map_err(|e| Error::Usage(e.to_string()))?;
+        Config::from_cli(cli)
+    }
+
+    fn usage_message(args: &[&str]) -> String {
+        match config(args) {
+            Err(Error::Usage(m)) => m,
+            other => panic!("expected a usage error for {args:?}, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn defaults() {
+        let c = config(&[
+            "--servers",
+            "redis://a,redis://b,redis://c",
+            "acquire",
+            "--key",
+            "k",
+        ])
+        .unwrap();
+        assert_eq!(c.quorum, 2);
+        assert_eq!(c.node_timeout, Duration::from_secs(1));
+        let c = config(&["acquire", "--key", "k", "--ttl", "2s"]).unwrap();
+        assert_eq!(c.node_timeout, Duration::from_millis(200));
+        assert!(matches!(
+            c.command,
+            Command::Acquire {
+                wait: Wait::Forever,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn bad_inputs_name_the_flag() {
+        let servers3 = "redis://a,redis://b,redis://c";
+        for (args, expect) in [
+            (vec!["acquire", "--key", ""], "--key"),
+            (vec!["acquire", "--key", "k", "--ttl", "0s"], "--ttl"),
+            (vec!["acquire", "--key", "k", "--ttl", "-1s"], "--ttl"),
+            (vec!["acquire", "--key", "k", "--ttl", "soon"], "--ttl"),
+            (vec!["acquire", "--key", "k", "--ttl", "1000y"], "--ttl"),
+            (vec!["acquire", "--key", "k", "--wait", "0s"], "--wait"),
+            (
+                vec!["--servers", servers3, "--quorum", "4", "status", "-k", "k"],
+                "--quorum",
+            ),
+            (
+                vec!["--servers", servers3, "--quorum", "1", "status", "-k", "k"],
+                "--quorum",
+            ),
+            (vec!["--servers", "http://x", "status", "-k", "k"], "scheme"),
+            (vec!["--servers", "", "status", "-k", "k"], "--servers"),
+            (
+                vec!["--servers", "redis://a,,redis://b", "status", "-k", "k"],
+                "--servers",
+            ),
+            (
+                vec!["--node-timeout", "5s", "acquire", "-k", "k", "--ttl", "5s"],
+                "--node-timeout",
+            ),
+            (
+                vec!["--drift-factor", "2", "status", "-k", "k"],
+                "--drift-factor",
+            ),
+            (vec!["run", "-k", "k"], "no command"),
+            (
+                vec!["run", "-k", "k", "--on-lost", "SIGNOPE", "--", "true"],
+                "--on-lost",
+            ),
+        ] {
+            let m = usage_message(&args);
+            assert!(m.contains(expect), "{args:?}: {m}");
+        }
+    }
+
+    #[test]
+    fn signals_by_name_or_number() {
+        assert_eq!(parse_signal("TERM"), Some(libc::SIGTERM));
+        assert_eq!(parse_signal("sigint"), Some(libc::SIGINT));
+        assert_eq!(parse_signal("9"), Some(libc::SIGKILL));
+        assert_eq!(parse_signal("0"), None);
+        assert_eq!(parse_signal("NOPE"), None);
+    }
+}

@@ -1,0 +1,54 @@
+//! The one error type of the library and its mapping to exit codes.
+//!
+//! "Held elsewhere", "servers unavailable" and "lost" are different variants
+//! with different messages and codes, so no caller has to guess from a string.
+
+use crate::exit;
+use crate::quorum::Failures;
+
+/// Everything that can end a redlock command early.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A bad flag, value or combination; nothing was sent to any server.
+    #[error("{0}")]
+    Usage(String),
+    /// The lock is held by someone else.
+    #[error("{message}")]
+    Busy {
+        /// Who holds it and for how long, in one line.
+        message: String,
+        /// The exit code (75, or `-E/--conflict-exit-code`).
+        code: u8,
+    },
+    /// Not enough servers answered usefully to reach or deny a quorum.
+    #[error("{what}: {failures}")]
+    Unavailable {
+        /// What was being done, e.g. "acquire nightly-report: 1 of 3 servers answered, quorum 2".
+        what: String,
+        /// The per-server errors behind it.
+        failures: Failures,
+        /// True when retrying cannot help (auth, TLS, a key of the wrong type).
+        config: bool,
+    },
+    /// The lock is not (or no longer) held by this token.
+    #[error("{0}")]
+    Lost(String),
+    /// The subcommand exists on the command line but not yet in the engine.
+    #[error("{0} is not implemented yet")]
+    NotImplemented(&'static str),
+}
+
+impl Error {
+    /// The process exit code for this error (DESIGN.md's table).
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Error::Usage(_) | Error::NotImplemented(_) => exit::USAGE,
+            Error::Busy { code, .. } => *code,
+            Error::Unavailable { .. } => exit::UNAVAILABLE,
+            Error::Lost(_) => exit::LOST,
+        }
+    }
+}
+
+/// Shorthand for the library's results.
+pub type Result<T> = std::result::Result<T, Error>;

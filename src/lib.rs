@@ -1,0 +1,86 @@
+//! redlock: lock shell jobs, cron tasks and CI steps across machines with
+//! the Redlock algorithm over several independent Redis servers.
+//!
+//! # Layout
+//! - [`cli`]: the command line as typed (clap derive); [`cli::command`] feeds
+//!   the man page and completions.
+//! - [`config`]: the command line validated into a [`config::Config`]; every
+//!   bad input is a usage error (exit 64) before any server is contacted.
+//! - [`server`]: one Redis server: URL (password never shown), lazy
+//!   connection, calls bounded by the node timeout, errors naming the server.
+//! - `scripts/*.lua`: the atomic acquire, compare-and-extend,
+//!   compare-and-delete, force-release and status scripts.
+//! - [`quorum`]: the pure tally and validity arithmetic, and the parallel
+//!   fan-out that stops as soon as the verdict is settled.
+//! - [`lock`]: the Redlock operations over a [`lock::Fleet`] of servers.
+//! - [`wait`]: retries with jittered backoff until acquired or the deadline.
+//! - [`token`]: the lock token (128 random bits + host, pid, time).
+//! - [`cmd`]: one module per subcommand.
+//! - [`error`], [`exit`]: the error type and the exit codes it maps to.
+//! - [`output`]: messages on stderr, text or JSON.
+//!
+//! # Theory of operation
+//! A lock is a key set on N independent servers. To acquire it, redlock
+//! sends `SET key token NX PX ttl` (inside a script that also reports the
+//! current holder) to every server at once, each call bounded by the node
+//! timeout (default a tenth of the TTL, at most 1 s). The lock is held when a
+//! quorum (N/2+1 unless set) said yes and time is left:
+//! `validity = ttl - elapsed - (ttl * drift_factor + 2ms)`, measured with the
+//! monotonic clock from before the first request. The round ends as soon as
+//! the answer cannot change, so a hung server costs nothing once a quorum has
+//! answered. If the lock was not won, the token is deleted on every server,
+//! including the ones that said no or did not answer (their SET may still
+//! land). Extending and releasing are compare-and-set scripts: they touch the
+//! key only while it still holds this token, so an expired lock taken by
+//! someone else is never extended or deleted. Outcomes are three, never a
+//! bool: won (a quorum said yes), refused (so many said no that no quorum is
+//! possible: busy, or not ours), unreachable (too many failed to answer).
+
+pub mod cli;
+pub mod cmd;
+pub mod config;
+pub mod error;
+pub mod exit;
+pub mod lock;
+pub mod output;
+pub mod quorum;
+pub mod server;
+pub mod token;
+pub mod wait;
+
+use std::time::Duration;
+
+/// A duration for people: `850ms`, `12.3s`, `5m 3s`.
+pub fn fmt_duration(d: Duration) -> String {
+    if d < Duration::from_secs(1) {
+        format!("{}ms", d.as_millis())
+    } else if d < Duration::from_secs(60) {
+        format!("{:.1}s", d.as_secs_f64())
+    } else {
+        humantime::format_duration(Duration::from_secs(d.as_secs())).to_string()
+    }
+}
+
+/// A key (or value) for messages: one line, control characters escaped,
+/// at most 80 characters.
+pub fn display_key(key: &[u8]) -> String {
+    let text: String = String::from_utf8_lossy(key).escape_debug().collect();
+    match text.char_indices().nth(80) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_for_people() {
+        assert_eq!(fmt_duration(Duration::from_millis(850)), "850ms");
+        assert_eq!(fmt_duration(Duration::from_millis(12_345)), "12.3s");
+        assert_eq!(fmt_duration(Duration::from_secs(303)), "5m 3s");
+        assert_eq!(display_key(b"a\nb"), "a\\nb");
+        assert_eq!(display_key(&[b'x'; 100]).chars().count(), 81);
+    }
+}

@@ -1,0 +1,50 @@
+//! The `redlock` binary: parse, build the runtime, call the library, and
+//! turn the result into the process exit code. Everything else is in the
+//! library so that tests reach it.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use clap::error::ErrorKind;
+use redlock::cli::{Cli, LogFormat};
+use redlock::config::Config;
+use redlock::output::Log;
+use redlock::{error::Error, exit};
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            // clap's message spans several lines (usage, tip); DESIGN.md wants one.
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or("bad command line");
+            let first = first.strip_prefix("error: ").unwrap_or(first);
+            Log::new(0, false, LogFormat::Text).error(&format!("{first} (see --help)"));
+            return ExitCode::from(exit::USAGE);
+        }
+    };
+    let log = Log::new(cli.global.verbose, cli.global.quiet, cli.global.log_format);
+    let result = Config::from_cli(cli).and_then(|config| {
+        // A current-thread runtime: one short-lived process doing a handful
+        // of parallel network calls gains nothing from worker threads.
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| Error::Usage(format!("cannot start the async runtime: {e}")))?;
+        runtime.block_on(redlock::cmd::execute(config))
+    });
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            match &e {
+                Error::Busy { .. } => log.warn(&e.to_string()),
+                _ => log.error(&e.to_string()),
+            }
+            ExitCode::from(e.exit_code())
+        }
+    }
+}

@@ -1,0 +1,105 @@
+//! Messages on stderr: text lines prefixed `redlock:`, or one JSON object
+//! per line with `--log-format json`. Data meant for scripts (a token, a
+//! status table) goes to stdout from the subcommands, never through here.
+
+use std::io::Write;
+
+use crate::cli::LogFormat;
+
+/// How much to say and in which format.
+#[derive(Clone, Copy, Debug)]
+pub struct Log {
+    /// -1 quiet, 0 normal, 1+ verbose.
+    level: i8,
+    format: LogFormat,
+}
+
+/// How important a message is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    /// Always shown.
+    Error,
+    /// Shown unless `-q` (busy lock, warnings).
+    Warn,
+    /// Shown with `-v`.
+    Info,
+    /// Shown with `-vv`.
+    Debug,
+}
+
+impl Level {
+    fn name(self) -> &'static str {
+        match self {
+            Level::Error => "error",
+            Level::Warn => "warn",
+            Level::Info => "info",
+            Level::Debug => "debug",
+        }
+    }
+
+    fn min_log_level(self) -> i8 {
+        match self {
+            Level::Error => i8::MIN,
+            Level::Warn => 0,
+            Level::Info => 1,
+            Level::Debug => 2,
+        }
+    }
+}
+
+impl Log {
+    /// From `-v` (count), `-q` and `--log-format`.
+    pub fn new(verbose: u8, quiet: bool, format: LogFormat) -> Log {
+        let level = if quiet {
+            -1
+        } else {
+            i8::try_from(verbose).unwrap_or(i8::MAX)
+        };
+        Log { level, format }
+    }
+
+    /// True when a message of `level` would be written.
+    pub fn enabled(&self, level: Level) -> bool {
+        self.level >= level.min_log_level()
+    }
+
+    /// Writes one message; `fields` are extra JSON members (ignored in text mode).
+    pub fn emit(&self, level: Level, message: &str, fields: serde_json::Value) {
+        if !self.enabled(level) {
+            return;
+        }
+        let line = match self.format {
+            LogFormat::Text => format!("redlock: {message}"),
+            LogFormat::Json => {
+                let mut obj = serde_json::json!({ "level": level.name(), "msg": message });
+                if let (Some(obj), serde_json::Value::Object(extra)) = (obj.as_object_mut(), fields)
+                {
+                    obj.extend(extra);
+                }
+                obj.to_string()
+            }
+        };
+        // stderr may be closed (a cron job's output discarded); nothing to do then.
+        let _ = writeln!(std::io::stderr().lock(), "{line}");
+    }
+
+    /// An error line.
+    pub fn error(&self, message: &str) {
+        self.emit(Level::Error, message, serde_json::Value::Null);
+    }
+
+    /// A warning (or a busy message).
+    pub fn warn(&self, message: &str) {
+        self.emit(Level::Warn, message, serde_json::Value::Null);
+    }
+
+    /// A verbose message.
+    pub fn info(&self, message: &str) {
+        self.emit(Level::Info, message, serde_json::Value::Null);
+    }
+
+    /// A very verbose message.
+    pub fn debug(&self, message: &str) {
+        self.emit(Level::Debug, message, serde_json::Value::Null);
+    }
+}

@@ -1,0 +1,275 @@
+//! The quorum arithmetic of Redlock and the parallel fan-out to the servers.
+//!
+//! The pure half ([`Tally`], [`Outcome`], [`validity`]) decides from counts and
+//! durations and is unit-tested on its own. The async half ([`fan_out`]) runs
+//! one call per server at once and stops listening as soon as the tally says
+//! the answer can no longer change: a hung server never delays a verdict that
+//! the others already settled.
+
+use std::fmt;
+use std::future::Future;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
+
+use crate::server::{Server, ServerError};
+
+/// How a quorum decision ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// At least a quorum of servers said yes.
+    Won,
+    /// So many servers said no that a quorum is impossible even if every
+    /// failed server had said yes: the lock is held elsewhere / not ours.
+    Refused,
+    /// Neither: too many servers failed to answer for a verdict.
+    Unreachable,
+}
+
+/// Counts of per-server answers for one round.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tally {
+    /// Servers that said yes (set, extended, deleted).
+    pub yes: usize,
+    /// Servers that answered no (held by another value, not ours).
+    pub no: usize,
+    /// Servers that failed (timeout, refused, error reply).
+    pub failed: usize,
+    /// Number of servers.
+    pub total: usize,
+    /// Yes answers needed.
+    pub quorum: usize,
+}
+
+impl Tally {
+    /// An empty tally for `total` servers.
+    pub fn new(total: usize, quorum: usize) -> Tally {
+        Tally {
+            yes: 0,
+            no: 0,
+            failed: 0,
+            total,
+            quorum,
+        }
+    }
+
+    /// Servers that have not answered yet.
+    pub fn pending(&self) -> usize {
+        self.total.saturating_sub(self.yes + self.no + self.failed)
+    }
+
+    fn could_win(&self) -> bool {
+        self.yes + self.pending() >= self.quorum
+    }
+
+    fn could_be_refused(&self) -> bool {
+        self.no + self.pending() > self.total - self.quorum
+    }
+
+    fn could_be_unreachable(&self) -> bool {
+        // Every pending answer could still be a failure.
+        self.yes < self.quorum && self.no <= self.total - self.quorum
+    }
+
+    /// The outcome once it can no longer change, whatever the pending
+    /// servers answer; `None` while it still can.
+    pub fn settled(&self) -> Option<Outcome> {
+        let possible = [
+            (self.could_win(), Outcome::Won),
+            (self.could_be_refused(), Outcome::Refused),
+            (self.could_be_unreachable(), Outcome::Unreachable),
+        ];
+        let mut it = possible.iter().filter(|(p, _)| *p);
+        match (it.next(), it.next()) {
+            (Some((_, only)), None) => Some(*only),
+            _ => None,
+        }
+    }
+}
+
+/// Time left on a lock taken at `elapsed` after the first request went out:
+/// `ttl - elapsed - (ttl * drift_factor + 2ms)`, or `None` when nothing is left.
+///
+/// The 2 ms and the drift term are the Redlock paper's allowance for clock
+/// drift between the client and the servers (redis.io/docs/manual/patterns/distributed-locks).
+pub fn validity(ttl: Duration, elapsed: Duration, drift_factor: f64) -> Option<Duration> {
+    let drift = ttl.mul_f64(drift_factor) + Duration::from_millis(2);
+    ttl.checked_sub(elapsed)?
+        .checked_sub(drift)
+        .filter(|v| !v.is_zero())
+}
+
+/// One server's part in a round.
+#[derive(Debug)]
+pub enum Reply<T> {
+    /// It answered.
+    Answered(T),
+    /// It failed.
+    Failed(ServerError),
+    /// The verdict was settled before it answered; its call was dropped.
+    NotAwaited,
+}
+
+/// The per-server errors of a round, shown all together.
+#[derive(Clone, Debug, Default)]
+pub struct Failures(pub Vec<ServerError>);
+
+impl Failures {
+    /// Collects the failures of a round.
+    pub fn of<T>(replies: &[Reply<T>]) -> Failures {
+        Failures(
+            replies
+                .iter()
+                .filter_map(|r| match r {
+                    Reply::Failed(e) => Some(e.clone()),
+                    _ => None,
+                })
+                .collect(),
+        )
+    }
+
+    /// True when one of them is a configuration error that retrying cannot fix.
+    pub fn any_config(&self) -> bool {
+        self.0.iter().any(|e| e.failure.is_config())
+    }
+}
+
+impl fmt::Display for Failures {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.is_empty() {
+            return f.write_str("no server answered in time");
+        }
+        for (i, e) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "{e}")?;
+        }
+        Ok(())
+    }
+}
+
+/// How each answer counts in the tally.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Vote {
+    /// Counts toward the quorum.
+    Yes,
+    /// Counts against it.
+    No,
+}
+
+/// Calls `call` on every server at once and collects the replies in server
+/// order. `vote` classifies each answer; when `early` is true the round ends
+/// as soon as the tally is settled, and the calls still running are dropped
+/// (their servers show as [`Reply::NotAwaited`]).
+pub async fn fan_out<'a, T, Fut>(
+    servers: &'a [Server],
+    quorum: usize,
+    early: bool,
+    call: impl Fn(&'a Server) -> Fut,
+    vote: impl Fn(&T) -> Vote,
+) -> (Tally, Vec<Reply<T>>)
+where
+    Fut: Future<Output = Result<T, ServerError>>,
+{
+    let mut tally = Tally::new(servers.len(), quorum);
+    let mut replies: Vec<Reply<T>> = servers.iter().map(|_| Reply::NotAwaited).collect();
+    let mut running: FuturesUnordered<_> = servers
+        .iter()
+        .enumerate()
+        .map(|(i, server)| {
+            let fut = call(server);
+            async move { (i, fut.await) }
+        })
+        .collect();
+    while let Some((i, result)) = running.next().await {
+        replies[i] = match result {
+            Ok(value) => {
+                match vote(&value) {
+                    Vote::Yes => tally.yes += 1,
+                    Vote::No => tally.no += 1,
+                }
+                Reply::Answered(value)
+            }
+            Err(e) => {
+                tally.failed += 1;
+                Reply::Failed(e)
+            }
+        };
+        if early && tally.settled().is_some() {
+            break;
+        }
+    }
+    (tally, replies)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(yes: usize, no: usize, failed: usize, total: usize, quorum: usize) -> Tally {
+        Tally {
+            yes,
+            no,
+            failed,
+            total,
+            quorum,
+        }
+    }
+
+    #[test]
+    fn settles_as_soon_as_the_answer_is_known() {
+        // 5 servers, quorum 3.
+        assert_eq!(t(3, 0, 0, 5, 3).settled(), Some(Outcome::Won));
+        assert_eq!(t(2, 0, 0, 5, 3).settled(), None);
+        assert_eq!(t(0, 3, 0, 5, 3).settled(), Some(Outcome::Refused));
+        assert_eq!(t(0, 0, 3, 5, 3).settled(), Some(Outcome::Unreachable));
+        // Two no and two failures: the last answer decides between refused and unreachable.
+        assert_eq!(t(0, 2, 2, 5, 3).settled(), None);
+        assert_eq!(t(1, 2, 2, 5, 3).settled(), Some(Outcome::Unreachable));
+        assert_eq!(t(0, 3, 2, 5, 3).settled(), Some(Outcome::Refused));
+        // One server: its answer is the verdict.
+        assert_eq!(t(0, 0, 0, 1, 1).settled(), None);
+        assert_eq!(t(1, 0, 0, 1, 1).settled(), Some(Outcome::Won));
+        assert_eq!(t(0, 1, 0, 1, 1).settled(), Some(Outcome::Refused));
+        assert_eq!(t(0, 0, 1, 1, 1).settled(), Some(Outcome::Unreachable));
+        // Quorum of all 3.
+        assert_eq!(t(2, 1, 0, 3, 3).settled(), Some(Outcome::Refused));
+        assert_eq!(t(2, 0, 1, 3, 3).settled(), Some(Outcome::Unreachable));
+    }
+
+    #[test]
+    fn every_final_tally_is_settled() {
+        for total in 1..=7 {
+            for quorum in total / 2 + 1..=total {
+                for yes in 0..=total {
+                    for no in 0..=total - yes {
+                        let failed = total - yes - no;
+                        let outcome = t(yes, no, failed, total, quorum).settled();
+                        assert!(
+                            outcome.is_some(),
+                            "{yes}/{no}/{failed} of {total} q{quorum}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn validity_subtracts_elapsed_and_drift() {
+        let ttl = Duration::from_secs(10);
+        // 10s - 1s - (100ms + 2ms)
+        assert_eq!(
+            validity(ttl, Duration::from_secs(1), 0.01),
+            Some(Duration::from_millis(8898))
+        );
+        assert_eq!(validity(ttl, Duration::from_secs(11), 0.01), None);
+        assert_eq!(validity(ttl, Duration::from_millis(9898), 0.01), None);
+        assert_eq!(
+            validity(Duration::from_millis(2), Duration::ZERO, 0.0),
+            None
+        );
+    }
+}

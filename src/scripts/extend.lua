@@ -1,0 +1,9 @@
+-- Compare-and-extend: reset the TTL only while this token holds the key.
+-- KEYS[1]: the lock key.
+-- ARGV[1]: the holder's token; ARGV[2]: the new TTL in milliseconds.
+-- Returns 1 when the TTL was reset, 0 when the key is absent or held by
+-- another value. A key of another type fails with WRONGTYPE.
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0

@@ -1,0 +1,376 @@
+//! One Redis server: its URL (never shown with its password), a lazily
+//! opened multiplexed connection, and calls bounded by the node timeout whose
+//! errors name the server, the operation and the key.
+
+use std::fmt;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use redis::aio::MultiplexedConnection;
+use redis::{AsyncConnectionConfig, Client, ErrorKind, IntoConnectionInfo, RedisError};
+
+/// A validated server address: what to connect to and how to name it.
+#[derive(Clone)]
+pub struct ServerUrl {
+    /// The URL as given, password included; never displayed.
+    secret: String,
+    /// `host:port`, `rediss://host:port` or `unix:/path`, plus `/db` when not 0.
+    name: String,
+}
+
+impl ServerUrl {
+    /// Checks the scheme and the address; the error never contains a password.
+    pub fn parse(raw: &str) -> Result<ServerUrl, String> {
+        let shown = redact(raw);
+        let url =
+            url::Url::parse(raw).map_err(|e| format!("server URL {shown:?} is not a URL: {e}"))?;
+        let db = url.path().trim_start_matches('/');
+        let db_suffix = |db: &str| match db {
+            "" | "0" => String::new(),
+            db => format!("/{db}"),
+        };
+        let name = match url.scheme() {
+            "redis" | "rediss" => {
+                let host = url
+                    .host_str()
+                    .filter(|h| !h.is_empty())
+                    .ok_or_else(|| format!("server URL {shown:?} has no host"))?;
+                let port = url.port().unwrap_or(6379);
+                let tls = if url.scheme() == "rediss" {
+                    "rediss://"
+                } else {
+                    ""
+                };
+                format!("{tls}{host}:{port}{}", db_suffix(db))
+            }
+            "unix" | "redis+unix" => {
+                if url.path().is_empty() || url.path() == "/" {
+                    return Err(format!("server URL {shown:?} has no socket path"));
+                }
+                let db = url
+                    .query_pairs()
+                    .find(|(k, _)| k == "db")
+                    .map(|(_, v)| v.into_owned());
+                format!(
+                    "unix:{}{}",
+                    url.path(),
+                    db_suffix(db.as_deref().unwrap_or(""))
+                )
+            }
+            other => {
+                return Err(format!(
+                    "server URL {shown:?} has scheme {other:?}; use redis://, rediss:// or unix://"
+                ));
+            }
+        };
+        // Let the redis crate check the rest (database number, port range...).
+        raw.into_connection_info()
+            .map_err(|_| format!("server URL {shown:?} is not a valid Redis URL"))?;
+        Ok(ServerUrl {
+            secret: raw.to_owned(),
+            name,
+        })
+    }
+
+    /// The display name: host and port, never a password.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl fmt::Debug for ServerUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name)
+    }
+}
+
+/// Hides the password of a URL-like string, even one that does not parse:
+/// `redis://user:pw@h` becomes `redis://user:***@h`, `?password=pw` becomes
+/// `?password=***`.
+pub fn redact(raw: &str) -> String {
+    let mut out = raw.to_owned();
+    if let Some(scheme_end) = out.find("://") {
+        let rest = scheme_end + 3;
+        let authority_end = out[rest..]
+            .find(['/', '?', '#'])
+            .map_or(out.len(), |i| rest + i);
+        if let Some(at) = out[rest..authority_end].rfind('@') {
+            let at = rest + at;
+            match out[rest..at].find(':') {
+                Some(colon) => out.replace_range(rest + colon + 1..at, "***"),
+                // `redis://secret@host` is a password alone in the crate's reading.
+                None => out.replace_range(rest..at, "***"),
+            }
+        }
+    }
+    if let Some(q) = out.find('?') {
+        let query: Vec<String> = out[q + 1..]
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some((k, _)) if k == "pass" || k == "password" => format!("{k}=***"),
+                _ => pair.to_owned(),
+            })
+            .collect();
+        out.replace_range(q + 1.., &query.join("&"));
+    }
+    out
+}
+
+/// What redlock was doing when a server failed; shown in every error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// `SET NX PX` through the acquire script.
+    Acquire,
+    /// The compare-and-extend script.
+    Extend,
+    /// The compare-and-delete script.
+    Release,
+    /// `release --force`.
+    ForceRelease,
+    /// Reading the value and PTTL.
+    Status,
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Op::Acquire => "acquire",
+            Op::Extend => "extend",
+            Op::Release => "release",
+            Op::ForceRelease => "force-release",
+            Op::Status => "status",
+        })
+    }
+}
+
+/// Why one server call failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Failure {
+    /// No answer within the node timeout (connect included).
+    Timeout(Duration),
+    /// Nothing listens at the address.
+    Refused,
+    /// The connection could not be made or broke (DNS, reset, EOF...).
+    Connection(String),
+    /// The server wants a password or refused the one given (NOAUTH, WRONGPASS).
+    Auth(String),
+    /// The ACL user lacks a command or key (NOPERM).
+    NoPerm(String),
+    /// TLS handshake or certificate problem.
+    Tls(String),
+    /// The key holds a value that is not a string: it is not a lock.
+    WrongType,
+    /// Any other error reply, or an answer redlock cannot read.
+    Reply(String),
+}
+
+impl Failure {
+    /// True when retrying cannot help: the configuration or the data is wrong.
+    pub fn is_config(&self) -> bool {
+        matches!(
+            self,
+            Failure::Auth(_) | Failure::NoPerm(_) | Failure::Tls(_) | Failure::WrongType
+        )
+    }
+
+    fn from_redis(e: &RedisError) -> Failure {
+        let detail = || {
+            let text = e.to_string();
+            let text = text.trim();
+            let text = text
+                .strip_prefix("An error was signalled by the server - ")
+                .unwrap_or(text);
+            text.replace('\n', " ")
+        };
+        match e.code() {
+            Some("NOAUTH" | "WRONGPASS") => return Failure::Auth(detail()),
+            Some("NOPERM") => return Failure::NoPerm(detail()),
+            Some("WRONGTYPE") => return Failure::WrongType,
+            _ => {}
+        }
+        if e.kind() == ErrorKind::AuthenticationFailed {
+            return Failure::Auth(detail());
+        }
+        if e.is_connection_refusal() {
+            return Failure::Refused;
+        }
+        let text = detail();
+        // rustls reports through io errors; its messages name certificates.
+        let lower = text.to_lowercase();
+        if lower.contains("certificate") || lower.contains("tls") || lower.contains("handshake") {
+            return Failure::Tls(text);
+        }
+        if e.is_io_error() || e.is_connection_dropped() {
+            return Failure::Connection(text);
+        }
+        Failure::Reply(text)
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Failure::Timeout(d) => write!(f, "timed out after {}", crate::fmt_duration(*d)),
+            Failure::Refused => f.write_str("connection refused"),
+            Failure::Connection(s) => write!(f, "connection failed: {s}"),
+            Failure::Auth(s) => write!(f, "authentication failed: {s}"),
+            Failure::NoPerm(s) => write!(f, "permission denied: {s}"),
+            Failure::Tls(s) => write!(f, "TLS error: {s}"),
+            Failure::WrongType => {
+                f.write_str("WRONGTYPE: the key holds a non-string value, so it is not a lock")
+            }
+            Failure::Reply(s) => write!(f, "error reply: {s}"),
+        }
+    }
+}
+
+/// One failed call: which server, doing what, on which key, and why.
+#[derive(Clone, Debug, thiserror::Error)]
+#[error("{server}: {op} {key}: {failure}")]
+pub struct ServerError {
+    /// The server's display name (no password).
+    pub server: String,
+    /// The operation.
+    pub op: Op,
+    /// The key, shortened for display.
+    pub key: String,
+    /// The cause.
+    pub failure: Failure,
+}
+
+/// One Redis server and its connection, opened on first use.
+pub struct Server {
+    url: ServerUrl,
+    client: Client,
+    timeout: Duration,
+    conn: Mutex<Option<MultiplexedConnection>>,
+}
+
+impl Server {
+    /// Prepares a server; nothing is connected until the first call.
+    pub fn new(url: ServerUrl, timeout: Duration) -> Result<Server, String> {
+        let invalid = || format!("server URL {:?} is not a valid Redis URL", url.name());
+        let info = url
+            .secret
+            .as_str()
+            .into_connection_info()
+            .map_err(|_| invalid())?;
+        // Skip CLIENT SETINFO on connect: one round trip less, and no NOPERM
+        // noise for an ACL user limited to the lock commands.
+        let settings = info.redis_settings().clone().set_skip_set_lib_name();
+        let client = Client::open(info.set_redis_settings(settings)).map_err(|_| invalid())?;
+        Ok(Server {
+            url,
+            client,
+            timeout,
+            conn: Mutex::new(None),
+        })
+    }
+
+    /// The display name (no password).
+    pub fn name(&self) -> &str {
+        self.url.name()
+    }
+
+    /// The per-call timeout.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// An error for an answer that is not what the script returns.
+    pub fn bad_reply(&self, op: Op, key: &str, what: String) -> ServerError {
+        ServerError {
+            server: self.name().to_owned(),
+            op,
+            key: crate::display_key(key.as_bytes()),
+            failure: Failure::Reply(what),
+        }
+    }
+
+    /// Runs `f` on this server's connection, connecting first when needed,
+    /// the whole bounded by the node timeout. A failed or timed-out call
+    /// drops the connection so that the next call reconnects.
+    pub async fn call<T>(
+        &self,
+        op: Op,
+        key: &[u8],
+        f: impl AsyncFnOnce(&mut MultiplexedConnection) -> redis::RedisResult<T>,
+    ) -> Result<T, ServerError> {
+        let work = async {
+            let mut conn = self.connection().await?;
+            f(&mut conn).await
+        };
+        let failure = match tokio::time::timeout(self.timeout, work).await {
+            Ok(Ok(value)) => return Ok(value),
+            Ok(Err(e)) => Failure::from_redis(&e),
+            Err(_) => Failure::Timeout(self.timeout),
+        };
+        if !matches!(failure, Failure::WrongType | Failure::Reply(_)) {
+            self.forget();
+        }
+        Err(ServerError {
+            server: self.name().to_owned(),
+            op,
+            key: crate::display_key(key),
+            failure,
+        })
+    }
+
+    async fn connection(&self) -> redis::RedisResult<MultiplexedConnection> {
+        if let Some(conn) = self.lock_conn().as_ref() {
+            return Ok(conn.clone());
+        }
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(self.timeout))
+            .set_response_timeout(Some(self.timeout));
+        let conn = self
+            .client
+            .get_multiplexed_async_connection_with_config(&config)
+            .await?;
+        *self.lock_conn() = Some(conn.clone());
+        Ok(conn)
+    }
+
+    fn forget(&self) {
+        *self.lock_conn() = None;
+    }
+
+    fn lock_conn(&self) -> std::sync::MutexGuard<'_, Option<MultiplexedConnection>> {
+        // A poisoned lock only means another call panicked mid-assignment of
+        // an Option; the value is still a valid Option.
+        self.conn
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redact_hides_passwords() {
+        assert_eq!(redact("redis://u:secret@h:1/0"), "redis://u:***@h:1/0");
+        assert_eq!(redact("redis://:secret@h"), "redis://:***@h");
+        assert_eq!(redact("redis://secret@h"), "redis://***@h");
+        assert_eq!(
+            redact("unix:///s.sock?db=1&pass=secret"),
+            "unix:///s.sock?db=1&pass=***"
+        );
+        assert_eq!(redact("redis://h:1"), "redis://h:1");
+    }
+
+    #[test]
+    fn parse_names_servers_without_secrets() {
+        let u = ServerUrl::parse("redis://user:pw@127.0.0.1:7001").unwrap();
+        assert_eq!(u.name(), "127.0.0.1:7001");
+        let u = ServerUrl::parse("rediss://:pw@example.com/2").unwrap();
+        assert_eq!(u.name(), "rediss://example.com:6379/2");
+        let u = ServerUrl::parse("unix:///run/redis.sock?pass=pw").unwrap();
+        assert_eq!(u.name(), "unix:/run/redis.sock");
+        let e = ServerUrl::parse("http://u:pw@h").unwrap_err();
+        assert!(e.contains("scheme \"http\"") && !e.contains("pw@"), "{e}");
+        assert!(ServerUrl::parse("redis://").is_err());
+        assert!(ServerUrl::parse("not a url").is_err());
+    }
+}

@@ -1,0 +1,137 @@
+//! The lock token: 128 random bits plus readable holder facts.
+//!
+//! Written as `RANDOM.PID.MILLIS.HOST`: 32 hex digits of a UUID v4, the
+//! holder's pid, the Unix time in milliseconds when the token was made, and
+//! the host name. The random part alone makes it unique; the rest lets
+//! `status` say who holds a lock. Nothing secret (command line, environment)
+//! goes in. Tokens written by other Redlock clients are still valid values:
+//! they just carry no holder facts.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// A token made by redlock.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Token {
+    /// 128 bits of randomness (UUID v4, of which 122 are random).
+    pub random: u128,
+    /// The holder's process id.
+    pub pid: u32,
+    /// When the token was made, in milliseconds since the Unix epoch.
+    pub created_ms: u64,
+    /// The holder's host name (letters, digits, `-`, `.`, `_` only).
+    pub host: String,
+}
+
+impl Token {
+    /// A fresh token for this process, now.
+    pub fn new() -> Token {
+        let created_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        Token {
+            random: uuid::Uuid::new_v4().as_u128(),
+            pid: std::process::id(),
+            created_ms,
+            host: hostname(),
+        }
+    }
+
+    /// When the token was made, as a wall-clock time.
+    pub fn created(&self) -> SystemTime {
+        UNIX_EPOCH + Duration::from_millis(self.created_ms)
+    }
+}
+
+impl Default for Token {
+    fn default() -> Token {
+        Token::new()
+    }
+}
+
+impl fmt::Display for Token {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{:032x}.{}.{}.{}",
+            self.random, self.pid, self.created_ms, self.host
+        )
+    }
+}
+
+impl FromStr for Token {
+    type Err = ();
+
+    /// Reads a redlock token; any other value (another client's) is `Err`.
+    fn from_str(s: &str) -> Result<Token, ()> {
+        let mut parts = s.splitn(4, '.');
+        let random = parts.next().ok_or(())?;
+        if random.len() != 32 || !random.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(());
+        }
+        let random = u128::from_str_radix(random, 16).map_err(|_| ())?;
+        let pid = parts.next().ok_or(())?.parse().map_err(|_| ())?;
+        let created_ms = parts.next().ok_or(())?.parse().map_err(|_| ())?;
+        let host = parts.next().ok_or(())?;
+        if host.is_empty() || host != sanitize_host(host) {
+            return Err(());
+        }
+        Ok(Token {
+            random,
+            pid,
+            created_ms,
+            host: host.to_owned(),
+        })
+    }
+}
+
+/// This machine's host name, reduced to characters that are safe in a token.
+fn hostname() -> String {
+    let raw = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let host = sanitize_host(raw.trim());
+    if host.is_empty() {
+        "unknown".to_owned()
+    } else {
+        host
+    }
+}
+
+fn sanitize_host(raw: &str) -> String {
+    raw.chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'))
+        .take(64)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_and_is_unique() {
+        let a = Token::new();
+        let b = Token::new();
+        assert_ne!(a.random, b.random);
+        assert_eq!(a.to_string().parse::<Token>(), Ok(a.clone()));
+        assert_eq!(a.pid, std::process::id());
+        assert!(a.to_string().starts_with(&format!("{:032x}.", a.random)));
+    }
+
+    #[test]
+    fn foreign_values_are_not_tokens() {
+        for s in [
+            "",
+            "abc",
+            "a-b-c",
+            "0123456789abcdef0123456789abcdeg.1.2.h",
+            "x.1.2.host",
+        ] {
+            assert!(s.parse::<Token>().is_err(), "{s}");
+        }
+        let t: Token = "0123456789abcdef0123456789abcdef.42.1700000000000.web-1.example.com"
+            .parse()
+            .unwrap();
+        assert_eq!((t.pid, t.host.as_str()), (42, "web-1.example.com"));
+    }
+}

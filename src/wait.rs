@@ -1,0 +1,136 @@
+//! Taking a lock with retries: one attempt per round, jittered exponential
+//! backoff between rounds, never sleeping past the holder's remaining TTL,
+//! and never past the `--wait` deadline.
+
+use std::time::{Duration, Instant};
+
+use crate::config::Wait;
+use crate::error::Error;
+use crate::exit;
+use crate::lock::{Attempt, Fleet, Lock};
+use crate::output::Log;
+use crate::token::Token;
+
+/// The first pause between attempts.
+pub const FIRST_PAUSE: Duration = Duration::from_millis(25);
+/// The longest pause between attempts.
+pub const MAX_PAUSE: Duration = Duration::from_secs(1);
+
+/// Jittered exponential backoff: each pause is drawn from the upper half of
+/// a window that doubles from [`FIRST_PAUSE`] up to [`MAX_PAUSE`], so a fleet
+/// of waiters spreads out instead of retrying in step.
+#[derive(Debug)]
+pub struct Backoff {
+    window: Duration,
+}
+
+impl Backoff {
+    /// A backoff at its first step.
+    pub fn new() -> Backoff {
+        Backoff {
+            window: FIRST_PAUSE,
+        }
+    }
+
+    /// The next pause.
+    pub fn next_pause(&mut self) -> Duration {
+        let window = self.window;
+        self.window = (self.window * 2).min(MAX_PAUSE);
+        window / 2 + window.mul_f64(fastrand::f64() / 2.0)
+    }
+}
+
+impl Default for Backoff {
+    fn default() -> Backoff {
+        Backoff::new()
+    }
+}
+
+/// Takes `key` for `ttl`, retrying as `wait` allows. Each attempt uses a
+/// fresh token, so the holder facts say when the lock was really taken.
+/// When the wait runs out, the error is what the last attempt saw (busy or
+/// unavailable); configuration errors (auth, TLS, WRONGTYPE) end it at once.
+pub async fn acquire(
+    fleet: &Fleet,
+    key: &str,
+    ttl: Duration,
+    wait: Wait,
+    log: &Log,
+) -> Result<Lock, Error> {
+    let start = Instant::now();
+    let deadline = match wait {
+        Wait::Once => Some(start),
+        Wait::For(d) => Some(start + d),
+        Wait::Forever => None,
+    };
+    let mut backoff = Backoff::new();
+    let mut attempts = 0u32;
+    loop {
+        attempts += 1;
+        let token = Token::new().to_string();
+        let (last, holder_left) = match fleet.try_acquire(key, &token, ttl).await {
+            Attempt::Acquired(lock) => {
+                log.info(&format!(
+                    "acquired {} on {}/{} servers after {} attempt(s) in {}, valid for {}",
+                    crate::display_key(key.as_bytes()),
+                    lock.granted.0,
+                    lock.granted.1,
+                    attempts,
+                    crate::fmt_duration(start.elapsed()),
+                    crate::fmt_duration(lock.validity)
+                ));
+                return Ok(lock);
+            }
+            Attempt::Busy(holder) => {
+                let message = holder.describe(key);
+                (
+                    Error::Busy {
+                        message,
+                        code: exit::BUSY,
+                    },
+                    holder.remaining,
+                )
+            }
+            Attempt::Unavailable(e) => {
+                if matches!(e, Error::Unavailable { config: true, .. }) {
+                    return Err(e);
+                }
+                (e, None)
+            }
+        };
+        let left = match deadline {
+            Some(d) => d.saturating_duration_since(Instant::now()),
+            None => Duration::MAX,
+        };
+        if left.is_zero() {
+            return Err(last);
+        }
+        let mut pause = backoff.next_pause().min(left);
+        if let Some(holder_left) = holder_left {
+            // Never sleep past the moment the holder's lock expires.
+            pause = pause.min(holder_left.max(Duration::from_millis(1)));
+        }
+        log.debug(&format!(
+            "attempt {attempts}: {last}; retrying in {}",
+            crate::fmt_duration(pause)
+        ));
+        tokio::time::sleep(pause).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_jittered_and_capped() {
+        let mut b = Backoff::new();
+        let pauses: Vec<Duration> = (0..10).map(|_| b.next_pause()).collect();
+        let mut window = FIRST_PAUSE;
+        for p in &pauses {
+            assert!(*p >= window / 2 && *p <= window, "{p:?} outside {window:?}");
+            window = (window * 2).min(MAX_PAUSE);
+        }
+        assert!(pauses[9] >= MAX_PAUSE / 2);
+    }
+}
