@@ -5,6 +5,7 @@
 //! bounded by the node timeout and the verdict comes from a [`Tally`]; the
 //! per-server replies are kept for messages and `status`.
 
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 use redis::{Script, Value};
@@ -12,6 +13,7 @@ use redis::{Script, Value};
 use crate::error::Error;
 use crate::quorum::{self, Failures, Outcome, Reply, Tally, Vote};
 use crate::server::{Op, Server, ServerError};
+use tokio_util::task::TaskTracker;
 use crate::token::Token;
 
 /// The Lua scripts, hashed once; `Script` sends EVALSHA and falls back to
@@ -24,24 +26,21 @@ struct Scripts {
     status: Script,
 }
 
-impl Scripts {
-    fn new() -> Scripts {
-        Scripts {
-            acquire: Script::new(include_str!("scripts/acquire.lua")),
-            extend: Script::new(include_str!("scripts/extend.lua")),
-            release: Script::new(include_str!("scripts/release.lua")),
-            force_release: Script::new(include_str!("scripts/force_release.lua")),
-            status: Script::new(include_str!("scripts/status.lua")),
-        }
-    }
-}
+static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
+    acquire: Script::new(include_str!("scripts/acquire.lua")),
+    extend: Script::new(include_str!("scripts/extend.lua")),
+    release: Script::new(include_str!("scripts/release.lua")),
+    force_release: Script::new(include_str!("scripts/force_release.lua")),
+    status: Script::new(include_str!("scripts/status.lua")),
+});
 
 /// The servers of one lock service and the rules for deciding over them.
 pub struct Fleet {
-    servers: Vec<Server>,
+    servers: Vec<Arc<Server>>,
     quorum: usize,
     drift_factor: f64,
-    scripts: Scripts,
+    /// Server calls, including those still running after a verdict.
+    tasks: TaskTracker,
 }
 
 /// A lock this process holds.
@@ -152,22 +151,68 @@ pub struct Status {
 impl Fleet {
     /// A fleet of servers deciding with `quorum` and `drift_factor`.
     pub fn new(servers: Vec<Server>, quorum: usize, drift_factor: f64) -> Fleet {
-        Fleet {
-            servers,
-            quorum,
-            drift_factor,
-            scripts: Scripts::new(),
-        }
+        let servers = servers.into_iter().map(Arc::new).collect();
+        Fleet { servers, quorum, drift_factor, tasks: TaskTracker::new() }
     }
 
     /// The servers.
-    pub fn servers(&self) -> &[Server] {
+    pub fn servers(&self) -> &[Arc<Server>] {
         &self.servers
     }
 
     /// The quorum.
     pub fn quorum(&self) -> usize {
         self.quorum
+    }
+
+    /// Waits for server calls that outlived their round's verdict, each
+    /// already bounded by the node timeout. Call before the process exits,
+    /// so that a straggler's SET or DEL is not cut off.
+    pub async fn drain(&self) {
+        self.tasks.close();
+        self.tasks.wait().await;
+        self.tasks.reopen();
+    }
+
+    /// Runs one script on every server: the script, its keys and arguments
+    /// are the same for all, only the reading of the reply (`read`) and the
+    /// vote differ per operation.
+    async fn round<T: Send + 'static>(
+        &self,
+        op: Op,
+        key: &str,
+        early: bool,
+        script: fn(&Scripts) -> &Script,
+        args: Vec<Vec<u8>>,
+        read: fn(Value) -> Result<T, String>,
+        vote: impl Fn(&T) -> Vote,
+    ) -> (Tally, Vec<Reply<T>>) {
+        let key_owned: Arc<str> = key.into();
+        let args = Arc::new(args);
+        quorum::fan_out(
+            &self.servers,
+            &self.tasks,
+            self.quorum,
+            early,
+            (op, key),
+            |server| {
+                let (key, args) = (Arc::clone(&key_owned), Arc::clone(&args));
+                async move {
+                    let reply: Value = server
+                        .call(op, key.as_bytes(), async |c| {
+                            let mut invocation = script(&SCRIPTS).key(&*key);
+                            for arg in args.iter() {
+                                invocation.arg(arg);
+                            }
+                            invocation.invoke_async(c).await
+                        })
+                        .await?;
+                    read(reply).map_err(|msg| server.bad_reply(op, &key, msg))
+                }
+            },
+            vote,
+        )
+        .await
     }
 
     fn unavailable(&self, what: String, tally: Tally, failures: Failures) -> Error {
@@ -188,29 +233,18 @@ impl Fleet {
     /// On anything but success, the token is released everywhere before
     /// returning, including on the servers that said no or did not answer.
     pub async fn try_acquire(&self, key: &str, token: &str, ttl: Duration) -> Attempt {
-        let ttl_ms = millis(ttl);
         let start = Instant::now();
-        let (tally, replies) = quorum::fan_out(
-            &self.servers,
-            self.quorum,
-            true,
-            |server| async move {
-                let reply: Value = server
-                    .call(Op::Acquire, key.as_bytes(), async |c| {
-                        self.scripts
-                            .acquire
-                            .key(key)
-                            .arg(token)
-                            .arg(ttl_ms)
-                            .invoke_async(c)
-                            .await
-                    })
-                    .await?;
-                parse_acquire(reply).map_err(|msg| server.bad_reply(Op::Acquire, key, msg))
-            },
-            |r| if r.is_none() { Vote::Yes } else { Vote::No },
-        )
-        .await;
+        let (tally, replies) = self
+            .round(
+                Op::Acquire,
+                key,
+                true,
+                |s| &s.acquire,
+                vec![token.into(), millis(ttl).to_string().into()],
+                parse_acquire,
+                |r| if r.is_none() { Vote::Yes } else { Vote::No },
+            )
+            .await;
         let elapsed = start.elapsed();
         let outcome = tally.settled().unwrap_or(Outcome::Unreachable);
         if outcome == Outcome::Won
@@ -228,11 +262,11 @@ impl Fleet {
         // Best effort: whatever this round did set must not linger. Errors
         // here change nothing about the verdict, which is already known.
         let _ = self.release_round(key, token).await;
+        let shown = crate::display_key(key.as_bytes());
         match outcome {
             Outcome::Won => Attempt::Unavailable(Error::Unavailable {
                 what: format!(
-                    "acquire {}: the quorum answered only after {}, leaving no validity out of a {} TTL",
-                    crate::display_key(key.as_bytes()),
+                    "acquire {shown}: the quorum answered only after {}, leaving no validity out of a {} TTL",
                     crate::fmt_duration(elapsed),
                     crate::fmt_duration(ttl)
                 ),
@@ -241,7 +275,7 @@ impl Fleet {
             }),
             Outcome::Refused => Attempt::Busy(holder_of(&replies)),
             Outcome::Unreachable => Attempt::Unavailable(self.unavailable(
-                format!("acquire {}", crate::display_key(key.as_bytes())),
+                format!("acquire {shown}"),
                 tally,
                 Failures::of(&replies),
             )),
@@ -249,28 +283,20 @@ impl Fleet {
     }
 
     /// Resets the TTL of a lock held by `token` to `ttl` on every server.
-    /// Returns the new validity counted from `since`, the start of the round.
+    /// The new validity counts from the start of the round.
     pub async fn extend(&self, key: &str, token: &str, ttl: Duration) -> Result<Lock, Error> {
-        let ttl_ms = millis(ttl);
         let start = Instant::now();
-        let (tally, replies) = quorum::fan_out(
-            &self.servers,
-            self.quorum,
-            true,
-            |server| {
-                server.call(Op::Extend, key.as_bytes(), async |c| {
-                    self.scripts
-                        .extend
-                        .key(key)
-                        .arg(token)
-                        .arg(ttl_ms)
-                        .invoke_async::<i64>(c)
-                        .await
-                })
-            },
-            |n| if *n == 1 { Vote::Yes } else { Vote::No },
-        )
-        .await;
+        let (tally, replies) = self
+            .round(
+                Op::Extend,
+                key,
+                true,
+                |s| &s.extend,
+                vec![token.into(), millis(ttl).to_string().into()],
+                parse_int,
+                |n| if *n == 1 { Vote::Yes } else { Vote::No },
+            )
+            .await;
         let shown = crate::display_key(key.as_bytes());
         match tally.settled().unwrap_or(Outcome::Unreachable) {
             Outcome::Won => {
@@ -302,20 +328,13 @@ impl Fleet {
     }
 
     async fn release_round(&self, key: &str, token: &str) -> (Tally, Vec<Reply<i64>>) {
-        quorum::fan_out(
-            &self.servers,
-            self.quorum,
+        self.round(
+            Op::Release,
+            key,
             false,
-            |server| {
-                server.call(Op::Release, key.as_bytes(), async |c| {
-                    self.scripts
-                        .release
-                        .key(key)
-                        .arg(token)
-                        .invoke_async::<i64>(c)
-                        .await
-                })
-            },
+            |s| &s.release,
+            vec![token.into()],
+            parse_int,
             |n| if *n == 1 { Vote::Yes } else { Vote::No },
         )
         .await
@@ -340,67 +359,39 @@ impl Fleet {
 
     /// Deletes the lock whoever holds it. Returns how many servers had it.
     pub async fn force_release(&self, key: &str) -> Result<usize, Error> {
-        let (tally, replies) = quorum::fan_out(
-            &self.servers,
-            self.quorum,
-            false,
-            |server| {
-                server.call(Op::ForceRelease, key.as_bytes(), async |c| {
-                    self.scripts
-                        .force_release
-                        .key(key)
-                        .invoke_async::<i64>(c)
-                        .await
-                })
-            },
-            // Deleted or already absent: either way the key is gone there.
-            |_| Vote::Yes,
-        )
-        .await;
+        let (tally, replies) = self
+            .round(
+                Op::ForceRelease,
+                key,
+                false,
+                |s| &s.force_release,
+                Vec::new(),
+                parse_int,
+                // Deleted or already absent: either way the key is gone there.
+                |_| Vote::Yes,
+            )
+            .await;
         if tally.settled() == Some(Outcome::Won) {
-            let deleted = replies
-                .iter()
-                .filter(|r| matches!(r, Reply::Answered(1)))
-                .count();
+            let deleted = replies.iter().filter(|r| matches!(r, Reply::Answered(1))).count();
             return Ok(deleted);
         }
         let shown = crate::display_key(key.as_bytes());
-        Err(self.unavailable(
-            format!("release --force {shown}"),
-            tally,
-            Failures::of(&replies),
-        ))
+        Err(self.unavailable(format!("release --force {shown}"), tally, Failures::of(&replies)))
     }
 
     /// Reads the key's value and TTL on every server.
     pub async fn status(&self, key: &str) -> Status {
-        let (_, replies) = quorum::fan_out(
-            &self.servers,
-            self.quorum,
-            false,
-            |server| {
-                server.call(Op::Status, key.as_bytes(), async |c| {
-                    self.scripts
-                        .status
-                        .key(key)
-                        .invoke_async::<(Option<Vec<u8>>, i64)>(c)
-                        .await
-                })
-            },
-            |_| Vote::Yes,
-        )
-        .await;
+        let (_, replies) = self
+            .round(Op::Status, key, false, |s| &s.status, Vec::new(), parse_status, |_| Vote::Yes)
+            .await;
         let servers: Vec<(String, ServerView)> = self
             .servers
             .iter()
             .zip(replies)
             .map(|(server, reply)| {
                 let view = match reply {
-                    Reply::Answered((Some(value), pttl)) => ServerView::Held {
-                        value: String::from_utf8_lossy(&value).into_owned(),
-                        ttl: ttl_of(pttl),
-                    },
-                    Reply::Answered((None, _)) => ServerView::Free,
+                    Reply::Answered(Some((value, ttl))) => ServerView::Held { value, ttl },
+                    Reply::Answered(None) => ServerView::Free,
                     Reply::Failed(e) => ServerView::Error(e),
                     Reply::NotAwaited => ServerView::Error(server.bad_reply(
                         Op::Status,
@@ -502,6 +493,28 @@ fn parse_acquire(reply: Value) -> Result<Option<(String, i64)>, String> {
             other => Err(format!("unexpected acquire reply {other:?}")),
         },
         other => Err(format!("unexpected acquire reply {other:?}")),
+    }
+}
+
+/// Reads an integer reply.
+fn parse_int(reply: Value) -> Result<i64, String> {
+    match reply {
+        Value::Int(n) => Ok(n),
+        other => Err(format!("unexpected reply {other:?}")),
+    }
+}
+
+/// Reads the status script's reply: the value and its TTL, or `None` when absent.
+fn parse_status(reply: Value) -> Result<Option<(String, Option<Duration>)>, String> {
+    match reply {
+        Value::Array(items) => match items.as_slice() {
+            [Value::Nil, _] | [] => Ok(None),
+            [Value::BulkString(v), Value::Int(pttl)] => {
+                Ok(Some((String::from_utf8_lossy(v).into_owned(), ttl_of(*pttl))))
+            }
+            other => Err(format!("unexpected status reply {other:?}")),
+        },
+        other => Err(format!("unexpected status reply {other:?}")),
     }
 }
 

@@ -10,10 +10,13 @@ use std::fmt;
 use std::future::Future;
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
+use tokio_util::task::TaskTracker;
 
-use crate::server::{Server, ServerError};
+use crate::server::{Op, Server, ServerError};
 
 /// How a quorum decision ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -159,19 +162,24 @@ pub enum Vote {
     No,
 }
 
-/// Calls `call` on every server at once and collects the replies in server
-/// order. `vote` classifies each answer; when `early` is true the round ends
-/// as soon as the tally is settled, and the calls still running are dropped
-/// (their servers show as [`Reply::NotAwaited`]).
-pub async fn fan_out<'a, T, Fut>(
-    servers: &'a [Server],
+/// Calls `call` on every server at once, each as a task on `tasks`, and
+/// collects the replies in server order. `vote` classifies each answer; when
+/// `early` is true the round ends as soon as the tally is settled. The calls
+/// still running then go on in the background (so a slow server still gets
+/// the lock, the extension or the delete); their servers show as
+/// [`Reply::NotAwaited`], and the caller drains `tasks` before exiting.
+pub async fn fan_out<T, Fut>(
+    servers: &[Arc<Server>],
+    tasks: &TaskTracker,
     quorum: usize,
     early: bool,
-    call: impl Fn(&'a Server) -> Fut,
+    (op, key): (Op, &str),
+    call: impl Fn(Arc<Server>) -> Fut,
     vote: impl Fn(&T) -> Vote,
 ) -> (Tally, Vec<Reply<T>>)
 where
-    Fut: Future<Output = Result<T, ServerError>>,
+    T: Send + 'static,
+    Fut: Future<Output = Result<T, ServerError>> + Send + 'static,
 {
     let mut tally = Tally::new(servers.len(), quorum);
     let mut replies: Vec<Reply<T>> = servers.iter().map(|_| Reply::NotAwaited).collect();
@@ -179,22 +187,26 @@ where
         .iter()
         .enumerate()
         .map(|(i, server)| {
-            let fut = call(server);
-            async move { (i, fut.await) }
+            let task = tasks.spawn(call(Arc::clone(server)));
+            async move { (i, task.await) }
         })
         .collect();
     while let Some((i, result)) = running.next().await {
         replies[i] = match result {
-            Ok(value) => {
+            Ok(Ok(value)) => {
                 match vote(&value) {
                     Vote::Yes => tally.yes += 1,
                     Vote::No => tally.no += 1,
                 }
                 Reply::Answered(value)
             }
-            Err(e) => {
+            Ok(Err(e)) => {
                 tally.failed += 1;
                 Reply::Failed(e)
+            }
+            Err(join) => {
+                tally.failed += 1;
+                Reply::Failed(servers[i].bad_reply(op, key, format!("call aborted: {join}")))
             }
         };
         if early && tally.settled().is_some() {

@@ -302,6 +302,7 @@ impl Server {
         };
         let failure = match tokio::time::timeout(self.timeout, work).await {
             Ok(Ok(value)) => return Ok(value),
+            Ok(Err(e)) if e.is_timeout() => Failure::Timeout(self.timeout),
             Ok(Err(e)) => Failure::from_redis(&e),
             Err(_) => Failure::Timeout(self.timeout),
         };

@@ -13,7 +13,7 @@ use crate::error::Error;
 pub async fn execute(config: Config) -> Result<u8, Error> {
     let fleet = config.fleet()?;
     let log = config.log;
-    match config.command {
+    let result = match config.command {
         Command::Acquire { key, ttl, wait } => {
             acquire::acquire(&fleet, &key, ttl, wait, &log).await
         }
@@ -26,5 +26,9 @@ pub async fn execute(config: Config) -> Result<u8, Error> {
         Command::Status { key, json } => status::status(&fleet, &key, json).await,
         Command::Run(_) => Err(Error::NotImplemented("run")),
         Command::Doctor { .. } => Err(Error::NotImplemented("doctor")),
-    }
+    };
+    // Calls that outlived their round's verdict finish (each within the
+    // node timeout) before the runtime, and with it they, go away.
+    fleet.drain().await;
+    result
 }

@@ -1,0 +1,310 @@
+//! The engine end to end: acquire, extend, release, status, force-release,
+//! over 1, 3 and 5 servers, with servers down, hung, password-protected or
+//! holding the wrong type, and every bad input.
+
+use std::time::Duration;
+
+use crate::harness::{Fleet, Redlock, RedisServer, unique_key};
+
+/// Generous bound for "promptly": far above the work, far below a hang.
+const PROMPT: Duration = Duration::from_secs(5);
+
+#[test]
+fn acquire_extend_release_on_1_3_and_5_servers() {
+    for n in [1, 3, 5] {
+        let fleet = Fleet::start(n);
+        let key = unique_key("cycle");
+        let token = Redlock::on(&fleet).args(["acquire", "--key", &key, "--ttl", "10s"]).run();
+        token.expect(0);
+        let token = token.line().to_owned();
+        assert!(token.len() >= 32 && !token.contains(char::is_whitespace), "{token:?}");
+        assert_eq!(fleet.values(&key), vec![Some(token.clone()); n], "{n} servers");
+        for s in &fleet.servers {
+            let pttl = s.pttl(&key);
+            assert!(pttl > 0 && pttl <= 10_000, "pttl {pttl}");
+        }
+
+        Redlock::on(&fleet)
+            .args(["acquire", "-n", "--key", &key])
+            .run()
+            .expect(75)
+            .stderr_has("is held by")
+            .stderr_has("expires in");
+
+        Redlock::on(&fleet)
+            .args(["extend", "--key", &key, "--token", &token, "--ttl", "60s"])
+            .run()
+            .expect(0);
+        for s in &fleet.servers {
+            assert!(s.pttl(&key) > 10_000, "extend should raise the TTL on {}", s.name());
+        }
+
+        Redlock::on(&fleet).args(["release", "--key", &key, "--token", &token]).run().expect(0);
+        assert_eq!(fleet.values(&key), vec![None; n]);
+        Redlock::on(&fleet).args(["status", "--key", &key]).run().expect(1);
+    }
+}
+
+#[test]
+fn a_minority_down_still_locks() {
+    let mut fleet = Fleet::start(5);
+    fleet.servers[1].stop();
+    fleet.servers[3].stop();
+    let key = unique_key("minority");
+    let out = Redlock::on(&fleet).args(["acquire", "-n", "--key", &key]).run();
+    out.expect(0);
+    for i in [0, 2, 4] {
+        assert_eq!(fleet.servers[i].get(&key).as_deref(), Some(out.line()));
+    }
+    Redlock::on(&fleet).args(["release", "--key", &key, "--token", out.line()]).run().expect(0);
+}
+
+#[test]
+fn a_majority_down_is_unavailable_promptly_and_leaves_nothing() {
+    let mut fleet = Fleet::start(5);
+    for i in [0, 2, 4] {
+        fleet.servers[i].stop();
+    }
+    let key = unique_key("majority");
+    let down = fleet.servers[0].name();
+    Redlock::on(&fleet)
+        .args(["acquire", "-n", "--key", &key])
+        .run()
+        .expect(69)
+        .within(PROMPT)
+        .stderr_has(&format!("{down}: acquire {key}: connection refused"));
+    assert_eq!(fleet.servers[1].get(&key), None, "a failed acquire releases what it set");
+    assert_eq!(fleet.servers[3].get(&key), None);
+    // Status cannot tell held from free either.
+    Redlock::on(&fleet).args(["status", "--key", &key]).run().expect(69);
+}
+
+#[test]
+fn a_hung_server_costs_at_most_about_the_node_timeout() {
+    let fleet = Fleet::start(3);
+    fleet.servers[2].hang();
+    let key = unique_key("hung");
+    let out = Redlock::on(&fleet)
+        .args(["--node-timeout", "300ms", "acquire", "-n", "--key", &key])
+        .run();
+    fleet.servers[2].resume();
+    out.expect(0).within(Duration::from_secs(3));
+    let token = out.line().to_owned();
+    assert_eq!(fleet.servers[0].get(&key).as_deref(), Some(token.as_str()));
+
+    fleet.servers[2].hang();
+    let status = Redlock::on(&fleet)
+        .args(["--node-timeout", "300ms", "status", "--key", &key, "--json"])
+        .run();
+    fleet.servers[2].resume();
+    status.expect(0).within(Duration::from_secs(3));
+    let json = status.json();
+    assert_eq!(json["servers"][2]["state"], "error");
+    assert!(json["servers"][2]["error"].as_str().unwrap_or("").contains("timed out after 300ms"));
+}
+
+#[test]
+fn a_password_the_url_lacks_is_an_auth_error_and_never_printed() {
+    let secret = "s3cret-pw-4711";
+    let server = RedisServer::start_with(&["--requirepass", secret]);
+    let key = unique_key("auth");
+    Redlock::new(&server.url_without_password())
+        .args(["acquire", "--wait", "5s", "--key", &key])
+        .run()
+        .expect(69)
+        .within(PROMPT) // configuration errors end the wait at once
+        .stderr_has(&format!("{}: acquire {key}: authentication failed", server.name()));
+
+    let wrong = format!("redis://:wrong-{secret}@127.0.0.1:{}", server.port);
+    let out = Redlock::new(&wrong).args(["-v", "acquire", "-n", "--key", &key]).run();
+    out.expect(69).stderr_has("authentication failed");
+    assert!(!out.stderr.contains(secret), "password leaked: {}", out.stderr);
+
+    let mut outputs = Vec::new();
+    let acquired = Redlock::new(&server.url()).args(["-vv", "acquire", "--key", &key]).run();
+    acquired.expect(0);
+    let token = acquired.line().to_owned();
+    outputs.push(acquired);
+    for args in [
+        vec!["-vv", "status", "--key", &key],
+        vec!["-vv", "--log-format", "json", "status", "--key", &key, "--json"],
+        vec!["-vv", "extend", "--key", &key, "--token", &token],
+        vec!["-vv", "release", "--key", &key, "--token", &token],
+        vec!["-vv", "--servers", "redis://:pw@127.0.0.1:1,bogus://u:pw@x", "status", "--key", &key],
+    ] {
+        outputs.push(Redlock::new(&server.url()).args(&args).run());
+    }
+    for out in &outputs {
+        if out.stdout.contains(secret) || out.stderr.contains(secret) {
+            out.fail("leaked the password");
+        }
+    }
+}
+
+#[test]
+fn a_wrong_token_is_lost_and_leaves_the_key_untouched() {
+    let fleet = Fleet::start(3);
+    let key = unique_key("wrongtoken");
+    let out = Redlock::on(&fleet).args(["acquire", "--key", &key, "--ttl", "20s"]).run();
+    out.expect(0);
+    let token = out.line();
+    Redlock::on(&fleet)
+        .args(["extend", "--key", &key, "--token", "not-the-token", "--ttl", "60s"])
+        .run()
+        .expect(70)
+        .stderr_has("not held by this token");
+    Redlock::on(&fleet)
+        .args(["release", "--key", &key, "--token", "not-the-token"])
+        .run()
+        .expect(70);
+    for s in &fleet.servers {
+        assert_eq!(s.get(&key).as_deref(), Some(token));
+        let pttl = s.pttl(&key);
+        assert!(pttl > 0 && pttl <= 20_000, "the wrong token must not extend: {pttl}");
+    }
+    // A lock that expired is not ours to release either.
+    let short = unique_key("expired");
+    let out = Redlock::on(&fleet).args(["acquire", "--key", &short, "--ttl", "50ms"]).run();
+    out.expect(0);
+    std::thread::sleep(Duration::from_millis(120));
+    Redlock::on(&fleet).args(["release", "--key", &short, "--token", out.line()]).run().expect(70);
+}
+
+#[test]
+fn status_before_and_after_names_the_holder() {
+    let fleet = Fleet::start(3);
+    let key = unique_key("status");
+    let before = Redlock::on(&fleet).args(["status", "--key", &key, "--json"]).run();
+    before.expect(1);
+    let json = before.json();
+    assert_eq!(json["held"], false);
+    assert_eq!(json["quorum"], 2);
+    assert_eq!(json["servers"].as_array().map(Vec::len), Some(3));
+    assert!(json["servers"].as_array().unwrap().iter().all(|s| s["state"] == "free"));
+
+    let out = Redlock::on(&fleet).args(["acquire", "--key", &key, "--ttl", "30s"]).run();
+    out.expect(0);
+    let token = out.line();
+    let after = Redlock::on(&fleet).args(["status", "--key", &key, "--json"]).run();
+    after.expect(0);
+    let json = after.json();
+    assert_eq!(json["key"], key.as_str());
+    assert_eq!(json["held"], true);
+    assert_eq!(json["holder"]["token"], token);
+    assert!(json["holder"]["pid"].as_u64().is_some_and(|p| p > 0));
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    assert_eq!(json["holder"]["host"], host.trim());
+    let ttl = json["ttl_ms"].as_u64().expect("ttl_ms");
+    assert!(ttl > 25_000 && ttl <= 30_000, "{ttl}");
+    for s in json["servers"].as_array().unwrap() {
+        assert_eq!(s["state"], "held");
+        assert!(s["server"].as_str().unwrap().starts_with("127.0.0.1:"));
+    }
+
+    let table = Redlock::on(&fleet).args(["status", "--key", &key]).run();
+    table.expect(0);
+    assert!(table.stdout.lines().last().unwrap_or("").starts_with("held: "), "{}", table.stdout);
+    let held_rows = table.stdout.lines().filter(|l| l.starts_with("127.0.0.1:") && l.contains("  held  "));
+    assert_eq!(held_rows.count(), 3, "{}", table.stdout);
+}
+
+#[test]
+fn force_release_deletes_whoever_holds_it() {
+    let fleet = Fleet::start(3);
+    let key = unique_key("force");
+    Redlock::on(&fleet).args(["acquire", "--key", &key]).run().expect(0);
+    Redlock::on(&fleet).args(["release", "--key", &key, "--force"]).run().expect(0);
+    assert_eq!(fleet.values(&key), vec![None, None, None]);
+}
+
+#[test]
+fn a_key_of_the_wrong_type_is_reported_and_never_overwritten() {
+    let fleet = Fleet::start(3);
+    let key = unique_key("hash");
+    for s in &fleet.servers {
+        let _: i64 = s.cmd(&["HSET", &key, "field", "data"]);
+    }
+    Redlock::on(&fleet)
+        .args(["acquire", "--wait", "10s", "--key", &key])
+        .run()
+        .expect(69)
+        .within(PROMPT)
+        .stderr_has("WRONGTYPE");
+    Redlock::on(&fleet).args(["release", "--key", &key, "--force"]).run().expect(69);
+    Redlock::on(&fleet).args(["status", "--key", &key]).run().expect(69).stderr_has("WRONGTYPE");
+    for s in &fleet.servers {
+        let field: Option<String> = s.cmd(&["HGET", &key, "field"]);
+        assert_eq!(field.as_deref(), Some("data"));
+    }
+}
+
+#[test]
+fn waiting_retries_until_the_holder_expires_or_the_wait_ends() {
+    let fleet = Fleet::start(3);
+    let key = unique_key("wait");
+    Redlock::on(&fleet).args(["acquire", "--key", &key, "--ttl", "10s"]).run().expect(0);
+    Redlock::on(&fleet)
+        .args(["acquire", "--key", &key, "--wait", "300ms"])
+        .run()
+        .expect(75)
+        .within(PROMPT);
+
+    let short = unique_key("wait-short");
+    Redlock::on(&fleet).args(["acquire", "--key", &short, "--ttl", "700ms"]).run().expect(0);
+    let second = Redlock::on(&fleet).args(["acquire", "--key", &short, "--wait", "20s"]).run();
+    second.expect(0).within(PROMPT);
+    assert_eq!(fleet.servers[0].get(&short).as_deref(), Some(second.line()));
+}
+
+#[test]
+fn unix_socket_urls_work() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let sock = dir.path().join("redis.sock");
+    let sock = sock.to_str().expect("utf-8 path");
+    let server = RedisServer::start_with(&["--unixsocket", sock, "--unixsocketperm", "700"]);
+    let key = unique_key("unix");
+    let url = format!("unix://{sock}");
+    let out = Redlock::new(&url).args(["acquire", "--key", &key]).run();
+    out.expect(0);
+    assert_eq!(server.get(&key).as_deref(), Some(out.line()));
+}
+
+#[test]
+fn bad_inputs_exit_64_with_one_line_and_touch_no_server() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let before = server.connections_received();
+    let three = format!("{url},{url},{url}");
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["acquire", "--key", ""],
+        vec!["acquire", "--key", "k", "--ttl", "0s"],
+        vec!["acquire", "--key", "k", "--ttl", "-5s"],
+        vec!["acquire", "--key", "k", "--ttl", "banana"],
+        vec!["acquire", "--key", "k", "--wait", "1x"],
+        vec!["acquire", "--key", "k", "-n", "--wait", "1s"],
+        vec!["--quorum", "4", "--servers", &three, "acquire", "--key", "k"],
+        vec!["--quorum", "0", "acquire", "--key", "k"],
+        vec!["--servers", "http://127.0.0.1:1", "acquire", "--key", "k"],
+        vec!["--servers", "", "acquire", "--key", "k"],
+        vec!["--servers", "redis://", "acquire", "--key", "k"],
+        vec!["--node-timeout", "40s", "acquire", "--key", "k"],
+        vec!["--drift-factor", "-1", "acquire", "--key", "k"],
+        vec!["extend", "--key", "k", "--token", ""],
+        vec!["release", "--key", "k"],
+        vec!["release", "--key", "k", "--token", "t", "--force"],
+        vec!["status"],
+        vec!["acquire", "--key", "k", "--bogus"],
+        vec!["run", "--key", "k"],
+        vec!["run", "--key", "k", "--on-lost", "SIGBOGUS", "--", "true"],
+        vec!["frobnicate"],
+    ];
+    for args in cases {
+        // `--servers` in the arguments overrides the environment's.
+        let out = Redlock::new(&url).args(&args).run();
+        out.expect(64);
+        if out.stderr.lines().count() != 1 || !out.stderr.starts_with("redlock: ") {
+            out.fail("should print exactly one `redlock: ...` line on stderr");
+        }
+    }
+    assert_eq!(server.connections_received(), before + 1, "only our own INFO connection");
+}

@@ -1,0 +1,188 @@
+//! The shared test harness: real Redis servers ([`redis`]) and a builder
+//! that runs the real `redlock` binary and, on any failed expectation,
+//! panics with the command, its exit status, stdout and stderr.
+
+#![allow(dead_code)]
+
+pub mod redis;
+
+use std::ffi::OsStr;
+use std::io::Read;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+pub use self::redis::{Fleet, RedisServer};
+
+/// A generous bound that only catches a hang.
+pub const HANG: Duration = Duration::from_secs(60);
+
+/// A key unique to this test run and call site.
+pub fn unique_key(name: &str) -> String {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    format!("test-{name}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed))
+}
+
+/// A `redlock` invocation being built.
+pub struct Redlock {
+    cmd: Command,
+    shown: Vec<String>,
+}
+
+impl Redlock {
+    /// `redlock` with `--servers` set to `servers` (through the environment,
+    /// as a crontab would) and no inherited redlock variables.
+    pub fn new(servers: &str) -> Redlock {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_redlock"));
+        for var in ["REDLOCK_SERVERS", "REDLOCK_TOKEN", "REDLOCK_KEY", "REDLOCK_FENCE"] {
+            cmd.env_remove(var);
+        }
+        cmd.env("REDLOCK_SERVERS", servers);
+        Redlock { cmd, shown: vec![format!("REDLOCK_SERVERS={servers} redlock")] }
+    }
+
+    /// `redlock` against a fleet.
+    pub fn on(fleet: &Fleet) -> Redlock {
+        Redlock::new(&fleet.urls())
+    }
+
+    /// Adds arguments.
+    pub fn args<I, S>(mut self, args: I) -> Redlock
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        for a in args {
+            self.shown.push(a.as_ref().to_string_lossy().into_owned());
+            self.cmd.arg(a);
+        }
+        self
+    }
+
+    /// Sets an environment variable.
+    pub fn env(mut self, key: &str, value: &str) -> Redlock {
+        self.shown.insert(0, format!("{key}={value}"));
+        self.cmd.env(key, value);
+        self
+    }
+
+    /// Starts the process with piped stdout/stderr.
+    pub fn spawn(mut self) -> Running {
+        self.cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let child = self.cmd.spawn().expect("spawn redlock");
+        Running { child, shown: self.shown.join(" "), started: Instant::now() }
+    }
+
+    /// Runs to completion (at most [`HANG`]).
+    pub fn run(self) -> Output {
+        self.spawn().wait()
+    }
+}
+
+/// A running `redlock`.
+pub struct Running {
+    /// The process.
+    pub child: Child,
+    shown: String,
+    started: Instant,
+}
+
+impl Running {
+    /// Waits for the exit (at most [`HANG`], then kills and panics).
+    pub fn wait(mut self) -> Output {
+        let mut out_pipe = self.child.stdout.take().expect("stdout piped");
+        let mut err_pipe = self.child.stderr.take().expect("stderr piped");
+        let out = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = out_pipe.read_to_string(&mut s);
+            s
+        });
+        let err = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = err_pipe.read_to_string(&mut s);
+            s
+        });
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("wait for redlock") {
+                break status;
+            }
+            if self.started.elapsed() > HANG {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                panic!("hang: `{}` still running after {HANG:?}", self.shown);
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let elapsed = self.started.elapsed();
+        Output {
+            status,
+            stdout: out.join().expect("stdout reader"),
+            stderr: err.join().expect("stderr reader"),
+            elapsed,
+            shown: self.shown,
+        }
+    }
+}
+
+/// A finished `redlock`.
+pub struct Output {
+    /// Exit status.
+    pub status: ExitStatus,
+    /// Everything on stdout.
+    pub stdout: String,
+    /// Everything on stderr.
+    pub stderr: String,
+    /// Wall time from spawn to exit.
+    pub elapsed: Duration,
+    shown: String,
+}
+
+impl Output {
+    /// The exit code (panics when killed by a signal).
+    pub fn code(&self) -> i32 {
+        self.status.code().unwrap_or_else(|| self.fail("was killed by a signal"))
+    }
+
+    /// Panics with everything known about the run.
+    pub fn fail(&self, why: &str) -> ! {
+        panic!(
+            "`{}` {why}\nstatus: {}\nelapsed: {:?}\n--- stdout\n{}\n--- stderr\n{}",
+            self.shown, self.status, self.elapsed, self.stdout, self.stderr
+        )
+    }
+
+    /// Asserts the exit code.
+    pub fn expect(&self, code: i32) -> &Output {
+        if self.status.code() != Some(code) {
+            self.fail(&format!("should exit {code}"));
+        }
+        self
+    }
+
+    /// Asserts that stderr contains `text`.
+    pub fn stderr_has(&self, text: &str) -> &Output {
+        if !self.stderr.contains(text) {
+            self.fail(&format!("stderr should contain {text:?}"));
+        }
+        self
+    }
+
+    /// Asserts that the run took less than `limit`.
+    pub fn within(&self, limit: Duration) -> &Output {
+        if self.elapsed >= limit {
+            self.fail(&format!("should finish within {limit:?}"));
+        }
+        self
+    }
+
+    /// stdout without its trailing newline.
+    pub fn line(&self) -> &str {
+        self.stdout.trim_end()
+    }
+
+    /// stdout as JSON.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| self.fail(&format!("should print JSON ({e})")))
+    }
+}

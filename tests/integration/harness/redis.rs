@@ -1,0 +1,267 @@
+//! Real `redis-server` processes for tests and benchmarks.
+//!
+//! Each server gets a free loopback port found by binding port 0 and
+//! releasing it; another process could take the port in between, so a
+//! server that fails to start is retried on a new port. Servers run with
+//! `--save '' --appendonly no`, log into their own temp dir, are polled
+//! with PING until ready, and are killed (and reaped) on drop, even when
+//! the test panics. A parent-death signal kills them if the test binary
+//! itself dies. Port 6379 is never used.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long a server may take to answer PING after it was started.
+const READY_DEADLINE: Duration = Duration::from_secs(10);
+
+/// One `redis-server` child process.
+pub struct RedisServer {
+    /// The loopback port it listens on.
+    pub port: u16,
+    dir: tempfile::TempDir,
+    extra: Vec<String>,
+    password: Option<String>,
+    child: Option<Child>,
+}
+
+fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
+    listener.local_addr().expect("local address").port()
+}
+
+fn redis_server_binary() -> &'static str {
+    let found = Command::new("redis-server")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        found,
+        "redis-server is not installed; the tests need it: apt-get install -y redis-server"
+    );
+    "redis-server"
+}
+
+impl RedisServer {
+    /// Starts a server with default settings.
+    pub fn start() -> RedisServer {
+        RedisServer::start_with(&[])
+    }
+
+    /// Starts a server with extra `redis-server` arguments
+    /// (e.g. `["--requirepass", "pw"]`).
+    pub fn start_with(extra: &[&str]) -> RedisServer {
+        let password = extra
+            .iter()
+            .position(|a| *a == "--requirepass")
+            .and_then(|i| extra.get(i + 1))
+            .map(|p| (*p).to_owned());
+        let mut server = RedisServer {
+            port: 0,
+            dir: tempfile::tempdir().expect("temp dir for redis-server"),
+            extra: extra.iter().map(|s| (*s).to_owned()).collect(),
+            password,
+            child: None,
+        };
+        let mut last_log = String::new();
+        for _ in 0..5 {
+            server.port = free_port();
+            assert_ne!(server.port, 6379);
+            if server.spawn_and_wait() {
+                return server;
+            }
+            last_log = server.log();
+        }
+        panic!("redis-server did not start after 5 ports; last log:\n{last_log}");
+    }
+
+    fn log_path(&self) -> PathBuf {
+        self.dir.path().join("redis.log")
+    }
+
+    /// The server's log file, for panic messages.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.log_path()).unwrap_or_default()
+    }
+
+    /// Starts the process on `self.port`; false when it exited early
+    /// (port taken), panics when it neither exits nor answers in time.
+    fn spawn_and_wait(&mut self) -> bool {
+        let mut cmd = Command::new(redis_server_binary());
+        cmd.args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(self.dir.path())
+            .arg("--logfile")
+            .arg(self.log_path())
+            .args(&self.extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        // SAFETY: prctl is async-signal-safe and touches only this child.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let child = cmd.spawn().expect("spawn redis-server");
+        self.child = Some(child);
+        let deadline = Instant::now() + READY_DEADLINE;
+        while Instant::now() < deadline {
+            if let Some(child) = self.child.as_mut()
+                && let Ok(Some(_)) = child.try_wait()
+            {
+                self.child = None;
+                return false;
+            }
+            if self.ping() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        panic!("redis-server on port {} not ready after {READY_DEADLINE:?}; log:\n{}", self.port, self.log());
+    }
+
+    /// True when the server answers PING (or NOAUTH, which is an answer).
+    fn ping(&self) -> bool {
+        let Ok(mut stream) = TcpStream::connect(("127.0.0.1", self.port)) else {
+            return false;
+        };
+        let _ = stream.set_read_timeout(Some(Duration::from_millis(200)));
+        if stream.write_all(b"PING\r\n").is_err() {
+            return false;
+        }
+        let mut buf = [0u8; 64];
+        matches!(stream.read(&mut buf), Ok(n) if n > 0 && (buf.starts_with(b"+PONG") || buf.starts_with(b"-NOAUTH")))
+    }
+
+    /// `redis://127.0.0.1:PORT`, with the password when the server has one.
+    pub fn url(&self) -> String {
+        match &self.password {
+            Some(pw) => format!("redis://:{pw}@127.0.0.1:{}", self.port),
+            None => self.url_without_password(),
+        }
+    }
+
+    /// `redis://127.0.0.1:PORT` even when the server wants a password.
+    pub fn url_without_password(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// The name redlock shows for this server.
+    pub fn name(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    fn pid(&self) -> i32 {
+        let child = self.child.as_ref().expect("server is running");
+        i32::try_from(child.id()).expect("pid fits i32")
+    }
+
+    /// Kills the server (SIGKILL) and reaps it.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Freezes the server (SIGSTOP): connections open, nothing answered.
+    pub fn hang(&self) {
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(self.pid(), libc::SIGSTOP) };
+    }
+
+    /// Thaws a hung server (SIGCONT).
+    pub fn resume(&self) {
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(self.pid(), libc::SIGCONT) };
+    }
+
+    /// Stops the server and starts it again on the same port, empty.
+    pub fn restart(&mut self) {
+        self.stop();
+        let deadline = Instant::now() + READY_DEADLINE;
+        while !self.spawn_and_wait() {
+            assert!(Instant::now() < deadline, "restart on port {} failed:\n{}", self.port, self.log());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// A synchronous connection for inspecting the server.
+    pub fn conn(&self) -> redis::Connection {
+        redis::Client::open(self.url())
+            .expect("client")
+            .get_connection_with_timeout(Duration::from_secs(5))
+            .unwrap_or_else(|e| panic!("connect to {}: {e}; log:\n{}", self.port, self.log()))
+    }
+
+    /// Runs a command on the server.
+    pub fn cmd<T: redis::FromRedisValue>(&self, args: &[&str]) -> T {
+        let mut cmd = redis::cmd(args[0]);
+        for a in &args[1..] {
+            cmd.arg(*a);
+        }
+        cmd.query(&mut self.conn())
+            .unwrap_or_else(|e| panic!("{args:?} on {}: {e}; log:\n{}", self.port, self.log()))
+    }
+
+    /// The string value of `key`, if any.
+    pub fn get(&self, key: &str) -> Option<String> {
+        self.cmd(&["GET", key])
+    }
+
+    /// PTTL of `key` (-2 absent, -1 no expiry).
+    pub fn pttl(&self, key: &str) -> i64 {
+        self.cmd(&["PTTL", key])
+    }
+
+    /// How many connections the server has accepted so far.
+    pub fn connections_received(&self) -> u64 {
+        let info: String = self.cmd(&["INFO", "stats"]);
+        info.lines()
+            .find_map(|l| l.strip_prefix("total_connections_received:"))
+            .and_then(|v| v.trim().parse().ok())
+            .expect("total_connections_received in INFO stats")
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        if let Some(child) = self.child.as_ref() {
+            // A stopped process still dies of SIGKILL, but thaw it anyway so
+            // nothing lingers in a stopped state if kill races.
+            // SAFETY: kill(2) on our own child's pid.
+            unsafe { libc::kill(i32::try_from(child.id()).unwrap_or(0), libc::SIGCONT) };
+        }
+        self.stop();
+    }
+}
+
+/// N servers started together.
+pub struct Fleet {
+    /// The servers, in the order their URLs are listed.
+    pub servers: Vec<RedisServer>,
+}
+
+impl Fleet {
+    /// Starts `n` servers.
+    pub fn start(n: usize) -> Fleet {
+        Fleet { servers: (0..n).map(|_| RedisServer::start()).collect() }
+    }
+
+    /// The `--servers` value for all of them.
+    pub fn urls(&self) -> String {
+        self.servers.iter().map(RedisServer::url).collect::<Vec<_>>().join(",")
+    }
+
+    /// The value of `key` on each server.
+    pub fn values(&self, key: &str) -> Vec<Option<String>> {
+        self.servers.iter().map(|s| if s.child.is_some() { s.get(key) } else { None }).collect()
+    }
+}
