@@ -25,9 +25,10 @@ pub struct Cli {
 /// Options that may stand before or after the subcommand.
 #[derive(Debug, Args)]
 pub struct Global {
-    /// Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path
+    /// Redis server URLs, comma-separated.
     #[arg(
         long,
+        help = "Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path",
         env = "REDLOCK_SERVERS",
         global = true,
         value_name = "URL[,URL...]",

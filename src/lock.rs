@@ -13,8 +13,8 @@ use redis::{Script, Value};
 use crate::error::Error;
 use crate::quorum::{self, Failures, Outcome, Reply, Tally, Vote};
 use crate::server::{Op, Server, ServerError};
-use tokio_util::task::TaskTracker;
 use crate::token::Token;
+use tokio_util::task::TaskTracker;
 
 /// The Lua scripts, hashed once; `Script` sends EVALSHA and falls back to
 /// EVAL (loading the script) when the server answers NOSCRIPT.
@@ -24,6 +24,18 @@ struct Scripts {
     release: Script,
     force_release: Script,
     status: Script,
+}
+
+impl Scripts {
+    fn for_op(&self, op: Op) -> &Script {
+        match op {
+            Op::Acquire => &self.acquire,
+            Op::Extend => &self.extend,
+            Op::Release => &self.release,
+            Op::ForceRelease => &self.force_release,
+            Op::Status => &self.status,
+        }
+    }
 }
 
 static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
@@ -152,7 +164,12 @@ impl Fleet {
     /// A fleet of servers deciding with `quorum` and `drift_factor`.
     pub fn new(servers: Vec<Server>, quorum: usize, drift_factor: f64) -> Fleet {
         let servers = servers.into_iter().map(Arc::new).collect();
-        Fleet { servers, quorum, drift_factor, tasks: TaskTracker::new() }
+        Fleet {
+            servers,
+            quorum,
+            drift_factor,
+            tasks: TaskTracker::new(),
+        }
     }
 
     /// The servers.
@@ -174,15 +191,13 @@ impl Fleet {
         self.tasks.reopen();
     }
 
-    /// Runs one script on every server: the script, its keys and arguments
-    /// are the same for all, only the reading of the reply (`read`) and the
-    /// vote differ per operation.
+    /// Runs the script of `op` on every server with the same key and
+    /// arguments; `read` checks the reply's shape and `vote` counts it.
     async fn round<T: Send + 'static>(
         &self,
         op: Op,
         key: &str,
         early: bool,
-        script: fn(&Scripts) -> &Script,
         args: Vec<Vec<u8>>,
         read: fn(Value) -> Result<T, String>,
         vote: impl Fn(&T) -> Vote,
@@ -200,7 +215,7 @@ impl Fleet {
                 async move {
                     let reply: Value = server
                         .call(op, key.as_bytes(), async |c| {
-                            let mut invocation = script(&SCRIPTS).key(&*key);
+                            let mut invocation = SCRIPTS.for_op(op).key(&*key);
                             for arg in args.iter() {
                                 invocation.arg(arg);
                             }
@@ -239,7 +254,6 @@ impl Fleet {
                 Op::Acquire,
                 key,
                 true,
-                |s| &s.acquire,
                 vec![token.into(), millis(ttl).to_string().into()],
                 parse_acquire,
                 |r| if r.is_none() { Vote::Yes } else { Vote::No },
@@ -291,7 +305,6 @@ impl Fleet {
                 Op::Extend,
                 key,
                 true,
-                |s| &s.extend,
                 vec![token.into(), millis(ttl).to_string().into()],
                 parse_int,
                 |n| if *n == 1 { Vote::Yes } else { Vote::No },
@@ -332,7 +345,6 @@ impl Fleet {
             Op::Release,
             key,
             false,
-            |s| &s.release,
             vec![token.into()],
             parse_int,
             |n| if *n == 1 { Vote::Yes } else { Vote::No },
@@ -364,7 +376,6 @@ impl Fleet {
                 Op::ForceRelease,
                 key,
                 false,
-                |s| &s.force_release,
                 Vec::new(),
                 parse_int,
                 // Deleted or already absent: either way the key is gone there.
@@ -372,17 +383,26 @@ impl Fleet {
             )
             .await;
         if tally.settled() == Some(Outcome::Won) {
-            let deleted = replies.iter().filter(|r| matches!(r, Reply::Answered(1))).count();
+            let deleted = replies
+                .iter()
+                .filter(|r| matches!(r, Reply::Answered(1)))
+                .count();
             return Ok(deleted);
         }
         let shown = crate::display_key(key.as_bytes());
-        Err(self.unavailable(format!("release --force {shown}"), tally, Failures::of(&replies)))
+        Err(self.unavailable(
+            format!("release --force {shown}"),
+            tally,
+            Failures::of(&replies),
+        ))
     }
 
     /// Reads the key's value and TTL on every server.
     pub async fn status(&self, key: &str) -> Status {
         let (_, replies) = self
-            .round(Op::Status, key, false, |s| &s.status, Vec::new(), parse_status, |_| Vote::Yes)
+            .round(Op::Status, key, false, Vec::new(), parse_status, |_| {
+                Vote::Yes
+            })
             .await;
         let servers: Vec<(String, ServerView)> = self
             .servers
@@ -509,9 +529,10 @@ fn parse_status(reply: Value) -> Result<Option<(String, Option<Duration>)>, Stri
     match reply {
         Value::Array(items) => match items.as_slice() {
             [Value::Nil, _] | [] => Ok(None),
-            [Value::BulkString(v), Value::Int(pttl)] => {
-                Ok(Some((String::from_utf8_lossy(v).into_owned(), ttl_of(*pttl))))
-            }
+            [Value::BulkString(v), Value::Int(pttl)] => Ok(Some((
+                String::from_utf8_lossy(v).into_owned(),
+                ttl_of(*pttl),
+            ))),
             other => Err(format!("unexpected status reply {other:?}")),
         },
         other => Err(format!("unexpected status reply {other:?}")),

@@ -124,7 +124,11 @@ impl RedisServer {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        panic!("redis-server on port {} not ready after {READY_DEADLINE:?}; log:\n{}", self.port, self.log());
+        panic!(
+            "redis-server on port {} not ready after {READY_DEADLINE:?}; log:\n{}",
+            self.port,
+            self.log()
+        );
     }
 
     /// True when the server answers PING (or NOAUTH, which is an answer).
@@ -188,7 +192,12 @@ impl RedisServer {
         self.stop();
         let deadline = Instant::now() + READY_DEADLINE;
         while !self.spawn_and_wait() {
-            assert!(Instant::now() < deadline, "restart on port {} failed:\n{}", self.port, self.log());
+            assert!(
+                Instant::now() < deadline,
+                "restart on port {} failed:\n{}",
+                self.port,
+                self.log()
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -252,16 +261,25 @@ pub struct Fleet {
 impl Fleet {
     /// Starts `n` servers.
     pub fn start(n: usize) -> Fleet {
-        Fleet { servers: (0..n).map(|_| RedisServer::start()).collect() }
+        Fleet {
+            servers: (0..n).map(|_| RedisServer::start()).collect(),
+        }
     }
 
     /// The `--servers` value for all of them.
     pub fn urls(&self) -> String {
-        self.servers.iter().map(RedisServer::url).collect::<Vec<_>>().join(",")
+        self.servers
+            .iter()
+            .map(RedisServer::url)
+            .collect::<Vec<_>>()
+            .join(",")
     }
 
     /// The value of `key` on each server.
     pub fn values(&self, key: &str) -> Vec<Option<String>> {
-        self.servers.iter().map(|s| if s.child.is_some() { s.get(key) } else { None }).collect()
+        self.servers
+            .iter()
+            .map(|s| if s.child.is_some() { s.get(key) } else { None })
+            .collect()
     }
 }

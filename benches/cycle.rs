@@ -1,0 +1,144 @@
+#![allow(clippy::unwrap_used, clippy::cast_possible_truncation)]
+//! One uncontended acquire+release cycle through the library against 5
+//! local Redis servers, beside the floor measured in the same run: the same
+//! servers driven with raw commands (one parallel `SET NX PX` round, then
+//! one parallel compare-and-delete round per cycle).
+//!
+//! Run: `cargo bench --bench cycle` (env `CYCLES` sets the samples per side).
+
+#[path = "../tests/integration/harness/redis.rs"]
+#[allow(dead_code)]
+mod redis_harness;
+
+use std::time::{Duration, Instant};
+
+use futures_util::future::join_all;
+use redlock::lock::{Attempt, Fleet};
+use redlock::server::{Server, ServerUrl};
+
+const SERVERS: usize = 5;
+const BLOCK: usize = 500;
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i]
+}
+
+fn main() {
+    let cycles: usize = std::env::var("CYCLES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5000);
+    let servers: Vec<_> = (0..SERVERS)
+        .map(|_| redis_harness::RedisServer::start())
+        .collect();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (lib, floor) = runtime.block_on(async {
+        let fleet = Fleet::new(
+            servers
+                .iter()
+                .map(|s| {
+                    Server::new(ServerUrl::parse(&s.url()).unwrap(), Duration::from_secs(1))
+                        .unwrap()
+                })
+                .collect(),
+            SERVERS / 2 + 1,
+            0.01,
+        );
+        let mut raw = Vec::new();
+        for s in &servers {
+            let client = redis::Client::open(s.url()).unwrap();
+            raw.push(client.get_multiplexed_async_connection().await.unwrap());
+        }
+        let release = redis::Script::new(include_str!("../src/scripts/release.lua"));
+        let ttl = Duration::from_secs(10);
+
+        let lib_cycle = async |i: usize| {
+            let key = format!("bench-lib-{i}");
+            let token = redlock::token::Token::new().to_string();
+            let t = Instant::now();
+            match fleet.try_acquire(&key, &token, ttl).await {
+                Attempt::Acquired(_) => {}
+                other => panic!("uncontended acquire failed: {other:?}"),
+            }
+            fleet.release(&key, &token).await.unwrap();
+            t.elapsed()
+        };
+        let raw_cycle = async |i: usize| {
+            let key = format!("bench-raw-{i}");
+            let token = redlock::token::Token::new().to_string();
+            let t = Instant::now();
+            let set = join_all(raw.iter().map(|c| {
+                let mut c = c.clone();
+                let (key, token) = (key.clone(), token.clone());
+                async move {
+                    redis::cmd("SET")
+                        .arg(&key)
+                        .arg(&token)
+                        .arg("NX")
+                        .arg("PX")
+                        .arg(10_000)
+                        .query_async::<Option<String>>(&mut c)
+                        .await
+                }
+            }))
+            .await;
+            assert!(set.iter().all(|r| matches!(r, Ok(Some(_)))));
+            let del = join_all(raw.iter().map(|c| {
+                let mut c = c.clone();
+                let (key, token, release) = (key.clone(), token.clone(), &release);
+                async move {
+                    release
+                        .key(&key)
+                        .arg(&token)
+                        .invoke_async::<i64>(&mut c)
+                        .await
+                }
+            }))
+            .await;
+            assert!(del.iter().all(|r| matches!(r, Ok(1))));
+            t.elapsed()
+        };
+        // Warm up connections and script caches on both sides.
+        for i in 0..200 {
+            lib_cycle(i).await;
+            raw_cycle(i).await;
+        }
+        // Interleave blocks so that machine noise hits both sides alike.
+        let (mut lib, mut floor) = (Vec::new(), Vec::new());
+        let mut i = 1000;
+        while lib.len() < cycles {
+            for _ in 0..BLOCK {
+                lib.push(lib_cycle(i).await);
+                i += 1;
+            }
+            for _ in 0..BLOCK {
+                floor.push(raw_cycle(i).await);
+                i += 1;
+            }
+        }
+        (lib, floor)
+    });
+    let report = |name: &str, mut v: Vec<Duration>| {
+        v.sort();
+        let (m, p) = (percentile(&v, 0.5), percentile(&v, 0.99));
+        println!(
+            "{name:<32} n={:<6} median {:>7.1}µs  p99 {:>7.1}µs",
+            v.len(),
+            m.as_secs_f64() * 1e6,
+            p.as_secs_f64() * 1e6
+        );
+        (m, p)
+    };
+    println!("acquire+release cycle, {SERVERS} local redis-server processes, 1 client");
+    let (lm, lp) = report("redlock library", lib);
+    let (fm, fp) = report("floor (raw SET NX PX + CAD)", floor);
+    println!(
+        "ratio library/floor: median {:.2}x  p99 {:.2}x",
+        lm.as_secs_f64() / fm.as_secs_f64(),
+        lp.as_secs_f64() / fp.as_secs_f64()
+    );
+}
