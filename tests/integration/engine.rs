@@ -81,6 +81,15 @@ fn a_minority_down_still_locks() {
         .args(["release", "--key", &key, "--token", out.line()])
         .run()
         .expect(0);
+
+    // Back on their ports (empty), the restarted servers take part again.
+    fleet.servers[1].restart();
+    fleet.servers[3].restart();
+    let out = Redlock::on(&fleet)
+        .args(["acquire", "-n", "--key", &key])
+        .run();
+    out.expect(0);
+    assert_eq!(fleet.values(&key), vec![Some(out.line().to_owned()); 5]);
 }
 
 #[test]
