@@ -141,7 +141,7 @@ pub struct RunArgs {
     /// What to do when the lock is lost: a signal (TERM, SIGINT, 9...), kill, or ignore
     #[arg(long, value_name = "ACTION", default_value = "TERM")]
     pub on_lost: String,
-    /// Grace between the --on-lost signal and SIGKILL [default: a third of the validity left, at most 10s]
+    /// Grace between the --on-lost (or --max-hold) signal and SIGKILL [default: a third of the TTL, at most 10s]
     #[arg(long, value_name = "DUR")]
     pub kill_after: Option<String>,
     /// Run this shell command through $SHELL -c (or /bin/sh -c)

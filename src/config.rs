@@ -84,6 +84,25 @@ pub struct Run {
     pub argv: Vec<String>,
 }
 
+/// The longest default grace between the lost-lock signal and SIGKILL.
+pub const MAX_DEFAULT_GRACE: Duration = Duration::from_secs(10);
+
+impl Run {
+    /// Time the command gets between the `--on-lost` (or `--max-hold`)
+    /// signal and SIGKILL: `--kill-after`, or a third of the TTL, at most 10 s.
+    pub fn grace(&self) -> Duration {
+        self.kill_after
+            .unwrap_or((self.ttl / 3).min(MAX_DEFAULT_GRACE))
+    }
+
+    /// How long before the end of validity SIGKILL must be sent at the
+    /// latest: a twentieth of the TTL, between 5 ms and 1 s, covering timer
+    /// lateness and the time the kernel takes to end the processes.
+    pub fn kill_margin(&self) -> Duration {
+        (self.ttl / 20).clamp(Duration::from_millis(5), Duration::from_secs(1))
+    }
+}
+
 /// The subcommands, validated.
 #[derive(Debug)]
 pub enum Command {
@@ -251,6 +270,15 @@ fn command(command: cli::Command) -> Result<(Command, Duration), Error> {
                 kill_after: optional("--kill-after", &a.kill_after)?,
                 argv,
             };
+            if let Some(grace) = run.kill_after
+                && grace + run.kill_margin() >= ttl
+            {
+                return usage(format!(
+                    "--kill-after {}: must leave room before the TTL ({}) runs out",
+                    crate::fmt_duration(grace),
+                    crate::fmt_duration(ttl)
+                ));
+            }
             (Command::Run(run), ttl)
         }
         cli::Command::Acquire(a) => {
@@ -349,37 +377,17 @@ fn parse_servers(raw: &str) -> Result<Vec<ServerUrl>, Error> {
         .collect()
 }
 
-/// The signals `--on-lost` accepts by name, with their Linux numbers.
-const SIGNALS: &[(&str, i32)] = &[
-    ("HUP", libc::SIGHUP),
-    ("INT", libc::SIGINT),
-    ("QUIT", libc::SIGQUIT),
-    ("KILL", libc::SIGKILL),
-    ("USR1", libc::SIGUSR1),
-    ("USR2", libc::SIGUSR2),
-    ("ALRM", libc::SIGALRM),
-    ("TERM", libc::SIGTERM),
-];
-
-/// Reads a signal as `TERM`, `SIGTERM`, `term` or `15`.
-pub fn parse_signal(raw: &str) -> Option<i32> {
-    let upper = raw.trim().to_ascii_uppercase();
-    let name = upper.strip_prefix("SIG").unwrap_or(&upper);
-    if let Some((_, n)) = SIGNALS.iter().find(|(s, _)| *s == name) {
-        return Some(*n);
-    }
-    name.parse::<i32>().ok().filter(|n| (1..=64).contains(n))
-}
-
 fn on_lost(raw: &str) -> Result<OnLost, Error> {
     match raw.trim().to_ascii_lowercase().as_str() {
         "ignore" => Ok(OnLost::Ignore),
         "kill" => Ok(OnLost::Signal(libc::SIGKILL)),
-        _ => parse_signal(raw).map(OnLost::Signal).ok_or_else(|| {
-            Error::Usage(format!(
-                "--on-lost {raw:?}: not a signal (e.g. TERM, SIGINT, 9), kill or ignore"
-            ))
-        }),
+        _ => crate::signals::parse(raw)
+            .map(OnLost::Signal)
+            .ok_or_else(|| {
+                Error::Usage(format!(
+                    "--on-lost {raw:?}: not a signal (e.g. TERM, SIGINT, 9), kill or ignore"
+                ))
+            }),
     }
 }
 
@@ -465,14 +473,5 @@ mod tests {
             let m = usage_message(&args);
             assert!(m.contains(expect), "{args:?}: {m}");
         }
-    }
-
-    #[test]
-    fn signals_by_name_or_number() {
-        assert_eq!(parse_signal("TERM"), Some(libc::SIGTERM));
-        assert_eq!(parse_signal("sigint"), Some(libc::SIGINT));
-        assert_eq!(parse_signal("9"), Some(libc::SIGKILL));
-        assert_eq!(parse_signal("0"), None);
-        assert_eq!(parse_signal("NOPE"), None);
     }
 }

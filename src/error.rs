@@ -33,6 +33,20 @@ pub enum Error {
     /// The lock is not (or no longer) held by this token.
     #[error("{0}")]
     Lost(String),
+    /// `run`: the command could not be started (126) or was not found (127).
+    #[error("{message}")]
+    CannotRun {
+        /// 126 or 127.
+        code: u8,
+        /// What failed, naming the command.
+        message: String,
+    },
+    /// `run`: `--max-hold` ran out and the command was stopped.
+    #[error("{0}")]
+    MaxHold(String),
+    /// A signal ended redlock before the command started (exit 128+N).
+    #[error("interrupted by {name} {1}", name = crate::signals::name(*.0))]
+    Interrupted(i32, String),
     /// The subcommand exists on the command line but not yet in the engine.
     #[error("{0} is not implemented yet")]
     NotImplemented(&'static str),
@@ -46,6 +60,11 @@ impl Error {
             Error::Busy { code, .. } => *code,
             Error::Unavailable { .. } => exit::UNAVAILABLE,
             Error::Lost(_) => exit::LOST,
+            Error::CannotRun { code, .. } => *code,
+            Error::MaxHold(_) => exit::MAX_HOLD,
+            Error::Interrupted(signal, _) => {
+                exit::SIGNAL_BASE.saturating_add(u8::try_from(*signal).unwrap_or(0))
+            }
         }
     }
 }

@@ -26,18 +26,6 @@ struct Scripts {
     status: Script,
 }
 
-impl Scripts {
-    fn for_op(&self, op: Op) -> &Script {
-        match op {
-            Op::Acquire => &self.acquire,
-            Op::Extend => &self.extend,
-            Op::Release => &self.release,
-            Op::ForceRelease => &self.force_release,
-            Op::Status => &self.status,
-        }
-    }
-}
-
 static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     acquire: Script::new(include_str!("scripts/acquire.lua")),
     extend: Script::new(include_str!("scripts/extend.lua")),
@@ -191,17 +179,20 @@ impl Fleet {
         self.tasks.reopen();
     }
 
-    /// Runs the script of `op` on every server with the same key and
+    /// Runs `script` for `op` on every server with the same key and
     /// arguments; `read` checks the reply's shape and `vote` counts it.
+    /// Rounds that take or keep the lock end as soon as the verdict is
+    /// settled; release and status rounds hear from every server.
     async fn round<T: Send + 'static>(
         &self,
         op: Op,
         key: &str,
-        early: bool,
+        script: &'static Script,
         args: Vec<Vec<u8>>,
         read: fn(Value) -> Result<T, String>,
         vote: impl Fn(&T) -> Vote,
     ) -> (Tally, Vec<Reply<T>>) {
+        let early = matches!(op, Op::Acquire | Op::Extend);
         let key_owned: Arc<str> = key.into();
         let args = Arc::new(args);
         quorum::fan_out(
@@ -215,7 +206,7 @@ impl Fleet {
                 async move {
                     let reply: Value = server
                         .call(op, key.as_bytes(), async |c| {
-                            let mut invocation = SCRIPTS.for_op(op).key(&*key);
+                            let mut invocation = script.key(&*key);
                             for arg in args.iter() {
                                 invocation.arg(arg);
                             }
@@ -253,7 +244,7 @@ impl Fleet {
             .round(
                 Op::Acquire,
                 key,
-                true,
+                &SCRIPTS.acquire,
                 vec![token.into(), millis(ttl).to_string().into()],
                 parse_acquire,
                 |r| if r.is_none() { Vote::Yes } else { Vote::No },
@@ -304,7 +295,7 @@ impl Fleet {
             .round(
                 Op::Extend,
                 key,
-                true,
+                &SCRIPTS.extend,
                 vec![token.into(), millis(ttl).to_string().into()],
                 parse_int,
                 |n| if *n == 1 { Vote::Yes } else { Vote::No },
@@ -344,8 +335,8 @@ impl Fleet {
         self.round(
             Op::Release,
             key,
-            false,
-            vec![token.into()],
+            &SCRIPTS.release,
+            vec![token.into(), release_channel(key).into_bytes()],
             parse_int,
             |n| if *n == 1 { Vote::Yes } else { Vote::No },
         )
@@ -375,8 +366,8 @@ impl Fleet {
             .round(
                 Op::ForceRelease,
                 key,
-                false,
-                Vec::new(),
+                &SCRIPTS.force_release,
+                vec![release_channel(key).into_bytes()],
                 parse_int,
                 // Deleted or already absent: either way the key is gone there.
                 |_| Vote::Yes,
@@ -400,9 +391,14 @@ impl Fleet {
     /// Reads the key's value and TTL on every server.
     pub async fn status(&self, key: &str) -> Status {
         let (_, replies) = self
-            .round(Op::Status, key, false, Vec::new(), parse_status, |_| {
-                Vote::Yes
-            })
+            .round(
+                Op::Status,
+                key,
+                &SCRIPTS.status,
+                Vec::new(),
+                parse_status,
+                |_| Vote::Yes,
+            )
             .await;
         let servers: Vec<(String, ServerView)> = self
             .servers
@@ -424,6 +420,12 @@ impl Fleet {
             .collect();
         summarize(servers, self.quorum)
     }
+}
+
+/// The pub/sub channel on which releases of `key` are announced, so that
+/// waiters retry at once instead of at their next backoff step.
+pub fn release_channel(key: &str) -> String {
+    format!("redlock:released:{key}")
 }
 
 /// Decides `status` from the per-server views: a value held on a quorum is

@@ -41,7 +41,10 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             match &e {
-                Error::Busy { .. } => log.warn(&e.to_string()),
+                // With `-E 0` a busy lock is a normal outcome (cron on a
+                // fleet): say it only with -v, so cron mails nothing.
+                Error::Busy { code: 0, .. } => log.info(&e.to_string()),
+                Error::Busy { .. } | Error::Interrupted(..) => log.warn(&e.to_string()),
                 _ => log.error(&e.to_string()),
             }
             ExitCode::from(e.exit_code())

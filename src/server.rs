@@ -129,6 +129,8 @@ pub enum Op {
     ForceRelease,
     /// Reading the value and PTTL.
     Status,
+    /// Subscribing to the release channel while waiting.
+    Subscribe,
 }
 
 impl fmt::Display for Op {
@@ -139,6 +141,7 @@ impl fmt::Display for Op {
             Op::Release => "release",
             Op::ForceRelease => "force-release",
             Op::Status => "status",
+            Op::Subscribe => "subscribe",
         })
     }
 }
@@ -279,12 +282,32 @@ impl Server {
 
     /// An error for an answer that is not what the script returns.
     pub fn bad_reply(&self, op: Op, key: &str, what: String) -> ServerError {
+        self.error(op, key.as_bytes(), Failure::Reply(what))
+    }
+
+    fn error(&self, op: Op, key: &[u8], failure: Failure) -> ServerError {
         ServerError {
             server: self.name().to_owned(),
             op,
-            key: crate::display_key(key.as_bytes()),
-            failure: Failure::Reply(what),
+            key: crate::display_key(key),
+            failure,
         }
+    }
+
+    /// Opens a dedicated pub/sub connection subscribed to `channel`,
+    /// bounded by the node timeout.
+    pub async fn subscribe(&self, channel: &str) -> Result<redis::aio::PubSub, ServerError> {
+        let work = async {
+            let mut pubsub = self.client.get_async_pubsub().await?;
+            pubsub.subscribe(channel).await?;
+            Ok::<_, RedisError>(pubsub)
+        };
+        let failure = match tokio::time::timeout(self.timeout, work).await {
+            Ok(Ok(pubsub)) => return Ok(pubsub),
+            Ok(Err(e)) => Failure::from_redis(&e),
+            Err(_) => Failure::Timeout(self.timeout),
+        };
+        Err(self.error(Op::Subscribe, channel.as_bytes(), failure))
     }
 
     /// Runs `f` on this server's connection, connecting first when needed,
@@ -309,12 +332,7 @@ impl Server {
         if !matches!(failure, Failure::WrongType | Failure::Reply(_)) {
             self.forget();
         }
-        Err(ServerError {
-            server: self.name().to_owned(),
-            op,
-            key: crate::display_key(key),
-            failure,
-        })
+        Err(self.error(op, key, failure))
     }
 
     async fn connection(&self) -> redis::RedisResult<MultiplexedConnection> {

@@ -1,14 +1,22 @@
 //! Taking a lock with retries: one attempt per round, jittered exponential
 //! backoff between rounds, never sleeping past the holder's remaining TTL,
-//! and never past the `--wait` deadline.
+//! and never past the `--wait` deadline. A waiter subscribes to the key's
+//! release channel on every server after its first busy answer, so that a
+//! release wakes it at once; a missed message costs one backoff step.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
 
 use crate::config::Wait;
 use crate::error::Error;
 use crate::exit;
 use crate::lock::{Attempt, Fleet, Lock};
 use crate::output::Log;
+use crate::signals::Signals;
 use crate::token::Token;
 
 /// The first pause between attempts.
@@ -46,16 +54,75 @@ impl Default for Backoff {
     }
 }
 
+/// Wakes a waiter when a release of the key is announced on any server.
+struct Wake {
+    notify: Arc<Notify>,
+    listeners: Vec<JoinHandle<()>>,
+}
+
+impl Wake {
+    /// Subscribes to `key`'s release channel on every server, in the
+    /// background; a server that cannot subscribe just never wakes us.
+    fn subscribe(fleet: &Fleet, key: &str, log: &Log) -> Wake {
+        let notify = Arc::new(Notify::new());
+        let channel = crate::lock::release_channel(key);
+        let listeners = fleet
+            .servers()
+            .iter()
+            .map(|server| {
+                let (server, notify, channel, log) = (
+                    Arc::clone(server),
+                    Arc::clone(&notify),
+                    channel.clone(),
+                    *log,
+                );
+                tokio::spawn(async move {
+                    match server.subscribe(&channel).await {
+                        Ok(pubsub) => {
+                            let mut messages = pubsub.into_on_message();
+                            while messages.next().await.is_some() {
+                                notify.notify_one();
+                            }
+                        }
+                        Err(e) => log.debug(&format!("no release notifications: {e}")),
+                    }
+                })
+            })
+            .collect();
+        Wake { notify, listeners }
+    }
+}
+
+impl Drop for Wake {
+    fn drop(&mut self) {
+        for listener in &self.listeners {
+            listener.abort();
+        }
+    }
+}
+
+/// The next signal, or never when signals are not being caught.
+async fn next_signal(signals: &mut Option<&mut Signals>) -> i32 {
+    match signals {
+        Some(signals) => signals.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
 /// Takes `key` for `ttl`, retrying as `wait` allows. Each attempt uses a
 /// fresh token, so the holder facts say when the lock was really taken.
 /// When the wait runs out, the error is what the last attempt saw (busy or
 /// unavailable); configuration errors (auth, TLS, WRONGTYPE) end it at once.
+/// A signal from `signals` ends the wait between attempts
+/// ([`Error::Interrupted`]); an attempt itself is never cut short, so it
+/// never leaves a half-taken lock behind.
 pub async fn acquire(
     fleet: &Fleet,
     key: &str,
     ttl: Duration,
     wait: Wait,
     log: &Log,
+    mut signals: Option<&mut Signals>,
 ) -> Result<Lock, Error> {
     let start = Instant::now();
     let deadline = match wait {
@@ -65,6 +132,7 @@ pub async fn acquire(
     };
     let mut backoff = Backoff::new();
     let mut attempts = 0u32;
+    let mut wake: Option<Wake> = None;
     loop {
         attempts += 1;
         let token = Token::new().to_string();
@@ -114,7 +182,20 @@ pub async fn acquire(
             "attempt {attempts}: {last}; retrying in {}",
             crate::fmt_duration(pause)
         ));
-        tokio::time::sleep(pause).await;
+        if attempts == 1 {
+            log.info(&format!("waiting: {last}"));
+        }
+        let wake = wake.get_or_insert_with(|| Wake::subscribe(fleet, key, log));
+        tokio::select! {
+            () = tokio::time::sleep(pause) => {}
+            () = wake.notify.notified() => log.debug("woken by a release"),
+            signal = next_signal(&mut signals) => {
+                return Err(Error::Interrupted(
+                    signal,
+                    format!("while waiting for {}", crate::display_key(key.as_bytes())),
+                ));
+            }
+        }
     }
 }
 

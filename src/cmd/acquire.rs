@@ -17,7 +17,7 @@ pub async fn acquire(
     wait: Wait,
     log: &Log,
 ) -> Result<u8, Error> {
-    let lock = crate::wait::acquire(fleet, key, ttl, wait, log).await?;
+    let lock = crate::wait::acquire(fleet, key, ttl, wait, log, None).await?;
     let printed = writeln!(std::io::stdout().lock(), "{}", lock.token);
     if printed.is_err() {
         // Nobody can learn the token, so nobody could release it: give it back.

@@ -4,6 +4,7 @@
 mod acquire;
 mod extend;
 mod release;
+mod run;
 mod status;
 
 use crate::config::{Command, Config};
@@ -11,7 +12,7 @@ use crate::error::Error;
 
 /// Runs the configured subcommand; `Ok` carries the exit code.
 pub async fn execute(config: Config) -> Result<u8, Error> {
-    let fleet = config.fleet()?;
+    let fleet = std::sync::Arc::new(config.fleet()?);
     let log = config.log;
     let result = match config.command {
         Command::Acquire { key, ttl, wait } => {
@@ -24,7 +25,7 @@ pub async fn execute(config: Config) -> Result<u8, Error> {
             release::release(&fleet, &key, token.as_deref(), &log).await
         }
         Command::Status { key, json } => status::status(&fleet, &key, json).await,
-        Command::Run(_) => Err(Error::NotImplemented("run")),
+        Command::Run(run) => run::run(std::sync::Arc::clone(&fleet), run, &log).await,
         Command::Doctor { .. } => Err(Error::NotImplemented("doctor")),
     };
     // Calls that outlived their round's verdict finish (each within the

@@ -1,9 +1,13 @@
--- Compare-and-delete: remove the key only while this token holds it.
+-- Compare-and-delete: remove the key only while this token holds it, and
+-- tell waiters at once.
 -- KEYS[1]: the lock key.
--- ARGV[1]: the holder's token.
--- Returns 1 when the key was deleted, 0 when it is absent or held by another
--- value. A key of another type fails with WRONGTYPE and is left untouched.
+-- ARGV[1]: the holder's token; ARGV[2]: the release channel of the key.
+-- Returns 1 when the key was deleted (and a message published on ARGV[2]),
+-- 0 when it is absent or held by another value. A key of another type fails
+-- with WRONGTYPE and is left untouched.
 if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
+  redis.call('DEL', KEYS[1])
+  redis.call('PUBLISH', ARGV[2], 'released')
+  return 1
 end
 return 0

@@ -1,5 +1,8 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 //! The one integration-test binary: the real `redlock` against real
 //! `redis-server` processes started by [`harness`].
 
 mod engine;
 mod harness;
+mod run;

@@ -27,6 +27,45 @@ pub fn unique_key(name: &str) -> String {
     )
 }
 
+/// Waits until `path` exists (the event a test synchronises on), at most [`HANG`].
+pub fn wait_for_file(path: &std::path::Path) {
+    let start = Instant::now();
+    while !path.exists() {
+        assert!(start.elapsed() < HANG, "{} never appeared", path.display());
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// True while process `pid` exists and is not a zombie.
+pub fn process_alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the parenthesised command name.
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| !rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+/// Waits until process `pid` is gone, at most `limit`; false if it is not.
+pub fn wait_gone(pid: i32, limit: Duration) -> bool {
+    let start = Instant::now();
+    while process_alive(pid) {
+        if start.elapsed() > limit {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    true
+}
+
+/// Sends `signal` to `pid` (negative: a process group).
+pub fn send_signal(pid: i32, signal: i32) {
+    // SAFETY: kill(2) on a process this test started.
+    unsafe { libc::kill(pid, signal) };
+}
+
 /// A `redlock` invocation being built.
 pub struct Redlock {
     cmd: Command,
@@ -78,6 +117,14 @@ impl Redlock {
         self
     }
 
+    /// Puts redlock in a process group of its own, so a test can signal
+    /// the group as a terminal's Ctrl-C would.
+    pub fn own_group(mut self) -> Redlock {
+        use std::os::unix::process::CommandExt;
+        self.cmd.process_group(0);
+        self
+    }
+
     /// Starts the process with piped stdout/stderr.
     pub fn spawn(mut self) -> Running {
         self.cmd
@@ -107,6 +154,11 @@ pub struct Running {
 }
 
 impl Running {
+    /// redlock's pid.
+    pub fn pid(&self) -> i32 {
+        i32::try_from(self.child.id()).expect("pid fits i32")
+    }
+
     /// Waits for the exit (at most [`HANG`], then kills and panics).
     pub fn wait(mut self) -> Output {
         let mut out_pipe = self.child.stdout.take().expect("stdout piped");

@@ -1,0 +1,313 @@
+//! `redlock run`: take the lock, run the command under it, renew the lock
+//! while the command runs, stop the command before anyone else could hold
+//! the lock, and give the lock back (or keep it, `--keep`) when it ends.
+//!
+//! One `select!` loop decides everything while the command runs: its exit,
+//! signals to forward, the watchdog's reports, and the stop and kill
+//! deadlines derived from them ([`watchdog::plan_stop`]).
+
+use std::io;
+use std::process::ExitStatus;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use tokio::sync::watch;
+
+use crate::child::{self, Child};
+use crate::config::{OnLost, Run};
+use crate::error::Error;
+use crate::exit;
+use crate::lock::{Fleet, Lock};
+use crate::output::Log;
+use crate::signals::{self, Signals};
+use crate::watchdog::{self, Health};
+
+/// Why redlock stopped the command.
+enum Stop {
+    /// The lock was lost (or was about to be, with renewals failing).
+    Lost {
+        /// What the watchdog said.
+        reason: String,
+        /// When redlock began stopping the command.
+        at: SystemTime,
+        /// The signal sent first.
+        signal: i32,
+    },
+    /// `--max-hold` ran out.
+    MaxHold {
+        /// The signal sent first.
+        signal: i32,
+    },
+}
+
+/// Runs the command under the lock; `Ok` is the command's own exit code.
+pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
+    let mut signals = Signals::install().map_err(|e| Error::CannotRun {
+        code: exit::CANNOT_EXECUTE,
+        message: format!("cannot catch signals: {e}"),
+    })?;
+    if let Some(jitter) = cfg.jitter {
+        let pause = jitter.mul_f64(fastrand::f64());
+        log.info(&format!(
+            "--jitter: sleeping {}",
+            crate::fmt_duration(pause)
+        ));
+        tokio::select! {
+            () = tokio::time::sleep(pause) => {}
+            signal = signals.recv() => {
+                return Err(Error::Interrupted(signal, "during --jitter".to_owned()));
+            }
+        }
+    }
+    if reentry(&fleet, &cfg.key).await {
+        log.info(&format!(
+            "{} is already held by this job (REDLOCK_TOKEN); running the command directly",
+            crate::display_key(cfg.key.as_bytes())
+        ));
+        let mut child = child::spawn(&cfg.argv, &[])?;
+        let status = loop {
+            tokio::select! {
+                status = child.wait() => break status,
+                signal = signals.recv() => forward(&child, signal, log),
+            }
+        };
+        return exit_status(status, &cfg.argv);
+    }
+
+    let lock =
+        match crate::wait::acquire(&fleet, &cfg.key, cfg.ttl, cfg.wait, log, Some(&mut signals))
+            .await
+        {
+            Ok(lock) => lock,
+            Err(Error::Busy { message, .. }) => {
+                return Err(Error::Busy {
+                    message,
+                    code: cfg.conflict_exit_code,
+                });
+            }
+            Err(e) => return Err(e),
+        };
+    if let Some(signal) = signals.try_recv() {
+        release(&fleet, &lock, log).await;
+        return Err(Error::Interrupted(
+            signal,
+            "before the command started".to_owned(),
+        ));
+    }
+    let env = [
+        ("REDLOCK_KEY", cfg.key.as_str()),
+        ("REDLOCK_TOKEN", lock.token.as_str()),
+    ];
+    let mut child = match child::spawn(&cfg.argv, &env) {
+        Ok(child) => child,
+        Err(e) => {
+            release(&fleet, &lock, log).await;
+            return Err(e);
+        }
+    };
+    log.info(&format!("started {:?} as pid {}", cfg.argv[0], child.pid()));
+    let (health, watchdog) = watchdog::start(Arc::clone(&fleet), lock.clone(), cfg.renew_every);
+    let (status, stop) = supervise(&mut child, &mut signals, health, &cfg, &lock, log).await;
+    // Renewal never outlives the command.
+    watchdog.abort();
+    if child
+        .stop_leftovers(cfg.grace().min(Duration::from_secs(1)))
+        .await
+    {
+        log.warn("the command left processes in its group; stopped them, as they would run without the lock");
+    }
+    finish(&fleet, &cfg, &lock, log).await;
+    let shown = crate::display_key(cfg.key.as_bytes());
+    match stop {
+        Some(Stop::Lost { reason, at, signal }) => Err(Error::Lost(format!(
+            "lost the lock on {shown} at {}: {reason}; stopped the command with {}",
+            humantime::format_rfc3339_seconds(at),
+            signals::name(signal)
+        ))),
+        Some(Stop::MaxHold { signal }) => Err(Error::MaxHold(format!(
+            "--max-hold {} ran out; stopped the command with {}",
+            crate::fmt_duration(cfg.max_hold.unwrap_or_default()),
+            signals::name(signal)
+        ))),
+        None => exit_status(status, &cfg.argv),
+    }
+}
+
+/// True when this process runs inside a `redlock run` that holds `key`
+/// (its `REDLOCK_KEY` and `REDLOCK_TOKEN`) and the lock is still held by
+/// that token on a quorum: waiting would be waiting on ourselves.
+async fn reentry(fleet: &Fleet, key: &str) -> bool {
+    let (Ok(held_key), Ok(token)) = (std::env::var("REDLOCK_KEY"), std::env::var("REDLOCK_TOKEN"))
+    else {
+        return false;
+    };
+    if held_key != key || token.is_empty() {
+        return false;
+    }
+    let status = fleet.status(key).await;
+    status.holder.is_some_and(|(value, _)| value == token)
+}
+
+fn forward(child: &Child, signal: i32, log: &Log) {
+    log.info(&format!(
+        "forwarding {} to the command",
+        signals::name(signal)
+    ));
+    child.signal(signal);
+}
+
+fn exit_status(status: io::Result<ExitStatus>, argv: &[String]) -> Result<u8, Error> {
+    status.map(child::exit_code).map_err(|e| Error::CannotRun {
+        code: exit::CANNOT_EXECUTE,
+        message: format!("lost track of {:?}: {e}", argv[0]),
+    })
+}
+
+/// Watches the command until it exits; returns its status and whether
+/// redlock stopped it.
+async fn supervise(
+    child: &mut Child,
+    signals: &mut Signals,
+    mut health: watch::Receiver<Health>,
+    cfg: &Run,
+    lock: &Lock,
+    log: &Log,
+) -> (io::Result<ExitStatus>, Option<Stop>) {
+    let (grace, margin) = (cfg.grace(), cfg.kill_margin());
+    let max_hold_at = cfg.max_hold.map(|d| lock.since + d);
+    let shown = crate::display_key(cfg.key.as_bytes());
+    let mut stop: Option<Stop> = None;
+    let mut kill_at: Option<Instant> = None;
+    let mut watching = true;
+    let mut was_failing = false;
+    loop {
+        let now = Instant::now();
+        let current = health.borrow().clone();
+        let (lost_stop_at, lost_kill_at) = watchdog::plan_stop(&current, now, grace, margin);
+        // The next moment to begin stopping, and whether it is for max-hold.
+        let begin: Option<(Instant, bool)> = if stop.is_some() {
+            None
+        } else {
+            let lost = match cfg.on_lost {
+                OnLost::Signal(_) => Some((lost_stop_at, false)),
+                OnLost::Ignore => None,
+            };
+            let max_hold = max_hold_at.map(|at| (at, true));
+            [lost, max_hold]
+                .into_iter()
+                .flatten()
+                .min_by_key(|(at, _)| *at)
+        };
+        // A timer that never fires stands in for "no deadline".
+        let never = now + Duration::from_secs(365 * 24 * 3600);
+        tokio::select! {
+            status = child.wait() => return (status, stop),
+            signal = signals.recv() => forward(child, signal, log),
+            changed = health.changed(), if watching => {
+                if changed.is_err() {
+                    watching = false;
+                    continue;
+                }
+                let now_health = health.borrow().clone();
+                match now_health {
+                    Health::Held { deadline } => {
+                        if was_failing {
+                            log.warn(&format!("renewal of {shown} recovered"));
+                        }
+                        was_failing = false;
+                        log.debug(&format!(
+                            "renewed {shown}, valid for {}",
+                            crate::fmt_duration(deadline.saturating_duration_since(Instant::now()))
+                        ));
+                    }
+                    Health::Failing { deadline, error } => {
+                        if !was_failing {
+                            log.warn(&format!(
+                                "renewing {shown} failed ({error}); retrying, {} of validity left",
+                                crate::fmt_duration(deadline.saturating_duration_since(Instant::now()))
+                            ));
+                        }
+                        was_failing = true;
+                    }
+                    Health::Lost { reason, .. } => {
+                        if cfg.on_lost == OnLost::Ignore {
+                            log.warn(&format!(
+                                "lost the lock on {shown}: {reason}; --on-lost ignore keeps the command running"
+                            ));
+                        }
+                    }
+                }
+            }
+            () = tokio::time::sleep_until(begin.map_or(never, |(at, _)| at).into()), if begin.is_some() => {
+                let for_max_hold = begin.is_some_and(|(_, m)| m);
+                let signal = match cfg.on_lost {
+                    OnLost::Signal(signal) => signal,
+                    OnLost::Ignore => libc::SIGTERM,
+                };
+                let now = Instant::now();
+                let kill = match cfg.on_lost {
+                    OnLost::Signal(_) => (now + grace).min(lost_kill_at),
+                    OnLost::Ignore => now + grace,
+                };
+                child.signal(signal);
+                if signal != libc::SIGKILL {
+                    kill_at = Some(kill);
+                }
+                if for_max_hold {
+                    log.warn(&format!("--max-hold ran out; sent {} to the command", signals::name(signal)));
+                    stop = Some(Stop::MaxHold { signal });
+                } else {
+                    let reason = match &current {
+                        Health::Lost { reason, .. } => reason.clone(),
+                        Health::Failing { error, .. } => format!("could not renew in time ({error})"),
+                        Health::Held { .. } => "its validity ran out".to_owned(),
+                    };
+                    log.warn(&format!(
+                        "losing the lock on {shown} ({reason}); sent {} to the command, SIGKILL in {}",
+                        signals::name(signal),
+                        crate::fmt_duration(kill.saturating_duration_since(now))
+                    ));
+                    stop = Some(Stop::Lost { reason, at: SystemTime::now(), signal });
+                }
+            }
+            () = tokio::time::sleep_until(kill_at.unwrap_or(never).into()), if kill_at.is_some() => {
+                log.warn("the command is still running; sent SIGKILL");
+                child.signal(libc::SIGKILL);
+                kill_at = None;
+            }
+        }
+    }
+}
+
+/// Ends the hold: with `--keep`, shortens the lock's TTL to what is left of
+/// the keep time instead of deleting it; otherwise releases it everywhere.
+/// Failures are warnings: the exit code stays the command's.
+async fn finish(fleet: &Fleet, cfg: &Run, lock: &Lock, log: &Log) {
+    if let Some(keep) = cfg.keep {
+        let left = (lock.since + keep).saturating_duration_since(Instant::now());
+        if left >= Duration::from_millis(1) {
+            match fleet.extend(&lock.key, &lock.token, left).await {
+                Ok(_) => {
+                    log.info(&format!(
+                        "--keep: the lock stays for another {}",
+                        crate::fmt_duration(left)
+                    ));
+                    return;
+                }
+                Err(e) => log.warn(&format!("--keep: {e}; releasing instead")),
+            }
+        }
+    }
+    release(fleet, lock, log).await;
+}
+
+async fn release(fleet: &Fleet, lock: &Lock, log: &Log) {
+    match fleet.release(&lock.key, &lock.token).await {
+        Ok(n) => log.info(&format!(
+            "released {} on {n}/{} servers",
+            crate::display_key(lock.key.as_bytes()),
+            fleet.servers().len()
+        )),
+        Err(e) => log.warn(&format!("release: {e}")),
+    }
+}
