@@ -47,16 +47,13 @@ pub enum Error {
     /// A signal ended redlock before the command started (exit 128+N).
     #[error("interrupted by {name} {1}", name = crate::signals::name(*.0))]
     Interrupted(i32, String),
-    /// The subcommand exists on the command line but not yet in the engine.
-    #[error("{0} is not implemented yet")]
-    NotImplemented(&'static str),
 }
 
 impl Error {
     /// The process exit code for this error (DESIGN.md's table).
     pub fn exit_code(&self) -> u8 {
         match self {
-            Error::Usage(_) | Error::NotImplemented(_) => exit::USAGE,
+            Error::Usage(_) => exit::USAGE,
             Error::Busy { code, .. } => *code,
             Error::Unavailable { .. } => exit::UNAVAILABLE,
             Error::Lost(_) => exit::LOST,

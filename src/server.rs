@@ -131,6 +131,8 @@ pub enum Op {
     Status,
     /// Subscribing to the release channel while waiting.
     Subscribe,
+    /// `doctor`'s checks (PING, INFO, TIME, CONFIG GET).
+    Doctor,
 }
 
 impl fmt::Display for Op {
@@ -142,6 +144,7 @@ impl fmt::Display for Op {
             Op::ForceRelease => "force-release",
             Op::Status => "status",
             Op::Subscribe => "subscribe",
+            Op::Doctor => "doctor",
         })
     }
 }
@@ -229,7 +232,6 @@ impl fmt::Display for Failure {
 
 /// One failed call: which server, doing what, on which key, and why.
 #[derive(Clone, Debug, thiserror::Error)]
-#[error("{server}: {op} {key}: {failure}")]
 pub struct ServerError {
     /// The server's display name (no password).
     pub server: String,
@@ -239,6 +241,15 @@ pub struct ServerError {
     pub key: String,
     /// The cause.
     pub failure: Failure,
+}
+
+impl fmt::Display for ServerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.key.as_str() {
+            "" => write!(f, "{}: {}: {}", self.server, self.op, self.failure),
+            key => write!(f, "{}: {} {key}: {}", self.server, self.op, self.failure),
+        }
+    }
 }
 
 /// One Redis server and its connection, opened on first use.

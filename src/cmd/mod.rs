@@ -2,6 +2,7 @@
 //! [`crate::wait`]; each returns the process exit code or an [`Error`].
 
 mod acquire;
+mod doctor;
 mod extend;
 mod release;
 mod run;
@@ -26,7 +27,9 @@ pub async fn execute(config: Config) -> Result<u8, Error> {
         }
         Command::Status { key, json } => status::status(&fleet, &key, json).await,
         Command::Run(run) => run::run(std::sync::Arc::clone(&fleet), run, &log).await,
-        Command::Doctor { .. } => Err(Error::NotImplemented("doctor")),
+        Command::Doctor { ttl, json } => {
+            doctor::doctor(&fleet, ttl, config.drift_factor, json).await
+        }
     };
     // Calls that outlived their round's verdict finish (each within the
     // node timeout) before the runtime, and with it they, go away.

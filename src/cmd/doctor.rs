@@ -1,0 +1,452 @@
+//! `redlock doctor`: is this set of servers fit for Redlock?
+//!
+//! Each server is probed in parallel (PINGs, INFO, TIME, CONFIG GET); the
+//! pure [`assess`] turns the probes into warnings (things that break the
+//! algorithm's assumptions) and notes (advice). Exit 0 fit, 1 warnings,
+//! 69 when fewer than a quorum of servers answer.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use redis::aio::MultiplexedConnection;
+use serde_json::json;
+
+use crate::error::Error;
+use crate::exit;
+use crate::lock::Fleet;
+use crate::quorum::Failures;
+use crate::server::{Op, Server, ServerError};
+
+/// PINGs per server for the round-trip median.
+const PINGS: usize = 5;
+
+/// What one reachable server told us.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Probe {
+    /// Display name.
+    pub server: String,
+    /// Median PING round trip.
+    pub rtt: Duration,
+    /// `redis_version`.
+    pub version: String,
+    /// `role` (master / slave).
+    pub role: String,
+    /// `run_id`: the same on two URLs means the same server.
+    pub run_id: String,
+    /// Server clock minus ours, compensated by half the round trip, in ms.
+    pub clock_offset_ms: f64,
+    /// `maxmemory` in bytes (0: no limit).
+    pub maxmemory: u64,
+    /// `maxmemory_policy`.
+    pub policy: String,
+    /// `aof_enabled`.
+    pub appendonly: bool,
+    /// `appendfsync`, when CONFIG GET is allowed.
+    pub appendfsync: Option<String>,
+    /// The `save` setting, when CONFIG GET is allowed.
+    pub save: Option<String>,
+}
+
+/// The verdict for the set.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Assessment {
+    /// Problems that can break mutual exclusion or availability.
+    pub warnings: Vec<String>,
+    /// Advice that needs no change when followed.
+    pub notes: Vec<String>,
+    /// Largest minus smallest clock offset, in ms.
+    pub clock_spread_ms: f64,
+    /// The drift allowance of the TTL (`ttl * drift_factor + 2ms`), in ms.
+    pub drift_budget_ms: f64,
+}
+
+/// Checks the servers and prints a report (or JSON) on stdout.
+pub async fn doctor(
+    fleet: &Fleet,
+    ttl: Duration,
+    drift_factor: f64,
+    json: bool,
+) -> Result<u8, Error> {
+    let results = futures_util::future::join_all(fleet.servers().iter().map(|s| probe(s))).await;
+    let mut probes = Vec::new();
+    let mut failures = Vec::new();
+    for result in results {
+        match result {
+            Ok(p) => probes.push(p),
+            Err(e) => failures.push(e),
+        }
+    }
+    let a = assess(&probes, &failures, ttl, drift_factor);
+    let quorum = fleet.quorum();
+    let verdict = if probes.len() < quorum {
+        "unavailable"
+    } else if a.warnings.is_empty() {
+        "fit"
+    } else {
+        "warnings"
+    };
+    let text = if json {
+        render_json(&probes, &failures, &a, quorum, verdict).to_string()
+    } else {
+        render_text(
+            &probes,
+            &failures,
+            &a,
+            quorum,
+            fleet.servers().len(),
+            verdict,
+        )
+    };
+    let _ = writeln!(std::io::stdout().lock(), "{text}");
+    match verdict {
+        "fit" => Ok(exit::OK),
+        "warnings" => Ok(exit::FREE_OR_WARNINGS),
+        _ => Err(Error::Unavailable {
+            what: format!(
+                "doctor: {} of {} servers answered, quorum {quorum}",
+                probes.len(),
+                fleet.servers().len()
+            ),
+            config: false,
+            failures: Failures(failures),
+        }),
+    }
+}
+
+async fn query<T: redis::FromRedisValue>(server: &Server, args: &[&str]) -> Result<T, ServerError> {
+    server
+        .call(Op::Doctor, b"", async |c: &mut MultiplexedConnection| {
+            let mut cmd = redis::cmd(args[0]);
+            for a in &args[1..] {
+                cmd.arg(*a);
+            }
+            cmd.query_async(c).await
+        })
+        .await
+}
+
+fn unix_micros(t: SystemTime) -> f64 {
+    t.duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64() * 1e6)
+}
+
+async fn probe(server: &Server) -> Result<Probe, ServerError> {
+    // The first PING also opens the connection; it does not count.
+    query::<String>(server, &["PING"]).await?;
+    let mut rtts = Vec::with_capacity(PINGS);
+    for _ in 0..PINGS {
+        let start = Instant::now();
+        query::<String>(server, &["PING"]).await?;
+        rtts.push(start.elapsed());
+    }
+    rtts.sort();
+    let rtt = rtts[PINGS / 2];
+
+    let before = SystemTime::now();
+    let start = Instant::now();
+    let (secs, micros): (String, String) = query(server, &["TIME"]).await?;
+    let round_trip = start.elapsed();
+    let server_us = secs.parse::<f64>().unwrap_or(0.0) * 1e6 + micros.parse::<f64>().unwrap_or(0.0);
+    let local_us = unix_micros(before) + round_trip.as_secs_f64() * 1e6 / 2.0;
+
+    let info: String = query(server, &["INFO"]).await?;
+    let info: HashMap<&str, &str> = info
+        .lines()
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim(), v.trim()))
+        .collect();
+    let field = |k: &str| info.get(k).map(|v| (*v).to_owned()).unwrap_or_default();
+    // CONFIG may be renamed or denied by ACL; then these stay unknown.
+    let config = async |name: &str| {
+        query::<Vec<String>>(server, &["CONFIG", "GET", name])
+            .await
+            .ok()
+            .and_then(|v| v.get(1).cloned())
+    };
+    Ok(Probe {
+        server: server.name().to_owned(),
+        rtt,
+        version: field("redis_version"),
+        role: field("role"),
+        run_id: field("run_id"),
+        clock_offset_ms: (server_us - local_us) / 1000.0,
+        maxmemory: field("maxmemory").parse().unwrap_or(0),
+        policy: field("maxmemory_policy"),
+        appendonly: field("aof_enabled") == "1",
+        appendfsync: config("appendfsync").await,
+        save: config("save").await,
+    })
+}
+
+/// Turns probes into warnings and notes.
+pub fn assess(
+    probes: &[Probe],
+    failures: &[ServerError],
+    ttl: Duration,
+    drift_factor: f64,
+) -> Assessment {
+    let mut a = Assessment {
+        drift_budget_ms: ttl.as_secs_f64() * 1000.0 * drift_factor + 2.0,
+        ..Assessment::default()
+    };
+    for e in failures {
+        a.warnings.push(format!("unreachable: {e}"));
+    }
+    for (i, p) in probes.iter().enumerate() {
+        if let Some(first) = probes[..i]
+            .iter()
+            .find(|q| !p.run_id.is_empty() && q.run_id == p.run_id)
+        {
+            a.warnings.push(format!(
+                "{} and {} are the same server (run_id {}): the servers are not independent",
+                first.server, p.server, p.run_id
+            ));
+        }
+        if p.role != "master" {
+            a.warnings.push(format!(
+                "{}: role {}: a replica cannot take locks, and replication is asynchronous",
+                p.server, p.role
+            ));
+        }
+        let evicting = p.policy.starts_with("allkeys-") || p.policy.starts_with("volatile-");
+        if evicting && p.maxmemory > 0 {
+            a.warnings.push(format!(
+                "{}: maxmemory-policy {} with maxmemory {} can evict lock keys; use noeviction",
+                p.server, p.policy, p.maxmemory
+            ));
+        }
+        if !version_at_least(&p.version, (2, 6, 12)) {
+            a.warnings.push(format!(
+                "{}: Redis {} lacks SET NX PX; 2.6.12 or later is needed",
+                p.server, p.version
+            ));
+        }
+        let rdb = p.save.as_deref().is_some_and(|s| !s.trim().is_empty());
+        match (p.appendonly, p.appendfsync.as_deref(), rdb) {
+            (true, Some("always"), _) => {}
+            (true, fsync, _) => a.notes.push(format!(
+                "{}: appendonly yes with appendfsync {}: a power loss can drop the last second of locks; \
+                 restart it only after the longest TTL has passed, or use appendfsync always",
+                p.server,
+                fsync.unwrap_or("unknown")
+            )),
+            (false, _, _) => a.notes.push(format!(
+                "{}: no AOF{}: after a crash, restart it only after the longest TTL in use has passed (delayed restart)",
+                p.server,
+                if rdb { " (RDB snapshots lose recent locks)" } else { "" }
+            )),
+        }
+    }
+    let offsets = probes.iter().map(|p| p.clock_offset_ms);
+    let (lo, hi) = offsets.fold((f64::MAX, f64::MIN), |(lo, hi), o| (lo.min(o), hi.max(o)));
+    a.clock_spread_ms = if probes.is_empty() { 0.0 } else { hi - lo };
+    if a.clock_spread_ms > a.drift_budget_ms {
+        a.warnings.push(format!(
+            "server clocks differ by {:.1}ms, more than the drift allowance of {:.1}ms for a {} TTL: \
+             check NTP (clocks that jump or run at different rates break Redlock's timing)",
+            a.clock_spread_ms,
+            a.drift_budget_ms,
+            crate::fmt_duration(ttl)
+        ));
+    }
+    a
+}
+
+fn version_at_least(version: &str, min: (u64, u64, u64)) -> bool {
+    let mut parts = version.split('.').map(|p| p.parse::<u64>().unwrap_or(0));
+    let v = (
+        parts.next().unwrap_or(0),
+        parts.next().unwrap_or(0),
+        parts.next().unwrap_or(0),
+    );
+    v >= min
+}
+
+fn persistence(p: &Probe) -> String {
+    match (p.appendonly, p.appendfsync.as_deref()) {
+        (true, Some(fsync)) => format!("aof/{fsync}"),
+        (true, None) => "aof".to_owned(),
+        (false, _) if p.save.as_deref().is_some_and(|s| !s.trim().is_empty()) => "rdb".to_owned(),
+        (false, _) => "none".to_owned(),
+    }
+}
+
+fn render_text(
+    probes: &[Probe],
+    failures: &[ServerError],
+    a: &Assessment,
+    quorum: usize,
+    total: usize,
+    verdict: &str,
+) -> String {
+    let header = [
+        "SERVER",
+        "RTT",
+        "VERSION",
+        "ROLE",
+        "CLOCK",
+        "EVICTION",
+        "PERSISTENCE",
+    ]
+    .map(str::to_owned);
+    let mut rows: Vec<[String; 7]> = probes
+        .iter()
+        .map(|p| {
+            [
+                p.server.clone(),
+                format!("{:.2}ms", p.rtt.as_secs_f64() * 1000.0),
+                p.version.clone(),
+                p.role.clone(),
+                format!("{:+.1}ms", p.clock_offset_ms),
+                if p.maxmemory > 0 {
+                    p.policy.clone()
+                } else {
+                    format!("{} (no maxmemory)", p.policy)
+                },
+                persistence(p),
+            ]
+        })
+        .collect();
+    for e in failures {
+        rows.push([
+            e.server.clone(),
+            "-".into(),
+            "-".into(),
+            "unreachable".into(),
+            "-".into(),
+            "-".into(),
+            "-".into(),
+        ]);
+    }
+    let mut widths = [0usize; 7];
+    for r in std::iter::once(&header).chain(&rows) {
+        for (w, c) in widths.iter_mut().zip(r) {
+            *w = (*w).max(c.len());
+        }
+    }
+    let mut out = String::new();
+    for r in std::iter::once(&header).chain(&rows) {
+        let cells: Vec<String> = r
+            .iter()
+            .zip(widths)
+            .map(|(c, w)| format!("{c:w$}"))
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    out.push_str(&format!(
+        "clock spread {:.1}ms, drift allowance {:.1}ms\n",
+        a.clock_spread_ms, a.drift_budget_ms
+    ));
+    for w in &a.warnings {
+        out.push_str(&format!("warning: {w}\n"));
+    }
+    for n in &a.notes {
+        out.push_str(&format!("note: {n}\n"));
+    }
+    out.push_str(&match verdict {
+        "fit" => format!("verdict: fit for Redlock ({total} server(s), quorum {quorum})"),
+        "warnings" => format!(
+            "verdict: works, with {} warning(s) ({total} server(s), quorum {quorum})",
+            a.warnings.len()
+        ),
+        _ => format!(
+            "verdict: unavailable: {} of {total} servers answered, quorum {quorum}",
+            probes.len()
+        ),
+    });
+    out
+}
+
+fn render_json(
+    probes: &[Probe],
+    failures: &[ServerError],
+    a: &Assessment,
+    quorum: usize,
+    verdict: &str,
+) -> serde_json::Value {
+    let mut servers: Vec<serde_json::Value> = probes
+        .iter()
+        .map(|p| {
+            json!({
+                "server": p.server, "reachable": true, "error": null,
+                "rtt_ms": p.rtt.as_secs_f64() * 1000.0, "version": p.version, "role": p.role,
+                "run_id": p.run_id, "clock_offset_ms": p.clock_offset_ms,
+                "maxmemory": p.maxmemory, "maxmemory_policy": p.policy,
+                "appendonly": p.appendonly, "appendfsync": p.appendfsync, "save": p.save,
+            })
+        })
+        .collect();
+    servers.extend(failures.iter().map(
+        |e| json!({ "server": e.server, "reachable": false, "error": e.failure.to_string() }),
+    ));
+    json!({
+        "verdict": verdict,
+        "quorum": quorum,
+        "clock_spread_ms": a.clock_spread_ms,
+        "drift_budget_ms": a.drift_budget_ms,
+        "warnings": a.warnings,
+        "notes": a.notes,
+        "servers": servers,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn healthy(name: &str, run_id: &str) -> Probe {
+        Probe {
+            server: name.into(),
+            version: "7.0.15".into(),
+            role: "master".into(),
+            run_id: run_id.into(),
+            policy: "noeviction".into(),
+            appendonly: true,
+            appendfsync: Some("always".into()),
+            ..Probe::default()
+        }
+    }
+
+    #[test]
+    fn healthy_servers_have_no_warnings() {
+        let a = assess(
+            &[healthy("a", "1"), healthy("b", "2")],
+            &[],
+            Duration::from_secs(30),
+            0.01,
+        );
+        assert!(a.warnings.is_empty() && a.notes.is_empty(), "{a:?}");
+        assert!((a.drift_budget_ms - 302.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn flags_duplicates_replicas_eviction_and_clock_spread() {
+        let mut lru = healthy("c", "3");
+        lru.policy = "allkeys-lru".into();
+        lru.maxmemory = 1 << 20;
+        let mut replica = healthy("d", "4");
+        replica.role = "slave".into();
+        let mut skewed = healthy("e", "5");
+        skewed.clock_offset_ms = 500.0;
+        let probes = [healthy("a", "1"), healthy("b", "1"), lru, replica, skewed];
+        let a = assess(&probes, &[], Duration::from_secs(30), 0.01);
+        let all = a.warnings.join("\n");
+        assert!(all.contains("a and b are the same server"), "{all}");
+        assert!(all.contains("c: maxmemory-policy allkeys-lru"), "{all}");
+        assert!(all.contains("d: role slave"), "{all}");
+        assert!(all.contains("clocks differ by 500.0ms"), "{all}");
+        assert_eq!(a.warnings.len(), 4);
+    }
+
+    #[test]
+    fn no_persistence_is_a_note_about_delayed_restarts() {
+        let mut p = healthy("a", "1");
+        p.appendonly = false;
+        p.save = Some(String::new());
+        let a = assess(&[p], &[], Duration::from_secs(30), 0.01);
+        assert!(a.warnings.is_empty());
+        assert!(a.notes[0].contains("delayed restart"), "{:?}", a.notes);
+    }
+}
