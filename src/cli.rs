@@ -11,7 +11,9 @@ use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
     name = "redlock",
     version,
     propagate_version = true,
-    max_term_width = 100
+    max_term_width = 100,
+    long_about = LONG_ABOUT,
+    after_help = "Run 'redlock <subcommand> --help' for details and examples."
 )]
 pub struct Cli {
     /// Options shared by every subcommand.
@@ -83,7 +85,8 @@ pub enum Command {
     /// Show who holds a lock, on which servers, for how long (exit 0 held, 1 free)
     #[command(after_help = STATUS_EXAMPLES)]
     Status(StatusArgs),
-    /// Check that the servers are fit for Redlock
+    /// Check that the servers are fit for Redlock (exit 0 fit, 1 warnings)
+    #[command(after_help = DOCTOR_EXAMPLES)]
     Doctor(DoctorArgs),
 }
 
@@ -219,6 +222,21 @@ pub struct DoctorArgs {
     #[arg(long)]
     pub json: bool,
 }
+
+const LONG_ABOUT: &str = "\
+Lock shell jobs, cron tasks and CI steps across machines with a Redlock quorum \
+over independent Redis servers.
+
+'redlock run' takes the lock on a quorum of the servers (--servers or \
+REDLOCK_SERVERS), runs the command, renews the lock while it runs, and releases \
+it when the command exits; if the lock is lost, the command is stopped before \
+anyone else can take it. 'acquire', 'extend', 'release' and 'status' serve \
+scripts and humans; 'doctor' checks the servers.";
+
+const DOCTOR_EXAMPLES: &str = "\
+Examples:
+  redlock doctor --servers redis://a:6379,redis://b:6379,redis://c:6379
+  redlock doctor --ttl 5s --json";
 
 const RUN_EXAMPLES: &str = "\
 Examples:

@@ -23,6 +23,7 @@
 //! - [`cmd`]: one module per subcommand.
 //! - [`error`], [`exit`]: the error type and the exit codes it maps to.
 //! - [`output`]: messages on stderr, text or JSON.
+//! - [`docs`]: man pages and shell completions generated from [`cli`].
 //!
 //! # Theory of operation
 //! A lock is a key set on N independent servers. To acquire it, redlock
@@ -58,6 +59,7 @@ pub mod child;
 pub mod cli;
 pub mod cmd;
 pub mod config;
+pub mod docs;
 pub mod error;
 pub mod exit;
 pub mod lock;

@@ -3,7 +3,9 @@
 //! The one integration-test binary: the real `redlock` against real
 //! `redis-server` processes started by [`harness`].
 
+mod docs;
 mod doctor;
 mod engine;
 mod harness;
+mod readme;
 mod run;

@@ -1,0 +1,194 @@
+
+use builtin;
+use str;
+
+set edit:completion:arg-completer[redlock] = {|@words|
+    fn spaces {|n|
+        builtin:repeat $n ' ' | str:join ''
+    }
+    fn cand {|text desc|
+        edit:complex-candidate $text &display=$text' '(spaces (- 14 (wcswidth $text)))$desc
+    }
+    var command = 'redlock'
+    for word $words[1..-1] {
+        if (str:has-prefix $word '-') {
+            break
+        }
+        set command = $command';'$word
+    }
+    var completions = [
+        &'redlock'= {
+            cand --servers 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path'
+            cand --quorum 'Servers that must agree [default: more than half of them]'
+            cand --node-timeout 'Time limit for each server call [default: a tenth of the TTL, at most 1s]'
+            cand --drift-factor 'Clock drift allowance as a fraction of the TTL'
+            cand --log-format 'Format of the messages on stderr'
+            cand -v 'Say more on stderr (repeat for more)'
+            cand --verbose 'Say more on stderr (repeat for more)'
+            cand -q 'Say nothing on stderr but errors (no busy message)'
+            cand --quiet 'Say nothing on stderr but errors (no busy message)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+            cand run 'Run a command while holding the lock, renewing it until the command exits'
+            cand acquire 'Take the lock and print its token on stdout'
+            cand extend 'Reset the TTL of a lock held with a token'
+            cand release 'Give a lock back (with its token, or --force)'
+            cand status 'Show who holds a lock, on which servers, for how long (exit 0 held, 1 free)'
+            cand doctor 'Check that the servers are fit for Redlock (exit 0 fit, 1 warnings)'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'redlock;run'= {
+            cand -k 'The lock''s key, used as given on every server'
+            cand --key 'The lock''s key, used as given on every server'
+            cand --ttl 'How long the lock lives on the servers without renewal'
+            cand --wait 'Wait at most DUR for the lock [default: wait until acquired]'
+            cand -E 'Exit code when the lock is busy (e.g. 0 for cron)'
+            cand --conflict-exit-code 'Exit code when the lock is busy (e.g. 0 for cron)'
+            cand --keep 'Keep the lock until DUR after acquisition, even when the command ends sooner'
+            cand --max-hold 'Stop the command when it has held the lock this long, and exit 124'
+            cand --jitter 'Sleep a random time up to DUR before the first attempt'
+            cand --renew-every 'Renew the lock this often [default: a third of the TTL]'
+            cand --on-lost 'What to do when the lock is lost: a signal (TERM, SIGINT, 9...), kill, or ignore'
+            cand --kill-after 'Grace between the --on-lost (or --max-hold) signal and SIGKILL [default: a third of the TTL, at most 10s]'
+            cand -c 'Run this shell command through $SHELL -c (or /bin/sh -c)'
+            cand --command 'Run this shell command through $SHELL -c (or /bin/sh -c)'
+            cand --servers 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path'
+            cand --quorum 'Servers that must agree [default: more than half of them]'
+            cand --node-timeout 'Time limit for each server call [default: a tenth of the TTL, at most 1s]'
+            cand --drift-factor 'Clock drift allowance as a fraction of the TTL'
+            cand --log-format 'Format of the messages on stderr'
+            cand -n 'Try once; fail at once when the lock is busy'
+            cand --no-wait 'Try once; fail at once when the lock is busy'
+            cand -v 'Say more on stderr (repeat for more)'
+            cand --verbose 'Say more on stderr (repeat for more)'
+            cand -q 'Say nothing on stderr but errors (no busy message)'
+            cand --quiet 'Say nothing on stderr but errors (no busy message)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'redlock;acquire'= {
+            cand -k 'The lock''s key, used as given on every server'
+            cand --key 'The lock''s key, used as given on every server'
+            cand --ttl 'How long the lock lives on the servers without renewal'
+            cand --wait 'Wait at most DUR for the lock [default: wait until acquired]'
+            cand --servers 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path'
+            cand --quorum 'Servers that must agree [default: more than half of them]'
+            cand --node-timeout 'Time limit for each server call [default: a tenth of the TTL, at most 1s]'
+            cand --drift-factor 'Clock drift allowance as a fraction of the TTL'
+            cand --log-format 'Format of the messages on stderr'
+            cand -n 'Try once; fail at once when the lock is busy'
+            cand --no-wait 'Try once; fail at once when the lock is busy'
+            cand -v 'Say more on stderr (repeat for more)'
+            cand --verbose 'Say more on stderr (repeat for more)'
+            cand -q 'Say nothing on stderr but errors (no busy message)'
+            cand --quiet 'Say nothing on stderr but errors (no busy message)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'redlock;extend'= {
+            cand -k 'The lock''s key, used as given on every server'
+            cand --key 'The lock''s key, used as given on every server'
+            cand --ttl 'How long the lock lives on the servers without renewal'
+            cand -t 'The token printed by `acquire`'
+            cand --token 'The token printed by `acquire`'
+            cand --servers 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path'
+            cand --quorum 'Servers that must agree [default: more than half of them]'
+            cand --node-timeout 'Time limit for each server call [default: a tenth of the TTL, at most 1s]'
+            cand --drift-factor 'Clock drift allowance as a fraction of the TTL'
+            cand --log-format 'Format of the messages on stderr'
+            cand -v 'Say more on stderr (repeat for more)'
+            cand --verbose 'Say more on stderr (repeat for more)'
+            cand -q 'Say nothing on stderr but errors (no busy message)'
+            cand --quiet 'Say nothing on stderr but errors (no busy message)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'redlock;release'= {
+            cand -k 'The lock''s key'
+            cand --key 'The lock''s key'
+            cand -t 'The token printed by `acquire`'
+            cand --token 'The token printed by `acquire`'
+            cand --servers 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path'
+            cand --quorum 'Servers that must agree [default: more than half of them]'
+            cand --node-timeout 'Time limit for each server call [default: a tenth of the TTL, at most 1s]'
+            cand --drift-factor 'Clock drift allowance as a fraction of the TTL'
+            cand --log-format 'Format of the messages on stderr'
+            cand --force 'Delete the lock whoever holds it'
+            cand -v 'Say more on stderr (repeat for more)'
+            cand --verbose 'Say more on stderr (repeat for more)'
+            cand -q 'Say nothing on stderr but errors (no busy message)'
+            cand --quiet 'Say nothing on stderr but errors (no busy message)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'redlock;status'= {
+            cand -k 'The lock''s key'
+            cand --key 'The lock''s key'
+            cand --servers 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path'
+            cand --quorum 'Servers that must agree [default: more than half of them]'
+            cand --node-timeout 'Time limit for each server call [default: a tenth of the TTL, at most 1s]'
+            cand --drift-factor 'Clock drift allowance as a fraction of the TTL'
+            cand --log-format 'Format of the messages on stderr'
+            cand --json 'Print one JSON object instead of a table'
+            cand -v 'Say more on stderr (repeat for more)'
+            cand --verbose 'Say more on stderr (repeat for more)'
+            cand -q 'Say nothing on stderr but errors (no busy message)'
+            cand --quiet 'Say nothing on stderr but errors (no busy message)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'redlock;doctor'= {
+            cand --ttl 'The TTL whose drift budget the servers'' clocks are checked against'
+            cand --servers 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path'
+            cand --quorum 'Servers that must agree [default: more than half of them]'
+            cand --node-timeout 'Time limit for each server call [default: a tenth of the TTL, at most 1s]'
+            cand --drift-factor 'Clock drift allowance as a fraction of the TTL'
+            cand --log-format 'Format of the messages on stderr'
+            cand --json 'Print one JSON object instead of a report'
+            cand -v 'Say more on stderr (repeat for more)'
+            cand --verbose 'Say more on stderr (repeat for more)'
+            cand -q 'Say nothing on stderr but errors (no busy message)'
+            cand --quiet 'Say nothing on stderr but errors (no busy message)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'redlock;help'= {
+            cand run 'Run a command while holding the lock, renewing it until the command exits'
+            cand acquire 'Take the lock and print its token on stdout'
+            cand extend 'Reset the TTL of a lock held with a token'
+            cand release 'Give a lock back (with its token, or --force)'
+            cand status 'Show who holds a lock, on which servers, for how long (exit 0 held, 1 free)'
+            cand doctor 'Check that the servers are fit for Redlock (exit 0 fit, 1 warnings)'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'redlock;help;run'= {
+        }
+        &'redlock;help;acquire'= {
+        }
+        &'redlock;help;extend'= {
+        }
+        &'redlock;help;release'= {
+        }
+        &'redlock;help;status'= {
+        }
+        &'redlock;help;doctor'= {
+        }
+        &'redlock;help;help'= {
+        }
+    ]
+    $completions[$command]
+}
