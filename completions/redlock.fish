@@ -44,10 +44,10 @@ complete -c redlock -n "__fish_redlock_needs_command" -f -a "help" -d 'Print thi
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s k -l key -d 'The lock\'s key, used as given on every server' -r
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l ttl -d 'How long the lock lives on the servers without renewal' -r
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l wait -d 'Wait at most DUR for the lock [default: wait until acquired]' -r
-complete -c redlock -n "__fish_redlock_using_subcommand run" -s E -l conflict-exit-code -d 'Exit code when the lock is busy (e.g. 0 for cron)' -r
-complete -c redlock -n "__fish_redlock_using_subcommand run" -l keep -d 'Keep the lock until DUR after acquisition, even when the command ends sooner' -r
-complete -c redlock -n "__fish_redlock_using_subcommand run" -l max-hold -d 'Stop the command when it has held the lock this long, and exit 124' -r
-complete -c redlock -n "__fish_redlock_using_subcommand run" -l jitter -d 'Sleep a random time up to DUR before the first attempt' -r
+complete -c redlock -n "__fish_redlock_using_subcommand run" -s E -l conflict-exit-code -d 'Exit code when the lock is busy; with 0 (cron) the busy message shows only with -v' -r
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l keep -d 'Keep the lock until DUR after acquisition, even when the command ends sooner [default: release at exit]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l max-hold -d 'Stop the command when it has held the lock this long, and exit 124 [default: no limit]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l jitter -d 'Sleep a random time up to DUR before the first attempt [default: no jitter]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l renew-every -d 'Renew the lock this often [default: a third of the TTL]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l on-lost -d 'What to do when the lock is lost: a signal (TERM, SIGINT, 9...), kill, or ignore' -r
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l kill-after -d 'Grace between the --on-lost (or --max-hold) signal and SIGKILL [default: a third of the TTL, at most 10s]' -r

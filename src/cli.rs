@@ -26,6 +26,7 @@ pub struct Cli {
 
 /// Options that may stand before or after the subcommand.
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Global options")]
 pub struct Global {
     /// Redis server URLs, comma-separated.
     #[arg(
@@ -126,16 +127,16 @@ pub struct RunArgs {
     /// Busy handling.
     #[command(flatten)]
     pub waiting: Waiting,
-    /// Exit code when the lock is busy (e.g. 0 for cron)
+    /// Exit code when the lock is busy; with 0 (cron) the busy message shows only with -v
     #[arg(short = 'E', long, value_name = "CODE", default_value_t = crate::exit::BUSY)]
     pub conflict_exit_code: u8,
-    /// Keep the lock until DUR after acquisition, even when the command ends sooner
+    /// Keep the lock until DUR after acquisition, even when the command ends sooner [default: release at exit]
     #[arg(long, value_name = "DUR")]
     pub keep: Option<String>,
-    /// Stop the command when it has held the lock this long, and exit 124
+    /// Stop the command when it has held the lock this long, and exit 124 [default: no limit]
     #[arg(long, value_name = "DUR")]
     pub max_hold: Option<String>,
-    /// Sleep a random time up to DUR before the first attempt
+    /// Sleep a random time up to DUR before the first attempt [default: no jitter]
     #[arg(long, value_name = "DUR")]
     pub jitter: Option<String>,
     /// Renew the lock this often [default: a third of the TTL]
