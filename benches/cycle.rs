@@ -25,18 +25,10 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 }
 
 fn main() {
-    let cycles: usize = std::env::var("CYCLES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(5000);
-    let servers: Vec<_> = (0..SERVERS)
-        .map(|_| redis_harness::RedisServer::start())
-        .collect();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let (lib, floor) = runtime.block_on(async {
+    let cycles: usize = std::env::var("CYCLES").ok().and_then(|v| v.parse().ok()).unwrap_or(5000);
+    let servers: Vec<_> = (0..SERVERS).map(|_| redis_harness::RedisServer::start()).collect();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let (lib, unfenced, floor) = runtime.block_on(async {
         let fleet = Fleet::new(
             servers
                 .iter()
@@ -53,14 +45,17 @@ fn main() {
             let client = redis::Client::open(s.url()).unwrap();
             raw.push(client.get_multiplexed_async_connection().await.unwrap());
         }
-        let release = redis::Script::new(include_str!("../src/scripts/release.lua"));
+        // The plain compare-and-delete (no release announcement): the floor.
+        let release = redis::Script::new(
+            "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0",
+        );
         let ttl = Duration::from_secs(10);
 
-        let lib_cycle = async |i: usize| {
+        let lib_cycle = async |i: usize, fence: bool| {
             let key = format!("bench-lib-{i}");
             let token = redlock::token::Token::new().to_string();
             let t = Instant::now();
-            match fleet.try_acquire(&key, &token, ttl).await {
+            match fleet.try_acquire(&key, &token, ttl, fence).await.attempt {
                 Attempt::Acquired(_) => {}
                 other => panic!("uncontended acquire failed: {other:?}"),
             }
@@ -90,13 +85,7 @@ fn main() {
             let del = join_all(raw.iter().map(|c| {
                 let mut c = c.clone();
                 let (key, token, release) = (key.clone(), token.clone(), &release);
-                async move {
-                    release
-                        .key(&key)
-                        .arg(&token)
-                        .invoke_async::<i64>(&mut c)
-                        .await
-                }
+                async move { release.key(&key).arg(&token).invoke_async::<i64>(&mut c).await }
             }))
             .await;
             assert!(del.iter().all(|r| matches!(r, Ok(1))));
@@ -104,15 +93,20 @@ fn main() {
         };
         // Warm up connections and script caches on both sides.
         for i in 0..200 {
-            lib_cycle(i).await;
+            lib_cycle(i, true).await;
+            lib_cycle(i + 100_000, false).await;
             raw_cycle(i).await;
         }
         // Interleave blocks so that machine noise hits both sides alike.
-        let (mut lib, mut floor) = (Vec::new(), Vec::new());
+        let (mut lib, mut unfenced, mut floor) = (Vec::new(), Vec::new(), Vec::new());
         let mut i = 1000;
         while lib.len() < cycles {
             for _ in 0..BLOCK {
-                lib.push(lib_cycle(i).await);
+                lib.push(lib_cycle(i, true).await);
+                i += 1;
+            }
+            for _ in 0..BLOCK {
+                unfenced.push(lib_cycle(i, false).await);
                 i += 1;
             }
             for _ in 0..BLOCK {
@@ -120,7 +114,7 @@ fn main() {
                 i += 1;
             }
         }
-        (lib, floor)
+        (lib, unfenced, floor)
     });
     let report = |name: &str, mut v: Vec<Duration>| {
         v.sort();
@@ -134,8 +128,14 @@ fn main() {
         (m, p)
     };
     println!("acquire+release cycle, {SERVERS} local redis-server processes, 1 client");
-    let (lm, lp) = report("redlock library", lib);
+    let (lm, lp) = report("redlock library (fencing on)", lib);
+    let (um, up) = report("redlock library (--no-fence)", unfenced);
     let (fm, fp) = report("floor (raw SET NX PX + CAD)", floor);
+    println!(
+        "fencing cost: median {:+.1}µs  p99 {:+.1}µs",
+        (lm.as_secs_f64() - um.as_secs_f64()) * 1e6,
+        (lp.as_secs_f64() - up.as_secs_f64()) * 1e6
+    );
     println!(
         "ratio library/floor: median {:.2}x  p99 {:.2}x",
         lm.as_secs_f64() / fm.as_secs_f64(),

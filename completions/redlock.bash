@@ -99,7 +99,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__acquire)
-            opts="-k -n -v -q -h -V --key --ttl --no-wait --wait --servers --quorum --node-timeout --drift-factor --verbose --quiet --log-format --help --version"
+            opts="-k -n -v -q -h -V --key --ttl --no-wait --wait --no-fence --json --servers --quorum --node-timeout --drift-factor --verbose --quiet --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -403,7 +403,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__run)
-            opts="-k -n -E -c -v -q -h -V --key --ttl --no-wait --wait --conflict-exit-code --keep --max-hold --jitter --renew-every --on-lost --kill-after --command --servers --quorum --node-timeout --drift-factor --verbose --quiet --log-format --help --version"
+            opts="-k -n -E -c -v -q -h -V --key --ttl --no-wait --wait --no-fence --conflict-exit-code --keep --max-hold --jitter --renew-every --on-lost --kill-after --command --servers --quorum --node-timeout --drift-factor --verbose --quiet --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -66,9 +66,8 @@ unsafe fn set_foreground(fd: i32, pgid: i32) {
 /// are inherited. A command that is not found is exit 127, one that cannot
 /// be executed 126, as a shell reports them.
 pub fn spawn(argv: &[String], env: &[(&str, &str)]) -> Result<Child, Error> {
-    let (program, args) = argv
-        .split_first()
-        .ok_or_else(|| Error::Usage("run: no command given".into()))?;
+    let (program, args) =
+        argv.split_first().ok_or_else(|| Error::Usage("run: no command given".into()))?;
     let mut cmd = std::process::Command::new(program);
     cmd.args(args);
     for (k, v) in env {
@@ -94,9 +93,7 @@ pub fn spawn(argv: &[String], env: &[(&str, &str)]) -> Result<Child, Error> {
             // redlock died before prctl took effect: no death signal will
             // ever come, so do not start the command at all.
             if libc::getppid() != parent {
-                return Err(io::Error::other(
-                    "redlock exited before the command started",
-                ));
+                return Err(io::Error::other("redlock exited before the command started"));
             }
             Ok(())
         });
@@ -110,15 +107,8 @@ pub fn spawn(argv: &[String], env: &[(&str, &str)]) -> Result<Child, Error> {
             io::ErrorKind::NotFound => exit::NOT_FOUND,
             _ => exit::CANNOT_EXECUTE,
         };
-        let what = if code == exit::NOT_FOUND {
-            "command not found"
-        } else {
-            "cannot execute"
-        };
-        Error::CannotRun {
-            code,
-            message: format!("{what}: {program}: {e}"),
-        }
+        let what = if code == exit::NOT_FOUND { "command not found" } else { "cannot execute" };
+        Error::CannotRun { code, message: format!("{what}: {program}: {e}") }
     })?;
     let pid = inner.id().ok_or_else(|| Error::CannotRun {
         code: exit::CANNOT_EXECUTE,
@@ -128,12 +118,7 @@ pub fn spawn(argv: &[String], env: &[(&str, &str)]) -> Result<Child, Error> {
         code: exit::CANNOT_EXECUTE,
         message: format!("{program}: pid {pid} out of range"),
     })?;
-    Ok(Child {
-        inner,
-        pgid,
-        tty,
-        reaped: false,
-    })
+    Ok(Child { inner, pgid, tty, reaped: false })
 }
 
 impl Child {

@@ -98,12 +98,7 @@ pub struct KeyTtl {
     #[arg(long, short = 'k')]
     pub key: String,
     /// How long the lock lives on the servers without renewal
-    #[arg(
-        long,
-        value_name = "DUR",
-        default_value = "30s",
-        allow_hyphen_values = true
-    )]
+    #[arg(long, value_name = "DUR", default_value = "30s", allow_hyphen_values = true)]
     pub ttl: String,
 }
 
@@ -127,6 +122,9 @@ pub struct RunArgs {
     /// Busy handling.
     #[command(flatten)]
     pub waiting: Waiting,
+    /// Draw no fencing number (no REDLOCK_FENCE, no counter key on the servers)
+    #[arg(long)]
+    pub no_fence: bool,
     /// Exit code when the lock is busy; with 0 (cron) the busy message shows only with -v
     #[arg(short = 'E', long, value_name = "CODE", default_value_t = crate::exit::BUSY)]
     pub conflict_exit_code: u8,
@@ -149,12 +147,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "DUR")]
     pub kill_after: Option<String>,
     /// Run this shell command through $SHELL -c (or /bin/sh -c)
-    #[arg(
-        short = 'c',
-        long = "command",
-        value_name = "SHELL CMD",
-        conflicts_with = "argv"
-    )]
+    #[arg(short = 'c', long = "command", value_name = "SHELL CMD", conflicts_with = "argv")]
     pub shell: Option<String>,
     /// The command and its arguments, after --
     #[arg(last = true, value_name = "CMD")]
@@ -170,6 +163,12 @@ pub struct AcquireArgs {
     /// Busy handling.
     #[command(flatten)]
     pub waiting: Waiting,
+    /// Draw no fencing number (no counter key on the servers)
+    #[arg(long)]
+    pub no_fence: bool,
+    /// Print {"token", "fence", "validity_ms"} instead of the token alone
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `redlock extend`.
@@ -190,12 +189,7 @@ pub struct ReleaseArgs {
     #[arg(long, short = 'k')]
     pub key: String,
     /// The token printed by `acquire`
-    #[arg(
-        long,
-        short = 't',
-        required_unless_present = "force",
-        conflicts_with = "force"
-    )]
+    #[arg(long, short = 't', required_unless_present = "force", conflicts_with = "force")]
     pub token: Option<String>,
     /// Delete the lock whoever holds it
     #[arg(long)]
@@ -248,7 +242,8 @@ Examples:
 const ACQUIRE_EXAMPLES: &str = "\
 Examples:
   TOKEN=$(redlock acquire --key maint --ttl 1h)
-  redlock acquire -n --key maint || echo 'someone else is in maintenance'";
+  redlock acquire -n --key maint || echo 'someone else is in maintenance'
+  redlock acquire --key maint --json | jq .fence";
 
 const EXTEND_EXAMPLES: &str = "\
 Examples:

@@ -48,6 +48,19 @@ pub enum Wait {
     Forever,
 }
 
+/// A lock to take: key, TTL, how long to wait, whether to fence.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Request {
+    /// The lock key.
+    pub key: String,
+    /// The lock TTL.
+    pub ttl: Duration,
+    /// Busy handling.
+    pub wait: Wait,
+    /// Draw a fencing number.
+    pub fence: bool,
+}
+
 /// What `run` does to its child when the lock is lost.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OnLost {
@@ -66,6 +79,8 @@ pub struct Run {
     pub ttl: Duration,
     /// Busy handling.
     pub wait: Wait,
+    /// Draw a fencing number.
+    pub fence: bool,
     /// Exit code when busy.
     pub conflict_exit_code: u8,
     /// Minimum hold after acquisition.
@@ -88,11 +103,15 @@ pub struct Run {
 pub const MAX_DEFAULT_GRACE: Duration = Duration::from_secs(10);
 
 impl Run {
+    /// The lock to take.
+    pub fn request(&self) -> Request {
+        Request { key: self.key.clone(), ttl: self.ttl, wait: self.wait, fence: self.fence }
+    }
+
     /// Time the command gets between the `--on-lost` (or `--max-hold`)
     /// signal and SIGKILL: `--kill-after`, or a third of the TTL, at most 10 s.
     pub fn grace(&self) -> Duration {
-        self.kill_after
-            .unwrap_or((self.ttl / 3).min(MAX_DEFAULT_GRACE))
+        self.kill_after.unwrap_or((self.ttl / 3).min(MAX_DEFAULT_GRACE))
     }
 
     /// How long before the end of validity SIGKILL must be sent at the
@@ -110,12 +129,10 @@ pub enum Command {
     Run(Run),
     /// `acquire`.
     Acquire {
-        /// The lock key.
-        key: String,
-        /// The lock TTL.
-        ttl: Duration,
-        /// Busy handling.
-        wait: Wait,
+        /// What to take.
+        request: Request,
+        /// JSON output.
+        json: bool,
     },
     /// `extend`.
     Extend {
@@ -165,17 +182,15 @@ impl Config {
                 ));
             }
         };
-        let drift_factor: f64 = g
-            .drift_factor
-            .parse()
-            .ok()
-            .filter(|f: &f64| (0.0..0.5).contains(f))
-            .ok_or_else(|| {
-                Error::Usage(format!(
-                    "--drift-factor {:?}: must be a number from 0 to below 0.5",
-                    g.drift_factor
-                ))
-            })?;
+        let drift_factor: f64 =
+            g.drift_factor.parse().ok().filter(|f: &f64| (0.0..0.5).contains(f)).ok_or_else(
+                || {
+                    Error::Usage(format!(
+                        "--drift-factor {:?}: must be a number from 0 to below 0.5",
+                        g.drift_factor
+                    ))
+                },
+            )?;
         let (command, ttl) = command(cli.command)?;
         let validity_budget = ttl
             .checked_sub(ttl.mul_f64(drift_factor) + Duration::from_millis(2))
@@ -199,14 +214,7 @@ impl Config {
             }
             None => (ttl / 10).clamp(Duration::from_millis(1), MAX_DEFAULT_NODE_TIMEOUT),
         };
-        Ok(Config {
-            servers,
-            quorum,
-            node_timeout,
-            drift_factor,
-            log,
-            command,
-        })
+        Ok(Config { servers, quorum, node_timeout, drift_factor, log, command })
     }
 
     /// Opens (lazily) the servers with the node timeout.
@@ -217,11 +225,7 @@ impl Config {
             .map(|url| Server::new(url.clone(), self.node_timeout))
             .collect::<Result<Vec<_>, _>>()
             .map_err(Error::Usage)?;
-        Ok(crate::lock::Fleet::new(
-            servers,
-            self.quorum,
-            self.drift_factor,
-        ))
+        Ok(crate::lock::Fleet::new(servers, self.quorum, self.drift_factor))
     }
 }
 
@@ -261,6 +265,7 @@ fn command(command: cli::Command) -> Result<(Command, Duration), Error> {
                 key,
                 ttl,
                 wait: wait(&a.waiting)?,
+                fence: !a.no_fence,
                 conflict_exit_code: a.conflict_exit_code,
                 keep: optional("--keep", &a.keep)?,
                 max_hold: optional("--max-hold", &a.max_hold)?,
@@ -283,14 +288,8 @@ fn command(command: cli::Command) -> Result<(Command, Duration), Error> {
         }
         cli::Command::Acquire(a) => {
             let (key, ttl) = key_ttl(&a.lock)?;
-            (
-                Command::Acquire {
-                    key,
-                    ttl,
-                    wait: wait(&a.waiting)?,
-                },
-                ttl,
-            )
+            let request = Request { key, ttl, wait: wait(&a.waiting)?, fence: !a.no_fence };
+            (Command::Acquire { request, json: a.json }, ttl)
         }
         cli::Command::Extend(a) => {
             let (key, ttl) = key_ttl(&a.lock)?;
@@ -302,13 +301,9 @@ fn command(command: cli::Command) -> Result<(Command, Duration), Error> {
             let token = a.token.map(|t| nonempty("--token", t)).transpose()?;
             (Command::Release { key, token }, DEFAULT_TTL)
         }
-        cli::Command::Status(a) => (
-            Command::Status {
-                key: nonempty("--key", a.key)?,
-                json: a.json,
-            },
-            DEFAULT_TTL,
-        ),
+        cli::Command::Status(a) => {
+            (Command::Status { key: nonempty("--key", a.key)?, json: a.json }, DEFAULT_TTL)
+        }
         cli::Command::Doctor(a) => {
             let ttl = ttl(&a.ttl)?;
             (Command::Doctor { ttl, json: a.json }, ttl)
@@ -356,9 +351,7 @@ pub fn duration(flag: &str, raw: &str) -> Result<Duration, Error> {
         Ok(d) if d.is_zero() => usage(format!("{flag} {raw:?}: must be longer than zero")),
         Ok(d) if d.as_millis() == 0 => usage(format!("{flag} {raw:?}: must be at least 1ms")),
         Ok(d) => Ok(d),
-        Err(_) => usage(format!(
-            "{flag} {raw:?}: not a duration (e.g. 500ms, 30s, 1h30m)"
-        )),
+        Err(_) => usage(format!("{flag} {raw:?}: not a duration (e.g. 500ms, 30s, 1h30m)")),
     }
 }
 
@@ -381,13 +374,11 @@ fn on_lost(raw: &str) -> Result<OnLost, Error> {
     match raw.trim().to_ascii_lowercase().as_str() {
         "ignore" => Ok(OnLost::Ignore),
         "kill" => Ok(OnLost::Signal(libc::SIGKILL)),
-        _ => crate::signals::parse(raw)
-            .map(OnLost::Signal)
-            .ok_or_else(|| {
-                Error::Usage(format!(
-                    "--on-lost {raw:?}: not a signal (e.g. TERM, SIGINT, 9), kill or ignore"
-                ))
-            }),
+        _ => crate::signals::parse(raw).map(OnLost::Signal).ok_or_else(|| {
+            Error::Usage(format!(
+                "--on-lost {raw:?}: not a signal (e.g. TERM, SIGINT, 9), kill or ignore"
+            ))
+        }),
     }
 }
 
@@ -411,24 +402,15 @@ mod tests {
 
     #[test]
     fn defaults() {
-        let c = config(&[
-            "--servers",
-            "redis://a,redis://b,redis://c",
-            "acquire",
-            "--key",
-            "k",
-        ])
-        .unwrap();
+        let c = config(&["--servers", "redis://a,redis://b,redis://c", "acquire", "--key", "k"])
+            .unwrap();
         assert_eq!(c.quorum, 2);
         assert_eq!(c.node_timeout, Duration::from_secs(1));
         let c = config(&["acquire", "--key", "k", "--ttl", "2s"]).unwrap();
         assert_eq!(c.node_timeout, Duration::from_millis(200));
         assert!(matches!(
-            c.command,
-            Command::Acquire {
-                wait: Wait::Forever,
-                ..
-            }
+            &c.command,
+            Command::Acquire { request, .. } if request.wait == Wait::Forever && request.fence
         ));
     }
 
@@ -442,33 +424,15 @@ mod tests {
             (vec!["acquire", "--key", "k", "--ttl", "soon"], "--ttl"),
             (vec!["acquire", "--key", "k", "--ttl", "1000y"], "--ttl"),
             (vec!["acquire", "--key", "k", "--wait", "0s"], "--wait"),
-            (
-                vec!["--servers", servers3, "--quorum", "4", "status", "-k", "k"],
-                "--quorum",
-            ),
-            (
-                vec!["--servers", servers3, "--quorum", "1", "status", "-k", "k"],
-                "--quorum",
-            ),
+            (vec!["--servers", servers3, "--quorum", "4", "status", "-k", "k"], "--quorum"),
+            (vec!["--servers", servers3, "--quorum", "1", "status", "-k", "k"], "--quorum"),
             (vec!["--servers", "http://x", "status", "-k", "k"], "scheme"),
             (vec!["--servers", "", "status", "-k", "k"], "--servers"),
-            (
-                vec!["--servers", "redis://a,,redis://b", "status", "-k", "k"],
-                "--servers",
-            ),
-            (
-                vec!["--node-timeout", "5s", "acquire", "-k", "k", "--ttl", "5s"],
-                "--node-timeout",
-            ),
-            (
-                vec!["--drift-factor", "2", "status", "-k", "k"],
-                "--drift-factor",
-            ),
+            (vec!["--servers", "redis://a,,redis://b", "status", "-k", "k"], "--servers"),
+            (vec!["--node-timeout", "5s", "acquire", "-k", "k", "--ttl", "5s"], "--node-timeout"),
+            (vec!["--drift-factor", "2", "status", "-k", "k"], "--drift-factor"),
             (vec!["run", "-k", "k"], "no command"),
-            (
-                vec!["run", "-k", "k", "--on-lost", "SIGNOPE", "--", "true"],
-                "--on-lost",
-            ),
+            (vec!["run", "-k", "k", "--on-lost", "SIGNOPE", "--", "true"], "--on-lost"),
         ] {
             let m = usage_message(&args);
             assert!(m.contains(expect), "{args:?}: {m}");

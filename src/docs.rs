@@ -17,22 +17,10 @@ pub struct Generated {
 
 /// DESIGN.md's exit-code table, as (code, meaning).
 pub const EXIT_CODES: &[(&str, &str)] = &[
-    (
-        "the child's",
-        "run: the command exited by itself with that status.",
-    ),
-    (
-        "128+N",
-        "run: the command was ended by signal N (not by redlock's lost-lock action).",
-    ),
-    (
-        "0",
-        "Success. status: the lock is held. doctor: the servers are fit.",
-    ),
-    (
-        "1",
-        "status: the lock is free. doctor: the servers work, with warnings (it says which).",
-    ),
+    ("the child's", "run: the command exited by itself with that status."),
+    ("128+N", "run: the command was ended by signal N (not by redlock's lost-lock action)."),
+    ("0", "Success. status: the lock is held. doctor: the servers are fit."),
+    ("1", "status: the lock is free. doctor: the servers work, with warnings (it says which)."),
     (
         "64",
         "Usage: a bad flag, duration, URL or key, or no command after \\-\\-; nothing was sent to any server.",
@@ -49,10 +37,7 @@ pub const EXIT_CODES: &[(&str, &str)] = &[
         "75",
         "Busy: the lock is held elsewhere and \\-n or \\-\\-wait ran out (change with \\-E/\\-\\-conflict\\-exit\\-code).",
     ),
-    (
-        "124",
-        "run: the command was stopped because \\-\\-max\\-hold ran out.",
-    ),
+    ("124", "run: the command was stopped because \\-\\-max\\-hold ran out."),
     ("126", "run: the command could not be executed."),
     ("127", "run: the command was not found."),
 ];
@@ -71,9 +56,10 @@ const ENVIRONMENT: &[(&str, &str)] = &[
         "Set by run for the command: the lock's token. Read by extend when \\-\\-token is not given, and by a nested run.",
     ),
     (
-        "SHELL",
-        "The shell that runs \\-c commands (default /bin/sh).",
+        "REDLOCK_FENCE",
+        "Set by run for the command (unless \\-\\-no\\-fence): the fencing number of this acquisition, larger than that of every earlier acquisition of the key.",
     ),
+    ("SHELL", "The shell that runs \\-c commands (default /bin/sh)."),
 ];
 
 const EXAMPLES: &str = r#".TP
@@ -108,11 +94,7 @@ fn roff_escape(text: &str) -> String {
 fn section(title: &str, entries: &[(&str, &str)], escape_term: bool) -> String {
     let mut out = format!(".SH \"{title}\"\n");
     for (term, text) in entries {
-        let term = if escape_term {
-            roff_escape(term)
-        } else {
-            (*term).to_owned()
-        };
+        let term = if escape_term { roff_escape(term) } else { (*term).to_owned() };
         out.push_str(&format!(".TP\n\\fB{term}\\fR\n{text}\n"));
     }
     out
@@ -141,10 +123,8 @@ pub fn files() -> Vec<Generated> {
     cmd.build();
     let mut files = Vec::new();
 
-    let subpages: Vec<String> = cmd
-        .get_subcommands()
-        .map(|s| format!("\\fBredlock\\-{}\\fR(1)", s.get_name()))
-        .collect();
+    let subpages: Vec<String> =
+        cmd.get_subcommands().map(|s| format!("\\fBredlock\\-{}\\fR(1)", s.get_name())).collect();
     let see_also = |own: Option<&str>| {
         let mut refs: Vec<String> = subpages
             .iter()
@@ -154,10 +134,7 @@ pub fn files() -> Vec<Generated> {
         if own.is_some() {
             refs.insert(0, "\\fBredlock\\fR(1)".to_owned());
         }
-        refs.extend([
-            "\\fBflock\\fR(1)".to_owned(),
-            "\\fBredis\\-server\\fR(1)".to_owned(),
-        ]);
+        refs.extend(["\\fBflock\\fR(1)".to_owned(), "\\fBredis\\-server\\fR(1)".to_owned()]);
         format!(".SH \"SEE ALSO\"\n{}\n", refs.join(", "))
     };
     let main_extra = format!(
@@ -166,10 +143,7 @@ pub fn files() -> Vec<Generated> {
         section("ENVIRONMENT", ENVIRONMENT, false),
         see_also(None)
     );
-    files.push(Generated {
-        path: "man/redlock.1".into(),
-        content: render_page(&cmd, &main_extra),
-    });
+    files.push(Generated { path: "man/redlock.1".into(), content: render_page(&cmd, &main_extra) });
     for sub in cmd.get_subcommands() {
         let name = format!("redlock-{}", sub.get_name());
         let page = sub
@@ -180,12 +154,8 @@ pub fn files() -> Vec<Generated> {
         let examples = sub
             .get_after_help()
             .map(|h| {
-                let body: Vec<String> = h
-                    .to_string()
-                    .lines()
-                    .skip(1)
-                    .map(|l| roff_escape(l.trim()))
-                    .collect();
+                let body: Vec<String> =
+                    h.to_string().lines().skip(1).map(|l| roff_escape(l.trim())).collect();
                 format!(".SH EXAMPLES\n.EX\n{}\n.EE\n", body.join("\n"))
             })
             .unwrap_or_default();
@@ -194,10 +164,8 @@ pub fn files() -> Vec<Generated> {
             section("EXIT STATUS", EXIT_CODES, false),
             see_also(Some(sub.get_name()))
         );
-        files.push(Generated {
-            path: format!("man/{name}.1"),
-            content: render_page(&page, &extra),
-        });
+        files
+            .push(Generated { path: format!("man/{name}.1"), content: render_page(&page, &extra) });
     }
 
     for (shell, file) in [
@@ -209,10 +177,7 @@ pub fn files() -> Vec<Generated> {
     ] {
         let mut content = Vec::new();
         clap_complete::generate(shell, &mut crate::cli::command(), "redlock", &mut content);
-        files.push(Generated {
-            path: format!("completions/{file}"),
-            content,
-        });
+        files.push(Generated { path: format!("completions/{file}"), content });
     }
     files
 }

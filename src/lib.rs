@@ -84,6 +84,12 @@ pub fn fmt_duration(d: Duration) -> String {
     }
 }
 
+/// Whole milliseconds, as Redis and the JSON events want them (saturating;
+/// TTLs are validated far below the limit).
+pub fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
 /// A key (or value) for messages: one line, control characters escaped,
 /// at most 80 characters.
 pub fn display_key(key: &[u8]) -> String {

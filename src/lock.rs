@@ -2,7 +2,7 @@
 //! force-release and status, each one parallel round of a Lua script.
 //!
 //! Every round goes through [`quorum::fan_out`], so each server call is
-//! bounded by the node timeout and the verdict comes from a [`Tally`]; the
+//! bounded by the node timeout and the verdict comes from a [`quorum::Tally`]; the
 //! per-server replies are kept for messages and `status`.
 
 use std::sync::{Arc, LazyLock};
@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use redis::{Script, Value};
 
 use crate::error::Error;
-use crate::quorum::{self, Failures, Outcome, Reply, Tally, Vote};
+use crate::quorum::{self, Outcome, Reply, Round, Vote};
 use crate::server::{Op, Server, ServerError};
 use crate::token::Token;
 use tokio_util::task::TaskTracker;
@@ -24,6 +24,7 @@ struct Scripts {
     release: Script,
     force_release: Script,
     status: Script,
+    raise_fence: Script,
 }
 
 static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
@@ -32,7 +33,32 @@ static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     release: Script::new(include_str!("scripts/release.lua")),
     force_release: Script::new(include_str!("scripts/force_release.lua")),
     status: Script::new(include_str!("scripts/status.lua")),
+    raise_fence: Script::new(include_str!("scripts/raise_fence.lua")),
 });
+
+/// One script call, the same on every server of a round.
+struct Call {
+    /// What it does, for errors and for whether the round may end early.
+    op: Op,
+    /// The script.
+    script: &'static Script,
+    /// KEYS; the first is the one shown in messages.
+    keys: Vec<String>,
+    /// ARGV.
+    args: Vec<Vec<u8>>,
+}
+
+/// How one server took part in a round, for events and messages.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ServerResult {
+    /// The server's display name.
+    pub server: String,
+    /// `granted`, `held`, `extended`, `deleted`, `absent`, `not held`,
+    /// `not awaited`, or `error: ...`.
+    pub result: String,
+    /// Time to answer from the start of the round, in milliseconds.
+    pub latency_ms: Option<f64>,
+}
 
 /// The servers of one lock service and the rules for deciding over them.
 pub struct Fleet {
@@ -58,6 +84,8 @@ pub struct Lock {
     pub validity: Duration,
     /// Servers that granted the lock, and the total.
     pub granted: (usize, usize),
+    /// The fencing number of this acquisition, when fencing is on.
+    pub fence: Option<u64>,
 }
 
 impl Lock {
@@ -95,19 +123,26 @@ impl Holder {
 pub fn describe_value(value: &str) -> String {
     match value.parse::<Token>() {
         Ok(t) => format!(
-            "{} pid {} (since {})",
+            "{} pid {} (since {}, for {})",
             t.host,
             t.pid,
-            humantime::format_rfc3339_seconds(t.created())
+            humantime::format_rfc3339_seconds(t.created()),
+            crate::fmt_duration(t.held_for())
         ),
-        Err(()) => format!(
-            "another client (value {:?})",
-            crate::display_key(value.as_bytes())
-        ),
+        Err(()) => format!("another client (value {:?})", crate::display_key(value.as_bytes())),
     }
 }
 
-/// The result of one acquire round.
+/// The result of one acquire round, with each server's part in it.
+#[derive(Debug)]
+pub struct AttemptReport {
+    /// The verdict.
+    pub attempt: Attempt,
+    /// Each server's answer and latency.
+    pub servers: Vec<ServerResult>,
+}
+
+/// The verdict of one acquire round.
 #[derive(Debug)]
 pub enum Attempt {
     /// The lock is ours.
@@ -127,6 +162,8 @@ pub enum ServerView {
         value: String,
         /// Remaining TTL.
         ttl: Option<Duration>,
+        /// The key's fencing counter on this server.
+        fence: Option<u64>,
     },
     /// The key is absent.
     Free,
@@ -142,6 +179,9 @@ pub struct Status {
     /// The value held on at least a quorum, and the TTL the quorum still
     /// guarantees (the quorum-th longest); `None` when no value has a quorum.
     pub holder: Option<(String, Option<Duration>)>,
+    /// The holder's fencing number: the largest counter among the servers
+    /// it holds (nobody else can draw there while it holds the key).
+    pub fence: Option<u64>,
     /// True when enough servers answered to say the lock is free.
     pub known: bool,
     /// The quorum used.
@@ -152,12 +192,7 @@ impl Fleet {
     /// A fleet of servers deciding with `quorum` and `drift_factor`.
     pub fn new(servers: Vec<Server>, quorum: usize, drift_factor: f64) -> Fleet {
         let servers = servers.into_iter().map(Arc::new).collect();
-        Fleet {
-            servers,
-            quorum,
-            drift_factor,
-            tasks: TaskTracker::new(),
-        }
+        Fleet { servers, quorum, drift_factor, tasks: TaskTracker::new() }
     }
 
     /// The servers.
@@ -179,41 +214,42 @@ impl Fleet {
         self.tasks.reopen();
     }
 
-    /// Runs `script` for `op` on every server with the same key and
-    /// arguments; `read` checks the reply's shape and `vote` counts it.
-    /// Rounds that take or keep the lock end as soon as the verdict is
-    /// settled; release and status rounds hear from every server.
+    /// Runs `call` on every server; `read` checks the reply's shape and
+    /// `vote` counts it. Rounds that take or keep the lock end as soon as
+    /// the verdict is settled; release and status rounds hear every server.
     async fn round<T: Send + 'static>(
         &self,
-        op: Op,
-        key: &str,
-        script: &'static Script,
-        args: Vec<Vec<u8>>,
+        call: Call,
         read: fn(Value) -> Result<T, String>,
         vote: impl Fn(&T) -> Vote,
-    ) -> (Tally, Vec<Reply<T>>) {
-        let early = matches!(op, Op::Acquire | Op::Extend);
-        let key_owned: Arc<str> = key.into();
-        let args = Arc::new(args);
+    ) -> Round<T> {
+        let Call { op, script, keys, args } = call;
+        let early = matches!(op, Op::Acquire | Op::Extend | Op::RaiseFence);
+        let shown = keys.first().cloned().unwrap_or_default();
+        let (keys, args) = (Arc::new(keys), Arc::new(args));
         quorum::fan_out(
             &self.servers,
             &self.tasks,
             self.quorum,
             early,
-            (op, key),
+            (op, &shown),
             |server| {
-                let (key, args) = (Arc::clone(&key_owned), Arc::clone(&args));
+                let (keys, args) = (Arc::clone(&keys), Arc::clone(&args));
                 async move {
+                    let key = keys.first().map_or("", String::as_str);
                     let reply: Value = server
                         .call(op, key.as_bytes(), async |c| {
-                            let mut invocation = script.key(&*key);
-                            for arg in args.iter() {
-                                invocation.arg(arg);
+                            let mut invocation = script.prepare_invoke();
+                            for k in keys.iter() {
+                                invocation.key(k);
+                            }
+                            for a in args.iter() {
+                                invocation.arg(a);
                             }
                             invocation.invoke_async(c).await
                         })
                         .await?;
-                    read(reply).map_err(|msg| server.bad_reply(op, &key, msg))
+                    read(reply).map_err(|msg| server.bad_reply(op, key, msg))
                 }
             },
             vote,
@@ -221,13 +257,14 @@ impl Fleet {
         .await
     }
 
-    fn unavailable(&self, what: String, tally: Tally, failures: Failures) -> Error {
+    fn unavailable<T>(&self, what: String, round: &Round<T>) -> Error {
+        let failures = round.failures();
         let config = failures.any_config();
         Error::Unavailable {
             what: format!(
                 "{what}: {} of {} servers answered, quorum {}",
-                tally.yes + tally.no,
-                tally.total,
+                round.tally.yes + round.tally.no,
+                round.tally.total,
                 self.quorum
             ),
             failures,
@@ -235,54 +272,157 @@ impl Fleet {
         }
     }
 
-    /// One acquire round: `SET key token NX PX ttl` on every server at once.
-    /// On anything but success, the token is released everywhere before
-    /// returning, including on the servers that said no or did not answer.
-    pub async fn try_acquire(&self, key: &str, token: &str, ttl: Duration) -> Attempt {
+    /// Each server's part in a round, described by `describe` when it answered.
+    fn results<T>(
+        &self,
+        round: &Round<T>,
+        describe: impl Fn(&T) -> &'static str,
+    ) -> Vec<ServerResult> {
+        self.servers
+            .iter()
+            .zip(&round.replies)
+            .zip(&round.latency)
+            .map(|((server, reply), latency)| ServerResult {
+                server: server.name().to_owned(),
+                result: match reply {
+                    Reply::Answered(v) => describe(v).to_owned(),
+                    Reply::Failed(e) => format!("error: {}", e.failure),
+                    Reply::NotAwaited => "not awaited".to_owned(),
+                },
+                latency_ms: latency.map(|d| d.as_secs_f64() * 1000.0),
+            })
+            .collect()
+    }
+
+    /// One acquire round: `SET key token NX PX ttl` on every server at once,
+    /// drawing a fencing number where the lock is granted when `fence` is
+    /// true. On anything but success, the token is released everywhere
+    /// before returning, including on the servers that said no or did not
+    /// answer.
+    pub async fn try_acquire(
+        &self,
+        key: &str,
+        token: &str,
+        ttl: Duration,
+        fence: bool,
+    ) -> AttemptReport {
         let start = Instant::now();
-        let (tally, replies) = self
-            .round(
-                Op::Acquire,
-                key,
-                &SCRIPTS.acquire,
-                vec![token.into(), millis(ttl).to_string().into()],
-                parse_acquire,
-                |r| if r.is_none() { Vote::Yes } else { Vote::No },
-            )
+        let call = Call {
+            op: Op::Acquire,
+            script: &SCRIPTS.acquire,
+            keys: vec![key.to_owned(), fence_key(key)],
+            args: vec![
+                token.into(),
+                crate::millis(ttl).to_string().into(),
+                if fence { "1" } else { "0" }.into(),
+            ],
+        };
+        let round = self
+            .round(call, parse_acquire, |r| match r {
+                Granted::Yes(_) => Vote::Yes,
+                Granted::No { .. } => Vote::No,
+            })
             .await;
-        let elapsed = start.elapsed();
-        let outcome = tally.settled().unwrap_or(Outcome::Unreachable);
-        if outcome == Outcome::Won
-            && let Some(validity) = quorum::validity(ttl, elapsed, self.drift_factor)
-        {
-            return Attempt::Acquired(Lock {
-                key: key.to_owned(),
-                token: token.to_owned(),
-                ttl,
-                since: start,
-                validity,
-                granted: (tally.yes, tally.total),
-            });
+        let servers = self.results(&round, |r| match r {
+            Granted::Yes(_) => "granted",
+            Granted::No { .. } => "held",
+        });
+        let attempt = self.conclude_acquire(key, token, ttl, fence, start, &round).await;
+        AttemptReport { attempt, servers }
+    }
+
+    async fn conclude_acquire(
+        &self,
+        key: &str,
+        token: &str,
+        ttl: Duration,
+        fence: bool,
+        start: Instant,
+        round: &Round<Granted>,
+    ) -> Attempt {
+        let shown = crate::display_key(key.as_bytes());
+        let outcome = round.outcome();
+        if outcome == Outcome::Won {
+            let fence = if fence { self.settle_fence(key, round).await } else { Ok(None) };
+            let elapsed = start.elapsed();
+            match (fence, quorum::validity(ttl, elapsed, self.drift_factor)) {
+                (Ok(fence), Some(validity)) => {
+                    return Attempt::Acquired(Lock {
+                        key: key.to_owned(),
+                        token: token.to_owned(),
+                        ttl,
+                        since: start,
+                        validity,
+                        granted: (round.tally.yes, round.tally.total),
+                        fence,
+                    });
+                }
+                (Err(e), _) => {
+                    let _ = self.release(key, token).await;
+                    return Attempt::Unavailable(e);
+                }
+                (Ok(_), None) => {
+                    let _ = self.release(key, token).await;
+                    return Attempt::Unavailable(Error::Unavailable {
+                        what: format!(
+                            "acquire {shown}: the quorum answered only after {}, leaving no validity out of a {} TTL",
+                            crate::fmt_duration(elapsed),
+                            crate::fmt_duration(ttl)
+                        ),
+                        failures: round.failures(),
+                        config: false,
+                    });
+                }
+            }
         }
         // Best effort: whatever this round did set must not linger. Errors
         // here change nothing about the verdict, which is already known.
-        let _ = self.release_round(key, token).await;
-        let shown = crate::display_key(key.as_bytes());
+        let _ = self.release(key, token).await;
         match outcome {
-            Outcome::Won => Attempt::Unavailable(Error::Unavailable {
-                what: format!(
-                    "acquire {shown}: the quorum answered only after {}, leaving no validity out of a {} TTL",
-                    crate::fmt_duration(elapsed),
-                    crate::fmt_duration(ttl)
+            Outcome::Refused => Attempt::Busy(holder_of(&round.replies)),
+            _ => Attempt::Unavailable(self.unavailable(format!("acquire {shown}"), round)),
+        }
+    }
+
+    /// The fence of a won round: the largest number drawn by the granting
+    /// servers. Any later acquisition's quorum shares a server with a quorum
+    /// that holds at least this number, so it draws a larger one. When fewer
+    /// than a quorum drew it, it is first written back (compare-and-raise)
+    /// to a quorum.
+    async fn settle_fence(&self, key: &str, round: &Round<Granted>) -> Result<Option<u64>, Error> {
+        let drawn: Vec<u64> = round
+            .replies
+            .iter()
+            .filter_map(|r| match r {
+                Reply::Answered(Granted::Yes(Some(f))) => Some(*f),
+                _ => None,
+            })
+            .collect();
+        let Some(&fence) = drawn.iter().max() else {
+            return Ok(None);
+        };
+        if drawn.iter().filter(|&&f| f == fence).count() >= self.quorum {
+            return Ok(Some(fence));
+        }
+        let call = Call {
+            op: Op::RaiseFence,
+            script: &SCRIPTS.raise_fence,
+            keys: vec![fence_key(key)],
+            args: vec![fence.to_string().into_bytes()],
+        };
+        let raised = self
+            .round(call, parse_int, |n| {
+                if u64::try_from(*n).is_ok_and(|n| n >= fence) { Vote::Yes } else { Vote::No }
+            })
+            .await;
+        match raised.outcome() {
+            Outcome::Won => Ok(Some(fence)),
+            _ => Err(self.unavailable(
+                format!(
+                    "acquire {}: could not record fence {fence} on a quorum",
+                    crate::display_key(key.as_bytes())
                 ),
-                failures: Failures::of(&replies),
-                config: false,
-            }),
-            Outcome::Refused => Attempt::Busy(holder_of(&replies)),
-            Outcome::Unreachable => Attempt::Unavailable(self.unavailable(
-                format!("acquire {shown}"),
-                tally,
-                Failures::of(&replies),
+                &raised,
             )),
         }
     }
@@ -291,25 +431,22 @@ impl Fleet {
     /// The new validity counts from the start of the round.
     pub async fn extend(&self, key: &str, token: &str, ttl: Duration) -> Result<Lock, Error> {
         let start = Instant::now();
-        let (tally, replies) = self
-            .round(
-                Op::Extend,
-                key,
-                &SCRIPTS.extend,
-                vec![token.into(), millis(ttl).to_string().into()],
-                parse_int,
-                |n| if *n == 1 { Vote::Yes } else { Vote::No },
-            )
-            .await;
+        let call = Call {
+            op: Op::Extend,
+            script: &SCRIPTS.extend,
+            keys: vec![key.to_owned()],
+            args: vec![token.into(), crate::millis(ttl).to_string().into()],
+        };
+        let round =
+            self.round(call, parse_int, |n| if *n == 1 { Vote::Yes } else { Vote::No }).await;
         let shown = crate::display_key(key.as_bytes());
-        match tally.settled().unwrap_or(Outcome::Unreachable) {
+        match round.outcome() {
             Outcome::Won => {
                 let validity = quorum::validity(ttl, start.elapsed(), self.drift_factor)
                     .ok_or_else(|| {
                         self.unavailable(
                             format!("extend {shown}: too slow to leave any validity"),
-                            tally,
-                            Failures::of(&replies),
+                            &round,
                         )
                     })?;
                 Ok(Lock {
@@ -318,96 +455,75 @@ impl Fleet {
                     ttl,
                     since: start,
                     validity,
-                    granted: (tally.yes, tally.total),
+                    granted: (round.tally.yes, round.tally.total),
+                    fence: None,
                 })
             }
             Outcome::Refused => Err(Error::Lost(format!(
                 "extend {shown}: the lock is not held by this token ({} of {} servers say so)",
-                tally.no, tally.total
+                round.tally.no, round.tally.total
             ))),
-            Outcome::Unreachable => {
-                Err(self.unavailable(format!("extend {shown}"), tally, Failures::of(&replies)))
-            }
+            Outcome::Unreachable => Err(self.unavailable(format!("extend {shown}"), &round)),
         }
     }
 
-    async fn release_round(&self, key: &str, token: &str) -> (Tally, Vec<Reply<i64>>) {
-        self.round(
-            Op::Release,
-            key,
-            &SCRIPTS.release,
-            vec![token.into(), release_channel(key).into_bytes()],
-            parse_int,
-            |n| if *n == 1 { Vote::Yes } else { Vote::No },
-        )
-        .await
-    }
-
-    /// Deletes the key on every server where `token` holds it. Returns how
-    /// many servers deleted it.
-    pub async fn release(&self, key: &str, token: &str) -> Result<usize, Error> {
-        let (tally, replies) = self.release_round(key, token).await;
+    /// Deletes the key on every server where `token` holds it, announcing
+    /// the release to waiters. Returns each server's part.
+    pub async fn release(&self, key: &str, token: &str) -> Result<Vec<ServerResult>, Error> {
+        let call = Call {
+            op: Op::Release,
+            script: &SCRIPTS.release,
+            keys: vec![key.to_owned()],
+            args: vec![token.into(), release_channel(key).into_bytes()],
+        };
+        let round =
+            self.round(call, parse_int, |n| if *n == 1 { Vote::Yes } else { Vote::No }).await;
         let shown = crate::display_key(key.as_bytes());
-        match tally.settled().unwrap_or(Outcome::Unreachable) {
-            Outcome::Won => Ok(tally.yes),
+        match round.outcome() {
+            Outcome::Won => {
+                Ok(self.results(&round, |n| if *n == 1 { "deleted" } else { "not held" }))
+            }
             Outcome::Refused => Err(Error::Lost(format!(
                 "release {shown}: the lock is not held by this token ({} of {} servers say so)",
-                tally.no, tally.total
+                round.tally.no, round.tally.total
             ))),
-            Outcome::Unreachable => {
-                Err(self.unavailable(format!("release {shown}"), tally, Failures::of(&replies)))
-            }
+            Outcome::Unreachable => Err(self.unavailable(format!("release {shown}"), &round)),
         }
     }
 
     /// Deletes the lock whoever holds it. Returns how many servers had it.
     pub async fn force_release(&self, key: &str) -> Result<usize, Error> {
-        let (tally, replies) = self
-            .round(
-                Op::ForceRelease,
-                key,
-                &SCRIPTS.force_release,
-                vec![release_channel(key).into_bytes()],
-                parse_int,
-                // Deleted or already absent: either way the key is gone there.
-                |_| Vote::Yes,
-            )
-            .await;
-        if tally.settled() == Some(Outcome::Won) {
-            let deleted = replies
-                .iter()
-                .filter(|r| matches!(r, Reply::Answered(1)))
-                .count();
-            return Ok(deleted);
+        let call = Call {
+            op: Op::ForceRelease,
+            script: &SCRIPTS.force_release,
+            keys: vec![key.to_owned()],
+            args: vec![release_channel(key).into_bytes()],
+        };
+        // Deleted or already absent: either way the key is gone there.
+        let round = self.round(call, parse_int, |_| Vote::Yes).await;
+        if round.outcome() == Outcome::Won {
+            return Ok(round.replies.iter().filter(|r| matches!(r, Reply::Answered(1))).count());
         }
         let shown = crate::display_key(key.as_bytes());
-        Err(self.unavailable(
-            format!("release --force {shown}"),
-            tally,
-            Failures::of(&replies),
-        ))
+        Err(self.unavailable(format!("release --force {shown}"), &round))
     }
 
-    /// Reads the key's value and TTL on every server.
+    /// Reads the key's value, TTL and fencing counter on every server.
     pub async fn status(&self, key: &str) -> Status {
-        let (_, replies) = self
-            .round(
-                Op::Status,
-                key,
-                &SCRIPTS.status,
-                Vec::new(),
-                parse_status,
-                |_| Vote::Yes,
-            )
-            .await;
+        let call = Call {
+            op: Op::Status,
+            script: &SCRIPTS.status,
+            keys: vec![key.to_owned(), fence_key(key)],
+            args: Vec::new(),
+        };
+        let round = self.round(call, parse_status, |_| Vote::Yes).await;
         let servers: Vec<(String, ServerView)> = self
             .servers
             .iter()
-            .zip(replies)
+            .zip(round.replies)
             .map(|(server, reply)| {
                 let view = match reply {
-                    Reply::Answered(Some((value, ttl))) => ServerView::Held { value, ttl },
-                    Reply::Answered(None) => ServerView::Free,
+                    Reply::Answered(view) => view,
                     Reply::Failed(e) => ServerView::Error(e),
                     Reply::NotAwaited => ServerView::Error(server.bad_reply(
                         Op::Status,
@@ -422,6 +538,12 @@ impl Fleet {
     }
 }
 
+/// The counter beside `key` that fencing numbers are drawn from. It has no
+/// TTL: a fence must never repeat, however long the lock stays free.
+pub fn fence_key(key: &str) -> String {
+    format!("redlock:fence:{key}")
+}
+
 /// The pub/sub channel on which releases of `key` are announced, so that
 /// waiters retry at once instead of at their next backoff step.
 pub fn release_channel(key: &str) -> String {
@@ -434,7 +556,7 @@ fn summarize(servers: Vec<(String, ServerView)>, quorum: usize) -> Status {
     let mut best: Option<(&str, Vec<Option<Duration>>)> = None;
     let mut values: Vec<(&str, Vec<Option<Duration>>)> = Vec::new();
     for (_, view) in &servers {
-        if let ServerView::Held { value, ttl } = view {
+        if let ServerView::Held { value, ttl, .. } = view {
             match values.iter_mut().find(|(v, _)| v == value) {
                 Some((_, ttls)) => ttls.push(*ttl),
                 None => values.push((value, vec![*ttl])),
@@ -446,40 +568,40 @@ fn summarize(servers: Vec<(String, ServerView)>, quorum: usize) -> Status {
             best = Some((value, ttls));
         }
     }
-    let failed = servers
-        .iter()
-        .filter(|(_, v)| matches!(v, ServerView::Error(_)))
-        .count();
+    let failed = servers.iter().filter(|(_, v)| matches!(v, ServerView::Error(_))).count();
     let best_count = best.as_ref().map_or(0, |(_, t)| t.len());
-    let holder = best
-        .filter(|(_, ttls)| ttls.len() >= quorum)
-        .map(|(value, mut ttls)| {
-            // `None` (no expiry) sorts last; the quorum-th longest is what a quorum guarantees.
-            ttls.sort_by(|a, b| match (a, b) {
-                (None, None) => std::cmp::Ordering::Equal,
-                (None, _) => std::cmp::Ordering::Less,
-                (_, None) => std::cmp::Ordering::Greater,
-                (Some(a), Some(b)) => b.cmp(a),
-            });
-            (value.to_owned(), ttls[quorum - 1])
+    let holder = best.filter(|(_, ttls)| ttls.len() >= quorum).map(|(value, mut ttls)| {
+        // Longest first, `None` (no expiry) before all; the quorum-th longest
+        // is what a quorum guarantees.
+        ttls.sort_by(|a, b| match (a, b) {
+            (None, None) => std::cmp::Ordering::Equal,
+            (None, _) => std::cmp::Ordering::Less,
+            (_, None) => std::cmp::Ordering::Greater,
+            (Some(a), Some(b)) => b.cmp(a),
         });
+        (value.to_owned(), ttls[quorum - 1])
+    });
     // Free is only known when even the failed servers could not make up a quorum.
     let known = holder.is_some() || best_count + failed < quorum;
-    Status {
-        servers,
-        holder,
-        known,
-        quorum,
-    }
+    let fence = holder.as_ref().and_then(|(value, _)| {
+        servers
+            .iter()
+            .filter_map(|(_, v)| match v {
+                ServerView::Held { value: h, fence, .. } if h == value => *fence,
+                _ => None,
+            })
+            .max()
+    });
+    Status { servers, holder, fence, known, quorum }
 }
 
 /// The most common holder among the refusing servers, with its shortest TTL.
-fn holder_of(replies: &[Reply<Option<(String, i64)>>]) -> Holder {
+fn holder_of(replies: &[Reply<Granted>]) -> Holder {
     let mut holders: Vec<(&str, usize, Option<Duration>)> = Vec::new();
     for reply in replies {
-        if let Reply::Answered(Some((value, pttl))) = reply {
+        if let Reply::Answered(Granted::No { holder, pttl }) = reply {
             let ttl = ttl_of(*pttl);
-            match holders.iter_mut().find(|(v, _, _)| v == value) {
+            match holders.iter_mut().find(|(v, _, _)| v == holder) {
                 Some((_, n, t)) => {
                     *n += 1;
                     *t = match (*t, ttl) {
@@ -487,31 +609,40 @@ fn holder_of(replies: &[Reply<Option<(String, i64)>>]) -> Holder {
                         (a, b) => a.or(b),
                     };
                 }
-                None => holders.push((value, 1, ttl)),
+                None => holders.push((holder, 1, ttl)),
             }
         }
     }
     holders.sort_by_key(|(_, n, _)| std::cmp::Reverse(*n));
     match holders.first() {
-        Some((value, _, remaining)) => Holder {
-            value: (*value).to_owned(),
-            remaining: *remaining,
-        },
-        None => Holder {
-            value: String::new(),
-            remaining: None,
-        },
+        Some((value, _, remaining)) => Holder { value: (*value).to_owned(), remaining: *remaining },
+        None => Holder { value: String::new(), remaining: None },
     }
 }
 
-/// Reads the acquire script's reply: `None` when set, else the holder and PTTL.
-fn parse_acquire(reply: Value) -> Result<Option<(String, i64)>, String> {
+/// One server's answer to the acquire script.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Granted {
+    /// Set; with the fence drawn there when fencing is on.
+    Yes(Option<u64>),
+    /// Held by `holder` for another `pttl` ms (-1: no expiry).
+    No {
+        /// The holder's value.
+        holder: String,
+        /// Its PTTL.
+        pttl: i64,
+    },
+}
+
+/// Reads the acquire script's reply.
+fn parse_acquire(reply: Value) -> Result<Granted, String> {
     match reply {
         Value::Array(items) => match items.as_slice() {
-            [Value::Int(1)] => Ok(None),
-            [Value::Int(0), Value::BulkString(holder), Value::Int(pttl)] => {
-                Ok(Some((String::from_utf8_lossy(holder).into_owned(), *pttl)))
-            }
+            [Value::Int(1), Value::Int(fence)] => Ok(Granted::Yes(u64::try_from(*fence).ok())),
+            [Value::Int(0), Value::BulkString(holder), Value::Int(pttl)] => Ok(Granted::No {
+                holder: String::from_utf8_lossy(holder).into_owned(),
+                pttl: *pttl,
+            }),
             other => Err(format!("unexpected acquire reply {other:?}")),
         },
         other => Err(format!("unexpected acquire reply {other:?}")),
@@ -526,17 +657,22 @@ fn parse_int(reply: Value) -> Result<i64, String> {
     }
 }
 
-/// Reads the status script's reply: the value and its TTL, or `None` when absent.
-fn parse_status(reply: Value) -> Result<Option<(String, Option<Duration>)>, String> {
-    match reply {
-        Value::Array(items) => match items.as_slice() {
-            [Value::Nil, _] | [] => Ok(None),
-            [Value::BulkString(v), Value::Int(pttl)] => Ok(Some((
-                String::from_utf8_lossy(v).into_owned(),
-                ttl_of(*pttl),
-            ))),
-            other => Err(format!("unexpected status reply {other:?}")),
-        },
+/// Reads the status script's reply.
+fn parse_status(reply: Value) -> Result<ServerView, String> {
+    let Value::Array(items) = reply else {
+        return Err(format!("unexpected status reply {reply:?}"));
+    };
+    let fence = match items.get(2) {
+        Some(Value::BulkString(f)) => String::from_utf8_lossy(f).parse().ok(),
+        _ => None,
+    };
+    match items.as_slice() {
+        [Value::Nil, ..] | [] => Ok(ServerView::Free),
+        [Value::BulkString(v), Value::Int(pttl), ..] => Ok(ServerView::Held {
+            value: String::from_utf8_lossy(v).into_owned(),
+            ttl: ttl_of(*pttl),
+            fence,
+        }),
         other => Err(format!("unexpected status reply {other:?}")),
     }
 }
@@ -546,65 +682,38 @@ fn ttl_of(pttl: i64) -> Option<Duration> {
     u64::try_from(pttl).ok().map(Duration::from_millis)
 }
 
-/// Whole milliseconds, as Redis wants them; TTLs are validated far below overflow.
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn held(value: &str, ms: i64) -> (String, ServerView) {
-        (
-            "s".into(),
-            ServerView::Held {
-                value: value.into(),
-                ttl: ttl_of(ms),
-            },
-        )
+        let fence = u64::try_from(ms).ok();
+        ("s".into(), ServerView::Held { value: value.into(), ttl: ttl_of(ms), fence })
     }
 
     #[test]
     fn status_needs_a_quorum_of_one_value() {
         let s = summarize(vec![held("a", 900), held("a", 500), held("b", 700)], 2);
-        assert_eq!(
-            s.holder,
-            Some(("a".into(), Some(Duration::from_millis(500))))
-        );
+        assert_eq!(s.holder, Some(("a".into(), Some(Duration::from_millis(500)))));
+        assert_eq!(s.fence, Some(900), "the largest counter among the holder's servers");
         let s = summarize(
-            vec![
-                held("a", 900),
-                held("a", 500),
-                held("a", 700),
-                ("s".into(), ServerView::Free),
-            ],
+            vec![held("a", 900), held("a", 500), held("a", 700), ("s".into(), ServerView::Free)],
             3,
         );
-        assert_eq!(
-            s.holder,
-            Some(("a".into(), Some(Duration::from_millis(500))))
-        );
-        let s = summarize(
-            vec![
-                held("a", 900),
-                held("b", 500),
-                ("s".into(), ServerView::Free),
-            ],
-            2,
-        );
+        assert_eq!(s.holder, Some(("a".into(), Some(Duration::from_millis(500)))));
+        let s = summarize(vec![held("a", 900), held("b", 500), ("s".into(), ServerView::Free)], 2);
         assert!(s.holder.is_none() && s.known);
     }
 
     #[test]
     fn acquire_reply_is_read_strictly() {
-        assert_eq!(parse_acquire(Value::Array(vec![Value::Int(1)])), Ok(None));
-        let busy = Value::Array(vec![
-            Value::Int(0),
-            Value::BulkString(b"t".to_vec()),
-            Value::Int(5),
-        ]);
-        assert_eq!(parse_acquire(busy), Ok(Some(("t".into(), 5))));
+        let yes = Value::Array(vec![Value::Int(1), Value::Int(7)]);
+        assert_eq!(parse_acquire(yes), Ok(Granted::Yes(Some(7))));
+        let unfenced = Value::Array(vec![Value::Int(1), Value::Int(-1)]);
+        assert_eq!(parse_acquire(unfenced), Ok(Granted::Yes(None)));
+        let busy =
+            Value::Array(vec![Value::Int(0), Value::BulkString(b"t".to_vec()), Value::Int(5)]);
+        assert_eq!(parse_acquire(busy), Ok(Granted::No { holder: "t".into(), pttl: 5 }));
         assert!(parse_acquire(Value::Okay).is_err());
     }
 }

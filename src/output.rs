@@ -50,17 +50,26 @@ impl Level {
 impl Log {
     /// From `-v` (count), `-q` and `--log-format`.
     pub fn new(verbose: u8, quiet: bool, format: LogFormat) -> Log {
-        let level = if quiet {
-            -1
-        } else {
-            i8::try_from(verbose).unwrap_or(i8::MAX)
-        };
+        let level = if quiet { -1 } else { i8::try_from(verbose).unwrap_or(i8::MAX) };
         Log { level, format }
     }
 
-    /// True when a message of `level` would be written.
+    /// True when a message of `level` would be written. In JSON mode the
+    /// info level (the lock's events) is on unless `-q`: that output is for
+    /// machines, which want every phase.
     pub fn enabled(&self, level: Level) -> bool {
-        self.level >= level.min_log_level()
+        let shift = i8::from(self.format == LogFormat::Json && level == Level::Info);
+        self.level + shift >= level.min_log_level()
+    }
+
+    /// One phase of the lock's life: in JSON mode an object with `event`
+    /// and `fields`; in text mode the message alone.
+    pub fn event(&self, level: Level, event: &str, message: &str, fields: serde_json::Value) {
+        let mut all = serde_json::json!({ "event": event });
+        if let (Some(all), serde_json::Value::Object(extra)) = (all.as_object_mut(), fields) {
+            all.extend(extra);
+        }
+        self.emit(level, message, all);
     }
 
     /// Writes one message; `fields` are extra JSON members (ignored in text mode).
@@ -71,7 +80,11 @@ impl Log {
         let line = match self.format {
             LogFormat::Text => format!("redlock: {message}"),
             LogFormat::Json => {
-                let mut obj = serde_json::json!({ "level": level.name(), "msg": message });
+                let ts_ms = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_millis());
+                let mut obj =
+                    serde_json::json!({ "ts_ms": ts_ms, "level": level.name(), "msg": message });
                 if let (Some(obj), serde_json::Value::Object(extra)) = (obj.as_object_mut(), fields)
                 {
                     obj.extend(extra);

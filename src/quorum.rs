@@ -48,13 +48,7 @@ pub struct Tally {
 impl Tally {
     /// An empty tally for `total` servers.
     pub fn new(total: usize, quorum: usize) -> Tally {
-        Tally {
-            yes: 0,
-            no: 0,
-            failed: 0,
-            total,
-            quorum,
-        }
+        Tally { yes: 0, no: 0, failed: 0, total, quorum }
     }
 
     /// Servers that have not answered yet.
@@ -98,9 +92,7 @@ impl Tally {
 /// drift between the client and the servers (redis.io/docs/manual/patterns/distributed-locks).
 pub fn validity(ttl: Duration, elapsed: Duration, drift_factor: f64) -> Option<Duration> {
     let drift = ttl.mul_f64(drift_factor) + Duration::from_millis(2);
-    ttl.checked_sub(elapsed)?
-        .checked_sub(drift)
-        .filter(|v| !v.is_zero())
+    ttl.checked_sub(elapsed)?.checked_sub(drift).filter(|v| !v.is_zero())
 }
 
 /// One server's part in a round.
@@ -162,6 +154,29 @@ pub enum Vote {
     No,
 }
 
+/// The result of one round over all servers.
+#[derive(Debug)]
+pub struct Round<T> {
+    /// The counts the verdict comes from.
+    pub tally: Tally,
+    /// Each server's reply, in server order.
+    pub replies: Vec<Reply<T>>,
+    /// Each server's time to answer from the start of the round (`None`: not awaited).
+    pub latency: Vec<Option<Duration>>,
+}
+
+impl<T> Round<T> {
+    /// The verdict (a finished round is always settled).
+    pub fn outcome(&self) -> Outcome {
+        self.tally.settled().unwrap_or(Outcome::Unreachable)
+    }
+
+    /// The per-server errors.
+    pub fn failures(&self) -> Failures {
+        Failures::of(&self.replies)
+    }
+}
+
 /// Calls `call` on every server at once, each as a task on `tasks`, and
 /// collects the replies in server order. `vote` classifies each answer; when
 /// `early` is true the round ends as soon as the tally is settled. The calls
@@ -176,13 +191,15 @@ pub async fn fan_out<T, Fut>(
     (op, key): (Op, &str),
     call: impl Fn(Arc<Server>) -> Fut,
     vote: impl Fn(&T) -> Vote,
-) -> (Tally, Vec<Reply<T>>)
+) -> Round<T>
 where
     T: Send + 'static,
     Fut: Future<Output = Result<T, ServerError>> + Send + 'static,
 {
+    let start = std::time::Instant::now();
     let mut tally = Tally::new(servers.len(), quorum);
     let mut replies: Vec<Reply<T>> = servers.iter().map(|_| Reply::NotAwaited).collect();
+    let mut latency = vec![None; servers.len()];
     let mut running: FuturesUnordered<_> = servers
         .iter()
         .enumerate()
@@ -192,6 +209,7 @@ where
         })
         .collect();
     while let Some((i, result)) = running.next().await {
+        latency[i] = Some(start.elapsed());
         replies[i] = match result {
             Ok(Ok(value)) => {
                 match vote(&value) {
@@ -213,7 +231,7 @@ where
             break;
         }
     }
-    (tally, replies)
+    Round { tally, replies, latency }
 }
 
 #[cfg(test)]
@@ -221,13 +239,7 @@ mod tests {
     use super::*;
 
     fn t(yes: usize, no: usize, failed: usize, total: usize, quorum: usize) -> Tally {
-        Tally {
-            yes,
-            no,
-            failed,
-            total,
-            quorum,
-        }
+        Tally { yes, no, failed, total, quorum }
     }
 
     #[test]
@@ -259,10 +271,7 @@ mod tests {
                     for no in 0..=total - yes {
                         let failed = total - yes - no;
                         let outcome = t(yes, no, failed, total, quorum).settled();
-                        assert!(
-                            outcome.is_some(),
-                            "{yes}/{no}/{failed} of {total} q{quorum}"
-                        );
+                        assert!(outcome.is_some(), "{yes}/{no}/{failed} of {total} q{quorum}");
                     }
                 }
             }
@@ -273,15 +282,9 @@ mod tests {
     fn validity_subtracts_elapsed_and_drift() {
         let ttl = Duration::from_secs(10);
         // 10s - 1s - (100ms + 2ms)
-        assert_eq!(
-            validity(ttl, Duration::from_secs(1), 0.01),
-            Some(Duration::from_millis(8898))
-        );
+        assert_eq!(validity(ttl, Duration::from_secs(1), 0.01), Some(Duration::from_millis(8898)));
         assert_eq!(validity(ttl, Duration::from_secs(11), 0.01), None);
         assert_eq!(validity(ttl, Duration::from_millis(9898), 0.01), None);
-        assert_eq!(
-            validity(Duration::from_millis(2), Duration::ZERO, 0.0),
-            None
-        );
+        assert_eq!(validity(Duration::from_millis(2), Duration::ZERO, 0.0), None);
     }
 }

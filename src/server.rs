@@ -36,26 +36,15 @@ impl ServerUrl {
                     .filter(|h| !h.is_empty())
                     .ok_or_else(|| format!("server URL {shown:?} has no host"))?;
                 let port = url.port().unwrap_or(6379);
-                let tls = if url.scheme() == "rediss" {
-                    "rediss://"
-                } else {
-                    ""
-                };
+                let tls = if url.scheme() == "rediss" { "rediss://" } else { "" };
                 format!("{tls}{host}:{port}{}", db_suffix(db))
             }
             "unix" | "redis+unix" => {
                 if url.path().is_empty() || url.path() == "/" {
                     return Err(format!("server URL {shown:?} has no socket path"));
                 }
-                let db = url
-                    .query_pairs()
-                    .find(|(k, _)| k == "db")
-                    .map(|(_, v)| v.into_owned());
-                format!(
-                    "unix:{}{}",
-                    url.path(),
-                    db_suffix(db.as_deref().unwrap_or(""))
-                )
+                let db = url.query_pairs().find(|(k, _)| k == "db").map(|(_, v)| v.into_owned());
+                format!("unix:{}{}", url.path(), db_suffix(db.as_deref().unwrap_or("")))
             }
             other => {
                 return Err(format!(
@@ -66,10 +55,7 @@ impl ServerUrl {
         // Let the redis crate check the rest (database number, port range...).
         raw.into_connection_info()
             .map_err(|_| format!("server URL {shown:?} is not a valid Redis URL"))?;
-        Ok(ServerUrl {
-            secret: raw.to_owned(),
-            name,
-        })
+        Ok(ServerUrl { secret: raw.to_owned(), name })
     }
 
     /// The display name: host and port, never a password.
@@ -91,9 +77,7 @@ pub fn redact(raw: &str) -> String {
     let mut out = raw.to_owned();
     if let Some(scheme_end) = out.find("://") {
         let rest = scheme_end + 3;
-        let authority_end = out[rest..]
-            .find(['/', '?', '#'])
-            .map_or(out.len(), |i| rest + i);
+        let authority_end = out[rest..].find(['/', '?', '#']).map_or(out.len(), |i| rest + i);
         if let Some(at) = out[rest..authority_end].rfind('@') {
             let at = rest + at;
             match out[rest..at].find(':') {
@@ -133,6 +117,8 @@ pub enum Op {
     Subscribe,
     /// `doctor`'s checks (PING, INFO, TIME, CONFIG GET).
     Doctor,
+    /// Writing a fencing number back to a quorum.
+    RaiseFence,
 }
 
 impl fmt::Display for Op {
@@ -145,6 +131,7 @@ impl fmt::Display for Op {
             Op::Status => "status",
             Op::Subscribe => "subscribe",
             Op::Doctor => "doctor",
+            Op::RaiseFence => "raise-fence",
         })
     }
 }
@@ -173,19 +160,14 @@ pub enum Failure {
 impl Failure {
     /// True when retrying cannot help: the configuration or the data is wrong.
     pub fn is_config(&self) -> bool {
-        matches!(
-            self,
-            Failure::Auth(_) | Failure::NoPerm(_) | Failure::Tls(_) | Failure::WrongType
-        )
+        matches!(self, Failure::Auth(_) | Failure::NoPerm(_) | Failure::Tls(_) | Failure::WrongType)
     }
 
     fn from_redis(e: &RedisError) -> Failure {
         let detail = || {
             let text = e.to_string();
             let text = text.trim();
-            let text = text
-                .strip_prefix("An error was signalled by the server - ")
-                .unwrap_or(text);
+            let text = text.strip_prefix("An error was signalled by the server - ").unwrap_or(text);
             text.replace('\n', " ")
         };
         match e.code() {
@@ -264,21 +246,12 @@ impl Server {
     /// Prepares a server; nothing is connected until the first call.
     pub fn new(url: ServerUrl, timeout: Duration) -> Result<Server, String> {
         let invalid = || format!("server URL {:?} is not a valid Redis URL", url.name());
-        let info = url
-            .secret
-            .as_str()
-            .into_connection_info()
-            .map_err(|_| invalid())?;
+        let info = url.secret.as_str().into_connection_info().map_err(|_| invalid())?;
         // Skip CLIENT SETINFO on connect: one round trip less, and no NOPERM
         // noise for an ACL user limited to the lock commands.
         let settings = info.redis_settings().clone().set_skip_set_lib_name();
         let client = Client::open(info.set_redis_settings(settings)).map_err(|_| invalid())?;
-        Ok(Server {
-            url,
-            client,
-            timeout,
-            conn: Mutex::new(None),
-        })
+        Ok(Server { url, client, timeout, conn: Mutex::new(None) })
     }
 
     /// The display name (no password).
@@ -297,12 +270,7 @@ impl Server {
     }
 
     fn error(&self, op: Op, key: &[u8], failure: Failure) -> ServerError {
-        ServerError {
-            server: self.name().to_owned(),
-            op,
-            key: crate::display_key(key),
-            failure,
-        }
+        ServerError { server: self.name().to_owned(), op, key: crate::display_key(key), failure }
     }
 
     /// Opens a dedicated pub/sub connection subscribed to `channel`,
@@ -353,10 +321,7 @@ impl Server {
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(self.timeout))
             .set_response_timeout(Some(self.timeout));
-        let conn = self
-            .client
-            .get_multiplexed_async_connection_with_config(&config)
-            .await?;
+        let conn = self.client.get_multiplexed_async_connection_with_config(&config).await?;
         *self.lock_conn() = Some(conn.clone());
         Ok(conn)
     }
@@ -368,9 +333,7 @@ impl Server {
     fn lock_conn(&self) -> std::sync::MutexGuard<'_, Option<MultiplexedConnection>> {
         // A poisoned lock only means another call panicked mid-assignment of
         // an Option; the value is still a valid Option.
-        self.conn
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.conn.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -383,10 +346,7 @@ mod tests {
         assert_eq!(redact("redis://u:secret@h:1/0"), "redis://u:***@h:1/0");
         assert_eq!(redact("redis://:secret@h"), "redis://:***@h");
         assert_eq!(redact("redis://secret@h"), "redis://***@h");
-        assert_eq!(
-            redact("unix:///s.sock?db=1&pass=secret"),
-            "unix:///s.sock?db=1&pass=***"
-        );
+        assert_eq!(redact("unix:///s.sock?db=1&pass=secret"), "unix:///s.sock?db=1&pass=***");
         assert_eq!(redact("redis://h:1"), "redis://h:1");
     }
 

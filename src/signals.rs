@@ -13,14 +13,8 @@ use signal_hook::iterator::Handle;
 use tokio::sync::mpsc;
 
 /// The signals `run` passes on to its child (DESIGN.md, "Child supervision").
-pub const FORWARDED: [i32; 6] = [
-    libc::SIGINT,
-    libc::SIGTERM,
-    libc::SIGHUP,
-    libc::SIGQUIT,
-    libc::SIGUSR1,
-    libc::SIGUSR2,
-];
+pub const FORWARDED: [i32; 6] =
+    [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT, libc::SIGUSR1, libc::SIGUSR2];
 
 /// The stream of received signals.
 pub struct Signals {
@@ -34,15 +28,13 @@ impl Signals {
         let mut signals = signal_hook::iterator::Signals::new(FORWARDED)?;
         let handle = signals.handle();
         let (tx, rx) = mpsc::unbounded_channel();
-        thread::Builder::new()
-            .name("signals".into())
-            .spawn(move || {
-                for signal in signals.forever() {
-                    if tx.send(signal).is_err() {
-                        break;
-                    }
+        thread::Builder::new().name("signals".into()).spawn(move || {
+            for signal in signals.forever() {
+                if tx.send(signal).is_err() {
+                    break;
                 }
-            })?;
+            }
+        })?;
         Ok(Signals { rx, handle })
     }
 

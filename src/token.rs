@@ -42,6 +42,12 @@ impl Token {
     pub fn created(&self) -> SystemTime {
         UNIX_EPOCH + Duration::from_millis(self.created_ms)
     }
+
+    /// How long ago the token was made, by this machine's wall clock (zero
+    /// when the holder's clock is ahead of ours).
+    pub fn held_for(&self) -> Duration {
+        SystemTime::now().duration_since(self.created()).unwrap_or_default()
+    }
 }
 
 impl Default for Token {
@@ -52,11 +58,7 @@ impl Default for Token {
 
 impl fmt::Display for Token {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{:032x}.{}.{}.{}",
-            self.random, self.pid, self.created_ms, self.host
-        )
+        write!(f, "{:032x}.{}.{}.{}", self.random, self.pid, self.created_ms, self.host)
     }
 }
 
@@ -77,12 +79,7 @@ impl FromStr for Token {
         if host.is_empty() || host != sanitize_host(host) {
             return Err(());
         }
-        Ok(Token {
-            random,
-            pid,
-            created_ms,
-            host: host.to_owned(),
-        })
+        Ok(Token { random, pid, created_ms, host: host.to_owned() })
     }
 }
 
@@ -90,11 +87,7 @@ impl FromStr for Token {
 fn hostname() -> String {
     let raw = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
     let host = sanitize_host(raw.trim());
-    if host.is_empty() {
-        "unknown".to_owned()
-    } else {
-        host
-    }
+    if host.is_empty() { "unknown".to_owned() } else { host }
 }
 
 fn sanitize_host(raw: &str) -> String {
@@ -120,18 +113,11 @@ mod tests {
 
     #[test]
     fn foreign_values_are_not_tokens() {
-        for s in [
-            "",
-            "abc",
-            "a-b-c",
-            "0123456789abcdef0123456789abcdeg.1.2.h",
-            "x.1.2.host",
-        ] {
+        for s in ["", "abc", "a-b-c", "0123456789abcdef0123456789abcdeg.1.2.h", "x.1.2.host"] {
             assert!(s.parse::<Token>().is_err(), "{s}");
         }
-        let t: Token = "0123456789abcdef0123456789abcdef.42.1700000000000.web-1.example.com"
-            .parse()
-            .unwrap();
+        let t: Token =
+            "0123456789abcdef0123456789abcdef.42.1700000000000.web-1.example.com".parse().unwrap();
         assert_eq!((t.pid, t.host.as_str()), (42, "web-1.example.com"));
     }
 }

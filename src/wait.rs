@@ -11,11 +11,13 @@ use futures_util::StreamExt;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
-use crate::config::Wait;
+use serde_json::json;
+
+use crate::config::{Request, Wait};
 use crate::error::Error;
 use crate::exit;
 use crate::lock::{Attempt, Fleet, Lock};
-use crate::output::Log;
+use crate::output::{Level, Log};
 use crate::signals::Signals;
 use crate::token::Token;
 
@@ -35,9 +37,7 @@ pub struct Backoff {
 impl Backoff {
     /// A backoff at its first step.
     pub fn new() -> Backoff {
-        Backoff {
-            window: FIRST_PAUSE,
-        }
+        Backoff { window: FIRST_PAUSE }
     }
 
     /// The next pause.
@@ -70,12 +70,8 @@ impl Wake {
             .servers()
             .iter()
             .map(|server| {
-                let (server, notify, channel, log) = (
-                    Arc::clone(server),
-                    Arc::clone(&notify),
-                    channel.clone(),
-                    *log,
-                );
+                let (server, notify, channel, log) =
+                    (Arc::clone(server), Arc::clone(&notify), channel.clone(), *log);
                 tokio::spawn(async move {
                     match server.subscribe(&channel).await {
                         Ok(pubsub) => {
@@ -109,25 +105,26 @@ async fn next_signal(signals: &mut Option<&mut Signals>) -> i32 {
     }
 }
 
-/// Takes `key` for `ttl`, retrying as `wait` allows. Each attempt uses a
-/// fresh token, so the holder facts say when the lock was really taken.
-/// When the wait runs out, the error is what the last attempt saw (busy or
-/// unavailable); configuration errors (auth, TLS, WRONGTYPE) end it at once.
-/// A signal from `signals` ends the wait between attempts
+/// Takes the lock of `request`, retrying as its wait allows. Each attempt
+/// uses a fresh token, so the holder facts say when the lock was really
+/// taken. When the wait runs out, the error is what the last attempt saw
+/// (busy or unavailable); configuration errors (auth, TLS, WRONGTYPE) end it
+/// at once. A signal from `signals` ends the wait between attempts
 /// ([`Error::Interrupted`]); an attempt itself is never cut short, so it
 /// never leaves a half-taken lock behind.
 pub async fn acquire(
     fleet: &Fleet,
-    key: &str,
-    ttl: Duration,
-    wait: Wait,
+    request: &Request,
     log: &Log,
     mut signals: Option<&mut Signals>,
 ) -> Result<Lock, Error> {
+    let Request { key, ttl, wait, fence } = request;
+    let (key, ttl) = (key.as_str(), *ttl);
+    let shown = crate::display_key(key.as_bytes());
     let start = Instant::now();
     let deadline = match wait {
         Wait::Once => Some(start),
-        Wait::For(d) => Some(start + d),
+        Wait::For(d) => Some(start + *d),
         Wait::Forever => None,
     };
     let mut backoff = Backoff::new();
@@ -136,28 +133,48 @@ pub async fn acquire(
     loop {
         attempts += 1;
         let token = Token::new().to_string();
-        let (last, holder_left) = match fleet.try_acquire(key, &token, ttl).await {
+        let report = fleet.try_acquire(key, &token, ttl, *fence).await;
+        let outcome = match &report.attempt {
+            Attempt::Acquired(_) => "acquired",
+            Attempt::Busy(_) => "busy",
+            Attempt::Unavailable(_) => "unavailable",
+        };
+        log.event(
+            Level::Info,
+            "acquire_attempt",
+            &format!("attempt {attempts} on {shown}: {outcome}"),
+            json!({ "key": key, "attempt": attempts, "outcome": outcome, "servers": report.servers }),
+        );
+        let (last, holder_left) = match report.attempt {
             Attempt::Acquired(lock) => {
-                log.info(&format!(
-                    "acquired {} on {}/{} servers after {} attempt(s) in {}, valid for {}",
-                    crate::display_key(key.as_bytes()),
-                    lock.granted.0,
-                    lock.granted.1,
-                    attempts,
-                    crate::fmt_duration(start.elapsed()),
-                    crate::fmt_duration(lock.validity)
-                ));
+                let waited = start.elapsed();
+                log.event(
+                    Level::Info,
+                    "acquired",
+                    &format!(
+                        "acquired {shown} on {}/{} servers after {attempts} attempt(s) in {}, valid for {}{}",
+                        lock.granted.0,
+                        lock.granted.1,
+                        crate::fmt_duration(waited),
+                        crate::fmt_duration(lock.validity),
+                        lock.fence.map_or_else(String::new, |f| format!(", fence {f}")),
+                    ),
+                    json!({
+                        "key": key,
+                        "quorum": fleet.quorum(),
+                        "granted": lock.granted.0,
+                        "servers": lock.granted.1,
+                        "validity_ms": crate::millis(lock.validity),
+                        "fence": lock.fence,
+                        "waited_ms": crate::millis(waited),
+                        "attempts": attempts,
+                    }),
+                );
                 return Ok(lock);
             }
             Attempt::Busy(holder) => {
                 let message = holder.describe(key);
-                (
-                    Error::Busy {
-                        message,
-                        code: exit::BUSY,
-                    },
-                    holder.remaining,
-                )
+                (Error::Busy { message, code: exit::BUSY }, holder.remaining)
             }
             Attempt::Unavailable(e) => {
                 if matches!(e, Error::Unavailable { config: true, .. }) {

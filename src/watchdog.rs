@@ -62,9 +62,7 @@ pub fn start(
     lock: Lock,
     renew_every: Duration,
 ) -> (watch::Receiver<Health>, JoinHandle<()>) {
-    let (tx, rx) = watch::channel(Health::Held {
-        deadline: lock.deadline(),
-    });
+    let (tx, rx) = watch::channel(Health::Held { deadline: lock.deadline() });
     let task = tokio::spawn(renew(fleet, lock, renew_every, tx));
     (rx, task)
 }
@@ -93,10 +91,7 @@ async fn renew(fleet: Arc<Fleet>, lock: Lock, every: Duration, tx: watch::Sender
                     tx.send_replace(Health::Lost { deadline, reason });
                     return;
                 }
-                tx.send_replace(Health::Failing {
-                    deadline,
-                    error: e.to_string(),
-                });
+                tx.send_replace(Health::Failing { deadline, error: e.to_string() });
                 next = now + backoff.next_pause();
             }
         }
@@ -137,19 +132,13 @@ mod tests {
         assert_eq!(stop, deadline - grace - margin);
         assert_eq!(kill, deadline - margin);
 
-        let lost = Health::Lost {
-            deadline,
-            reason: String::new(),
-        };
+        let lost = Health::Lost { deadline, reason: String::new() };
         let (stop, kill) = plan_stop(&lost, now, grace, margin);
         assert_eq!(stop, now);
         assert_eq!(kill, now + grace);
 
         // Too late for the full grace: stop now, kill before the deadline.
-        let soon = Health::Failing {
-            deadline: now + Duration::from_secs(1),
-            error: String::new(),
-        };
+        let soon = Health::Failing { deadline: now + Duration::from_secs(1), error: String::new() };
         let (stop, kill) = plan_stop(&soon, now, grace, margin);
         assert_eq!(stop, now);
         assert_eq!(kill, now + Duration::from_millis(500));

@@ -89,14 +89,7 @@ pub async fn doctor(
     let text = if json {
         render_json(&probes, &failures, &a, quorum, verdict).to_string()
     } else {
-        render_text(
-            &probes,
-            &failures,
-            &a,
-            quorum,
-            fleet.servers().len(),
-            verdict,
-        )
+        render_text(&probes, &failures, &a, quorum, fleet.servers().len(), verdict)
     };
     let _ = writeln!(std::io::stdout().lock(), "{text}");
     match verdict {
@@ -127,8 +120,7 @@ async fn query<T: redis::FromRedisValue>(server: &Server, args: &[&str]) -> Resu
 }
 
 fn unix_micros(t: SystemTime) -> f64 {
-    t.duration_since(UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64() * 1e6)
+    t.duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64() * 1e6)
 }
 
 async fn probe(server: &Server) -> Result<Probe, ServerError> {
@@ -151,11 +143,8 @@ async fn probe(server: &Server) -> Result<Probe, ServerError> {
     let local_us = unix_micros(before) + round_trip.as_secs_f64() * 1e6 / 2.0;
 
     let info: String = query(server, &["INFO"]).await?;
-    let info: HashMap<&str, &str> = info
-        .lines()
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim(), v.trim()))
-        .collect();
+    let info: HashMap<&str, &str> =
+        info.lines().filter_map(|l| l.split_once(':')).map(|(k, v)| (k.trim(), v.trim())).collect();
     let field = |k: &str| info.get(k).map(|v| (*v).to_owned()).unwrap_or_default();
     // CONFIG may be renamed or denied by ACL; then these stay unknown.
     let config = async |name: &str| {
@@ -194,9 +183,8 @@ pub fn assess(
         a.warnings.push(format!("unreachable: {e}"));
     }
     for (i, p) in probes.iter().enumerate() {
-        if let Some(first) = probes[..i]
-            .iter()
-            .find(|q| !p.run_id.is_empty() && q.run_id == p.run_id)
+        if let Some(first) =
+            probes[..i].iter().find(|q| !p.run_id.is_empty() && q.run_id == p.run_id)
         {
             a.warnings.push(format!(
                 "{} and {} are the same server (run_id {}): the servers are not independent",
@@ -255,11 +243,7 @@ pub fn assess(
 
 fn version_at_least(version: &str, min: (u64, u64, u64)) -> bool {
     let mut parts = version.split('.').map(|p| p.parse::<u64>().unwrap_or(0));
-    let v = (
-        parts.next().unwrap_or(0),
-        parts.next().unwrap_or(0),
-        parts.next().unwrap_or(0),
-    );
+    let v = (parts.next().unwrap_or(0), parts.next().unwrap_or(0), parts.next().unwrap_or(0));
     v >= min
 }
 
@@ -280,16 +264,8 @@ fn render_text(
     total: usize,
     verdict: &str,
 ) -> String {
-    let header = [
-        "SERVER",
-        "RTT",
-        "VERSION",
-        "ROLE",
-        "CLOCK",
-        "EVICTION",
-        "PERSISTENCE",
-    ]
-    .map(str::to_owned);
+    let header =
+        ["SERVER", "RTT", "VERSION", "ROLE", "CLOCK", "EVICTION", "PERSISTENCE"].map(str::to_owned);
     let mut rows: Vec<[String; 7]> = probes
         .iter()
         .map(|p| {
@@ -327,11 +303,7 @@ fn render_text(
     }
     let mut out = String::new();
     for r in std::iter::once(&header).chain(&rows) {
-        let cells: Vec<String> = r
-            .iter()
-            .zip(widths)
-            .map(|(c, w)| format!("{c:w$}"))
-            .collect();
+        let cells: Vec<String> = r.iter().zip(widths).map(|(c, w)| format!("{c:w$}")).collect();
         out.push_str(cells.join("  ").trim_end());
         out.push('\n');
     }
@@ -411,12 +383,7 @@ mod tests {
 
     #[test]
     fn healthy_servers_have_no_warnings() {
-        let a = assess(
-            &[healthy("a", "1"), healthy("b", "2")],
-            &[],
-            Duration::from_secs(30),
-            0.01,
-        );
+        let a = assess(&[healthy("a", "1"), healthy("b", "2")], &[], Duration::from_secs(30), 0.01);
         assert!(a.warnings.is_empty() && a.notes.is_empty(), "{a:?}");
         assert!((a.drift_budget_ms - 302.0).abs() < 1e-9);
     }

@@ -8,17 +8,34 @@ mod release;
 mod run;
 mod status;
 
+use serde_json::json;
+
 use crate::config::{Command, Config};
 use crate::error::Error;
+use crate::lock::ServerResult;
+use crate::output::{Level, Log};
+
+/// The `released` event: how many servers deleted the key, and each one's part.
+fn released(log: &Log, key: &str, servers: &[ServerResult]) {
+    let deleted = servers.iter().filter(|s| s.result == "deleted").count();
+    log.event(
+        Level::Info,
+        "released",
+        &format!(
+            "released {} on {deleted}/{} servers",
+            crate::display_key(key.as_bytes()),
+            servers.len()
+        ),
+        json!({ "key": key, "deleted": deleted, "servers": servers }),
+    );
+}
 
 /// Runs the configured subcommand; `Ok` carries the exit code.
 pub async fn execute(config: Config) -> Result<u8, Error> {
     let fleet = std::sync::Arc::new(config.fleet()?);
     let log = config.log;
     let result = match config.command {
-        Command::Acquire { key, ttl, wait } => {
-            acquire::acquire(&fleet, &key, ttl, wait, &log).await
-        }
+        Command::Acquire { request, json } => acquire::acquire(&fleet, &request, json, &log).await,
         Command::Extend { key, token, ttl } => {
             extend::extend(&fleet, &key, &token, ttl, &log).await
         }

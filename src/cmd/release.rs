@@ -13,17 +13,17 @@ pub async fn release(
     token: Option<&str>,
     log: &Log,
 ) -> Result<u8, Error> {
-    let shown = crate::display_key(key.as_bytes());
-    let total = fleet.servers().len();
     match token {
         Some(token) => {
-            let deleted = fleet.release(key, token).await?;
-            log.info(&format!("released {shown} on {deleted}/{total} servers"));
+            let servers = fleet.release(key, token).await?;
+            super::released(log, key, &servers);
         }
         None => {
             let deleted = fleet.force_release(key).await?;
             log.info(&format!(
-                "force-released {shown}: deleted on {deleted}/{total} servers"
+                "force-released {}: deleted on {deleted}/{} servers",
+                crate::display_key(key.as_bytes()),
+                fleet.servers().len()
             ));
         }
     }

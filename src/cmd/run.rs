@@ -7,10 +7,12 @@
 //! deadlines derived from them ([`watchdog::plan_stop`]).
 
 use std::io;
+use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use serde_json::json;
 use tokio::sync::watch;
 
 use crate::child::{self, Child};
@@ -18,7 +20,7 @@ use crate::config::{OnLost, Run};
 use crate::error::Error;
 use crate::exit;
 use crate::lock::{Fleet, Lock};
-use crate::output::Log;
+use crate::output::{Level, Log};
 use crate::signals::{self, Signals};
 use crate::watchdog::{self, Health};
 
@@ -48,10 +50,7 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
     })?;
     if let Some(jitter) = cfg.jitter {
         let pause = jitter.mul_f64(fastrand::f64());
-        log.info(&format!(
-            "--jitter: sleeping {}",
-            crate::fmt_duration(pause)
-        ));
+        log.info(&format!("--jitter: sleeping {}", crate::fmt_duration(pause)));
         tokio::select! {
             () = tokio::time::sleep(pause) => {}
             signal = signals.recv() => {
@@ -74,30 +73,22 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
         return exit_status(status, &cfg.argv);
     }
 
-    let lock =
-        match crate::wait::acquire(&fleet, &cfg.key, cfg.ttl, cfg.wait, log, Some(&mut signals))
-            .await
-        {
-            Ok(lock) => lock,
-            Err(Error::Busy { message, .. }) => {
-                return Err(Error::Busy {
-                    message,
-                    code: cfg.conflict_exit_code,
-                });
-            }
-            Err(e) => return Err(e),
-        };
+    let lock = match crate::wait::acquire(&fleet, &cfg.request(), log, Some(&mut signals)).await {
+        Ok(lock) => lock,
+        Err(Error::Busy { message, .. }) => {
+            return Err(Error::Busy { message, code: cfg.conflict_exit_code });
+        }
+        Err(e) => return Err(e),
+    };
     if let Some(signal) = signals.try_recv() {
         release(&fleet, &lock, log).await;
-        return Err(Error::Interrupted(
-            signal,
-            "before the command started".to_owned(),
-        ));
+        return Err(Error::Interrupted(signal, "before the command started".to_owned()));
     }
-    let env = [
-        ("REDLOCK_KEY", cfg.key.as_str()),
-        ("REDLOCK_TOKEN", lock.token.as_str()),
-    ];
+    let fence = lock.fence.map(|f| f.to_string());
+    let mut env = vec![("REDLOCK_KEY", cfg.key.as_str()), ("REDLOCK_TOKEN", lock.token.as_str())];
+    if let Some(fence) = &fence {
+        env.push(("REDLOCK_FENCE", fence));
+    }
     let mut child = match child::spawn(&cfg.argv, &env) {
         Ok(child) => child,
         Err(e) => {
@@ -105,15 +96,36 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
             return Err(e);
         }
     };
-    log.info(&format!("started {:?} as pid {}", cfg.argv[0], child.pid()));
+    log.event(
+        Level::Info,
+        "child_started",
+        &format!("started {:?} as pid {}", cfg.argv[0], child.pid()),
+        json!({ "pid": child.pid(), "program": cfg.argv[0] }),
+    );
     let (health, watchdog) = watchdog::start(Arc::clone(&fleet), lock.clone(), cfg.renew_every);
     let (status, stop) = supervise(&mut child, &mut signals, health, &cfg, &lock, log).await;
     // Renewal never outlives the command.
     watchdog.abort();
-    if child
-        .stop_leftovers(cfg.grace().min(Duration::from_secs(1)))
-        .await
-    {
+    if let Ok(status) = &status {
+        let (code, signal) = (status.code(), status.signal());
+        log.event(
+            Level::Info,
+            "child_exited",
+            &format!(
+                "the command exited with {} after holding the lock for {}",
+                child::exit_code(*status),
+                crate::fmt_duration(lock.since.elapsed())
+            ),
+            json!({
+                "pid": child.pid(),
+                "code": code,
+                "signal": signal,
+                "exit_code": child::exit_code(*status),
+                "held_ms": crate::millis(lock.since.elapsed()),
+            }),
+        );
+    }
+    if child.stop_leftovers(cfg.grace().min(Duration::from_secs(1))).await {
         log.warn("the command left processes in its group; stopped them, as they would run without the lock");
     }
     finish(&fleet, &cfg, &lock, log).await;
@@ -149,10 +161,12 @@ async fn reentry(fleet: &Fleet, key: &str) -> bool {
 }
 
 fn forward(child: &Child, signal: i32, log: &Log) {
-    log.info(&format!(
-        "forwarding {} to the command",
-        signals::name(signal)
-    ));
+    log.event(
+        Level::Info,
+        "signal_forwarded",
+        &format!("forwarding {} to the command", signals::name(signal)),
+        json!({ "signal": signals::name(signal), "pid": child.pid() }),
+    );
     child.signal(signal);
 }
 
@@ -193,10 +207,7 @@ async fn supervise(
                 OnLost::Ignore => None,
             };
             let max_hold = max_hold_at.map(|at| (at, true));
-            [lost, max_hold]
-                .into_iter()
-                .flatten()
-                .min_by_key(|(at, _)| *at)
+            [lost, max_hold].into_iter().flatten().min_by_key(|(at, _)| *at)
         };
         // A timer that never fires stands in for "no deadline".
         let never = now + Duration::from_secs(365 * 24 * 3600);
@@ -211,30 +222,42 @@ async fn supervise(
                 let now_health = health.borrow().clone();
                 match now_health {
                     Health::Held { deadline } => {
-                        if was_failing {
-                            log.warn(&format!("renewal of {shown} recovered"));
-                        }
+                        let left = deadline.saturating_duration_since(Instant::now());
+                        let recovered = if was_failing { " (recovered)" } else { "" };
+                        log.event(
+                            if was_failing { Level::Warn } else { Level::Info },
+                            "renewed",
+                            &format!("renewed {shown}, valid for {}{recovered}", crate::fmt_duration(left)),
+                            json!({ "key": cfg.key, "validity_ms": crate::millis(left) }),
+                        );
                         was_failing = false;
-                        log.debug(&format!(
-                            "renewed {shown}, valid for {}",
-                            crate::fmt_duration(deadline.saturating_duration_since(Instant::now()))
-                        ));
                     }
                     Health::Failing { deadline, error } => {
-                        if !was_failing {
-                            log.warn(&format!(
+                        let left = deadline.saturating_duration_since(Instant::now());
+                        log.event(
+                            if was_failing { Level::Debug } else { Level::Warn },
+                            "renewal_failed",
+                            &format!(
                                 "renewing {shown} failed ({error}); retrying, {} of validity left",
-                                crate::fmt_duration(deadline.saturating_duration_since(Instant::now()))
-                            ));
-                        }
+                                crate::fmt_duration(left)
+                            ),
+                            json!({ "key": cfg.key, "error": error, "validity_left_ms": crate::millis(left) }),
+                        );
                         was_failing = true;
                     }
                     Health::Lost { reason, .. } => {
-                        if cfg.on_lost == OnLost::Ignore {
-                            log.warn(&format!(
-                                "lost the lock on {shown}: {reason}; --on-lost ignore keeps the command running"
-                            ));
-                        }
+                        let ignored = cfg.on_lost == OnLost::Ignore;
+                        let then = if ignored {
+                            "; --on-lost ignore keeps the command running"
+                        } else {
+                            "; stopping the command"
+                        };
+                        log.event(
+                            Level::Warn,
+                            "lost",
+                            &format!("lost the lock on {shown}: {reason}{then}"),
+                            json!({ "key": cfg.key, "reason": reason, "ignored": ignored }),
+                        );
                     }
                 }
             }
@@ -253,25 +276,42 @@ async fn supervise(
                 if signal != libc::SIGKILL {
                     kill_at = Some(kill);
                 }
-                if for_max_hold {
-                    log.warn(&format!("--max-hold ran out; sent {} to the command", signals::name(signal)));
+                let why = if for_max_hold {
                     stop = Some(Stop::MaxHold { signal });
+                    "--max-hold ran out".to_owned()
                 } else {
                     let reason = match &current {
                         Health::Lost { reason, .. } => reason.clone(),
                         Health::Failing { error, .. } => format!("could not renew in time ({error})"),
                         Health::Held { .. } => "its validity ran out".to_owned(),
                     };
-                    log.warn(&format!(
-                        "losing the lock on {shown} ({reason}); sent {} to the command, SIGKILL in {}",
+                    stop = Some(Stop::Lost { reason: reason.clone(), at: SystemTime::now(), signal });
+                    format!("losing the lock on {shown} ({reason})")
+                };
+                let kill_in = kill.saturating_duration_since(now);
+                log.event(
+                    Level::Warn,
+                    "stopping",
+                    &format!(
+                        "{why}; sent {} to the command, SIGKILL in {}",
                         signals::name(signal),
-                        crate::fmt_duration(kill.saturating_duration_since(now))
-                    ));
-                    stop = Some(Stop::Lost { reason, at: SystemTime::now(), signal });
-                }
+                        crate::fmt_duration(kill_in)
+                    ),
+                    json!({
+                        "pid": child.pid(),
+                        "reason": why,
+                        "signal": signals::name(signal),
+                        "kill_in_ms": crate::millis(kill_in),
+                    }),
+                );
             }
             () = tokio::time::sleep_until(kill_at.unwrap_or(never).into()), if kill_at.is_some() => {
-                log.warn("the command is still running; sent SIGKILL");
+                log.event(
+                    Level::Warn,
+                    "killed",
+                    "the command is still running; sent SIGKILL",
+                    json!({ "pid": child.pid() }),
+                );
                 child.signal(libc::SIGKILL);
                 kill_at = None;
             }
@@ -288,10 +328,15 @@ async fn finish(fleet: &Fleet, cfg: &Run, lock: &Lock, log: &Log) {
         if left >= Duration::from_millis(1) {
             match fleet.extend(&lock.key, &lock.token, left).await {
                 Ok(_) => {
-                    log.info(&format!(
-                        "--keep: the lock stays for another {}",
-                        crate::fmt_duration(left)
-                    ));
+                    log.event(
+                        Level::Info,
+                        "kept",
+                        &format!(
+                            "--keep: the lock stays for another {}",
+                            crate::fmt_duration(left)
+                        ),
+                        json!({ "key": lock.key, "kept_ms": crate::millis(left) }),
+                    );
                     return;
                 }
                 Err(e) => log.warn(&format!("--keep: {e}; releasing instead")),
@@ -303,11 +348,7 @@ async fn finish(fleet: &Fleet, cfg: &Run, lock: &Lock, log: &Log) {
 
 async fn release(fleet: &Fleet, lock: &Lock, log: &Log) {
     match fleet.release(&lock.key, &lock.token).await {
-        Ok(n) => log.info(&format!(
-            "released {} on {n}/{} servers",
-            crate::display_key(lock.key.as_bytes()),
-            fleet.servers().len()
-        )),
+        Ok(servers) => super::released(log, &lock.key, &servers),
         Err(e) => log.warn(&format!("release: {e}")),
     }
 }

@@ -16,11 +16,8 @@ use crate::token::Token;
 /// Reads the key everywhere and prints a table (or JSON) on stdout.
 pub async fn status(fleet: &Fleet, key: &str, json: bool) -> Result<u8, Error> {
     let status = fleet.status(key).await;
-    let text = if json {
-        render_json(key, &status).to_string()
-    } else {
-        render_table(key, &status)
-    };
+    let text =
+        if json { render_json(key, &status).to_string() } else { render_table(key, &status) };
     // A closed stdout (`| head -0`) loses only the report; the verdict is the exit code.
     let _ = writeln!(std::io::stdout().lock(), "{text}");
     match (&status.holder, status.known) {
@@ -55,9 +52,7 @@ fn ttl_text(ttl: Option<Duration>) -> String {
 }
 
 fn ttl_ms(ttl: Option<Duration>) -> serde_json::Value {
-    ttl.map_or(serde_json::Value::Null, |d| {
-        json!(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-    })
+    ttl.map_or(serde_json::Value::Null, |d| json!(crate::millis(d)))
 }
 
 fn render_table(key: &str, status: &Status) -> String {
@@ -65,41 +60,21 @@ fn render_table(key: &str, status: &Status) -> String {
         .servers
         .iter()
         .map(|(name, view)| match view {
-            ServerView::Held { value, ttl } => [
-                name.clone(),
-                "held".into(),
-                ttl_text(*ttl),
-                describe_value(value),
-            ],
+            ServerView::Held { value, ttl, .. } => {
+                [name.clone(), "held".into(), ttl_text(*ttl), describe_value(value)]
+            }
             ServerView::Free => [name.clone(), "free".into(), "-".into(), "-".into()],
-            ServerView::Error(e) => [
-                name.clone(),
-                "error".into(),
-                "-".into(),
-                e.failure.to_string(),
-            ],
+            ServerView::Error(e) => {
+                [name.clone(), "error".into(), "-".into(), e.failure.to_string()]
+            }
         })
         .collect();
-    let header = [
-        "SERVER".to_owned(),
-        "STATE".into(),
-        "TTL".into(),
-        "HOLDER".into(),
-    ];
-    let width = |i: usize| {
-        rows.iter()
-            .chain([&header])
-            .map(|r| r[i].len())
-            .max()
-            .unwrap_or(0)
-    };
+    let header = ["SERVER".to_owned(), "STATE".into(), "TTL".into(), "HOLDER".into()];
+    let width = |i: usize| rows.iter().chain([&header]).map(|r| r[i].len()).max().unwrap_or(0);
     let (w0, w1, w2) = (width(0), width(1), width(2));
     let mut out = String::new();
     for r in std::iter::once(&header).chain(&rows) {
-        out.push_str(&format!(
-            "{:w0$}  {:w1$}  {:w2$}  {}\n",
-            r[0], r[1], r[2], r[3]
-        ));
+        out.push_str(&format!("{:w0$}  {:w1$}  {:w2$}  {}\n", r[0], r[1], r[2], r[3]));
     }
     let shown = crate::display_key(key.as_bytes());
     let total = status.servers.len();
@@ -111,10 +86,11 @@ fn render_table(key: &str, status: &Status) -> String {
                 .filter(|(_, v)| matches!(v, ServerView::Held { value: h, .. } if h == value))
                 .count();
             out.push_str(&format!(
-                "held: {shown} is held by {} on {on}/{total} servers (quorum {}), {} left",
+                "held: {shown} is held by {} on {on}/{total} servers (quorum {}), {} left{}",
                 describe_value(value),
                 status.quorum,
-                ttl_text(*ttl)
+                ttl_text(*ttl),
+                status.fence.map_or_else(String::new, |f| format!(", fence {f}"))
             ));
         }
         None if status.known => out.push_str(&format!(
@@ -152,7 +128,8 @@ fn render_json(key: &str, status: &Status) -> serde_json::Value {
             "host": token.as_ref().map(|t| t.host.clone()),
             "pid": token.as_ref().map(|t| t.pid),
             "acquired_at": token.as_ref().map(|t| humantime::format_rfc3339_millis(t.created()).to_string()),
-            "fence": null,
+            "held_ms": token.as_ref().map(|t| crate::millis(t.held_for())),
+            "fence": status.fence,
         })
     });
     json!({

@@ -27,10 +27,8 @@ fn generated_files_are_committed_and_current() {
 
 #[test]
 fn man_pages_render_without_warnings() {
-    let pages: Vec<_> = redlock::docs::files()
-        .into_iter()
-        .filter(|f| f.path.starts_with("man/"))
-        .collect();
+    let pages: Vec<_> =
+        redlock::docs::files().into_iter().filter(|f| f.path.starts_with("man/")).collect();
     assert!(pages.len() >= 7, "one page per subcommand plus redlock(1)");
     for page in pages {
         let out = Command::new("groff")
@@ -59,10 +57,7 @@ fn man_pages_render_without_warnings() {
         "EXAMPLES",
         "SEE ALSO",
     ] {
-        assert!(
-            text.lines().any(|l| l == heading),
-            "redlock(1) lacks {heading}:\n{text}"
-        );
+        assert!(text.lines().any(|l| l == heading), "redlock(1) lacks {heading}:\n{text}");
     }
     assert!(text.contains("REDLOCK_SERVERS") && text.contains("flock(1)"));
 }
@@ -77,11 +72,7 @@ fn completions_load_in_bash_and_zsh() {
         ))
         .output()
         .expect("bash");
-    assert!(
-        bash.status.success(),
-        "bash: {}",
-        String::from_utf8_lossy(&bash.stderr)
-    );
+    assert!(bash.status.success(), "bash: {}", String::from_utf8_lossy(&bash.stderr));
     assert!(String::from_utf8_lossy(&bash.stdout).contains("redlock"));
 
     let script = format!(
@@ -92,10 +83,6 @@ fn completions_load_in_bash_and_zsh() {
         .args(["-f", "-c", &script])
         .output()
         .expect("zsh must be installed (apt-get install -y zsh)");
-    assert!(
-        zsh.status.success(),
-        "zsh: {}",
-        String::from_utf8_lossy(&zsh.stderr)
-    );
+    assert!(zsh.status.success(), "zsh: {}", String::from_utf8_lossy(&zsh.stderr));
     assert!(String::from_utf8_lossy(&zsh.stdout).contains("_redlock: function"));
 }

@@ -8,22 +8,14 @@ fn a_healthy_set_is_fit() {
     let fleet = Fleet::start(3);
     let out = Redlock::on(&fleet).args(["doctor"]).run();
     out.expect(0);
-    assert!(
-        out.stdout.contains("verdict: fit for Redlock"),
-        "{}",
-        out.stdout
-    );
+    assert!(out.stdout.contains("verdict: fit for Redlock"), "{}", out.stdout);
     let json = Redlock::on(&fleet).args(["doctor", "--json"]).run();
     json.expect(0);
     let json = json.json();
     assert_eq!(json["verdict"], "fit");
     assert_eq!(json["servers"].as_array().map(Vec::len), Some(3));
     assert_eq!(json["servers"][0]["role"], "master");
-    assert!(
-        json["servers"][0]["rtt_ms"]
-            .as_f64()
-            .is_some_and(|r| r > 0.0)
-    );
+    assert!(json["servers"][0]["rtt_ms"].as_f64().is_some_and(|r| r > 0.0));
 }
 
 #[test]
@@ -38,21 +30,11 @@ fn flags_a_server_listed_twice_an_evicting_server_and_an_unreachable_one() {
     out.expect(1);
     let text = &out.stdout;
     assert!(
-        text.contains(&format!(
-            "{} and {} are the same server",
-            good.name(),
-            good.name()
-        )),
+        text.contains(&format!("{} and {} are the same server", good.name(), good.name())),
         "{text}"
     );
-    assert!(
-        text.contains(&format!("{}: maxmemory-policy allkeys-lru", lru.name())),
-        "{text}"
-    );
-    assert!(
-        text.contains("unreachable: 127.0.0.1:1: doctor: connection refused"),
-        "{text}"
-    );
+    assert!(text.contains(&format!("{}: maxmemory-policy allkeys-lru", lru.name())), "{text}");
+    assert!(text.contains("unreachable: 127.0.0.1:1: doctor: connection refused"), "{text}");
     let json = Redlock::new(&servers).args(["doctor", "--json"]).run();
     json.expect(1);
     assert_eq!(json.json()["warnings"].as_array().map(Vec::len), Some(3));

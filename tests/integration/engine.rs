@@ -14,20 +14,11 @@ fn acquire_extend_release_on_1_3_and_5_servers() {
     for n in [1, 3, 5] {
         let fleet = Fleet::start(n);
         let key = unique_key("cycle");
-        let token = Redlock::on(&fleet)
-            .args(["acquire", "--key", &key, "--ttl", "10s"])
-            .run();
+        let token = Redlock::on(&fleet).args(["acquire", "--key", &key, "--ttl", "10s"]).run();
         token.expect(0);
         let token = token.line().to_owned();
-        assert!(
-            token.len() >= 32 && !token.contains(char::is_whitespace),
-            "{token:?}"
-        );
-        assert_eq!(
-            fleet.values(&key),
-            vec![Some(token.clone()); n],
-            "{n} servers"
-        );
+        assert!(token.len() >= 32 && !token.contains(char::is_whitespace), "{token:?}");
+        assert_eq!(fleet.values(&key), vec![Some(token.clone()); n], "{n} servers");
         for s in &fleet.servers {
             let pttl = s.pttl(&key);
             assert!(pttl > 0 && pttl <= 10_000, "pttl {pttl}");
@@ -45,22 +36,12 @@ fn acquire_extend_release_on_1_3_and_5_servers() {
             .run()
             .expect(0);
         for s in &fleet.servers {
-            assert!(
-                s.pttl(&key) > 10_000,
-                "extend should raise the TTL on {}",
-                s.name()
-            );
+            assert!(s.pttl(&key) > 10_000, "extend should raise the TTL on {}", s.name());
         }
 
-        Redlock::on(&fleet)
-            .args(["release", "--key", &key, "--token", &token])
-            .run()
-            .expect(0);
+        Redlock::on(&fleet).args(["release", "--key", &key, "--token", &token]).run().expect(0);
         assert_eq!(fleet.values(&key), vec![None; n]);
-        Redlock::on(&fleet)
-            .args(["status", "--key", &key])
-            .run()
-            .expect(1);
+        Redlock::on(&fleet).args(["status", "--key", &key]).run().expect(1);
     }
 }
 
@@ -70,24 +51,17 @@ fn a_minority_down_still_locks() {
     fleet.servers[1].stop();
     fleet.servers[3].stop();
     let key = unique_key("minority");
-    let out = Redlock::on(&fleet)
-        .args(["acquire", "-n", "--key", &key])
-        .run();
+    let out = Redlock::on(&fleet).args(["acquire", "-n", "--key", &key]).run();
     out.expect(0);
     for i in [0, 2, 4] {
         assert_eq!(fleet.servers[i].get(&key).as_deref(), Some(out.line()));
     }
-    Redlock::on(&fleet)
-        .args(["release", "--key", &key, "--token", out.line()])
-        .run()
-        .expect(0);
+    Redlock::on(&fleet).args(["release", "--key", &key, "--token", out.line()]).run().expect(0);
 
     // Back on their ports (empty), the restarted servers take part again.
     fleet.servers[1].restart();
     fleet.servers[3].restart();
-    let out = Redlock::on(&fleet)
-        .args(["acquire", "-n", "--key", &key])
-        .run();
+    let out = Redlock::on(&fleet).args(["acquire", "-n", "--key", &key]).run();
     out.expect(0);
     assert_eq!(fleet.values(&key), vec![Some(out.line().to_owned()); 5]);
 }
@@ -106,17 +80,10 @@ fn a_majority_down_is_unavailable_promptly_and_leaves_nothing() {
         .expect(69)
         .within(PROMPT)
         .stderr_has(&format!("{down}: acquire {key}: connection refused"));
-    assert_eq!(
-        fleet.servers[1].get(&key),
-        None,
-        "a failed acquire releases what it set"
-    );
+    assert_eq!(fleet.servers[1].get(&key), None, "a failed acquire releases what it set");
     assert_eq!(fleet.servers[3].get(&key), None);
     // Status cannot tell held from free either.
-    Redlock::on(&fleet)
-        .args(["status", "--key", &key])
-        .run()
-        .expect(69);
+    Redlock::on(&fleet).args(["status", "--key", &key]).run().expect(69);
 }
 
 #[test]
@@ -124,9 +91,8 @@ fn a_hung_server_costs_at_most_about_the_node_timeout() {
     let fleet = Fleet::start(3);
     fleet.servers[2].hang();
     let key = unique_key("hung");
-    let out = Redlock::on(&fleet)
-        .args(["--node-timeout", "300ms", "acquire", "-n", "--key", &key])
-        .run();
+    let out =
+        Redlock::on(&fleet).args(["--node-timeout", "300ms", "acquire", "-n", "--key", &key]).run();
     fleet.servers[2].resume();
     out.expect(0).within(Duration::from_secs(3));
     let token = out.line().to_owned();
@@ -140,12 +106,7 @@ fn a_hung_server_costs_at_most_about_the_node_timeout() {
     status.expect(0).within(Duration::from_secs(3));
     let json = status.json();
     assert_eq!(json["servers"][2]["state"], "error");
-    assert!(
-        json["servers"][2]["error"]
-            .as_str()
-            .unwrap_or("")
-            .contains("timed out after 300ms")
-    );
+    assert!(json["servers"][2]["error"].as_str().unwrap_or("").contains("timed out after 300ms"));
 }
 
 #[test]
@@ -158,50 +119,24 @@ fn a_password_the_url_lacks_is_an_auth_error_and_never_printed() {
         .run()
         .expect(69)
         .within(PROMPT) // configuration errors end the wait at once
-        .stderr_has(&format!(
-            "{}: acquire {key}: authentication failed",
-            server.name()
-        ));
+        .stderr_has(&format!("{}: acquire {key}: authentication failed", server.name()));
 
     let wrong = format!("redis://:wrong-{secret}@127.0.0.1:{}", server.port);
-    let out = Redlock::new(&wrong)
-        .args(["-v", "acquire", "-n", "--key", &key])
-        .run();
+    let out = Redlock::new(&wrong).args(["-v", "acquire", "-n", "--key", &key]).run();
     out.expect(69).stderr_has("authentication failed");
-    assert!(
-        !out.stderr.contains(secret),
-        "password leaked: {}",
-        out.stderr
-    );
+    assert!(!out.stderr.contains(secret), "password leaked: {}", out.stderr);
 
     let mut outputs = Vec::new();
-    let acquired = Redlock::new(&server.url())
-        .args(["-vv", "acquire", "--key", &key])
-        .run();
+    let acquired = Redlock::new(&server.url()).args(["-vv", "acquire", "--key", &key]).run();
     acquired.expect(0);
     let token = acquired.line().to_owned();
     outputs.push(acquired);
     for args in [
         vec!["-vv", "status", "--key", &key],
-        vec![
-            "-vv",
-            "--log-format",
-            "json",
-            "status",
-            "--key",
-            &key,
-            "--json",
-        ],
+        vec!["-vv", "--log-format", "json", "status", "--key", &key, "--json"],
         vec!["-vv", "extend", "--key", &key, "--token", &token],
         vec!["-vv", "release", "--key", &key, "--token", &token],
-        vec![
-            "-vv",
-            "--servers",
-            "redis://:pw@127.0.0.1:1,bogus://u:pw@x",
-            "status",
-            "--key",
-            &key,
-        ],
+        vec!["-vv", "--servers", "redis://:pw@127.0.0.1:1,bogus://u:pw@x", "status", "--key", &key],
     ] {
         outputs.push(Redlock::new(&server.url()).args(&args).run());
     }
@@ -216,21 +151,11 @@ fn a_password_the_url_lacks_is_an_auth_error_and_never_printed() {
 fn a_wrong_token_is_lost_and_leaves_the_key_untouched() {
     let fleet = Fleet::start(3);
     let key = unique_key("wrongtoken");
-    let out = Redlock::on(&fleet)
-        .args(["acquire", "--key", &key, "--ttl", "20s"])
-        .run();
+    let out = Redlock::on(&fleet).args(["acquire", "--key", &key, "--ttl", "20s"]).run();
     out.expect(0);
     let token = out.line();
     Redlock::on(&fleet)
-        .args([
-            "extend",
-            "--key",
-            &key,
-            "--token",
-            "not-the-token",
-            "--ttl",
-            "60s",
-        ])
+        .args(["extend", "--key", &key, "--token", "not-the-token", "--ttl", "60s"])
         .run()
         .expect(70)
         .stderr_has("not held by this token");
@@ -241,52 +166,32 @@ fn a_wrong_token_is_lost_and_leaves_the_key_untouched() {
     for s in &fleet.servers {
         assert_eq!(s.get(&key).as_deref(), Some(token));
         let pttl = s.pttl(&key);
-        assert!(
-            pttl > 0 && pttl <= 20_000,
-            "the wrong token must not extend: {pttl}"
-        );
+        assert!(pttl > 0 && pttl <= 20_000, "the wrong token must not extend: {pttl}");
     }
     // A lock that expired is not ours to release either.
     let short = unique_key("expired");
-    let out = Redlock::on(&fleet)
-        .args(["acquire", "--key", &short, "--ttl", "50ms"])
-        .run();
+    let out = Redlock::on(&fleet).args(["acquire", "--key", &short, "--ttl", "50ms"]).run();
     out.expect(0);
     std::thread::sleep(Duration::from_millis(120));
-    Redlock::on(&fleet)
-        .args(["release", "--key", &short, "--token", out.line()])
-        .run()
-        .expect(70);
+    Redlock::on(&fleet).args(["release", "--key", &short, "--token", out.line()]).run().expect(70);
 }
 
 #[test]
 fn status_before_and_after_names_the_holder() {
     let fleet = Fleet::start(3);
     let key = unique_key("status");
-    let before = Redlock::on(&fleet)
-        .args(["status", "--key", &key, "--json"])
-        .run();
+    let before = Redlock::on(&fleet).args(["status", "--key", &key, "--json"]).run();
     before.expect(1);
     let json = before.json();
     assert_eq!(json["held"], false);
     assert_eq!(json["quorum"], 2);
     assert_eq!(json["servers"].as_array().map(Vec::len), Some(3));
-    assert!(
-        json["servers"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|s| s["state"] == "free")
-    );
+    assert!(json["servers"].as_array().unwrap().iter().all(|s| s["state"] == "free"));
 
-    let out = Redlock::on(&fleet)
-        .args(["acquire", "--key", &key, "--ttl", "30s"])
-        .run();
+    let out = Redlock::on(&fleet).args(["acquire", "--key", &key, "--ttl", "30s"]).run();
     out.expect(0);
     let token = out.line();
-    let after = Redlock::on(&fleet)
-        .args(["status", "--key", &key, "--json"])
-        .run();
+    let after = Redlock::on(&fleet).args(["status", "--key", &key, "--json"]).run();
     after.expect(0);
     let json = after.json();
     assert_eq!(json["key"], key.as_str());
@@ -304,20 +209,9 @@ fn status_before_and_after_names_the_holder() {
 
     let table = Redlock::on(&fleet).args(["status", "--key", &key]).run();
     table.expect(0);
-    assert!(
-        table
-            .stdout
-            .lines()
-            .last()
-            .unwrap_or("")
-            .starts_with("held: "),
-        "{}",
-        table.stdout
-    );
-    let held_rows = table
-        .stdout
-        .lines()
-        .filter(|l| l.starts_with("127.0.0.1:") && l.contains("  held  "));
+    assert!(table.stdout.lines().last().unwrap_or("").starts_with("held: "), "{}", table.stdout);
+    let held_rows =
+        table.stdout.lines().filter(|l| l.starts_with("127.0.0.1:") && l.contains("  held  "));
     assert_eq!(held_rows.count(), 3, "{}", table.stdout);
 }
 
@@ -325,14 +219,8 @@ fn status_before_and_after_names_the_holder() {
 fn force_release_deletes_whoever_holds_it() {
     let fleet = Fleet::start(3);
     let key = unique_key("force");
-    Redlock::on(&fleet)
-        .args(["acquire", "--key", &key])
-        .run()
-        .expect(0);
-    Redlock::on(&fleet)
-        .args(["release", "--key", &key, "--force"])
-        .run()
-        .expect(0);
+    Redlock::on(&fleet).args(["acquire", "--key", &key]).run().expect(0);
+    Redlock::on(&fleet).args(["release", "--key", &key, "--force"]).run().expect(0);
     assert_eq!(fleet.values(&key), vec![None, None, None]);
 }
 
@@ -349,15 +237,8 @@ fn a_key_of_the_wrong_type_is_reported_and_never_overwritten() {
         .expect(69)
         .within(PROMPT)
         .stderr_has("WRONGTYPE");
-    Redlock::on(&fleet)
-        .args(["release", "--key", &key, "--force"])
-        .run()
-        .expect(69);
-    Redlock::on(&fleet)
-        .args(["status", "--key", &key])
-        .run()
-        .expect(69)
-        .stderr_has("WRONGTYPE");
+    Redlock::on(&fleet).args(["release", "--key", &key, "--force"]).run().expect(69);
+    Redlock::on(&fleet).args(["status", "--key", &key]).run().expect(69).stderr_has("WRONGTYPE");
     for s in &fleet.servers {
         let field: Option<String> = s.cmd(&["HGET", &key, "field"]);
         assert_eq!(field.as_deref(), Some("data"));
@@ -368,10 +249,7 @@ fn a_key_of_the_wrong_type_is_reported_and_never_overwritten() {
 fn waiting_retries_until_the_holder_expires_or_the_wait_ends() {
     let fleet = Fleet::start(3);
     let key = unique_key("wait");
-    Redlock::on(&fleet)
-        .args(["acquire", "--key", &key, "--ttl", "10s"])
-        .run()
-        .expect(0);
+    Redlock::on(&fleet).args(["acquire", "--key", &key, "--ttl", "10s"]).run().expect(0);
     Redlock::on(&fleet)
         .args(["acquire", "--key", &key, "--wait", "300ms"])
         .run()
@@ -379,13 +257,8 @@ fn waiting_retries_until_the_holder_expires_or_the_wait_ends() {
         .within(PROMPT);
 
     let short = unique_key("wait-short");
-    Redlock::on(&fleet)
-        .args(["acquire", "--key", &short, "--ttl", "700ms"])
-        .run()
-        .expect(0);
-    let second = Redlock::on(&fleet)
-        .args(["acquire", "--key", &short, "--wait", "20s"])
-        .run();
+    Redlock::on(&fleet).args(["acquire", "--key", &short, "--ttl", "700ms"]).run().expect(0);
+    let second = Redlock::on(&fleet).args(["acquire", "--key", &short, "--wait", "20s"]).run();
     second.expect(0).within(PROMPT);
     assert_eq!(fleet.servers[0].get(&short).as_deref(), Some(second.line()));
 }
@@ -416,15 +289,7 @@ fn bad_inputs_exit_64_with_one_line_and_touch_no_server() {
         vec!["acquire", "--key", "k", "--ttl", "banana"],
         vec!["acquire", "--key", "k", "--wait", "1x"],
         vec!["acquire", "--key", "k", "-n", "--wait", "1s"],
-        vec![
-            "--quorum",
-            "4",
-            "--servers",
-            &three,
-            "acquire",
-            "--key",
-            "k",
-        ],
+        vec!["--quorum", "4", "--servers", &three, "acquire", "--key", "k"],
         vec!["--quorum", "0", "acquire", "--key", "k"],
         vec!["--servers", "http://127.0.0.1:1", "acquire", "--key", "k"],
         vec!["--servers", "", "acquire", "--key", "k"],
@@ -448,9 +313,5 @@ fn bad_inputs_exit_64_with_one_line_and_touch_no_server() {
             out.fail("should print exactly one `redlock: ...` line on stderr");
         }
     }
-    assert_eq!(
-        server.connections_received(),
-        before + 1,
-        "only our own INFO connection"
-    );
+    assert_eq!(server.connections_received(), before + 1, "only our own INFO connection");
 }

@@ -6,6 +6,7 @@
 mod docs;
 mod doctor;
 mod engine;
+mod fencing;
 mod harness;
 mod readme;
 mod run;

@@ -12,26 +12,17 @@ fn recipe(name: &str) -> String {
     let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
         .expect("README.md");
     let marker = format!("<!-- recipe: {name} -->");
-    let after = &readme[readme
-        .find(&marker)
-        .unwrap_or_else(|| panic!("no {marker}"))
-        + marker.len()..];
-    let body = after
-        .split_once("```")
-        .and_then(|(_, b)| b.split_once('\n'))
-        .map(|(_, b)| b)
-        .unwrap();
+    let after =
+        &readme[readme.find(&marker).unwrap_or_else(|| panic!("no {marker}")) + marker.len()..];
+    let body =
+        after.split_once("```").and_then(|(_, b)| b.split_once('\n')).map(|(_, b)| b).unwrap();
     body.split_once("```").unwrap().0.to_owned()
 }
 
 /// Runs a shell snippet with `redlock` on PATH and the fleet's servers.
 fn sh(fleet: &Fleet, script: &str) -> std::process::Child {
     let bin_dir = Path::new(env!("CARGO_BIN_EXE_redlock")).parent().unwrap();
-    let path = format!(
-        "{}:{}",
-        bin_dir.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default());
     Command::new("sh")
         .args(["-c", script])
         .env("PATH", path)
@@ -54,22 +45,14 @@ fn the_cron_recipe_runs_the_job_once_across_hosts() {
     let dir = tempfile::tempdir().unwrap();
     let ran = dir.path().join("ran");
     let job = dir.path().join("report");
-    std::fs::write(
-        &job,
-        format!("#!/bin/sh\necho \"$REDLOCK_TOKEN\" >> {}\n", ran.display()),
-    )
-    .unwrap();
+    std::fs::write(&job, format!("#!/bin/sh\necho \"$REDLOCK_TOKEN\" >> {}\n", ran.display()))
+        .unwrap();
     std::fs::set_permissions(&job, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
 
     let recipe = recipe("cron");
-    let line = recipe
-        .lines()
-        .find(|l| l.starts_with("*/5"))
-        .expect("a cron line");
+    let line = recipe.lines().find(|l| l.starts_with("*/5")).expect("a cron line");
     let command: Vec<&str> = line.split_whitespace().skip(5).collect();
-    let command = command
-        .join(" ")
-        .replace("/usr/local/bin/report", &job.display().to_string());
+    let command = command.join(" ").replace("/usr/local/bin/report", &job.display().to_string());
     assert!(command.starts_with("redlock run"), "{command}");
 
     // Two hosts fire the same tick, a third a little late: one run in all.
@@ -78,10 +61,7 @@ fn the_cron_recipe_runs_the_job_once_across_hosts() {
     outputs.push(finished(sh(&fleet, &command)));
     for out in &outputs {
         assert_eq!(out.status.code(), Some(0), "{out:?}");
-        assert!(
-            out.stdout.is_empty() && out.stderr.is_empty(),
-            "cron would mail: {out:?}"
-        );
+        assert!(out.stdout.is_empty() && out.stderr.is_empty(), "cron would mail: {out:?}");
     }
     assert_eq!(std::fs::read_to_string(&ran).unwrap().lines().count(), 1);
 }
@@ -111,9 +91,5 @@ fn the_script_recipe_holds_and_releases_the_lock() {
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("held: maint is held by"), "{stdout}");
-    assert_eq!(
-        fleet.values("maint"),
-        vec![None, None, None],
-        "the trap released it"
-    );
+    assert_eq!(fleet.values("maint"), vec![None, None, None], "the trap released it");
 }

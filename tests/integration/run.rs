@@ -21,11 +21,7 @@ fn pid_in(path: &Path) -> i32 {
         if let Ok(pid) = read(path).trim().parse() {
             return pid;
         }
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "no pid in {}",
-            path.display()
-        );
+        assert!(start.elapsed() < Duration::from_secs(10), "no pid in {}", path.display());
         std::thread::sleep(Duration::from_millis(5));
     }
 }
@@ -60,10 +56,7 @@ fn exit_statuses_pass_through() {
         .run()
         .expect(126)
         .stderr_has("cannot execute");
-    Redlock::on(&fleet)
-        .args(["run", "--key", &key, "--"])
-        .run()
-        .expect(64);
+    Redlock::on(&fleet).args(["run", "--key", &key, "--"]).run().expect(64);
     // Nothing left behind by any of them, failed spawns included.
     assert_eq!(fleet.values(&key), vec![None]);
 }
@@ -80,44 +73,30 @@ fn the_child_gets_the_token_that_is_in_redis_and_the_key_is_gone_after() {
         fleet.servers[0].port,
         seen.display()
     );
-    Redlock::on(&fleet)
-        .args(["run", "--key", &key, "-c", &script])
-        .run()
-        .expect(0);
+    Redlock::on(&fleet).args(["run", "--key", &key, "-c", &script]).run().expect(0);
     let seen = read(&seen);
     let mut lines = seen.lines();
     let (env_key, token) = lines.next().unwrap().split_once(' ').unwrap();
     assert_eq!(env_key, key);
-    assert_eq!(
-        lines.next(),
-        Some(token),
-        "REDLOCK_TOKEN is the value in Redis"
-    );
+    assert_eq!(lines.next(), Some(token), "REDLOCK_TOKEN is the value in Redis");
     assert_eq!(fleet.values(&key), vec![None, None, None]);
 }
 
 /// Runs `n` concurrent `run --wait` on one key; each child checks that no
-/// other is inside its critical section. Returns (ran, overlaps).
-fn contend(fleet: &Fleet, n: usize) -> (usize, usize) {
+/// other is inside its critical section and records its fence. Returns the
+/// fences in the order the children entered, and the overlaps seen.
+pub fn contend(fleet: &Fleet, n: usize) -> (Vec<u64>, usize) {
     let key = unique_key("contend");
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().display().to_string();
     let script = format!(
         "mkdir {d}/inside 2>/dev/null || echo overlap >> {d}/overlaps; \
-         echo $$ >> {d}/ran; sleep 0.05; rmdir {d}/inside"
+         echo $REDLOCK_FENCE >> {d}/ran; sleep 0.05; rmdir {d}/inside"
     );
     let running: Vec<_> = (0..n)
         .map(|_| {
             Redlock::on(fleet)
-                .args([
-                    "--node-timeout",
-                    "200ms",
-                    "run",
-                    "--key",
-                    &key,
-                    "--wait",
-                    "50s",
-                ])
+                .args(["--node-timeout", "200ms", "run", "--key", &key, "--wait", "50s"])
                 .args(["--ttl", "5s", "-c", &script])
                 .spawn()
         })
@@ -125,15 +104,22 @@ fn contend(fleet: &Fleet, n: usize) -> (usize, usize) {
     for r in running {
         r.wait().expect(0);
     }
-    let ran = read(&dir.path().join("ran")).lines().count();
+    let fences = read(&dir.path().join("ran")).lines().map(|l| l.parse().unwrap()).collect();
     let overlaps = read(&dir.path().join("overlaps")).lines().count();
-    (ran, overlaps)
+    (fences, overlaps)
+}
+
+/// Asserts 8 children ran, none overlapped, and each drew a larger fence
+/// than the one before it.
+fn assert_exclusive(fleet: &Fleet) {
+    let (fences, overlaps) = contend(fleet, 8);
+    assert_eq!((fences.len(), overlaps), (8, 0), "fences {fences:?}");
+    assert!(fences.windows(2).all(|w| w[0] < w[1]), "fences in entry order: {fences:?}");
 }
 
 #[test]
 fn eight_contenders_on_five_servers_never_overlap() {
-    let fleet = Fleet::start(5);
-    assert_eq!(contend(&fleet, 8), (8, 0));
+    assert_exclusive(&Fleet::start(5));
 }
 
 #[test]
@@ -141,7 +127,7 @@ fn eight_contenders_with_two_of_five_servers_down_never_overlap() {
     let mut fleet = Fleet::start(5);
     fleet.servers[0].stop();
     fleet.servers[3].stop();
-    assert_eq!(contend(&fleet, 8), (8, 0));
+    assert_exclusive(&fleet);
 }
 
 #[test]
@@ -158,10 +144,7 @@ fn renewal_keeps_a_one_second_lock_through_a_three_second_child() {
     let start = Instant::now();
     let mut refused = 0;
     while start.elapsed() < Duration::from_millis(2700) {
-        Redlock::on(&fleet)
-            .args(["acquire", "-n", "--key", &key, "--ttl", "1s"])
-            .run()
-            .expect(75);
+        Redlock::on(&fleet).args(["acquire", "-n", "--key", &key, "--ttl", "1s"]).run().expect(75);
         refused += 1;
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -198,10 +181,7 @@ fn a_lost_lock_stops_the_child_before_the_validity_ends() {
     out.expect(70).stderr_has("lost the lock");
     assert!(!process_alive(child), "child {child} still runs");
     // The lock was valid for at most 2s from before the child started.
-    assert!(
-        elapsed < Duration::from_secs(2),
-        "stopped only after {elapsed:?}"
-    );
+    assert!(elapsed < Duration::from_secs(2), "stopped only after {elapsed:?}");
 }
 
 #[test]
@@ -209,17 +189,13 @@ fn a_child_that_ignores_the_stop_signal_is_killed_before_the_validity_ends() {
     let (out, child, elapsed) = lose_the_lock(&["--on-lost", "INT"], "trap '' INT TERM; sleep 30");
     out.expect(70).stderr_has("SIGKILL");
     assert!(!process_alive(child), "child {child} still runs");
-    assert!(
-        elapsed < Duration::from_secs(2),
-        "killed only after {elapsed:?}"
-    );
+    assert!(elapsed < Duration::from_secs(2), "killed only after {elapsed:?}");
 }
 
 #[test]
 fn on_lost_ignore_keeps_the_child_and_its_status() {
     let (out, _, _) = lose_the_lock(&["--on-lost", "ignore"], "sleep 1.5; exit 5");
-    out.expect(5)
-        .stderr_has("--on-lost ignore keeps the command running");
+    out.expect(5).stderr_has("--on-lost ignore keeps the command running");
 }
 
 #[test]
@@ -227,16 +203,11 @@ fn each_forwarded_signal_reaches_the_child_exactly_once() {
     let fleet = Fleet::start(1);
     let key = unique_key("signals");
     let dir = tempfile::tempdir().unwrap();
-    let (log, ready, done) = (
-        dir.path().join("log"),
-        dir.path().join("ready"),
-        dir.path().join("done"),
-    );
+    let (log, ready, done) =
+        (dir.path().join("log"), dir.path().join("ready"), dir.path().join("done"));
     let names = ["INT", "TERM", "HUP", "QUIT", "USR1", "USR2"];
-    let traps: String = names
-        .iter()
-        .map(|n| format!("trap 'echo {n} >> {}' {n}; ", log.display()))
-        .collect();
+    let traps: String =
+        names.iter().map(|n| format!("trap 'echo {n} >> {}' {n}; ", log.display())).collect();
     let script = format!(
         "{traps} touch {}; while [ ! -e {} ]; do sleep 0.02; done",
         ready.display(),
@@ -247,29 +218,16 @@ fn each_forwarded_signal_reaches_the_child_exactly_once() {
         .args(["run", "--key", &key, "--", "sh", "-c", &script])
         .spawn();
     wait_for_file(&ready);
-    let signals = [
-        libc::SIGINT,
-        libc::SIGTERM,
-        libc::SIGHUP,
-        libc::SIGQUIT,
-        libc::SIGUSR1,
-        libc::SIGUSR2,
-    ];
+    let signals =
+        [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT, libc::SIGUSR1, libc::SIGUSR2];
     for (i, (signal, name)) in signals.iter().zip(names).enumerate() {
         // Even ones to redlock alone (kill), odd ones to its whole process
         // group, as a terminal sends Ctrl-C.
-        let target = if i % 2 == 0 {
-            running.pid()
-        } else {
-            -running.pid()
-        };
+        let target = if i % 2 == 0 { running.pid() } else { -running.pid() };
         send_signal(target, *signal);
         let start = Instant::now();
         while !read(&log).lines().any(|l| l == name) {
-            assert!(
-                start.elapsed() < Duration::from_secs(10),
-                "{name} never reached the child"
-            );
+            assert!(start.elapsed() < Duration::from_secs(10), "{name} never reached the child");
             std::thread::sleep(Duration::from_millis(5));
         }
     }
@@ -277,11 +235,7 @@ fn each_forwarded_signal_reaches_the_child_exactly_once() {
     running.wait().expect(0);
     let log = read(&log);
     for name in names {
-        assert_eq!(
-            log.lines().filter(|l| *l == name).count(),
-            1,
-            "{name} in:\n{log}"
-        );
+        assert_eq!(log.lines().filter(|l| *l == name).count(), 1, "{name} in:\n{log}");
     }
     assert_eq!(fleet.values(&key), vec![None]);
 }
@@ -294,46 +248,27 @@ fn killing_redlock_kills_the_child_and_the_lock_expires() {
     let pid = dir.path().join("pid");
     let running = Redlock::on(&fleet)
         .args(["run", "--key", &key, "--ttl", "3s", "--"])
-        .args([
-            "sh",
-            "-c",
-            &format!("echo $$ > {}; exec sleep 30", pid.display()),
-        ])
+        .args(["sh", "-c", &format!("echo $$ > {}; exec sleep 30", pid.display())])
         .spawn();
     let child = pid_in(&pid);
     send_signal(running.pid(), libc::SIGKILL);
     let out = running.wait();
     assert!(out.status.code().is_none(), "redlock was killed");
-    assert!(
-        wait_gone(child, Duration::from_secs(10)),
-        "child {child} outlived redlock"
-    );
+    assert!(wait_gone(child, Duration::from_secs(10)), "child {child} outlived redlock");
     let pttl = fleet.servers[0].pttl(&key);
-    assert!(
-        pttl > 0 && pttl <= 3000,
-        "the lock stays until its TTL: {pttl}"
-    );
+    assert!(pttl > 0 && pttl <= 3000, "the lock stays until its TTL: {pttl}");
 }
 
 #[test]
 fn keep_holds_the_lock_after_the_child_exits() {
     let fleet = Fleet::start(3);
     let key = unique_key("keep");
-    Redlock::on(&fleet)
-        .args(["run", "--key", &key, "--keep", "5s", "--", "true"])
-        .run()
-        .expect(0);
+    Redlock::on(&fleet).args(["run", "--key", &key, "--keep", "5s", "--", "true"]).run().expect(0);
     for s in &fleet.servers {
         let pttl = s.pttl(&key);
-        assert!(
-            pttl > 3000 && pttl <= 5000,
-            "kept for the rest of 5s: {pttl}"
-        );
+        assert!(pttl > 3000 && pttl <= 5000, "kept for the rest of 5s: {pttl}");
     }
-    Redlock::on(&fleet)
-        .args(["run", "-n", "--key", &key, "--", "true"])
-        .run()
-        .expect(75);
+    Redlock::on(&fleet).args(["run", "-n", "--key", &key, "--", "true"]).run().expect(75);
 }
 
 #[test]
@@ -348,10 +283,7 @@ fn max_hold_stops_the_child_and_its_grandchildren_with_124() {
         .spawn();
     let grandchild = pid_in(&grandchild);
     running.wait().expect(124).stderr_has("--max-hold");
-    assert!(
-        wait_gone(grandchild, Duration::from_secs(5)),
-        "grandchild {grandchild} still runs"
-    );
+    assert!(wait_gone(grandchild, Duration::from_secs(5)), "grandchild {grandchild} still runs");
     assert_eq!(fleet.values(&key), vec![None]);
 }
 
@@ -359,13 +291,9 @@ fn max_hold_stops_the_child_and_its_grandchildren_with_124() {
 fn a_nested_run_on_the_same_key_runs_directly() {
     let fleet = Fleet::start(1);
     let key = unique_key("reentry");
-    let inner = format!(
-        "{} run -n --key {key} -- sh -c 'echo inner-ran'",
-        env!("CARGO_BIN_EXE_redlock")
-    );
-    let out = Redlock::on(&fleet)
-        .args(["run", "-n", "--key", &key, "-c", &inner])
-        .run();
+    let inner =
+        format!("{} run -n --key {key} -- sh -c 'echo inner-ran'", env!("CARGO_BIN_EXE_redlock"));
+    let out = Redlock::on(&fleet).args(["run", "-n", "--key", &key, "-c", &inner]).run();
     out.expect(0);
     assert_eq!(out.line(), "inner-ran");
 }
@@ -374,22 +302,9 @@ fn a_nested_run_on_the_same_key_runs_directly() {
 fn busy_with_conflict_exit_code_zero_is_silent() {
     let fleet = Fleet::start(1);
     let key = unique_key("cron");
-    Redlock::on(&fleet)
-        .args(["acquire", "--key", &key])
-        .run()
-        .expect(0);
+    Redlock::on(&fleet).args(["acquire", "--key", &key]).run().expect(0);
     let out = Redlock::on(&fleet)
-        .args([
-            "run",
-            "-n",
-            "-E",
-            "0",
-            "--key",
-            &key,
-            "--",
-            "echo",
-            "should-not-run",
-        ])
+        .args(["run", "-n", "-E", "0", "--key", &key, "--", "echo", "should-not-run"])
         .run();
     out.expect(0);
     assert_eq!((out.stdout.as_str(), out.stderr.as_str()), ("", ""));
@@ -404,9 +319,7 @@ fn busy_with_conflict_exit_code_zero_is_silent() {
 fn a_waiter_subscribes_and_runs_once_the_holder_releases() {
     let fleet = Fleet::start(3);
     let key = unique_key("wake");
-    let token = Redlock::on(&fleet)
-        .args(["acquire", "--key", &key, "--ttl", "60s"])
-        .run();
+    let token = Redlock::on(&fleet).args(["acquire", "--key", &key, "--ttl", "60s"]).run();
     token.expect(0);
     let waiter = Redlock::on(&fleet)
         .args(["run", "--key", &key, "--wait", "50s", "--", "echo", "ran"])
@@ -418,16 +331,10 @@ fn a_waiter_subscribes_and_runs_once_the_holder_releases() {
         if subs.1 == 1 {
             break;
         }
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "the waiter never subscribed"
-        );
+        assert!(start.elapsed() < Duration::from_secs(10), "the waiter never subscribed");
         std::thread::sleep(Duration::from_millis(10));
     }
-    Redlock::on(&fleet)
-        .args(["release", "--key", &key, "--token", token.line()])
-        .run()
-        .expect(0);
+    Redlock::on(&fleet).args(["release", "--key", &key, "--token", token.line()]).run().expect(0);
     let out = waiter.wait();
     out.expect(0);
     assert_eq!(out.line(), "ran");
@@ -438,9 +345,7 @@ fn jitter_sleeps_at_most_its_bound_before_the_first_attempt() {
     let fleet = Fleet::start(1);
     let key = unique_key("jitter");
     let out = Redlock::on(&fleet)
-        .args([
-            "-v", "run", "--key", &key, "--jitter", "300ms", "--", "true",
-        ])
+        .args(["-v", "run", "--key", &key, "--jitter", "300ms", "--", "true"])
         .run();
     out.expect(0);
     let slept = out

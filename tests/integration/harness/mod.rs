@@ -20,11 +20,7 @@ pub const HANG: Duration = Duration::from_secs(60);
 /// A key unique to this test run and call site.
 pub fn unique_key(name: &str) -> String {
     static N: AtomicUsize = AtomicUsize::new(0);
-    format!(
-        "test-{name}-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    )
+    format!("test-{name}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed))
 }
 
 /// Waits until `path` exists (the event a test synchronises on), at most [`HANG`].
@@ -40,10 +36,7 @@ pub fn wait_for_file(path: &std::path::Path) {
 pub fn process_alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         // The state follows the parenthesised command name.
-        Ok(stat) => stat
-            .rsplit(')')
-            .next()
-            .is_some_and(|rest| !rest.trim_start().starts_with('Z')),
+        Ok(stat) => stat.rsplit(')').next().is_some_and(|rest| !rest.trim_start().starts_with('Z')),
         Err(_) => false,
     }
 }
@@ -77,19 +70,11 @@ impl Redlock {
     /// as a crontab would) and no inherited redlock variables.
     pub fn new(servers: &str) -> Redlock {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_redlock"));
-        for var in [
-            "REDLOCK_SERVERS",
-            "REDLOCK_TOKEN",
-            "REDLOCK_KEY",
-            "REDLOCK_FENCE",
-        ] {
+        for var in ["REDLOCK_SERVERS", "REDLOCK_TOKEN", "REDLOCK_KEY", "REDLOCK_FENCE"] {
             cmd.env_remove(var);
         }
         cmd.env("REDLOCK_SERVERS", servers);
-        Redlock {
-            cmd,
-            shown: vec![format!("REDLOCK_SERVERS={servers} redlock")],
-        }
+        Redlock { cmd, shown: vec![format!("REDLOCK_SERVERS={servers} redlock")] }
     }
 
     /// `redlock` against a fleet.
@@ -127,16 +112,9 @@ impl Redlock {
 
     /// Starts the process with piped stdout/stderr.
     pub fn spawn(mut self) -> Running {
-        self.cmd
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        self.cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
         let child = self.cmd.spawn().expect("spawn redlock");
-        Running {
-            child,
-            shown: self.shown.join(" "),
-            started: Instant::now(),
-        }
+        Running { child, shown: self.shown.join(" "), started: Instant::now() }
     }
 
     /// Runs to completion (at most [`HANG`]).
@@ -211,9 +189,7 @@ pub struct Output {
 impl Output {
     /// The exit code (panics when killed by a signal).
     pub fn code(&self) -> i32 {
-        self.status
-            .code()
-            .unwrap_or_else(|| self.fail("was killed by a signal"))
+        self.status.code().unwrap_or_else(|| self.fail("was killed by a signal"))
     }
 
     /// Panics with everything known about the run.

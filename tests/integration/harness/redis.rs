@@ -261,25 +261,16 @@ pub struct Fleet {
 impl Fleet {
     /// Starts `n` servers.
     pub fn start(n: usize) -> Fleet {
-        Fleet {
-            servers: (0..n).map(|_| RedisServer::start()).collect(),
-        }
+        Fleet { servers: (0..n).map(|_| RedisServer::start()).collect() }
     }
 
     /// The `--servers` value for all of them.
     pub fn urls(&self) -> String {
-        self.servers
-            .iter()
-            .map(RedisServer::url)
-            .collect::<Vec<_>>()
-            .join(",")
+        self.servers.iter().map(RedisServer::url).collect::<Vec<_>>().join(",")
     }
 
     /// The value of `key` on each server.
     pub fn values(&self, key: &str) -> Vec<Option<String>> {
-        self.servers
-            .iter()
-            .map(|s| if s.child.is_some() { s.get(key) } else { None })
-            .collect()
+        self.servers.iter().map(|s| if s.child.is_some() { s.get(key) } else { None }).collect()
     }
 }
