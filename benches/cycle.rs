@@ -33,8 +33,8 @@ fn main() {
             servers
                 .iter()
                 .map(|s| {
-                    Server::new(ServerUrl::parse(&s.url()).unwrap(), Duration::from_secs(1))
-                        .unwrap()
+                    let url = ServerUrl::parse(&s.url()).unwrap();
+                    Server::new(url, Duration::from_secs(1), &Default::default()).unwrap()
                 })
                 .collect(),
             SERVERS / 2 + 1,

@@ -65,13 +65,29 @@ _redlock() {
 
     case "${cmd}" in
         redlock)
-            opts="-v -q -h -V --servers --quorum --node-timeout --drift-factor --verbose --quiet --log-format --help --version run acquire extend release status doctor help"
+            opts="-v -q -h -V --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --verbose --quiet --log-format --help --version run acquire extend release status doctor help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --servers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-ca)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-cert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-key)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -99,7 +115,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__acquire)
-            opts="-k -n -v -q -h -V --key --ttl --no-wait --wait --no-fence --json --servers --quorum --node-timeout --drift-factor --verbose --quiet --log-format --help --version"
+            opts="-k -n -v -q -h -V --key --ttl --no-wait --wait --no-fence --json --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --verbose --quiet --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -122,6 +138,22 @@ _redlock() {
                     return 0
                     ;;
                 --servers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-ca)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-cert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-key)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -149,7 +181,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__doctor)
-            opts="-v -q -h -V --ttl --json --servers --quorum --node-timeout --drift-factor --verbose --quiet --log-format --help --version"
+            opts="-v -q -h -V --ttl --json --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --verbose --quiet --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -160,6 +192,22 @@ _redlock() {
                     return 0
                     ;;
                 --servers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-ca)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-cert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-key)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -187,7 +235,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__extend)
-            opts="-k -t -v -q -h -V --key --ttl --token --servers --quorum --node-timeout --drift-factor --verbose --quiet --log-format --help --version"
+            opts="-k -t -v -q -h -V --key --ttl --token --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --verbose --quiet --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -214,6 +262,22 @@ _redlock() {
                     return 0
                     ;;
                 --servers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-ca)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-cert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-key)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -353,7 +417,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__release)
-            opts="-k -t -v -q -h -V --key --token --force --servers --quorum --node-timeout --drift-factor --verbose --quiet --log-format --help --version"
+            opts="-k -t -v -q -h -V --key --token --force --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --verbose --quiet --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -376,6 +440,22 @@ _redlock() {
                     return 0
                     ;;
                 --servers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-ca)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-cert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-key)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -403,7 +483,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__run)
-            opts="-k -n -E -c -v -q -h -V --key --ttl --no-wait --wait --no-fence --conflict-exit-code --keep --max-hold --jitter --renew-every --on-lost --kill-after --command --servers --quorum --node-timeout --drift-factor --verbose --quiet --log-format --help --version"
+            opts="-k -n -E -c -v -q -h -V --key --ttl --no-wait --wait --no-fence --conflict-exit-code --keep --max-hold --jitter --renew-every --on-lost --kill-after --command --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --verbose --quiet --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -469,6 +549,22 @@ _redlock() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-ca)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-cert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --quorum)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -493,7 +589,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__status)
-            opts="-k -v -q -h -V --key --json --servers --quorum --node-timeout --drift-factor --verbose --quiet --log-format --help --version"
+            opts="-k -v -q -h -V --key --json --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --verbose --quiet --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -508,6 +604,22 @@ _redlock() {
                     return 0
                     ;;
                 --servers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-ca)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-cert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-key)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

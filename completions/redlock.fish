@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_redlock_global_optspecs
-    string join \n servers= quorum= node-timeout= drift-factor= v/verbose q/quiet log-format= h/help V/version
+    string join \n servers= password-file= tls-ca= tls-cert= tls-key= quorum= node-timeout= drift-factor= v/verbose q/quiet log-format= h/help V/version
 end
 
 function __fish_redlock_needs_command
@@ -25,6 +25,10 @@ function __fish_redlock_using_subcommand
 end
 
 complete -c redlock -n "__fish_redlock_needs_command" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path' -r
+complete -c redlock -n "__fish_redlock_needs_command" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
+complete -c redlock -n "__fish_redlock_needs_command" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F
+complete -c redlock -n "__fish_redlock_needs_command" -l tls-cert -d 'PEM client certificate, for servers that ask for one (with --tls-key)' -r -F
+complete -c redlock -n "__fish_redlock_needs_command" -l tls-key -d 'PEM private key of --tls-cert' -r -F
 complete -c redlock -n "__fish_redlock_needs_command" -l quorum -d 'Servers that must agree [default: more than half of them]' -r
 complete -c redlock -n "__fish_redlock_needs_command" -l node-timeout -d 'Time limit for each server call [default: a tenth of the TTL, at most 1s]' -r
 complete -c redlock -n "__fish_redlock_needs_command" -l drift-factor -d 'Clock drift allowance as a fraction of the TTL' -r
@@ -53,6 +57,10 @@ complete -c redlock -n "__fish_redlock_using_subcommand run" -l on-lost -d 'What
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l kill-after -d 'Grace between the --on-lost (or --max-hold) signal and SIGKILL [default: a third of the TTL, at most 10s]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s c -l command -d 'Run this shell command through $SHELL -c (or /bin/sh -c)' -r
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path' -r
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l tls-cert -d 'PEM client certificate, for servers that ask for one (with --tls-key)' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l tls-key -d 'PEM private key of --tls-cert' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l quorum -d 'Servers that must agree [default: more than half of them]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l node-timeout -d 'Time limit for each server call [default: a tenth of the TTL, at most 1s]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l drift-factor -d 'Clock drift allowance as a fraction of the TTL' -r
@@ -68,6 +76,10 @@ complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s k -l key -d 
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l ttl -d 'How long the lock lives on the servers without renewal' -r
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l wait -d 'Wait at most DUR for the lock [default: wait until acquired]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path' -r
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l tls-cert -d 'PEM client certificate, for servers that ask for one (with --tls-key)' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l tls-key -d 'PEM private key of --tls-cert' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l quorum -d 'Servers that must agree [default: more than half of them]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l node-timeout -d 'Time limit for each server call [default: a tenth of the TTL, at most 1s]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l drift-factor -d 'Clock drift allowance as a fraction of the TTL' -r
@@ -84,6 +96,10 @@ complete -c redlock -n "__fish_redlock_using_subcommand extend" -s k -l key -d '
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l ttl -d 'How long the lock lives on the servers without renewal' -r
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -s t -l token -d 'The token printed by `acquire`' -r
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path' -r
+complete -c redlock -n "__fish_redlock_using_subcommand extend" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand extend" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand extend" -l tls-cert -d 'PEM client certificate, for servers that ask for one (with --tls-key)' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand extend" -l tls-key -d 'PEM private key of --tls-cert' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l quorum -d 'Servers that must agree [default: more than half of them]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l node-timeout -d 'Time limit for each server call [default: a tenth of the TTL, at most 1s]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l drift-factor -d 'Clock drift allowance as a fraction of the TTL' -r
@@ -96,6 +112,10 @@ complete -c redlock -n "__fish_redlock_using_subcommand extend" -s V -l version 
 complete -c redlock -n "__fish_redlock_using_subcommand release" -s k -l key -d 'The lock\'s key' -r
 complete -c redlock -n "__fish_redlock_using_subcommand release" -s t -l token -d 'The token printed by `acquire`' -r
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path' -r
+complete -c redlock -n "__fish_redlock_using_subcommand release" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand release" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand release" -l tls-cert -d 'PEM client certificate, for servers that ask for one (with --tls-key)' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand release" -l tls-key -d 'PEM private key of --tls-cert' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l quorum -d 'Servers that must agree [default: more than half of them]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l node-timeout -d 'Time limit for each server call [default: a tenth of the TTL, at most 1s]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l drift-factor -d 'Clock drift allowance as a fraction of the TTL' -r
@@ -108,6 +128,10 @@ complete -c redlock -n "__fish_redlock_using_subcommand release" -s h -l help -d
 complete -c redlock -n "__fish_redlock_using_subcommand release" -s V -l version -d 'Print version'
 complete -c redlock -n "__fish_redlock_using_subcommand status" -s k -l key -d 'The lock\'s key' -r
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path' -r
+complete -c redlock -n "__fish_redlock_using_subcommand status" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand status" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand status" -l tls-cert -d 'PEM client certificate, for servers that ask for one (with --tls-key)' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand status" -l tls-key -d 'PEM private key of --tls-cert' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l quorum -d 'Servers that must agree [default: more than half of them]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l node-timeout -d 'Time limit for each server call [default: a tenth of the TTL, at most 1s]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l drift-factor -d 'Clock drift allowance as a fraction of the TTL' -r
@@ -120,6 +144,10 @@ complete -c redlock -n "__fish_redlock_using_subcommand status" -s h -l help -d 
 complete -c redlock -n "__fish_redlock_using_subcommand status" -s V -l version -d 'Print version'
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l ttl -d 'The TTL whose drift budget the servers\' clocks are checked against' -r
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path' -r
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l tls-cert -d 'PEM client certificate, for servers that ask for one (with --tls-key)' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l tls-key -d 'PEM private key of --tls-cert' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l quorum -d 'Servers that must agree [default: more than half of them]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l node-timeout -d 'Time limit for each server call [default: a tenth of the TTL, at most 1s]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l drift-factor -d 'Clock drift allowance as a fraction of the TTL' -r

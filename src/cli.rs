@@ -39,6 +39,30 @@ pub struct Global {
         hide_env_values = true
     )]
     pub servers: String,
+    /// Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]
+    #[arg(long, global = true, value_name = "FILE")]
+    pub password_file: Option<std::path::PathBuf>,
+    /// PEM file of the CA that signed the servers' TLS certificates (rediss://) [default: the public web roots]
+    #[arg(long, global = true, value_name = "FILE", env = "REDLOCK_TLS_CA")]
+    pub tls_ca: Option<std::path::PathBuf>,
+    /// PEM client certificate, for servers that ask for one (with --tls-key)
+    #[arg(
+        long,
+        global = true,
+        value_name = "FILE",
+        env = "REDLOCK_TLS_CERT",
+        requires = "tls_key"
+    )]
+    pub tls_cert: Option<std::path::PathBuf>,
+    /// PEM private key of --tls-cert
+    #[arg(
+        long,
+        global = true,
+        value_name = "FILE",
+        env = "REDLOCK_TLS_KEY",
+        requires = "tls_cert"
+    )]
+    pub tls_key: Option<std::path::PathBuf>,
     /// Servers that must agree [default: more than half of them]
     #[arg(long, global = true, value_name = "N")]
     pub quorum: Option<usize>,

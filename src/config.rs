@@ -31,10 +31,31 @@ pub struct Config {
     pub node_timeout: Duration,
     /// Clock drift allowance as a fraction of the TTL.
     pub drift_factor: f64,
+    /// Certificates for `rediss://` servers.
+    pub tls: Tls,
     /// Where messages go.
     pub log: Log,
     /// The subcommand and its settings.
     pub command: Command,
+}
+
+/// TLS material for `rediss://` servers, read from the files given.
+#[derive(Clone, Default)]
+pub struct Tls {
+    /// PEM of the CA to trust instead of the public roots.
+    pub ca: Option<Vec<u8>>,
+    /// PEM client certificate and key.
+    pub client: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+impl std::fmt::Debug for Tls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print key material.
+        f.debug_struct("Tls")
+            .field("ca", &self.ca.is_some())
+            .field("client", &self.client.is_some())
+            .finish()
+    }
 }
 
 /// How long to wait for a busy lock.
@@ -171,7 +192,26 @@ impl Config {
     pub fn from_cli(cli: Cli) -> Result<Config, Error> {
         let g = cli.global;
         let log = Log::new(g.verbose, g.quiet, g.log_format);
-        let servers = parse_servers(&g.servers)?;
+        let password = match &g.password_file {
+            Some(path) => Some(read_password(path)?),
+            None => std::env::var("REDLOCK_PASSWORD").ok().filter(|p| !p.is_empty()),
+        };
+        let servers = parse_servers(&g.servers)?
+            .into_iter()
+            .map(|url| match &password {
+                Some(pw) => url.with_default_password(pw).map_err(Error::Usage),
+                None => Ok(url),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let tls = Tls {
+            ca: g.tls_ca.as_deref().map(|p| read_file("--tls-ca", p)).transpose()?,
+            client: match (&g.tls_cert, &g.tls_key) {
+                (Some(cert), Some(key)) => {
+                    Some((read_file("--tls-cert", cert)?, read_file("--tls-key", key)?))
+                }
+                _ => None,
+            },
+        };
         let n = servers.len();
         let quorum = match g.quorum {
             None => n / 2 + 1,
@@ -214,7 +254,7 @@ impl Config {
             }
             None => (ttl / 10).clamp(Duration::from_millis(1), MAX_DEFAULT_NODE_TIMEOUT),
         };
-        Ok(Config { servers, quorum, node_timeout, drift_factor, log, command })
+        Ok(Config { servers, quorum, node_timeout, drift_factor, tls, log, command })
     }
 
     /// Opens (lazily) the servers with the node timeout.
@@ -222,11 +262,27 @@ impl Config {
         let servers = self
             .servers
             .iter()
-            .map(|url| Server::new(url.clone(), self.node_timeout))
+            .map(|url| Server::new(url.clone(), self.node_timeout, &self.tls))
             .collect::<Result<Vec<_>, _>>()
             .map_err(Error::Usage)?;
         Ok(crate::lock::Fleet::new(servers, self.quorum, self.drift_factor))
     }
+}
+
+fn read_file(flag: &str, path: &std::path::Path) -> Result<Vec<u8>, Error> {
+    std::fs::read(path)
+        .map_err(|e| Error::Usage(format!("{flag} {}: cannot read: {e}", path.display())))
+}
+
+/// The password file's first line (a trailing newline is not part of it).
+fn read_password(path: &std::path::Path) -> Result<String, Error> {
+    let text = String::from_utf8(read_file("--password-file", path)?)
+        .map_err(|_| Error::Usage(format!("--password-file {}: not UTF-8 text", path.display())))?;
+    let password = text.lines().next().unwrap_or("").to_owned();
+    if password.is_empty() {
+        return usage(format!("--password-file {}: empty", path.display()));
+    }
+    Ok(password)
 }
 
 fn usage<T>(message: String) -> Result<T, Error> {

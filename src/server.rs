@@ -9,6 +9,8 @@ use std::time::Duration;
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Client, ErrorKind, IntoConnectionInfo, RedisError};
 
+use crate::config::Tls;
+
 /// A validated server address: what to connect to and how to name it.
 #[derive(Clone)]
 pub struct ServerUrl {
@@ -56,6 +58,26 @@ impl ServerUrl {
         raw.into_connection_info()
             .map_err(|_| format!("server URL {shown:?} is not a valid Redis URL"))?;
         Ok(ServerUrl { secret: raw.to_owned(), name })
+    }
+
+    /// This URL with `password` when it carries none of its own (from
+    /// `--password-file` or `REDLOCK_PASSWORD`).
+    pub fn with_default_password(&self, password: &str) -> Result<ServerUrl, String> {
+        let mut url = url::Url::parse(&self.secret)
+            .map_err(|_| format!("server URL {:?} is not a URL", self.name))?;
+        if url.scheme().contains("unix") {
+            if url.query_pairs().any(|(k, _)| k == "pass") {
+                return Ok(self.clone());
+            }
+            url.query_pairs_mut().append_pair("pass", password);
+        } else {
+            if url.password().is_some() {
+                return Ok(self.clone());
+            }
+            url.set_password(Some(password))
+                .map_err(|()| format!("server URL {:?} cannot take a password", self.name))?;
+        }
+        Ok(ServerUrl { secret: url.into(), name: self.name.clone() })
     }
 
     /// The display name: host and port, never a password.
@@ -234,6 +256,16 @@ impl fmt::Display for ServerError {
     }
 }
 
+/// rustls needs one process-wide crypto provider and panics on the first
+/// TLS handshake without it; this crate builds rustls with ring only.
+fn install_crypto_provider() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // Err means another part of the process installed one first: fine.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
 /// One Redis server and its connection, opened on first use.
 pub struct Server {
     url: ServerUrl,
@@ -244,13 +276,34 @@ pub struct Server {
 
 impl Server {
     /// Prepares a server; nothing is connected until the first call.
-    pub fn new(url: ServerUrl, timeout: Duration) -> Result<Server, String> {
+    /// `rediss://` servers use `tls` (a private CA, a client certificate).
+    pub fn new(url: ServerUrl, timeout: Duration, tls: &Tls) -> Result<Server, String> {
+        install_crypto_provider();
         let invalid = || format!("server URL {:?} is not a valid Redis URL", url.name());
         let info = url.secret.as_str().into_connection_info().map_err(|_| invalid())?;
         // Skip CLIENT SETINFO on connect: one round trip less, and no NOPERM
         // noise for an ACL user limited to the lock commands.
         let settings = info.redis_settings().clone().set_skip_set_lib_name();
-        let client = Client::open(info.set_redis_settings(settings)).map_err(|_| invalid())?;
+        let info = info.set_redis_settings(settings);
+        let client =
+            if url.secret.starts_with("rediss:") && (tls.ca.is_some() || tls.client.is_some()) {
+                let certificates = redis::TlsCertificates {
+                    client_tls: tls.client.as_ref().map(|(cert, key)| redis::ClientTlsConfig {
+                        client_cert: cert.clone(),
+                        client_key: key.clone(),
+                    }),
+                    root_cert: tls.ca.clone(),
+                };
+                Client::build_with_tls(info, certificates).map_err(|e| {
+                    format!(
+                        "{}: TLS setup: {}",
+                        url.name(),
+                        e.detail().unwrap_or("bad certificate or key")
+                    )
+                })?
+            } else {
+                Client::open(info).map_err(|_| invalid())?
+            };
         Ok(Server { url, client, timeout, conn: Mutex::new(None) })
     }
 

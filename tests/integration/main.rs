@@ -10,3 +10,4 @@ mod fencing;
 mod harness;
 mod readme;
 mod run;
+mod tls;

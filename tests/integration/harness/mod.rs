@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod redis;
+pub mod tls;
 
 use std::ffi::OsStr;
 use std::io::Read;

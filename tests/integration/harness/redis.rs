@@ -25,6 +25,8 @@ pub struct RedisServer {
     dir: tempfile::TempDir,
     extra: Vec<String>,
     password: Option<String>,
+    /// CA to trust when the server speaks TLS only.
+    tls_ca: Option<PathBuf>,
     child: Option<Child>,
 }
 
@@ -60,11 +62,18 @@ impl RedisServer {
             .position(|a| *a == "--requirepass")
             .and_then(|i| extra.get(i + 1))
             .map(|p| (*p).to_owned());
+        let tls_ca = extra
+            .iter()
+            .position(|a| *a == "--tls-ca-cert-file")
+            .and_then(|i| extra.get(i + 1))
+            .filter(|_| extra.contains(&"--tls-cert-file"))
+            .map(PathBuf::from);
         let mut server = RedisServer {
             port: 0,
             dir: tempfile::tempdir().expect("temp dir for redis-server"),
             extra: extra.iter().map(|s| (*s).to_owned()).collect(),
             password,
+            tls_ca,
             child: None,
         };
         let mut last_log = String::new();
@@ -92,7 +101,14 @@ impl RedisServer {
     /// (port taken), panics when it neither exits nor answers in time.
     fn spawn_and_wait(&mut self) -> bool {
         let mut cmd = Command::new(redis_server_binary());
-        cmd.args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+        let port = self.port.to_string();
+        if self.tls_ca.is_some() {
+            // TLS only: the plain port is closed.
+            cmd.args(["--port", "0", "--tls-port", &port]);
+        } else {
+            cmd.args(["--port", &port]);
+        }
+        cmd.args(["--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no"])
             .arg("--dir")
             .arg(self.dir.path())
@@ -131,8 +147,12 @@ impl RedisServer {
         );
     }
 
-    /// True when the server answers PING (or NOAUTH, which is an answer).
+    /// True when the server answers PING (or NOAUTH, which is an answer);
+    /// a TLS-only server is ready when its log says so.
     fn ping(&self) -> bool {
+        if self.tls_ca.is_some() {
+            return self.log().contains("Ready to accept connections");
+        }
         let Ok(mut stream) = TcpStream::connect(("127.0.0.1", self.port)) else {
             return false;
         };
@@ -144,17 +164,22 @@ impl RedisServer {
         matches!(stream.read(&mut buf), Ok(n) if n > 0 && (buf.starts_with(b"+PONG") || buf.starts_with(b"-NOAUTH")))
     }
 
-    /// `redis://127.0.0.1:PORT`, with the password when the server has one.
+    /// `redis://127.0.0.1:PORT` (`rediss://` for TLS), with the password
+    /// when the server has one.
     pub fn url(&self) -> String {
         match &self.password {
-            Some(pw) => format!("redis://:{pw}@127.0.0.1:{}", self.port),
+            Some(pw) => format!("{}://:{pw}@127.0.0.1:{}", self.scheme(), self.port),
             None => self.url_without_password(),
         }
     }
 
-    /// `redis://127.0.0.1:PORT` even when the server wants a password.
+    fn scheme(&self) -> &'static str {
+        if self.tls_ca.is_some() { "rediss" } else { "redis" }
+    }
+
+    /// The URL even when the server wants a password.
     pub fn url_without_password(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
+        format!("{}://127.0.0.1:{}", self.scheme(), self.port)
     }
 
     /// The name redlock shows for this server.
@@ -204,7 +229,22 @@ impl RedisServer {
 
     /// A synchronous connection for inspecting the server.
     pub fn conn(&self) -> redis::Connection {
-        redis::Client::open(self.url())
+        let client = match &self.tls_ca {
+            Some(ca) => {
+                let dir = ca.parent().expect("cert dir");
+                let read = |f: &str| std::fs::read(dir.join(f)).expect("test certificate");
+                let certs = redis::TlsCertificates {
+                    client_tls: Some(redis::ClientTlsConfig {
+                        client_cert: read("client.pem"),
+                        client_key: read("client.key"),
+                    }),
+                    root_cert: Some(read("ca.pem")),
+                };
+                redis::Client::build_with_tls(self.url(), certs)
+            }
+            None => redis::Client::open(self.url()),
+        };
+        client
             .expect("client")
             .get_connection_with_timeout(Duration::from_secs(5))
             .unwrap_or_else(|e| panic!("connect to {}: {e}; log:\n{}", self.port, self.log()))
