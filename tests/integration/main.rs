@@ -10,4 +10,5 @@ mod fencing;
 mod harness;
 mod readme;
 mod run;
+mod secrets;
 mod tls;
