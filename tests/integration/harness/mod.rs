@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub mod proxy;
 pub mod redis;
 pub mod tls;
 
