@@ -119,7 +119,7 @@ pub enum Command {
 #[derive(Debug, Args)]
 pub struct KeyTtl {
     /// The lock's key, used as given on every server
-    #[arg(long, short = 'k')]
+    #[arg(long, short = 'k', allow_hyphen_values = true)]
     pub key: String,
     /// How long the lock lives on the servers without renewal
     #[arg(long, value_name = "DUR", default_value = "30s", allow_hyphen_values = true)]
@@ -202,7 +202,13 @@ pub struct ExtendArgs {
     #[command(flatten)]
     pub lock: KeyTtl,
     /// The token printed by `acquire`
-    #[arg(long, short = 't', env = "REDLOCK_TOKEN", hide_env_values = true)]
+    #[arg(
+        long,
+        short = 't',
+        env = "REDLOCK_TOKEN",
+        hide_env_values = true,
+        allow_hyphen_values = true
+    )]
     pub token: String,
 }
 
@@ -210,10 +216,16 @@ pub struct ExtendArgs {
 #[derive(Debug, Args)]
 pub struct ReleaseArgs {
     /// The lock's key
-    #[arg(long, short = 'k')]
+    #[arg(long, short = 'k', allow_hyphen_values = true)]
     pub key: String,
     /// The token printed by `acquire`
-    #[arg(long, short = 't', required_unless_present = "force", conflicts_with = "force")]
+    #[arg(
+        long,
+        short = 't',
+        required_unless_present = "force",
+        conflicts_with = "force",
+        allow_hyphen_values = true
+    )]
     pub token: Option<String>,
     /// Delete the lock whoever holds it
     #[arg(long)]
@@ -224,7 +236,7 @@ pub struct ReleaseArgs {
 #[derive(Debug, Args)]
 pub struct StatusArgs {
     /// The lock's key
-    #[arg(long, short = 'k')]
+    #[arg(long, short = 'k', allow_hyphen_values = true)]
     pub key: String,
     /// Print one JSON object instead of a table
     #[arg(long)]

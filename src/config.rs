@@ -401,10 +401,15 @@ fn optional(flag: &str, raw: &Option<String>) -> Result<Option<Duration>, Error>
     raw.as_deref().map(|r| duration(flag, r)).transpose()
 }
 
-/// A positive humantime duration (`500ms`, `30s`, `1h30m`).
+/// The longest duration any flag takes: monotonic deadlines are computed
+/// as `now + duration`, which must not overflow.
+pub const MAX_DURATION: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
+
+/// A positive humantime duration (`500ms`, `30s`, `1h30m`), at most 10 years.
 pub fn duration(flag: &str, raw: &str) -> Result<Duration, Error> {
     match humantime::parse_duration(raw.trim()) {
         Ok(d) if d.is_zero() => usage(format!("{flag} {raw:?}: must be longer than zero")),
+        Ok(d) if d > MAX_DURATION => usage(format!("{flag} {raw:?}: longer than 10 years")),
         Ok(d) if d.as_millis() == 0 => usage(format!("{flag} {raw:?}: must be at least 1ms")),
         Ok(d) => Ok(d),
         Err(_) => usage(format!("{flag} {raw:?}: not a duration (e.g. 500ms, 30s, 1h30m)")),
@@ -492,6 +497,33 @@ mod tests {
         ] {
             let m = usage_message(&args);
             assert!(m.contains(expect), "{args:?}: {m}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Any text is a positive duration or a usage error naming the flag.
+        #[test]
+        fn durations_never_panic(raw in "\\PC{0,40}") {
+            match duration("--ttl", &raw) {
+                Ok(d) => prop_assert!(d >= Duration::from_millis(1)),
+                Err(Error::Usage(m)) => prop_assert!(m.starts_with("--ttl ")),
+                Err(other) => prop_assert!(false, "{other:?}"),
+            }
+        }
+
+        #[test]
+        fn numbers_with_units_near_the_limits(n: u64, unit in "(ms|s|m|h|d|y)") {
+            let raw = format!("{n}{unit}");
+            let _ = duration("--wait", &raw);
+            if let Ok(d) = ttl(&raw) {
+                prop_assert!(d <= MAX_TTL && d >= Duration::from_millis(10));
+            }
         }
     }
 }

@@ -417,3 +417,35 @@ mod tests {
         assert!(ServerUrl::parse("not a url").is_err());
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Any string parses or fails with a message; neither the message
+        /// nor the display name ever contains the password.
+        #[test]
+        fn urls_never_panic_or_leak(
+            scheme in "(redis|rediss|unix|http|)",
+            user in "[a-z]{0,6}",
+            pass in "[A-Za-z0-9]{8,16}",
+            rest in "[ -~]{0,30}",
+        ) {
+            let raw = format!("{scheme}://{user}:{pass}@{rest}");
+            match ServerUrl::parse(&raw) {
+                Ok(url) => prop_assert!(!url.name().contains(&pass)),
+                Err(message) => prop_assert!(!message.contains(&pass), "{message}"),
+            }
+            let leaked = format!(":{}@", pass);
+            prop_assert!(!redact(&raw).contains(&leaked));
+        }
+
+        #[test]
+        fn arbitrary_text_never_panics(raw in "\\PC{0,80}") {
+            let _ = ServerUrl::parse(&raw);
+            let _ = redact(&raw);
+        }
+    }
+}

@@ -121,3 +121,22 @@ mod tests {
         assert_eq!((t.pid, t.host.as_str()), (42, "web-1.example.com"));
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn any_text_parses_or_not_without_panic(raw in "\\PC{0,120}") {
+            let _ = raw.parse::<Token>();
+        }
+
+        #[test]
+        fn tokens_round_trip(random: u128, pid: u32, created_ms: u64, host in "[a-z0-9][a-z0-9.-]{0,40}") {
+            let t = Token { random, pid, created_ms, host };
+            prop_assert_eq!(t.to_string().parse::<Token>(), Ok(t));
+        }
+    }
+}

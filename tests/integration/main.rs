@@ -8,6 +8,7 @@ mod doctor;
 mod engine;
 mod fencing;
 mod harness;
+mod hostile;
 mod network;
 mod readme;
 mod run;

@@ -1,0 +1,129 @@
+//! Hostile input: odd keys, keys of the wrong type, TTLs near the 64-bit
+//! limit, and servers that speak nonsense. Each gets a clear error and the
+//! documented exit code; never a panic, never a hang.
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::time::Duration;
+
+use crate::harness::{Fleet, Output, Redlock};
+
+fn no_panic(out: &Output) {
+    if out.stderr.contains("panicked") || out.stderr.contains("RUST_BACKTRACE") {
+        out.fail("panicked");
+    }
+}
+
+#[test]
+fn keys_with_spaces_newlines_unicode_and_64_kib_work_as_given() {
+    let fleet = Fleet::start(3);
+    let long = "k".repeat(64 * 1024);
+    for key in ["with spaces", "new\nline", "ünïcødé 🔒 ключ", "-starts-with-dash", long.as_str()]
+    {
+        let out = Redlock::on(&fleet).args(["acquire", "--key", key]).run();
+        out.expect(0);
+        no_panic(&out);
+        assert_eq!(
+            fleet.servers[0].get(key).as_deref(),
+            Some(out.line()),
+            "key {:?}",
+            &key[..key.len().min(20)]
+        );
+        let status = Redlock::on(&fleet).args(["status", "--json", "--key", key]).run();
+        status.expect(0);
+        assert_eq!(status.json()["key"], key);
+        Redlock::on(&fleet).args(["release", "--key", key, "--token", out.line()]).run().expect(0);
+        Redlock::on(&fleet).args(["run", "--key", key, "--", "true"]).run().expect(0);
+        assert_eq!(fleet.values(key), vec![None, None, None]);
+    }
+}
+
+#[test]
+fn a_key_holding_a_list_is_reported_and_kept() {
+    let fleet = Fleet::start(1);
+    let _: i64 = fleet.servers[0].cmd(&["RPUSH", "a-list", "x", "y"]);
+    for args in [
+        vec!["acquire", "-n", "--key", "a-list"],
+        vec!["run", "-n", "--key", "a-list", "--", "true"],
+        vec!["extend", "--key", "a-list", "--token", "t"],
+        vec!["release", "--key", "a-list", "--token", "t"],
+        vec!["release", "--key", "a-list", "--force"],
+        vec!["status", "--key", "a-list"],
+    ] {
+        let out = Redlock::on(&fleet).args(&args).run();
+        out.expect(69).stderr_has("WRONGTYPE");
+        no_panic(&out);
+    }
+    let len: i64 = fleet.servers[0].cmd(&["LLEN", "a-list"]);
+    assert_eq!(len, 2);
+}
+
+#[test]
+fn durations_near_the_64_bit_limit_are_usage_errors() {
+    let fleet = Fleet::start(1);
+    for args in [
+        vec!["acquire", "--key", "k", "--ttl", "18446744073709551615ms"],
+        vec!["acquire", "--key", "k", "--ttl", "18446744073709551616s"],
+        vec!["acquire", "--key", "k", "--ttl", "584942417355y"],
+        vec!["acquire", "--key", "k", "--ttl", "366d"],
+        vec!["acquire", "--key", "k", "--wait", "99999999999999999999999s"],
+        vec!["run", "--key", "k", "--max-hold", "18446744073709551615s", "--", "true"],
+        vec!["--node-timeout", "18446744073709551615ms", "status", "--key", "k"],
+    ] {
+        let out = Redlock::on(&fleet).args(&args).run();
+        out.expect(64);
+        no_panic(&out);
+        assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    }
+    assert_eq!(fleet.values("k"), vec![None]);
+    // The longest accepted TTL works end to end.
+    let out = Redlock::on(&fleet).args(["acquire", "--key", "k", "--ttl", "365d"]).run();
+    out.expect(0);
+    assert!(fleet.servers[0].pttl("k") > 364 * 24 * 3600 * 1000);
+}
+
+/// A TCP server that answers every connection with `reply` (then, when
+/// `hold` is set, keeps the connection open).
+fn nonsense_server(reply: &'static [u8], hold: bool) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut stream = stream;
+                let mut buf = [0u8; 4096];
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
+                while let Ok(n) = stream.read(&mut buf) {
+                    if n == 0 || stream.write_all(reply).is_err() || !hold {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    port
+}
+
+#[test]
+fn a_server_that_speaks_nonsense_is_an_error_not_a_hang() {
+    for (reply, hold) in [
+        (&b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n"[..], true),
+        (&b"\x00\xff\xfe garbage \x01\x02"[..], true),
+        (&b"*9999999999\r\n"[..], true),
+        (&b":not-a-number\r\n"[..], true),
+        (&b"+OK\r\n"[..], true),
+        (&b""[..], false),
+    ] {
+        let port = nonsense_server(reply, hold);
+        let url = format!("redis://127.0.0.1:{port}");
+        for args in [
+            vec!["--node-timeout", "300ms", "acquire", "-n", "--key", "k"],
+            vec!["--node-timeout", "300ms", "status", "--key", "k"],
+            vec!["--node-timeout", "300ms", "doctor"],
+        ] {
+            let out = Redlock::new(&url).args(&args).run();
+            out.expect(69).within(Duration::from_secs(5)).stderr_has(&format!("127.0.0.1:{port}"));
+            no_panic(&out);
+        }
+    }
+}
