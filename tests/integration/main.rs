@@ -5,6 +5,7 @@
 
 mod docs;
 mod doctor;
+mod drift;
 mod engine;
 mod fencing;
 mod harness;
