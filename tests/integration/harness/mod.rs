@@ -2,7 +2,7 @@
 //! that runs the real `redlock` binary and, on any failed expectation,
 //! panics with the command, its exit status, stdout and stderr.
 
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 pub mod proxy;
 pub mod redis;
