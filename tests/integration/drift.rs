@@ -9,7 +9,7 @@
 //!
 //! A holder whose renewals are cut off must have its command dead before
 //! any server lets another client in. Within the drift factor (1%) that
-//! holds; far beyond it (10%) it does not, which is the documented bound.
+//! holds; far beyond it (20%) it does not, which is the documented bound.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -87,9 +87,9 @@ fn within_the_drift_factor_the_holder_is_dead_before_anyone_else_holds() {
 
 #[test]
 fn far_beyond_the_drift_factor_exclusion_breaks_as_documented() {
-    // 10% slow, ten times the allowance: the servers let a second client in
-    // while the first still runs. This is the bound the README states.
-    let (killed, acquired) = race("0.9");
-    eprintln!("10% drift: command killed {killed:?} after the cut, next holder at {acquired:?}");
+    // 20% slow, twenty times the allowance: the servers let a second client
+    // in while the first still runs. This is the bound the README states.
+    let (killed, acquired) = race("0.8");
+    eprintln!("20% drift: command killed {killed:?} after the cut, next holder at {acquired:?}");
     assert!(acquired < killed, "expected a violation: killed {killed:?}, acquired {acquired:?}");
 }
