@@ -419,7 +419,7 @@ fn at_a_terminal_the_command_reads_it_and_ctrl_c_reaches_it_once() {
         }
     });
     let mut screen = String::new();
-    let mut wait_for = |text: &str, screen: &mut String| {
+    let wait_for = |text: &str, screen: &mut String| {
         let start = Instant::now();
         while !screen.contains(text) {
             assert!(
