@@ -9,15 +9,16 @@ use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 use redis::{Script, Value};
+use tokio_util::task::TaskTracker;
 
 use crate::error::Error;
 use crate::quorum::{self, Outcome, Reply, Round, Vote};
 use crate::server::{Op, Server, ServerError};
 use crate::token::Token;
-use tokio_util::task::TaskTracker;
 
-/// The Lua scripts, hashed once; `Script` sends EVALSHA and falls back to
-/// EVAL (loading the script) when the server answers NOSCRIPT.
+/// The Lua scripts, hashed once; `Script` sends EVALSHA and, when the
+/// server answers NOSCRIPT, SCRIPT LOAD and EVALSHA again (the README's ACL
+/// grants exactly those two).
 struct Scripts {
     acquire: Script,
     extend: Script,
@@ -53,7 +54,7 @@ struct Call {
 pub struct ServerResult {
     /// The server's display name.
     pub server: String,
-    /// `granted`, `held`, `extended`, `deleted`, `absent`, `not held`,
+    /// `granted`, `held` (acquire), `deleted`, `not held` (release),
     /// `not awaited`, or `error: ...`.
     pub result: String,
     /// Time to answer from the start of the round, in milliseconds.

@@ -8,9 +8,8 @@
 
 use std::fmt;
 use std::future::Future;
-use std::time::Duration;
-
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;

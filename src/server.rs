@@ -312,11 +312,6 @@ impl Server {
         self.url.name()
     }
 
-    /// The per-call timeout.
-    pub fn timeout(&self) -> Duration {
-        self.timeout
-    }
-
     /// An error for an answer that is not what the script returns.
     pub fn bad_reply(&self, op: Op, key: &str, what: String) -> ServerError {
         self.error(op, key.as_bytes(), Failure::Reply(what))
