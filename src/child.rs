@@ -147,11 +147,22 @@ impl Child {
         Ok(status)
     }
 
-    /// True while processes of the child's group still exist (after the
-    /// child itself exited: what it left behind).
+    /// True while processes of the child's group still run (after the
+    /// child itself exited: what it left behind). Zombies do not count:
+    /// orphans are reparented to pid 1, which in a container may reap them
+    /// late or never, and a zombie runs nothing.
     fn group_alive(&self) -> bool {
         // SAFETY: signal 0 only checks for existence.
-        unsafe { libc::kill(-self.pgid, 0) == 0 }
+        if unsafe { libc::kill(-self.pgid, 0) } != 0 {
+            return false;
+        }
+        let Ok(procs) = std::fs::read_dir("/proc") else {
+            return true;
+        };
+        procs.flatten().any(|entry| {
+            let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+            running_in_group(&stat, self.pgid)
+        })
     }
 
     /// Stops whatever the child left running in its process group: SIGTERM,
@@ -176,6 +187,18 @@ impl Child {
     }
 }
 
+/// True when `stat`, the text of a `/proc/PID/stat`, is a process of group
+/// `pgid` that is not a zombie. The command name (field 2) may hold spaces
+/// and parentheses, so the fields are counted from its last `)`.
+fn running_in_group(stat: &str, pgid: i32) -> bool {
+    let Some((_, rest)) = stat.rsplit_once(')') else {
+        return false;
+    };
+    let mut fields = rest.split_ascii_whitespace();
+    let (state, pgrp) = (fields.next(), fields.nth(1));
+    state.is_some_and(|s| s != "Z" && s != "X") && pgrp.and_then(|g| g.parse().ok()) == Some(pgid)
+}
+
 /// The exit code redlock reports for a child's exit status: its code, or
 /// 128+N when signal N ended it (never 0 for a killed child).
 pub fn exit_code(status: ExitStatus) -> u8 {
@@ -189,6 +212,18 @@ pub fn exit_code(status: ExitStatus) -> u8 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn zombies_and_other_groups_do_not_count_as_running() {
+        let stat = |name: &str, state: &str, pgrp: i32| {
+            format!("4242 ({name}) {state} 1 {pgrp} {pgrp} 0 -1 4194560 97 0 0 0")
+        };
+        assert!(running_in_group(&stat("sleep", "S", 77), 77));
+        assert!(running_in_group(&stat("a) R 1 5 (b", "R", 77), 77));
+        assert!(!running_in_group(&stat("sleep", "Z", 77), 77));
+        assert!(!running_in_group(&stat("sleep", "S", 78), 77));
+        assert!(!running_in_group("", 77));
+    }
 
     #[test]
     fn exit_codes_follow_the_shell() {

@@ -69,12 +69,16 @@ pub struct Redlock {
 
 impl Redlock {
     /// `redlock` with `--servers` set to `servers` (through the environment,
-    /// as a crontab would) and no inherited redlock variables.
+    /// as a crontab would), no inherited redlock variables, and `-c`
+    /// commands run by `/bin/sh` whatever the developer's `$SHELL` is (bash
+    /// execs a script's last command, dash does not: which process is the
+    /// child must not depend on the machine).
     pub fn new(servers: &str) -> Redlock {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_redlock"));
         for var in ["REDLOCK_SERVERS", "REDLOCK_TOKEN", "REDLOCK_KEY", "REDLOCK_FENCE"] {
             cmd.env_remove(var);
         }
+        cmd.env("SHELL", "/bin/sh");
         cmd.env("REDLOCK_SERVERS", servers);
         Redlock { cmd, shown: vec![format!("REDLOCK_SERVERS={servers} redlock")] }
     }
@@ -109,6 +113,25 @@ impl Redlock {
     pub fn own_group(mut self) -> Redlock {
         use std::os::unix::process::CommandExt;
         self.cmd.process_group(0);
+        self
+    }
+
+    /// Makes redlock the reaper of the orphans its command leaves and never
+    /// reaps them, like a container whose pid 1 does not reap: whatever
+    /// the command's group leaves behind stays a zombie.
+    pub fn orphans_stay_zombies(mut self) -> Redlock {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: prctl(2) only sets a flag of the new process; it is
+        // async-signal-safe, and the flag is kept across execve.
+        unsafe {
+            self.cmd.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0 {
+                    Ok(())
+                } else {
+                    Err(std::io::Error::last_os_error())
+                }
+            });
+        }
         self
     }
 
@@ -214,6 +237,14 @@ impl Output {
     pub fn stderr_has(&self, text: &str) -> &Output {
         if !self.stderr.contains(text) {
             self.fail(&format!("stderr should contain {text:?}"));
+        }
+        self
+    }
+
+    /// Asserts that stderr does not contain `text`.
+    pub fn stderr_lacks(&self, text: &str) -> &Output {
+        if self.stderr.contains(text) {
+            self.fail(&format!("stderr should not contain {text:?}"));
         }
         self
     }
