@@ -18,7 +18,10 @@ pub struct Generated {
 /// DESIGN.md's exit-code table, as (code, meaning).
 pub const EXIT_CODES: &[(&str, &str)] = &[
     ("the child's", "run: the command exited by itself with that status."),
-    ("128+N", "run: the command was ended by signal N (not by redlock's lost-lock action)."),
+    (
+        "128+N",
+        "run: the command was ended by signal N (not by redlock's lost-lock action); run or acquire: signal N came while waiting for the lock (nothing is left held).",
+    ),
     ("0", "Success. status: the lock is held. doctor: the servers are fit."),
     ("1", "status: the lock is free. doctor: the servers work, with warnings (it says which)."),
     (

@@ -8,10 +8,21 @@ use crate::error::Error;
 use crate::exit;
 use crate::lock::Fleet;
 use crate::output::Log;
+use crate::signals::Signals;
 
 /// Takes the lock (retrying as the request allows) and prints the token.
+/// A signal (Ctrl-C, a CI runner's cancel) ends a wait between attempts,
+/// and one that came during the winning attempt gives the lock back, so an
+/// interrupted `acquire` never leaves a lock nobody knows the token of.
 pub async fn acquire(fleet: &Fleet, request: &Request, json: bool, log: &Log) -> Result<u8, Error> {
-    let lock = crate::wait::acquire(fleet, request, log, None).await?;
+    // Without the handlers (they cannot fail in practice) a signal simply
+    // ends the process, as it would any other program.
+    let mut signals = Signals::install().ok();
+    let lock = crate::wait::acquire(fleet, request, log, signals.as_mut()).await?;
+    if let Some(signal) = signals.as_mut().and_then(Signals::try_recv) {
+        let _ = fleet.release(&request.key, &lock.token).await;
+        return Err(Error::Interrupted(signal, "before the token was printed".to_owned()));
+    }
     let line = if json {
         serde_json::json!({
             "token": lock.token,

@@ -324,6 +324,9 @@ async fn supervise(
 /// Failures are warnings: the exit code stays the command's.
 async fn finish(fleet: &Fleet, cfg: &Run, lock: &Lock, log: &Log) {
     if let Some(keep) = cfg.keep {
+        // A renewal the aborted watchdog left in flight must land before
+        // the shortening, or it would stretch the lock back to a full TTL.
+        fleet.drain().await;
         let left = (lock.since + keep).saturating_duration_since(Instant::now());
         if left >= Duration::from_millis(1) {
             match fleet.extend(&lock.key, &lock.token, left).await {

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::harness::{Fleet, RedisServer, Redlock, unique_key};
+use crate::harness::{Fleet, RedisServer, Redlock, send_signal, unique_key};
 
 /// Generous bound for "promptly": far above the work, far below a hang.
 const PROMPT: Duration = Duration::from_secs(5);
@@ -261,6 +261,21 @@ fn waiting_retries_until_the_holder_expires_or_the_wait_ends() {
     let second = Redlock::on(&fleet).args(["acquire", "--key", &short, "--wait", "20s"]).run();
     second.expect(0).within(PROMPT);
     assert_eq!(fleet.servers[0].get(&short).as_deref(), Some(second.line()));
+}
+
+#[test]
+fn a_signal_ends_a_waiting_acquire_and_leaves_the_holder_alone() {
+    let fleet = Fleet::start(3);
+    let key = unique_key("wait-signal");
+    let holder = Redlock::on(&fleet).args(["acquire", "--key", &key, "--ttl", "60s"]).run();
+    holder.expect(0);
+    for (signal, code) in [(libc::SIGINT, 130), (libc::SIGTERM, 143)] {
+        let waiter = Redlock::on(&fleet).args(["acquire", "--key", &key, "--wait", "50s"]).spawn();
+        fleet.servers[0].await_waiters(&key, 1);
+        send_signal(waiter.pid(), signal);
+        waiter.wait().expect(code).within(PROMPT).stderr_has("interrupted by SIG");
+        assert_eq!(fleet.values(&key), vec![Some(holder.line().to_owned()); 3]);
+    }
 }
 
 #[test]

@@ -334,16 +334,7 @@ fn a_waiter_subscribes_and_runs_once_the_holder_releases() {
     let waiter = Redlock::on(&fleet)
         .args(["run", "--key", &key, "--wait", "50s", "--", "echo", "ran"])
         .spawn();
-    let channel = format!("redlock:released:{key}");
-    let start = Instant::now();
-    loop {
-        let subs: (String, i64) = fleet.servers[0].cmd(&["PUBSUB", "NUMSUB", &channel]);
-        if subs.1 == 1 {
-            break;
-        }
-        assert!(start.elapsed() < Duration::from_secs(10), "the waiter never subscribed");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    fleet.servers[0].await_waiters(&key, 1);
     Redlock::on(&fleet).args(["release", "--key", &key, "--token", token.line()]).run().expect(0);
     let out = waiter.wait();
     out.expect(0);

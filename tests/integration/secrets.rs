@@ -33,12 +33,7 @@ fn the_documented_acl_is_enough_for_every_lock_operation() {
         .args(["run", "--key", &key, "--wait", "20s", "--ttl", "1s", "--", "sh", "-c", "sleep 0.5"])
         .spawn();
     // Its subscription goes through under the ACL (the channel pattern).
-    let channel = format!("redlock:released:{key}");
-    let start = std::time::Instant::now();
-    while server.cmd::<(String, i64)>(&["PUBSUB", "NUMSUB", &channel]).1 != 1 {
-        assert!(start.elapsed() < std::time::Duration::from_secs(10), "never subscribed");
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    server.await_waiters(&key, 1);
     Redlock::new(&url).args(["release", "--key", &key, "--token", &token]).run().expect(0);
     waiter.wait().expect(0);
     Redlock::new(&url).args(["acquire", "--key", &key]).run().expect(0);

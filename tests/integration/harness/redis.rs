@@ -270,6 +270,17 @@ impl RedisServer {
         self.cmd(&["PTTL", key])
     }
 
+    /// Returns once `count` waiters for `key` are subscribed to its release
+    /// channel (that is, are between attempts); panics after 10s.
+    pub fn await_waiters(&self, key: &str, count: i64) {
+        let channel = format!("redlock:released:{key}");
+        let start = std::time::Instant::now();
+        while self.cmd::<(String, i64)>(&["PUBSUB", "NUMSUB", &channel]).1 != count {
+            assert!(start.elapsed() < Duration::from_secs(10), "no {count} waiters on {key}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// How many connections the server has accepted so far.
     pub fn connections_received(&self) -> u64 {
         let info: String = self.cmd(&["INFO", "stats"]);
