@@ -6,40 +6,24 @@
 //!
 //! Run: `cargo bench --bench cycle` (env `CYCLES` sets the samples per side).
 
-#[path = "../tests/integration/harness/redis.rs"]
-#[allow(dead_code)]
-mod redis_harness;
+mod common;
 
 use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
-use redlock::lock::{Attempt, Fleet};
-use redlock::server::{Server, ServerUrl};
+use redlock::lock::Attempt;
 
 const SERVERS: usize = 5;
 const BLOCK: usize = 500;
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i]
-}
-
 fn main() {
     let cycles: usize = std::env::var("CYCLES").ok().and_then(|v| v.parse().ok()).unwrap_or(5000);
-    let servers: Vec<_> = (0..SERVERS).map(|_| redis_harness::RedisServer::start()).collect();
+    let servers: Vec<_> =
+        (0..SERVERS).map(|_| common::redis_harness::RedisServer::start()).collect();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let (lib, unfenced, floor) = runtime.block_on(async {
-        let fleet = Fleet::new(
-            servers
-                .iter()
-                .map(|s| {
-                    let url = ServerUrl::parse(&s.url()).unwrap();
-                    Server::new(url, Duration::from_secs(1), &Default::default()).unwrap()
-                })
-                .collect(),
-            SERVERS / 2 + 1,
-            0.01,
-        );
+        let urls = servers.iter().map(|s| s.url()).collect::<Vec<_>>().join(",");
+        let fleet = common::fleet(&urls);
         let mut raw = Vec::new();
         for s in &servers {
             let client = redis::Client::open(s.url()).unwrap();
@@ -118,7 +102,7 @@ fn main() {
     });
     let report = |name: &str, mut v: Vec<Duration>| {
         v.sort();
-        let (m, p) = (percentile(&v, 0.5), percentile(&v, 0.99));
+        let (m, p) = (common::percentile(&v, 0.5), common::percentile(&v, 0.99));
         println!(
             "{name:<32} n={:<6} median {:>7.1}µs  p99 {:>7.1}µs",
             v.len(),

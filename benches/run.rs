@@ -1,0 +1,237 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! The `run` benchmarks, against 5 local Redis servers:
+//! - handoff: a waiter (`redlock acquire --wait`, already subscribed) and a
+//!   holder that releases: time until the waiter prints its token;
+//! - overhead: `redlock run --key k -- true` beside `true` and
+//!   `flock FILE true`, timed by hyperfine (Debian package `hyperfine`);
+//! - memory: the supervisor's peak RSS while its child sleeps and the
+//!   watchdog renews;
+//! - contention: 8 processes, each looping wait-acquire (the library's
+//!   waiting path), a tiny critical section, release, on one key: sections
+//!   per second and overlaps.
+//!
+//! Run: `cargo bench --bench run` (env `ROUNDS`, default 100 handoffs;
+//! `CONTENTION_SECS`, default 10).
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::redis_harness::Fleet;
+use redlock::cli::LogFormat;
+use redlock::config::{Request, Wait};
+use redlock::lock::Attempt;
+use redlock::output::Log;
+
+const BIN: &str = env!("CARGO_BIN_EXE_redlock");
+const SERVERS: usize = 5;
+const CONTENDERS: usize = 8;
+/// Set in a contention worker's environment: `URLS|KEY|SECS|DIR`.
+const WORKER: &str = "REDLOCK_BENCH_WORKER";
+
+fn env_or(var: &str, default: u64) -> u64 {
+    std::env::var(var).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+}
+
+fn main() {
+    if let Ok(spec) = std::env::var(WORKER) {
+        worker(&spec);
+        return;
+    }
+    let servers = Fleet::start(SERVERS);
+    let urls = servers.urls();
+    println!("{SERVERS} local redis-server processes");
+    handoff(&servers, &urls, env_or("ROUNDS", 100));
+    overhead(&urls);
+    memory(&urls);
+    contention(&servers, &urls, Duration::from_secs(env_or("CONTENTION_SECS", 10)));
+}
+
+/// (a) The holder releases; how long until the waiting process holds it.
+fn handoff(servers: &Fleet, urls: &str, rounds: u64) {
+    let rt = runtime();
+    let fleet = common::fleet(urls);
+    let mut samples = Vec::new();
+    for i in 0..rounds + 10 {
+        let key = format!("bench-handoff-{i}");
+        let token = redlock::token::Token::new().to_string();
+        let held = rt.block_on(fleet.try_acquire(&key, &token, Duration::from_secs(60), true));
+        assert!(matches!(held.attempt, Attempt::Acquired(_)), "holder: {:?}", held.attempt);
+        let mut waiter = Command::new(BIN)
+            .env("REDLOCK_SERVERS", urls)
+            .args(["acquire", "--key", &key, "--ttl", "10s", "--wait", "1m"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Subscribed everywhere: it has tried, failed and is waiting.
+        for s in &servers.servers {
+            s.await_waiters(&key, 1);
+        }
+        let mut out = BufReader::new(waiter.stdout.take().unwrap());
+        let start = Instant::now();
+        rt.block_on(fleet.release(&key, &token)).unwrap();
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        let took = start.elapsed();
+        assert!(!line.trim().is_empty(), "the waiter printed no token");
+        assert!(waiter.wait().unwrap().success());
+        rt.block_on(fleet.release(&key, line.trim())).unwrap();
+        // The first rounds warm up the page cache and the servers.
+        if i >= 10 {
+            samples.push(took);
+        }
+    }
+    rt.block_on(fleet.drain());
+    println!("handoff (release -> waiter holds the lock): {}", common::summary(samples));
+}
+
+/// (b) Whole-process overhead, by hyperfine.
+fn overhead(urls: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let (flock_file, json) = (dir.path().join("flock"), dir.path().join("hyperfine.json"));
+    let commands = [
+        "true".to_owned(),
+        format!("flock {} true", flock_file.display()),
+        format!("{BIN} run --key bench-overhead -- true"),
+    ];
+    let status = Command::new("hyperfine")
+        .env("REDLOCK_SERVERS", urls)
+        .args(["-N", "--warmup", "30", "--runs", "300", "--style", "basic", "--export-json"])
+        .arg(&json)
+        .args(&commands)
+        .status();
+    match status {
+        Ok(s) if s.success() => {}
+        _ => {
+            println!("overhead: hyperfine did not run (apt-get install -y hyperfine)");
+            return;
+        }
+    }
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let median_ms = |i: usize| report["results"][i]["median"].as_f64().unwrap() * 1e3;
+    println!(
+        "overhead (median): true {:.2} ms, flock {:.2} ms, redlock run {:.2} ms: {:.2} ms added over true",
+        median_ms(0),
+        median_ms(1),
+        median_ms(2),
+        median_ms(2) - median_ms(0)
+    );
+}
+
+/// (c) Peak RSS of the supervisor while its child sleeps and the watchdog
+/// renews (`--ttl 1s`: a renewal every 333 ms).
+fn memory(urls: &str) {
+    let mut running = Command::new(BIN)
+        .env("REDLOCK_SERVERS", urls)
+        .args(["run", "--key", "bench-memory", "--ttl", "1s", "--", "sleep", "2"])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let status = std::fs::read_to_string(format!("/proc/{}/status", running.id())).unwrap();
+    let field = |name: &str| {
+        status.lines().find_map(|l| l.strip_prefix(name)).map(str::trim).unwrap_or("?").to_owned()
+    };
+    assert!(running.wait().unwrap().success());
+    println!(
+        "memory of `redlock run` while the child sleeps: peak RSS (VmHWM) {}, RSS {}",
+        field("VmHWM:"),
+        field("VmRSS:")
+    );
+}
+
+/// (d) 8 processes contend for one key through the library's waiting path.
+fn contention(servers: &Fleet, urls: &str, secs: Duration) {
+    let calls_before = script_calls(servers);
+    let dir = tempfile::tempdir().unwrap();
+    let spec = format!("{urls}|bench-contention|{}|{}", secs.as_secs(), dir.path().display());
+    let workers: Vec<_> = (0..CONTENDERS)
+        .map(|_| {
+            Command::new(std::env::current_exe().unwrap())
+                .env(WORKER, &spec)
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let (mut sections, mut overlaps, mut per_worker) = (0, 0, Vec::new());
+    for w in workers {
+        let out = w.wait_with_output().unwrap();
+        assert!(out.status.success(), "a worker failed");
+        let counts: Vec<u64> = String::from_utf8(out.stdout)
+            .unwrap()
+            .split_whitespace()
+            .map(|n| n.parse().unwrap())
+            .collect();
+        sections += counts[0];
+        overlaps += counts[1];
+        per_worker.push(counts[0]);
+    }
+    per_worker.sort_unstable();
+    let calls = script_calls(servers) - calls_before;
+    println!(
+        "contention ({CONTENDERS} processes, one key, {}s): {sections} sections, {:.0}/s, \
+         {overlaps} overlaps, per process {}..{}, {:.1} script calls per section per server",
+        secs.as_secs(),
+        sections as f64 / secs.as_secs_f64(),
+        per_worker[0],
+        per_worker[per_worker.len() - 1],
+        calls as f64 / sections.max(1) as f64 / SERVERS as f64,
+    );
+}
+
+/// Scripts run so far, summed over the servers (EVALSHA calls).
+fn script_calls(servers: &Fleet) -> u64 {
+    servers
+        .servers
+        .iter()
+        .map(|s| {
+            let stats: String = s.cmd(&["INFO", "commandstats"]);
+            stats
+                .lines()
+                .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
+                .and_then(|rest| rest.split(',').next())
+                .map_or(0, |n| n.parse().unwrap())
+        })
+        .sum()
+}
+
+/// One contender: until the time is up, wait for the lock, check that
+/// nobody else is inside (a directory only one can create), release.
+/// Prints `sections overlaps`.
+fn worker(spec: &str) {
+    let parts: Vec<&str> = spec.split('|').collect();
+    let (urls, key, secs, dir) = (parts[0], parts[1], parts[2].parse().unwrap(), parts[3]);
+    let inside = std::path::Path::new(dir).join("inside");
+    let fleet = common::fleet(urls);
+    let log = Log::new(0, true, LogFormat::Text);
+    let end = Instant::now() + Duration::from_secs(secs);
+    let (mut sections, mut overlaps) = (0u64, 0u64);
+    runtime().block_on(async {
+        while let Some(left) = end.checked_duration_since(Instant::now()) {
+            let request = Request {
+                key: key.to_owned(),
+                ttl: Duration::from_secs(10),
+                wait: Wait::For(left),
+                fence: true,
+            };
+            let Ok(lock) = redlock::wait::acquire(&fleet, &request, &log, None).await else {
+                break;
+            };
+            if std::fs::create_dir(&inside).is_err() {
+                overlaps += 1;
+            }
+            sections += 1;
+            let _ = std::fs::remove_dir(&inside);
+            fleet.release(key, &lock.token).await.unwrap();
+        }
+        fleet.drain().await;
+    });
+    println!("{sections} {overlaps}");
+}
