@@ -224,12 +224,23 @@ impl Fleet {
         read: fn(Value) -> Result<T, String>,
         vote: impl Fn(&T) -> Vote,
     ) -> Round<T> {
+        self.round_on(&self.servers, call, read, vote).await
+    }
+
+    /// [`Fleet::round`] on some of the servers.
+    async fn round_on<T: Send + 'static>(
+        &self,
+        servers: &[Arc<Server>],
+        call: Call,
+        read: fn(Value) -> Result<T, String>,
+        vote: impl Fn(&T) -> Vote,
+    ) -> Round<T> {
         let Call { op, script, keys, args } = call;
         let early = matches!(op, Op::Acquire | Op::Extend | Op::RaiseFence);
         let shown = keys.first().cloned().unwrap_or_default();
         let (keys, args) = (Arc::new(keys), Arc::new(args));
         quorum::fan_out(
-            &self.servers,
+            servers,
             &self.tasks,
             self.quorum,
             early,
@@ -359,11 +370,11 @@ impl Fleet {
                     });
                 }
                 (Err(e), _) => {
-                    let _ = self.release(key, token).await;
+                    self.withdraw(key, token, round).await;
                     return Attempt::Unavailable(e);
                 }
                 (Ok(_), None) => {
-                    let _ = self.release(key, token).await;
+                    self.withdraw(key, token, round).await;
                     return Attempt::Unavailable(Error::Unavailable {
                         what: format!(
                             "acquire {shown}: the quorum answered only after {}, leaving no validity out of a {} TTL",
@@ -376,12 +387,29 @@ impl Fleet {
                 }
             }
         }
-        // Best effort: whatever this round did set must not linger. Errors
-        // here change nothing about the verdict, which is already known.
-        let _ = self.release(key, token).await;
+        self.withdraw(key, token, round).await;
         match outcome {
             Outcome::Refused => Attempt::Busy(holder_of(&round.replies)),
             _ => Attempt::Unavailable(self.unavailable(format!("acquire {shown}"), round)),
+        }
+    }
+
+    /// Takes back what a failed acquire round set, or may still set: the
+    /// token is deleted wherever the server did not answer "held" (granted,
+    /// failed, or not awaited: a call still in flight is ahead of the
+    /// delete on that connection). A server that said "held" set nothing,
+    /// so a busy lock costs no extra round trip there. Best effort: errors
+    /// change nothing about the verdict, which is already known.
+    async fn withdraw(&self, key: &str, token: &str, round: &Round<Granted>) {
+        let unsure: Vec<Arc<Server>> = self
+            .servers
+            .iter()
+            .zip(&round.replies)
+            .filter(|(_, reply)| !matches!(reply, Reply::Answered(Granted::No { .. })))
+            .map(|(server, _)| Arc::clone(server))
+            .collect();
+        if !unsure.is_empty() {
+            self.round_on(&unsure, release_call(key, token), parse_int, |_| Vote::Yes).await;
         }
     }
 
@@ -471,14 +499,8 @@ impl Fleet {
     /// Deletes the key on every server where `token` holds it, announcing
     /// the release to waiters. Returns each server's part.
     pub async fn release(&self, key: &str, token: &str) -> Result<Vec<ServerResult>, Error> {
-        let call = Call {
-            op: Op::Release,
-            script: &SCRIPTS.release,
-            keys: vec![key.to_owned()],
-            args: vec![token.into(), release_channel(key).into_bytes()],
-        };
-        let round =
-            self.round(call, parse_int, |n| if *n == 1 { Vote::Yes } else { Vote::No }).await;
+        let vote = |n: &i64| if *n == 1 { Vote::Yes } else { Vote::No };
+        let round = self.round(release_call(key, token), parse_int, vote).await;
         let shown = crate::display_key(key.as_bytes());
         match round.outcome() {
             Outcome::Won => {
@@ -543,6 +565,16 @@ impl Fleet {
 /// TTL: a fence must never repeat, however long the lock stays free.
 pub fn fence_key(key: &str) -> String {
     format!("redlock:fence:{key}")
+}
+
+/// The compare-and-delete of `token` on `key`, announcing the release.
+fn release_call(key: &str, token: &str) -> Call {
+    Call {
+        op: Op::Release,
+        script: &SCRIPTS.release,
+        keys: vec![key.to_owned()],
+        args: vec![token.into(), release_channel(key).into_bytes()],
+    }
 }
 
 /// The pub/sub channel on which releases of `key` are announced, so that

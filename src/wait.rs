@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
-use tokio::sync::Notify;
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use serde_json::json;
@@ -55,8 +55,12 @@ impl Default for Backoff {
 }
 
 /// Wakes a waiter when a release of the key is announced on any server.
+/// Every server announces the same release (its token), so the waiter
+/// wakes once per release, not once per server: a second wake would cost
+/// an attempt doomed to meet the next holder.
 struct Wake {
-    notify: Arc<Notify>,
+    /// The last release heard: its token.
+    released: watch::Receiver<Vec<u8>>,
     listeners: Vec<JoinHandle<()>>,
 }
 
@@ -64,20 +68,26 @@ impl Wake {
     /// Subscribes to `key`'s release channel on every server, in the
     /// background; a server that cannot subscribe just never wakes us.
     fn subscribe(fleet: &Fleet, key: &str, log: &Log) -> Wake {
-        let notify = Arc::new(Notify::new());
+        let (tx, released) = watch::channel(Vec::new());
+        let tx = Arc::new(tx);
         let channel = crate::lock::release_channel(key);
         let listeners = fleet
             .servers()
             .iter()
             .map(|server| {
-                let (server, notify, channel, log) =
-                    (Arc::clone(server), Arc::clone(&notify), channel.clone(), *log);
+                let (server, tx, channel, log) =
+                    (Arc::clone(server), Arc::clone(&tx), channel.clone(), *log);
                 tokio::spawn(async move {
                     match server.subscribe(&channel).await {
                         Ok(pubsub) => {
                             let mut messages = pubsub.into_on_message();
-                            while messages.next().await.is_some() {
-                                notify.notify_one();
+                            while let Some(message) = messages.next().await {
+                                let token = message.get_payload_bytes().to_vec();
+                                tx.send_if_modified(|last| {
+                                    let new = *last != token;
+                                    *last = token;
+                                    new
+                                });
                             }
                         }
                         Err(e) => log.debug(&format!("no release notifications: {e}")),
@@ -85,7 +95,7 @@ impl Wake {
                 })
             })
             .collect();
-        Wake { notify, listeners }
+        Wake { released, listeners }
     }
 }
 
@@ -205,7 +215,7 @@ pub async fn acquire(
         let wake = wake.get_or_insert_with(|| Wake::subscribe(fleet, key, log));
         tokio::select! {
             () = tokio::time::sleep(pause) => {}
-            () = wake.notify.notified() => log.debug("woken by a release"),
+            _ = wake.released.changed() => log.debug("woken by a release"),
             signal = next_signal(&mut signals) => {
                 return Err(Error::Interrupted(
                     signal,

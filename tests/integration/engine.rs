@@ -87,6 +87,20 @@ fn a_majority_down_is_unavailable_promptly_and_leaves_nothing() {
 }
 
 #[test]
+fn a_busy_attempt_takes_back_what_it_set_and_nothing_else() {
+    let fleet = Fleet::start(5);
+    let key = unique_key("split");
+    // Someone else holds 3 of 5: the other 2 grant, or are still answering
+    // when the verdict is known.
+    for s in &fleet.servers[..3] {
+        let _: String = s.cmd(&["SET", &key, "someone-else", "PX", "60000"]);
+    }
+    Redlock::on(&fleet).args(["acquire", "-n", "--key", &key]).run().expect(75).within(PROMPT);
+    let other = Some("someone-else".to_owned());
+    assert_eq!(fleet.values(&key), vec![other.clone(), other.clone(), other, None, None]);
+}
+
+#[test]
 fn a_hung_server_costs_at_most_about_the_node_timeout() {
     let fleet = Fleet::start(3);
     fleet.servers[2].hang();
