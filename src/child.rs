@@ -19,11 +19,21 @@
 //! The child also gets a parent-death signal (SIGKILL), so that it never
 //! outlives redlock (even `kill -9` of redlock), with the race against a
 //! parent that died before the `prctl` closed by checking the parent pid.
+//!
+//! redlock is the reaper of the command's orphans (`PR_SET_CHILD_SUBREAPER`):
+//! a process that left the group (a daemon calling `setsid`) is reparented
+//! to redlock, not to pid 1, once its parent exits. So when the command
+//! exits, whatever it left running, in its group or adopted, is stopped:
+//! it would otherwise run without the lock. redlock reaps the orphans it
+//! adopts, while the command runs (on SIGCHLD) and after.
 
+use std::collections::HashSet;
 use std::io;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::ExitStatus;
 use std::time::{Duration, Instant};
+
+use tokio::signal::unix::{Signal, SignalKind};
 
 use crate::error::Error;
 use crate::exit;
@@ -36,6 +46,9 @@ pub struct Child {
     tty: Option<i32>,
     /// Set once the child has been reaped: its group id may then be reused.
     reaped: bool,
+    /// SIGCHLD, to reap adopted orphans while the child runs (None when
+    /// it cannot be caught: they are then reaped when the child exits).
+    sigchld: Option<Signal>,
 }
 
 /// A terminal fd (0, 1 or 2) whose foreground process group is ours.
@@ -74,8 +87,14 @@ pub fn spawn(argv: &[String], env: &[(&str, &str)]) -> Result<Child, Error> {
         cmd.env(k, v);
     }
     let tty = foreground_tty();
-    // SAFETY: getpid has no preconditions.
-    let parent = unsafe { libc::getpid() };
+    // SAFETY: getpid has no preconditions; prctl sets a flag of this
+    // process. Best effort: without it (Linux before 3.4) orphans go to
+    // pid 1 and escape, as with any supervisor.
+    let parent = unsafe {
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+        libc::getpid()
+    };
+    let sigchld = tokio::signal::unix::signal(SignalKind::child()).ok();
     // SAFETY: the closure runs between fork and exec and makes only
     // async-signal-safe calls (setpgid, sigprocmask, tcsetpgrp, prctl,
     // getppid, getpid); it allocates nothing.
@@ -118,7 +137,7 @@ pub fn spawn(argv: &[String], env: &[(&str, &str)]) -> Result<Child, Error> {
         code: exit::CANNOT_EXECUTE,
         message: format!("{program}: pid {pid} out of range"),
     })?;
-    Ok(Child { inner, pgid, tty, reaped: false })
+    Ok(Child { inner, pgid, tty, reaped: false, sigchld })
 }
 
 impl Child {
@@ -136,9 +155,20 @@ impl Child {
         }
     }
 
-    /// Waits for the child to exit and takes the terminal back.
+    /// Waits for the child to exit and takes the terminal back; reaps the
+    /// orphans that exit meanwhile. Cancel-safe.
     pub async fn wait(&mut self) -> io::Result<ExitStatus> {
-        let status = self.inner.wait().await?;
+        let status = loop {
+            let Some(sigchld) = self.sigchld.as_mut() else {
+                break self.inner.wait().await?;
+            };
+            tokio::select! {
+                status = self.inner.wait() => break status?,
+                _ = sigchld.recv() => {
+                    reap_orphans(Some(self.pgid));
+                }
+            }
+        };
         self.reaped = true;
         if let Some(fd) = self.tty.take() {
             // SAFETY: see set_foreground; giving the terminal back to redlock's group.
@@ -147,56 +177,121 @@ impl Child {
         Ok(status)
     }
 
-    /// True while processes of the child's group still run (after the
-    /// child itself exited: what it left behind). Zombies do not count:
-    /// orphans are reparented to pid 1, which in a container may reap them
-    /// late or never, and a zombie runs nothing.
-    fn group_alive(&self) -> bool {
+    /// What the command left running after it exited: whether its process
+    /// group still has a running member, and the running orphans redlock
+    /// adopted (its children now). Zombies do not count: they run nothing,
+    /// and under a pid 1 that reaps late (a container) a group can hold
+    /// zombies for long.
+    fn leftovers(&self) -> (bool, Vec<i32>) {
+        let adopted = reap_orphans(None);
         // SAFETY: signal 0 only checks for existence.
-        if unsafe { libc::kill(-self.pgid, 0) } != 0 {
-            return false;
+        let group = unsafe { libc::kill(-self.pgid, 0) } == 0;
+        if !adopted && !group {
+            return (false, Vec::new());
         }
         let Ok(procs) = std::fs::read_dir("/proc") else {
-            return true;
+            return (group, Vec::new());
         };
-        procs.flatten().any(|entry| {
+        // SAFETY: getpid has no preconditions.
+        let me = unsafe { libc::getpid() };
+        let (mut group_runs, mut orphans) = (false, Vec::new());
+        for entry in procs.flatten() {
+            let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+                continue;
+            };
             let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
-            running_in_group(&stat, self.pgid)
-        })
+            if let Some(Proc { ppid, pgrp }) = running(&stat) {
+                group_runs |= pgrp == self.pgid;
+                if ppid == me {
+                    orphans.push(pid);
+                }
+            }
+        }
+        (group_runs, orphans)
     }
 
-    /// Stops whatever the child left running in its process group: SIGTERM,
-    /// then SIGKILL after `grace`. Returns true when something was left.
-    /// Such processes would otherwise go on without the lock.
+    /// Stops whatever the child left running (see [`Child::leftovers`]):
+    /// SIGTERM, then SIGKILL after `grace` (at once when `grace` is zero),
+    /// following the orphans of what it stops. Returns true when something
+    /// was left. Such processes would otherwise go on without the lock.
+    /// Call only after [`Child::wait`] returned: it reaps every exited
+    /// child, which must not take the command's status from tokio.
     pub async fn stop_leftovers(&self, grace: Duration) -> bool {
-        if !self.group_alive() {
+        let (mut group, mut orphans) = self.leftovers();
+        if !group && orphans.is_empty() {
             return false;
         }
-        // SAFETY: kill(2) on the group the child led; its leader is reaped
-        // but the group id stays reserved while members remain.
-        unsafe { libc::kill(-self.pgid, libc::SIGTERM) };
-        let deadline = Instant::now() + grace;
-        while self.group_alive() && Instant::now() < deadline {
+        let start = Instant::now();
+        let mut termed = HashSet::new();
+        while group || !orphans.is_empty() {
+            let kill = start.elapsed() >= grace;
+            if start.elapsed() > grace + KILL_WAIT {
+                break;
+            }
+            let signal = if kill { libc::SIGKILL } else { libc::SIGTERM };
+            // SAFETY: kill(2) on the group the child led (the id stays
+            // reserved while members remain) and on our own children, which
+            // keep their pids until we reap them.
+            unsafe {
+                if group && (kill || termed.insert(-self.pgid)) {
+                    libc::kill(-self.pgid, signal);
+                }
+                for &pid in &orphans {
+                    if kill || termed.insert(pid) {
+                        libc::kill(pid, signal);
+                    }
+                }
+            }
             tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        if self.group_alive() {
-            // SAFETY: as above.
-            unsafe { libc::kill(-self.pgid, libc::SIGKILL) };
+            (group, orphans) = self.leftovers();
         }
         true
     }
 }
 
-/// True when `stat`, the text of a `/proc/PID/stat`, is a process of group
-/// `pgid` that is not a zombie. The command name (field 2) may hold spaces
-/// and parentheses, so the fields are counted from its last `)`.
-fn running_in_group(stat: &str, pgid: i32) -> bool {
-    let Some((_, rest)) = stat.rsplit_once(')') else {
-        return false;
-    };
+/// How long [`Child::stop_leftovers`] keeps killing after the grace.
+const KILL_WAIT: Duration = Duration::from_secs(1);
+
+/// Reaps the orphans redlock adopted that have exited, leaving `command`
+/// alone (tokio reaps it). Returns true while children remain.
+pub fn reap_orphans(command: Option<i32>) -> bool {
+    loop {
+        // SAFETY: waitid with WNOWAIT only looks at our own children; the
+        // zeroed siginfo_t is a valid out-parameter.
+        let (found, pid) = unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            let flags = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
+            let found = libc::waitid(libc::P_ALL, 0, &mut info, flags) == 0;
+            (found, info.si_pid())
+        };
+        if !found {
+            return false;
+        }
+        if pid == 0 || Some(pid) == command {
+            return true;
+        }
+        // SAFETY: reaping our own exited child.
+        unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) };
+    }
+}
+
+/// The parent and process group of a process that is running.
+#[derive(Debug, PartialEq, Eq)]
+struct Proc {
+    ppid: i32,
+    pgrp: i32,
+}
+
+/// Reads `stat`, the text of a `/proc/PID/stat`: `None` for a zombie (or
+/// unreadable text). The command name (field 2) may hold spaces and
+/// parentheses, so the fields are counted from its last `)`.
+fn running(stat: &str) -> Option<Proc> {
+    let (_, rest) = stat.rsplit_once(')')?;
     let mut fields = rest.split_ascii_whitespace();
-    let (state, pgrp) = (fields.next(), fields.nth(1));
-    state.is_some_and(|s| s != "Z" && s != "X") && pgrp.and_then(|g| g.parse().ok()) == Some(pgid)
+    let state = fields.next()?;
+    let ppid = fields.next()?.parse().ok()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    (state != "Z" && state != "X").then_some(Proc { ppid, pgrp })
 }
 
 /// The exit code redlock reports for a child's exit status: its code, or
@@ -214,15 +309,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn zombies_and_other_groups_do_not_count_as_running() {
-        let stat = |name: &str, state: &str, pgrp: i32| {
-            format!("4242 ({name}) {state} 1 {pgrp} {pgrp} 0 -1 4194560 97 0 0 0")
+    fn stat_lines_give_parent_and_group_of_running_processes() {
+        let stat = |name: &str, state: &str| {
+            format!("4242 ({name}) {state} 12 77 77 0 -1 4194560 97 0 0 0")
         };
-        assert!(running_in_group(&stat("sleep", "S", 77), 77));
-        assert!(running_in_group(&stat("a) R 1 5 (b", "R", 77), 77));
-        assert!(!running_in_group(&stat("sleep", "Z", 77), 77));
-        assert!(!running_in_group(&stat("sleep", "S", 78), 77));
-        assert!(!running_in_group("", 77));
+        assert_eq!(running(&stat("sleep", "S")), Some(Proc { ppid: 12, pgrp: 77 }));
+        assert_eq!(running(&stat("a) R 1 5 (b", "R")), Some(Proc { ppid: 12, pgrp: 77 }));
+        assert_eq!(running(&stat("sleep", "Z")), None);
+        assert_eq!(running(""), None);
     }
 
     #[test]

@@ -125,8 +125,15 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
             }),
         );
     }
-    if child.stop_leftovers(cfg.grace().min(Duration::from_secs(1))).await {
-        log.warn("the command left processes in its group; stopped them, as they would run without the lock");
+    // After a lost lock the validity is nearly over: no grace for leftovers.
+    let grace = match stop {
+        Some(Stop::Lost { .. }) => Duration::ZERO,
+        _ => cfg.grace().min(Duration::from_secs(1)),
+    };
+    if child.stop_leftovers(grace).await {
+        log.warn(
+            "the command left processes running; stopped them, as they would run without the lock",
+        );
     }
     finish(&fleet, &cfg, &lock, log).await;
     let shown = crate::display_key(cfg.key.as_bytes());

@@ -154,8 +154,7 @@ fn renewal_keeps_a_one_second_lock_through_a_three_second_child() {
 }
 
 /// Starts `run` with a child that writes its pid and a ready file, then
-/// overwrites the key on a majority: the lock is lost. Orphans of the
-/// command stay zombies, as under a container init that does not reap.
+/// overwrites the key on a majority: the lock is lost.
 fn lose_the_lock(on_lost: &[&str], child: &str) -> (crate::harness::Output, i32, Duration) {
     let fleet = Fleet::start(3);
     let key = unique_key("lost");
@@ -163,7 +162,6 @@ fn lose_the_lock(on_lost: &[&str], child: &str) -> (crate::harness::Output, i32,
     let pid = dir.path().join("pid");
     let script = format!("echo $$ > {}; {child}", pid.display());
     let running = Redlock::on(&fleet)
-        .orphans_stay_zombies()
         .args(["run", "--key", &key, "--ttl", "2s"])
         .args(on_lost)
         .args(["-c", &script])
@@ -193,13 +191,72 @@ fn a_lost_lock_stops_the_child_before_the_validity_ends() {
 #[test]
 fn a_child_that_ignores_the_stop_signal_is_killed_before_the_validity_ends() {
     // The short `sleep` exits at once and stays a zombie (the exec'd
-    // `sleep 30` never reaps it, nor does redlock once it is orphaned): a
+    // `sleep 30` never reaps it) until redlock adopts and reaps it: a
     // zombie runs nothing, so it is no leftover to wait for.
     let script = "trap '' INT TERM; sleep 0.1 & exec sleep 30";
     let (out, child, elapsed) = lose_the_lock(&["--on-lost", "INT"], script);
     out.expect(70).stderr_has("SIGKILL").stderr_lacks("left processes");
     assert!(!process_alive(child), "child {child} still runs");
     assert!(elapsed < Duration::from_secs(2), "killed only after {elapsed:?}");
+}
+
+#[test]
+fn a_daemon_that_left_the_group_is_stopped_when_the_command_exits() {
+    let fleet = Fleet::start(1);
+    let key = unique_key("daemon");
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).display().to_string();
+    let (daemon, worker, termed) = (path("daemon"), path("worker"), path("termed"));
+    // A daemon in a session of its own, with a worker of its own; on TERM
+    // it notes it and exits, orphaning the worker.
+    let script = format!(
+        "setsid sh -c 'trap \"echo TERM > {termed}; exit 0\" TERM; echo $$ > {daemon}; \
+         sleep 30 & echo $! > {worker}; wait' & \
+         while [ ! -s {worker} ]; do sleep 0.01; done; exit 3"
+    );
+    let out = Redlock::on(&fleet).args(["run", "--key", &key, "-c", &script]).run();
+    out.expect(3).stderr_has("left processes running");
+    for pid in [pid_in(Path::new(&daemon)), pid_in(Path::new(&worker))] {
+        assert!(!process_alive(pid), "{pid} still runs without the lock");
+    }
+    assert_eq!(read(Path::new(&termed)).trim(), "TERM", "the daemon was not asked to stop first");
+}
+
+#[test]
+fn orphans_that_exit_while_the_command_runs_are_reaped() {
+    let fleet = Fleet::start(1);
+    let key = unique_key("orphans");
+    let dir = tempfile::tempdir().unwrap();
+    let (ready, done) = (dir.path().join("ready"), dir.path().join("done"));
+    // 50 double-forked `true`s: each is orphaned, adopted by redlock, exits.
+    let script = format!(
+        "for i in $(seq 50); do (true &); done; touch {}; while [ ! -e {} ]; do sleep 0.02; done",
+        ready.display(),
+        done.display()
+    );
+    let running = Redlock::on(&fleet).args(["run", "--key", &key, "-c", &script]).spawn();
+    wait_for_file(&ready);
+    let zombies = || {
+        let Ok(procs) = std::fs::read_dir("/proc") else { return 0 };
+        procs
+            .flatten()
+            .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
+            .filter(|stat| {
+                let rest: Vec<&str> = stat
+                    .rsplit_once(')')
+                    .map(|(_, r)| r.split_whitespace().collect())
+                    .unwrap_or_default();
+                rest.len() > 1 && rest[0] == "Z" && rest[1] == running.pid().to_string()
+            })
+            .count()
+    };
+    let start = Instant::now();
+    while zombies() > 0 {
+        assert!(start.elapsed() < Duration::from_secs(10), "{} zombies under redlock", zombies());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::fs::write(&done, "").unwrap();
+    running.wait().expect(0);
 }
 
 #[test]

@@ -116,25 +116,6 @@ impl Redlock {
         self
     }
 
-    /// Makes redlock the reaper of the orphans its command leaves and never
-    /// reaps them, like a container whose pid 1 does not reap: whatever
-    /// the command's group leaves behind stays a zombie.
-    pub fn orphans_stay_zombies(mut self) -> Redlock {
-        use std::os::unix::process::CommandExt;
-        // SAFETY: prctl(2) only sets a flag of the new process; it is
-        // async-signal-safe, and the flag is kept across execve.
-        unsafe {
-            self.cmd.pre_exec(|| {
-                if libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0 {
-                    Ok(())
-                } else {
-                    Err(std::io::Error::last_os_error())
-                }
-            });
-        }
-        self
-    }
-
     /// Starts the process with piped stdout/stderr.
     pub fn spawn(mut self) -> Running {
         self.cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
