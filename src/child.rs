@@ -210,7 +210,7 @@ impl Child {
         (group_runs, orphans)
     }
 
-    /// Stops whatever the child left running (see [`Child::leftovers`]):
+    /// Stops whatever the child left running, in its group or adopted:
     /// SIGTERM, then SIGKILL after `grace` (at once when `grace` is zero),
     /// following the orphans of what it stops. Returns true when something
     /// was left. Such processes would otherwise go on without the lock.
