@@ -19,6 +19,9 @@
 //! The child also gets a parent-death signal (SIGKILL), so that it never
 //! outlives redlock (even `kill -9` of redlock), with the race against a
 //! parent that died before the `prctl` closed by checking the parent pid.
+//! That signal reaches the child alone, so a guard process sits in the
+//! child's group (`Guard`): when redlock dies, it SIGKILLs the whole group
+//! (pipelines, workers), which would otherwise run on without the lock.
 //!
 //! redlock is the reaper of the command's orphans (`PR_SET_CHILD_SUBREAPER`):
 //! a process that left the group (a daemon calling `setsid`) is reparented
@@ -29,6 +32,7 @@
 
 use std::collections::HashSet;
 use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::ExitStatus;
 use std::time::{Duration, Instant};
@@ -49,7 +53,102 @@ pub struct Child {
     /// SIGCHLD, to reap adopted orphans while the child runs (None when
     /// it cannot be caught: they are then reaped when the child exits).
     sigchld: Option<Signal>,
+    /// Kills the group if redlock dies; disarmed once the child exited.
+    guard: Option<Guard>,
 }
+
+/// A process in the child's group that kills the group when redlock dies:
+/// it blocks reading a pipe whose only writer is redlock, and end of file
+/// means redlock died: it sends SIGKILL to the group (itself included).
+/// Once the child exited, redlock kills the guard instead (and takes care
+/// of the leftovers itself). It ignores the signals redlock forwards to the
+/// group, holds no other file descriptor (no terminal, no output pipe), and
+/// costs one fork. Only redlock reaps it, so its pid stays ours to kill.
+struct Guard {
+    pid: i32,
+    /// The write end: closed only when redlock exits or dies.
+    _pipe: OwnedFd,
+}
+
+impl Guard {
+    /// Forks the guard into group `pgid`; `None` when that fails (the
+    /// parent-death signal still covers the child itself).
+    fn start(pgid: i32) -> Option<Guard> {
+        let mut fds = [0; 2];
+        // SAFETY: pipe2 fills the two fds it creates.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return None;
+        }
+        // SAFETY: each fd was just created and is owned once.
+        let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        // SAFETY: fork in a threaded process; the child runs only
+        // async-signal-safe calls (see guard_main) and never returns.
+        match unsafe { libc::fork() } {
+            -1 => None,
+            0 => unsafe { guard_main(read.as_raw_fd(), pgid) },
+            pid => Some(Guard { pid, _pipe: write }),
+        }
+    }
+
+    /// Ends the guard (the child exited) and reaps it.
+    fn disarm(self) {
+        // SAFETY: kill and reap our own child, which nothing else reaps
+        // (reap_orphans spares it), so the pid is still the guard's. SIGKILL
+        // also ends a stopped guard, so the wait returns at once.
+        unsafe {
+            libc::kill(self.pid, libc::SIGKILL);
+            libc::waitpid(self.pid, std::ptr::null_mut(), 0);
+        }
+    }
+}
+
+/// The guard process: see [`Guard`].
+///
+/// # Safety
+/// Call only in the child of a fork: it makes only async-signal-safe calls
+/// and ends in `_exit`.
+unsafe fn guard_main(read: i32, pgid: i32) -> ! {
+    // SAFETY: async-signal-safe syscalls on this process only, then kill
+    // of the group it guards.
+    unsafe {
+        if libc::setpgid(0, pgid) != 0 {
+            // The group is gone already: nothing to guard.
+            libc::_exit(0);
+        }
+        // What `ps` shows for it in the command's group.
+        libc::prctl(libc::PR_SET_NAME, c"redlock-guard".as_ptr());
+        let mut ignore: libc::sigaction = std::mem::zeroed();
+        ignore.sa_sigaction = libc::SIG_IGN;
+        for signal in IGNORED_BY_GUARD {
+            libc::sigaction(signal, &ignore, std::ptr::null_mut());
+        }
+        // Hold nothing but the pipe: no terminal, no output, no sockets.
+        libc::syscall(libc::SYS_close_range, 0, read - 1, 0);
+        libc::syscall(libc::SYS_close_range, read + 1, u32::MAX, 0);
+        let mut byte = 0u8;
+        // Nobody writes: read returns only at end of file (or on an error).
+        while libc::read(read, (&raw mut byte).cast(), 1) == -1
+            && *libc::__errno_location() == libc::EINTR
+        {}
+        libc::kill(-pgid, libc::SIGKILL);
+        libc::_exit(0)
+    }
+}
+
+/// Signals the guard ignores: those redlock forwards to the group, and job
+/// control, so that it neither dies nor stops with the command.
+const IGNORED_BY_GUARD: [i32; 10] = [
+    libc::SIGINT,
+    libc::SIGTERM,
+    libc::SIGHUP,
+    libc::SIGQUIT,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+    libc::SIGPIPE,
+    libc::SIGTSTP,
+    libc::SIGTTIN,
+    libc::SIGTTOU,
+];
 
 /// A terminal fd (0, 1 or 2) whose foreground process group is ours.
 fn foreground_tty() -> Option<i32> {
@@ -137,7 +236,8 @@ pub fn spawn(argv: &[String], env: &[(&str, &str)]) -> Result<Child, Error> {
         code: exit::CANNOT_EXECUTE,
         message: format!("{program}: pid {pid} out of range"),
     })?;
-    Ok(Child { inner, pgid, tty, reaped: false, sigchld })
+    let guard = Guard::start(pgid);
+    Ok(Child { inner, pgid, tty, reaped: false, sigchld, guard })
 }
 
 impl Child {
@@ -165,11 +265,15 @@ impl Child {
             tokio::select! {
                 status = self.inner.wait() => break status?,
                 _ = sigchld.recv() => {
-                    reap_orphans(Some(self.pgid));
+                    let guard = self.guard.as_ref().map_or(self.pgid, |g| g.pid);
+                    reap_orphans(&[self.pgid, guard]);
                 }
             }
         };
         self.reaped = true;
+        if let Some(guard) = self.guard.take() {
+            guard.disarm();
+        }
         if let Some(fd) = self.tty.take() {
             // SAFETY: see set_foreground; giving the terminal back to redlock's group.
             unsafe { set_foreground(fd, libc::getpgrp()) };
@@ -183,7 +287,7 @@ impl Child {
     /// and under a pid 1 that reaps late (a container) a group can hold
     /// zombies for long.
     fn leftovers(&self) -> (bool, Vec<i32>) {
-        let adopted = reap_orphans(None);
+        let adopted = reap_orphans(&[]);
         // SAFETY: signal 0 only checks for existence.
         let group = unsafe { libc::kill(-self.pgid, 0) } == 0;
         if !adopted && !group {
@@ -252,9 +356,10 @@ impl Child {
 /// How long [`Child::stop_leftovers`] keeps killing after the grace.
 const KILL_WAIT: Duration = Duration::from_secs(1);
 
-/// Reaps the orphans redlock adopted that have exited, leaving `command`
-/// alone (tokio reaps it). Returns true while children remain.
-pub fn reap_orphans(command: Option<i32>) -> bool {
+/// Reaps the orphans redlock adopted that have exited, leaving the pids in
+/// `spare` alone (the command, which tokio reaps; the guard). Returns true
+/// while children remain.
+fn reap_orphans(spare: &[i32]) -> bool {
     loop {
         // SAFETY: waitid with WNOWAIT only looks at our own children; the
         // zeroed siginfo_t is a valid out-parameter.
@@ -267,7 +372,7 @@ pub fn reap_orphans(command: Option<i32>) -> bool {
         if !found {
             return false;
         }
-        if pid == 0 || Some(pid) == command {
+        if pid == 0 || spare.contains(&pid) {
             return true;
         }
         // SAFETY: reaping our own exited child.

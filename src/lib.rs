@@ -18,7 +18,7 @@
 //! - [`watchdog`]: renewal every `ttl/3` and the validity deadline; reports
 //!   the lock's health, runs no process logic.
 //! - [`child`]: the supervised command in its own process group; signals,
-//!   parent-death signal, exit status to exit code.
+//!   parent-death signal and guard, leftovers, exit status to exit code.
 //! - [`signals`]: OS signals as typed events (signal-hook, handler enqueues only).
 //! - [`cmd`]: one module per subcommand.
 //! - [`error`], [`exit`]: the error type and the exit codes it maps to.
@@ -43,17 +43,20 @@
 //! possible: busy, or not ours), unreachable (too many failed to answer).
 //!
 //! `run` starts the command only once the lock is held, in its own process
-//! group with a parent-death signal, and gives it `REDLOCK_KEY` and
-//! `REDLOCK_TOKEN`. A watchdog renews every `ttl/3` and keeps the validity
+//! group with a parent-death signal and a guard that kills the group if
+//! redlock dies, and gives it `REDLOCK_KEY`, `REDLOCK_TOKEN` and
+//! `REDLOCK_FENCE`. A watchdog renews every `ttl/3` and keeps the validity
 //! deadline; failed renewals are retried at once with backoff. If the lock
 //! is lost (a quorum says the token no longer holds it) or renewals keep
 //! failing until `grace + margin` before the deadline, the `--on-lost` signal
 //! goes to the command's whole group, then SIGKILL at the latest `margin`
 //! before the deadline: the command is dead before anyone else can take the
 //! lock, and redlock exits 70. Signals sent to redlock are forwarded to the
-//! command once; when the command exits, the lock is released (or, with
-//! `--keep`, its TTL shortened to the rest of the keep time) and redlock
-//! exits with the command's status (128+N for a signal N).
+//! command once. When the command exits, whatever it left running (in its
+//! group, or adopted by redlock as their reaper) is stopped, the lock is
+//! released (or, with `--keep`, its TTL shortened to the rest of the keep
+//! time), and redlock exits with the command's status (128+N for a signal
+//! N).
 
 pub mod child;
 pub mod cli;

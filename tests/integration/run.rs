@@ -327,6 +327,21 @@ fn killing_redlock_kills_the_child_and_the_lock_expires() {
 }
 
 #[test]
+fn killing_redlock_kills_the_whole_group_of_the_command() {
+    let fleet = Fleet::start(1);
+    let key = unique_key("sigkill-group");
+    let dir = tempfile::tempdir().unwrap();
+    let worker = dir.path().join("worker");
+    // The parent-death signal reaches the shell alone; its worker must die too.
+    let script = format!("sleep 30 >/dev/null 2>&1 & echo $! > {}; wait", worker.display());
+    let running = Redlock::on(&fleet).args(["run", "--key", &key, "-c", &script]).spawn();
+    let worker = pid_in(&worker);
+    send_signal(running.pid(), libc::SIGKILL);
+    assert!(wait_gone(worker, Duration::from_secs(10)), "worker {worker} outlived redlock");
+    running.wait();
+}
+
+#[test]
 fn keep_holds_the_lock_after_the_child_exits() {
     let fleet = Fleet::start(3);
     let key = unique_key("keep");
