@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::harness::proxy::{Mode, Proxy};
-use crate::harness::{Fleet, Redlock, process_alive, unique_key, wait_for_file};
+use crate::harness::{Fleet, Redlock, pid_in, process_alive, unique_key};
 
 fn libfaketime() -> String {
     ["/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1", "/usr/lib/faketime/libfaketime.so.1"]
@@ -44,13 +44,7 @@ fn race(rate: &str) -> (Duration, Duration) {
         .env("FAKETIME", &format!("+0 x{rate}"))
         .args(["--node-timeout", "200ms", "run", "--key", &key, "--ttl", "3s", "-c", &script])
         .spawn();
-    wait_for_file(&pid_file);
-    let child: i32 = loop {
-        if let Ok(pid) = std::fs::read_to_string(&pid_file).unwrap_or_default().trim().parse() {
-            break pid;
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    };
+    let child = pid_in(&pid_file);
     proxy.set(Mode::Stall);
     let cut = Instant::now();
     let done = Arc::new(AtomicBool::new(false));

@@ -274,7 +274,11 @@ fn waiting_retries_until_the_holder_expires_or_the_wait_ends() {
     Redlock::on(&fleet).args(["acquire", "--key", &short, "--ttl", "700ms"]).run().expect(0);
     let second = Redlock::on(&fleet).args(["acquire", "--key", &short, "--wait", "20s"]).run();
     second.expect(0).within(PROMPT);
-    assert_eq!(fleet.servers[0].get(&short).as_deref(), Some(second.line()));
+    // A quorum holds it (a server where the first lock outlived the others
+    // by a few milliseconds may have said "held").
+    let holding =
+        fleet.values(&short).iter().filter(|v| v.as_deref() == Some(second.line())).count();
+    assert!(holding >= 2, "held on {holding} of 3 servers");
 }
 
 #[test]

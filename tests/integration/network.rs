@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use crate::harness::proxy::{Mode, Proxy};
-use crate::harness::{Fleet, Redlock, process_alive, unique_key, wait_for_file};
+use crate::harness::{Fleet, Redlock, pid_in, process_alive, unique_key, wait_for_file};
 
 /// The fleet's servers each behind a proxy; returns the proxies and the
 /// `--servers` value that goes through them.
@@ -49,8 +49,7 @@ fn a_partition_of_the_majority_stops_the_child_before_the_validity_ends() {
         .args(["--node-timeout", "200ms", "run", "--key", &key, "--ttl", "2s"])
         .args(["-c", &format!("echo $$ > {}; exec sleep 30", pid_file.display())])
         .spawn();
-    wait_for_file(&pid_file);
-    let child: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
+    let child = pid_in(&pid_file);
     let cut = Instant::now();
     proxies[0].set(Mode::Stall);
     proxies[1].set(Mode::Stall);

@@ -7,23 +7,11 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::harness::{
-    Fleet, Redlock, process_alive, send_signal, unique_key, wait_for_file, wait_gone,
+    Fleet, Redlock, pid_in, process_alive, send_signal, unique_key, wait_for_file, wait_gone,
 };
 
 fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_default()
-}
-
-fn pid_in(path: &Path) -> i32 {
-    wait_for_file(path);
-    let start = Instant::now();
-    loop {
-        if let Ok(pid) = read(path).trim().parse() {
-            return pid;
-        }
-        assert!(start.elapsed() < Duration::from_secs(10), "no pid in {}", path.display());
-        std::thread::sleep(Duration::from_millis(5));
-    }
 }
 
 #[test]

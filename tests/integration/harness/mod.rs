@@ -34,6 +34,20 @@ pub fn wait_for_file(path: &std::path::Path) {
     }
 }
 
+/// The pid a command wrote to `path` (`echo $$ > path`), once the file
+/// exists and holds a whole number, at most [`HANG`].
+pub fn pid_in(path: &std::path::Path) -> i32 {
+    wait_for_file(path);
+    let start = Instant::now();
+    loop {
+        if let Ok(pid) = std::fs::read_to_string(path).unwrap_or_default().trim().parse() {
+            return pid;
+        }
+        assert!(start.elapsed() < HANG, "no pid in {}", path.display());
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
 /// True while process `pid` exists and is not a zombie.
 pub fn process_alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
