@@ -296,37 +296,29 @@ fn each_forwarded_signal_reaches_the_child_exactly_once() {
 }
 
 #[test]
-fn killing_redlock_kills_the_child_and_the_lock_expires() {
+fn killing_redlock_kills_the_command_s_group_and_the_lock_expires() {
     let fleet = Fleet::start(1);
     let key = unique_key("sigkill");
     let dir = tempfile::tempdir().unwrap();
-    let pid = dir.path().join("pid");
-    let running = Redlock::on(&fleet)
-        .args(["run", "--key", &key, "--ttl", "3s", "--"])
-        .args(["sh", "-c", &format!("echo $$ > {}; exec sleep 30", pid.display())])
-        .spawn();
-    let child = pid_in(&pid);
+    let (pid, worker) = (dir.path().join("pid"), dir.path().join("worker"));
+    // The parent-death signal reaches the shell alone; the guard kills the
+    // rest of the group (the worker) too.
+    let script = format!(
+        "sleep 30 >/dev/null 2>&1 & echo $! > {}; echo $$ > {}; wait",
+        worker.display(),
+        pid.display()
+    );
+    let running =
+        Redlock::on(&fleet).args(["run", "--key", &key, "--ttl", "3s", "-c", &script]).spawn();
+    let (child, worker) = (pid_in(&pid), pid_in(&worker));
     send_signal(running.pid(), libc::SIGKILL);
+    for pid in [child, worker] {
+        assert!(wait_gone(pid, Duration::from_secs(10)), "{pid} outlived redlock");
+    }
     let out = running.wait();
     assert!(out.status.code().is_none(), "redlock was killed");
-    assert!(wait_gone(child, Duration::from_secs(10)), "child {child} outlived redlock");
     let pttl = fleet.servers[0].pttl(&key);
     assert!(pttl > 0 && pttl <= 3000, "the lock stays until its TTL: {pttl}");
-}
-
-#[test]
-fn killing_redlock_kills_the_whole_group_of_the_command() {
-    let fleet = Fleet::start(1);
-    let key = unique_key("sigkill-group");
-    let dir = tempfile::tempdir().unwrap();
-    let worker = dir.path().join("worker");
-    // The parent-death signal reaches the shell alone; its worker must die too.
-    let script = format!("sleep 30 >/dev/null 2>&1 & echo $! > {}; wait", worker.display());
-    let running = Redlock::on(&fleet).args(["run", "--key", &key, "-c", &script]).spawn();
-    let worker = pid_in(&worker);
-    send_signal(running.pid(), libc::SIGKILL);
-    assert!(wait_gone(worker, Duration::from_secs(10)), "worker {worker} outlived redlock");
-    running.wait();
 }
 
 #[test]
