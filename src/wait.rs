@@ -65,14 +65,19 @@ struct Wake {
 }
 
 impl Wake {
-    /// Subscribes to `key`'s release channel on every server, in the
-    /// background; a server that cannot subscribe just never wakes us.
+    /// Subscribes to `key`'s release channel, in the background, on the
+    /// first `servers - quorum + 1` servers: a release that succeeds is
+    /// announced by a quorum, and every quorum includes one of them.
+    /// Listening to more only multiplies the messages (contention bench: 8
+    /// waiters on 5 servers, 555-613 -> 693-722 sections/s). A server that
+    /// cannot subscribe just never wakes us; backoff covers what we miss.
     fn subscribe(fleet: &Fleet, key: &str, log: &Log) -> Wake {
         let (tx, released) = watch::channel(Vec::new());
         let tx = Arc::new(tx);
         let channel = crate::lock::release_channel(key);
-        let listeners = fleet
-            .servers()
+        let n = fleet.servers().len();
+        let ears = (n + 1).saturating_sub(fleet.quorum()).min(n);
+        let listeners = fleet.servers()[..ears]
             .iter()
             .map(|server| {
                 let (server, tx, channel, log) =
