@@ -466,8 +466,7 @@ impl Fleet {
             keys: vec![key.to_owned()],
             args: vec![token.into(), crate::millis(ttl).to_string().into()],
         };
-        let round =
-            self.round(call, parse_int, |n| if *n == 1 { Vote::Yes } else { Vote::No }).await;
+        let round = self.round(call, parse_int, done_here).await;
         let shown = crate::display_key(key.as_bytes());
         match round.outcome() {
             Outcome::Won => {
@@ -499,8 +498,7 @@ impl Fleet {
     /// Deletes the key on every server where `token` holds it, announcing
     /// the release to waiters. Returns each server's part.
     pub async fn release(&self, key: &str, token: &str) -> Result<Vec<ServerResult>, Error> {
-        let vote = |n: &i64| if *n == 1 { Vote::Yes } else { Vote::No };
-        let round = self.round(release_call(key, token), parse_int, vote).await;
+        let round = self.round(release_call(key, token), parse_int, done_here).await;
         let shown = crate::display_key(key.as_bytes());
         match round.outcome() {
             Outcome::Won => {
@@ -565,6 +563,12 @@ impl Fleet {
 /// TTL: a fence must never repeat, however long the lock stays free.
 pub fn fence_key(key: &str) -> String {
     format!("redlock:fence:{key}")
+}
+
+/// The vote of a compare-and-extend or compare-and-delete reply: 1 when
+/// the server did it (the token held the key there), 0 when it did not.
+fn done_here(n: &i64) -> Vote {
+    if *n == 1 { Vote::Yes } else { Vote::No }
 }
 
 /// The compare-and-delete of `token` on `key`, announcing the release.
