@@ -15,6 +15,8 @@
 //! - [`lock`]: the Redlock operations over a [`lock::Fleet`] of servers.
 //! - [`wait`]: retries with jittered backoff until acquired or the deadline.
 //! - [`token`]: the lock token (128 random bits + host, pid, time).
+//! - [`clock`]: `CLOCK_BOOTTIME` instants and timers, so that suspended
+//!   time counts against a lock's validity.
 //! - [`watchdog`]: renewal every `ttl/3` and the validity deadline; reports
 //!   the lock's health, runs no process logic.
 //! - [`child`]: the supervised command in its own process group; signals,
@@ -60,6 +62,7 @@
 
 pub mod child;
 pub mod cli;
+pub mod clock;
 pub mod cmd;
 pub mod config;
 pub mod docs;

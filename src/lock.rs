@@ -6,11 +6,12 @@
 //! per-server replies are kept for messages and `status`.
 
 use std::sync::{Arc, LazyLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use redis::{Script, Value};
 use tokio_util::task::TaskTracker;
 
+use crate::clock::BootInstant;
 use crate::error::Error;
 use crate::quorum::{self, Outcome, Reply, Round, Vote};
 use crate::server::{Op, Server, ServerError};
@@ -79,8 +80,9 @@ pub struct Lock {
     pub token: String,
     /// The TTL the servers were given.
     pub ttl: Duration,
-    /// When the round that took (or last extended) the lock started.
-    pub since: Instant,
+    /// When the round that took (or last extended) the lock started, on
+    /// the boot clock (suspended time counts against validity).
+    pub since: BootInstant,
     /// How long the lock is certainly held from `since`.
     pub validity: Duration,
     /// Servers that granted the lock, and the total.
@@ -90,8 +92,8 @@ pub struct Lock {
 }
 
 impl Lock {
-    /// The monotonic instant after which the lock can no longer be trusted.
-    pub fn deadline(&self) -> Instant {
+    /// The instant after which the lock can no longer be trusted.
+    pub fn deadline(&self) -> BootInstant {
         self.since + self.validity
     }
 }
@@ -318,7 +320,7 @@ impl Fleet {
         ttl: Duration,
         fence: bool,
     ) -> AttemptReport {
-        let start = Instant::now();
+        let start = BootInstant::now();
         let call = Call {
             op: Op::Acquire,
             script: &SCRIPTS.acquire,
@@ -349,7 +351,7 @@ impl Fleet {
         token: &str,
         ttl: Duration,
         fence: bool,
-        start: Instant,
+        start: BootInstant,
         round: &Round<Granted>,
     ) -> Attempt {
         let shown = crate::display_key(key.as_bytes());
@@ -459,7 +461,7 @@ impl Fleet {
     /// Resets the TTL of a lock held by `token` to `ttl` on every server.
     /// The new validity counts from the start of the round.
     pub async fn extend(&self, key: &str, token: &str, ttl: Duration) -> Result<Lock, Error> {
-        let start = Instant::now();
+        let start = BootInstant::now();
         let call = Call {
             op: Op::Extend,
             script: &SCRIPTS.extend,

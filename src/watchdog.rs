@@ -2,18 +2,19 @@
 //!
 //! The watchdog renews every `renew_every` (default a third of the TTL) on
 //! every server, and publishes the lock's [`Health`] on a watch channel:
-//! the deadline until which the lock is certainly held, measured with the
-//! monotonic clock from the start of the last successful renewal round
-//! minus the drift allowance. A failed round is retried promptly with
+//! the deadline until which the lock is certainly held, measured on the
+//! boot clock ([`crate::clock`], suspended time counts) from the start of
+//! the last successful renewal round minus the drift allowance. A failed round is retried promptly with
 //! jittered backoff, not at the next tick. The watchdog only reports; the
 //! supervisor decides what to do with the child ([`plan_stop`]).
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use crate::clock::{BootInstant, Clock};
 use crate::error::Error;
 use crate::lock::{Fleet, Lock};
 use crate::wait::Backoff;
@@ -24,13 +25,13 @@ pub enum Health {
     /// The last renewal won a quorum; held until `deadline`.
     Held {
         /// End of validity.
-        deadline: Instant,
+        deadline: BootInstant,
     },
     /// Renewals are failing (servers unreachable); still held until
     /// `deadline`, the end of the last good round's validity.
     Failing {
         /// End of validity.
-        deadline: Instant,
+        deadline: BootInstant,
         /// The last renewal error.
         error: String,
     },
@@ -38,7 +39,7 @@ pub enum Health {
     /// the validity ran out before a renewal succeeded.
     Lost {
         /// End of the last known validity.
-        deadline: Instant,
+        deadline: BootInstant,
         /// Why.
         reason: String,
     },
@@ -46,7 +47,7 @@ pub enum Health {
 
 impl Health {
     /// The end of the last known validity.
-    pub fn deadline(&self) -> Instant {
+    pub fn deadline(&self) -> BootInstant {
         match self {
             Health::Held { deadline }
             | Health::Failing { deadline, .. }
@@ -61,18 +62,25 @@ pub fn start(
     fleet: Arc<Fleet>,
     lock: Lock,
     renew_every: Duration,
+    clock: Arc<Clock>,
 ) -> (watch::Receiver<Health>, JoinHandle<()>) {
     let (tx, rx) = watch::channel(Health::Held { deadline: lock.deadline() });
-    let task = tokio::spawn(renew(fleet, lock, renew_every, tx));
+    let task = tokio::spawn(renew(fleet, lock, renew_every, tx, clock));
     (rx, task)
 }
 
-async fn renew(fleet: Arc<Fleet>, lock: Lock, every: Duration, tx: watch::Sender<Health>) {
+async fn renew(
+    fleet: Arc<Fleet>,
+    lock: Lock,
+    every: Duration,
+    tx: watch::Sender<Health>,
+    clock: Arc<Clock>,
+) {
     let mut deadline = lock.deadline();
     let mut next = lock.since + every;
     let mut backoff = Backoff::new();
     loop {
-        tokio::time::sleep_until(next.into()).await;
+        clock.sleep_until(next).await;
         match fleet.extend(&lock.key, &lock.token, lock.ttl).await {
             Ok(renewed) => {
                 deadline = deadline.max(renewed.deadline());
@@ -85,7 +93,7 @@ async fn renew(fleet: Arc<Fleet>, lock: Lock, every: Duration, tx: watch::Sender
                 return;
             }
             Err(e) => {
-                let now = Instant::now();
+                let now = clock.now();
                 if now >= deadline {
                     let reason = format!("validity ran out while renewals failed: {e}");
                     tx.send_replace(Health::Lost { deadline, reason });
@@ -105,10 +113,10 @@ async fn renew(fleet: Arc<Fleet>, lock: Lock, every: Duration, tx: watch::Sender
 /// child is dead before anyone else can hold the lock.
 pub fn plan_stop(
     health: &Health,
-    now: Instant,
+    now: BootInstant,
     grace: Duration,
     margin: Duration,
-) -> (Instant, Instant) {
+) -> (BootInstant, BootInstant) {
     let deadline = health.deadline();
     let last_kill = deadline.checked_sub(margin).unwrap_or(now).max(now);
     let stop_at = match health {
@@ -124,7 +132,7 @@ mod tests {
 
     #[test]
     fn stop_leaves_grace_and_kill_precedes_the_deadline() {
-        let now = Instant::now();
+        let now = BootInstant::now();
         let deadline = now + Duration::from_secs(10);
         let (grace, margin) = (Duration::from_secs(3), Duration::from_millis(500));
         let held = Health::Held { deadline };

@@ -10,12 +10,13 @@ use std::io;
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use serde_json::json;
 use tokio::sync::watch;
 
 use crate::child::{self, Child};
+use crate::clock::{BootInstant, Clock};
 use crate::config::{OnLost, Run};
 use crate::error::Error;
 use crate::exit;
@@ -102,8 +103,11 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
         &format!("started {:?} as pid {}", cfg.argv[0], child.pid()),
         json!({ "pid": child.pid(), "program": cfg.argv[0] }),
     );
-    let (health, watchdog) = watchdog::start(Arc::clone(&fleet), lock.clone(), cfg.renew_every);
-    let (status, stop) = supervise(&mut child, &mut signals, health, &cfg, &lock, log).await;
+    let clock = Arc::new(Clock::new());
+    let (health, watchdog) =
+        watchdog::start(Arc::clone(&fleet), lock.clone(), cfg.renew_every, Arc::clone(&clock));
+    let (status, stop) =
+        supervise(&mut child, &mut signals, health, &cfg, &lock, log, &clock).await;
     // Renewal never outlives the command.
     watchdog.abort();
     if let Ok(status) = &status {
@@ -193,20 +197,21 @@ async fn supervise(
     cfg: &Run,
     lock: &Lock,
     log: &Log,
+    clock: &Clock,
 ) -> (io::Result<ExitStatus>, Option<Stop>) {
     let (grace, margin) = (cfg.grace(), cfg.kill_margin());
     let max_hold_at = cfg.max_hold.map(|d| lock.since + d);
     let shown = crate::display_key(cfg.key.as_bytes());
     let mut stop: Option<Stop> = None;
-    let mut kill_at: Option<Instant> = None;
+    let mut kill_at: Option<BootInstant> = None;
     let mut watching = true;
     let mut was_failing = false;
     loop {
-        let now = Instant::now();
+        let now = clock.now();
         let current = health.borrow().clone();
         let (lost_stop_at, lost_kill_at) = watchdog::plan_stop(&current, now, grace, margin);
         // The next moment to begin stopping, and whether it is for max-hold.
-        let begin: Option<(Instant, bool)> = if stop.is_some() {
+        let begin: Option<(BootInstant, bool)> = if stop.is_some() {
             None
         } else {
             let lost = match cfg.on_lost {
@@ -229,7 +234,7 @@ async fn supervise(
                 let now_health = health.borrow().clone();
                 match now_health {
                     Health::Held { deadline } => {
-                        let left = deadline.saturating_duration_since(Instant::now());
+                        let left = deadline.saturating_duration_since(clock.now());
                         let recovered = if was_failing { " (recovered)" } else { "" };
                         log.event(
                             if was_failing { Level::Warn } else { Level::Info },
@@ -240,7 +245,7 @@ async fn supervise(
                         was_failing = false;
                     }
                     Health::Failing { deadline, error } => {
-                        let left = deadline.saturating_duration_since(Instant::now());
+                        let left = deadline.saturating_duration_since(clock.now());
                         log.event(
                             if was_failing { Level::Debug } else { Level::Warn },
                             "renewal_failed",
@@ -268,13 +273,13 @@ async fn supervise(
                     }
                 }
             }
-            () = tokio::time::sleep_until(begin.map_or(never, |(at, _)| at).into()), if begin.is_some() => {
+            () = clock.sleep_until(begin.map_or(never, |(at, _)| at)), if begin.is_some() => {
                 let for_max_hold = begin.is_some_and(|(_, m)| m);
                 let signal = match cfg.on_lost {
                     OnLost::Signal(signal) => signal,
                     OnLost::Ignore => libc::SIGTERM,
                 };
-                let now = Instant::now();
+                let now = clock.now();
                 let kill = match cfg.on_lost {
                     OnLost::Signal(_) => (now + grace).min(lost_kill_at),
                     OnLost::Ignore => now + grace,
@@ -312,7 +317,7 @@ async fn supervise(
                     }),
                 );
             }
-            () = tokio::time::sleep_until(kill_at.unwrap_or(never).into()), if kill_at.is_some() => {
+            () = clock.sleep_until(kill_at.unwrap_or(never)), if kill_at.is_some() => {
                 log.event(
                     Level::Warn,
                     "killed",
@@ -334,7 +339,7 @@ async fn finish(fleet: &Fleet, cfg: &Run, lock: &Lock, log: &Log) {
         // A renewal the aborted watchdog left in flight must land before
         // the shortening, or it would stretch the lock back to a full TTL.
         fleet.drain().await;
-        let left = (lock.since + keep).saturating_duration_since(Instant::now());
+        let left = (lock.since + keep).saturating_duration_since(BootInstant::now());
         if left >= Duration::from_millis(1) {
             match fleet.extend(&lock.key, &lock.token, left).await {
                 Ok(_) => {
