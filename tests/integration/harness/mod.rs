@@ -25,6 +25,13 @@ pub fn unique_key(name: &str) -> String {
     format!("test-{name}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed))
 }
 
+/// The name under which the servers store the lock `key`: tests that read
+/// or plant a lock directly on a server go through this one function, so
+/// that they follow redlock's key layout.
+pub fn lock_key(key: &str) -> String {
+    key.to_owned()
+}
+
 /// Waits until `path` exists (the event a test synchronises on), at most [`HANG`].
 pub fn wait_for_file(path: &std::path::Path) {
     let start = Instant::now();
