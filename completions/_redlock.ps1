@@ -40,7 +40,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('run', 'run', [CompletionResultType]::ParameterValue, 'Run a command while holding the lock, renewing it until the command exits')
             [CompletionResult]::new('acquire', 'acquire', [CompletionResultType]::ParameterValue, 'Take the lock and print its token on stdout')
-            [CompletionResult]::new('extend', 'extend', [CompletionResultType]::ParameterValue, 'Reset the TTL of a lock held with a token')
+            [CompletionResult]::new('extend', 'extend', [CompletionResultType]::ParameterValue, 'Make a lock held with a token last at least --ttl from now (never shortens it)')
             [CompletionResult]::new('release', 'release', [CompletionResultType]::ParameterValue, 'Give a lock back (with its token, or --force)')
             [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show who holds a lock, on which servers, for how long (exit 0 held, 1 free)')
             [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check that the servers are fit for Redlock (exit 0 fit, 1 warnings)')
@@ -210,7 +210,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
         'redlock;help' {
             [CompletionResult]::new('run', 'run', [CompletionResultType]::ParameterValue, 'Run a command while holding the lock, renewing it until the command exits')
             [CompletionResult]::new('acquire', 'acquire', [CompletionResultType]::ParameterValue, 'Take the lock and print its token on stdout')
-            [CompletionResult]::new('extend', 'extend', [CompletionResultType]::ParameterValue, 'Reset the TTL of a lock held with a token')
+            [CompletionResult]::new('extend', 'extend', [CompletionResultType]::ParameterValue, 'Make a lock held with a token last at least --ttl from now (never shortens it)')
             [CompletionResult]::new('release', 'release', [CompletionResultType]::ParameterValue, 'Give a lock back (with its token, or --force)')
             [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show who holds a lock, on which servers, for how long (exit 0 held, 1 free)')
             [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check that the servers are fit for Redlock (exit 0 fit, 1 warnings)')

@@ -37,7 +37,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand --version 'Print version'
             cand run 'Run a command while holding the lock, renewing it until the command exits'
             cand acquire 'Take the lock and print its token on stdout'
-            cand extend 'Reset the TTL of a lock held with a token'
+            cand extend 'Make a lock held with a token last at least --ttl from now (never shortens it)'
             cand release 'Give a lock back (with its token, or --force)'
             cand status 'Show who holds a lock, on which servers, for how long (exit 0 held, 1 free)'
             cand doctor 'Check that the servers are fit for Redlock (exit 0 fit, 1 warnings)'
@@ -200,7 +200,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
         &'redlock;help'= {
             cand run 'Run a command while holding the lock, renewing it until the command exits'
             cand acquire 'Take the lock and print its token on stdout'
-            cand extend 'Reset the TTL of a lock held with a token'
+            cand extend 'Make a lock held with a token last at least --ttl from now (never shortens it)'
             cand release 'Give a lock back (with its token, or --force)'
             cand status 'Show who holds a lock, on which servers, for how long (exit 0 held, 1 free)'
             cand doctor 'Check that the servers are fit for Redlock (exit 0 fit, 1 warnings)'

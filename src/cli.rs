@@ -101,7 +101,7 @@ pub enum Command {
     /// Take the lock and print its token on stdout
     #[command(after_help = ACQUIRE_EXAMPLES)]
     Acquire(AcquireArgs),
-    /// Reset the TTL of a lock held with a token
+    /// Make a lock held with a token last at least --ttl from now (never shortens it)
     #[command(after_help = EXTEND_EXAMPLES)]
     Extend(ExtendArgs),
     /// Give a lock back (with its token, or --force)

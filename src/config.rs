@@ -232,9 +232,8 @@ impl Config {
                 },
             )?;
         let (command, ttl) = command(cli.command)?;
-        let validity_budget = ttl
-            .checked_sub(ttl.mul_f64(drift_factor) + Duration::from_millis(2))
-            .filter(|v| !v.is_zero());
+        let drift = crate::quorum::drift_allowance(ttl, drift_factor);
+        let validity_budget = ttl.checked_sub(drift).filter(|v| !v.is_zero());
         if validity_budget.is_none() {
             return usage(format!(
                 "--ttl {}: too short to leave any validity after the clock-drift allowance",
@@ -254,6 +253,22 @@ impl Config {
             }
             None => (ttl / 10).clamp(Duration::from_millis(1), MAX_DEFAULT_NODE_TIMEOUT),
         };
+        if let Command::Run(run) = &command {
+            let timing = crate::watchdog::Timing {
+                ttl,
+                renew_every: run.renew_every,
+                node_timeout,
+                grace: run.grace(),
+                margin: run.kill_margin(),
+                drift,
+            };
+            timing.check().map_err(|why| {
+                Error::Usage(format!(
+                    "run --ttl {}: --ttl, --renew-every, --kill-after, --node-timeout and --drift-factor do not fit: {why}",
+                    crate::fmt_duration(ttl)
+                ))
+            })?;
+        }
         Ok(Config { servers, quorum, node_timeout, drift_factor, tls, log, command })
     }
 
@@ -331,15 +346,6 @@ fn command(command: cli::Command) -> Result<(Command, Duration), Error> {
                 kill_after: optional("--kill-after", &a.kill_after)?,
                 argv,
             };
-            if let Some(grace) = run.kill_after
-                && grace + run.kill_margin() >= ttl
-            {
-                return usage(format!(
-                    "--kill-after {}: must leave room before the TTL ({}) runs out",
-                    crate::fmt_duration(grace),
-                    crate::fmt_duration(ttl)
-                ));
-            }
             (Command::Run(run), ttl)
         }
         cli::Command::Acquire(a) => {

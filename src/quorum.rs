@@ -90,8 +90,13 @@ impl Tally {
 /// The 2 ms and the drift term are the Redlock paper's allowance for clock
 /// drift between the client and the servers (redis.io/docs/manual/patterns/distributed-locks).
 pub fn validity(ttl: Duration, elapsed: Duration, drift_factor: f64) -> Option<Duration> {
-    let drift = ttl.mul_f64(drift_factor) + Duration::from_millis(2);
+    let drift = drift_allowance(ttl, drift_factor);
     ttl.checked_sub(elapsed)?.checked_sub(drift).filter(|v| !v.is_zero())
+}
+
+/// The clock-drift allowance of a lock: `ttl * drift_factor + 2ms`.
+pub fn drift_allowance(ttl: Duration, drift_factor: f64) -> Duration {
+    ttl.mul_f64(drift_factor) + Duration::from_millis(2)
 }
 
 /// One server's part in a round.

@@ -15,3 +15,4 @@ mod readme;
 mod run;
 mod secrets;
 mod tls;
+mod unguarded;

@@ -5,6 +5,7 @@
 #![allow(dead_code, unused_imports)]
 
 pub mod proxy;
+pub mod pty;
 pub mod redis;
 pub mod tls;
 
