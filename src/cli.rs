@@ -67,7 +67,7 @@ pub struct Global {
     #[arg(long, global = true, value_name = "N")]
     pub quorum: Option<usize>,
     /// Time limit for each server call [default: a tenth of the TTL, at most 1s]
-    #[arg(long, global = true, value_name = "DUR")]
+    #[arg(long, global = true, value_name = "DUR", allow_hyphen_values = true)]
     pub node_timeout: Option<String>,
     /// Clock drift allowance as a fraction of the TTL
     #[arg(long, global = true, value_name = "F", default_value = "0.01")]
@@ -129,11 +129,11 @@ pub struct KeyTtl {
 /// How long to wait for a busy lock.
 #[derive(Debug, Args)]
 pub struct Waiting {
-    /// Try once; fail at once when the lock is busy
+    /// Try once; fail at once when the lock is busy (as --wait 0)
     #[arg(short = 'n', long = "no-wait", conflicts_with = "wait")]
     pub no_wait: bool,
-    /// Wait at most DUR for the lock [default: wait until acquired]
-    #[arg(long, value_name = "DUR")]
+    /// Wait at most DUR for the lock; 0 tries once, a bare number is seconds [default: wait until acquired]
+    #[arg(short = 'w', long, value_name = "DUR", allow_hyphen_values = true)]
     pub wait: Option<String>,
 }
 
@@ -153,22 +153,22 @@ pub struct RunArgs {
     #[arg(short = 'E', long, value_name = "CODE", default_value_t = crate::exit::BUSY)]
     pub conflict_exit_code: u8,
     /// Keep the lock until DUR after acquisition, even when the command ends sooner [default: release at exit]
-    #[arg(long, value_name = "DUR")]
+    #[arg(long, value_name = "DUR", allow_hyphen_values = true)]
     pub keep: Option<String>,
     /// Stop the command when it has held the lock this long, and exit 124 [default: no limit]
-    #[arg(long, value_name = "DUR")]
+    #[arg(long, value_name = "DUR", allow_hyphen_values = true)]
     pub max_hold: Option<String>,
     /// Sleep a random time up to DUR before the first attempt [default: no jitter]
-    #[arg(long, value_name = "DUR")]
+    #[arg(long, value_name = "DUR", allow_hyphen_values = true)]
     pub jitter: Option<String>,
     /// Renew the lock this often [default: a third of the TTL]
-    #[arg(long, value_name = "DUR")]
+    #[arg(long, value_name = "DUR", allow_hyphen_values = true)]
     pub renew_every: Option<String>,
     /// What to do when the lock is lost: a signal (TERM, SIGINT, 9...), kill, or ignore
     #[arg(long, value_name = "ACTION", default_value = "TERM")]
     pub on_lost: String,
     /// Grace between the --on-lost (or --max-hold) signal and SIGKILL [default: a third of the TTL, at most 10s]
-    #[arg(long, value_name = "DUR")]
+    #[arg(long, value_name = "DUR", allow_hyphen_values = true)]
     pub kill_after: Option<String>,
     /// Run this shell command through $SHELL -c (or /bin/sh -c)
     #[arg(short = 'c', long = "command", value_name = "SHELL CMD", conflicts_with = "argv")]
@@ -247,7 +247,7 @@ pub struct StatusArgs {
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
     /// The TTL whose drift budget the servers' clocks are checked against
-    #[arg(long, value_name = "DUR", default_value = "30s")]
+    #[arg(long, value_name = "DUR", default_value = "30s", allow_hyphen_values = true)]
     pub ttl: String,
     /// Print one JSON object instead of a report
     #[arg(long)]
@@ -298,4 +298,73 @@ Examples:
 /// The clap command, for the man page and completion generators.
 pub fn command() -> clap::Command {
     Cli::command()
+}
+
+/// A parse error as one line: clap's message with everything it names (the
+/// missing arguments, the offending value) and its tips ("a similar
+/// subcommand exists", "use '-- echo'"), without the usage block, which
+/// `--help` shows in full.
+pub fn error_line(e: &clap::Error) -> String {
+    let text = e.to_string();
+    let mut parts: Vec<&str> = Vec::new();
+    let mut in_usage = false;
+    for line in text.lines().map(str::trim) {
+        if line.starts_with("Usage:") {
+            in_usage = true;
+        } else if line.is_empty() {
+            in_usage = false;
+        } else if !in_usage && !line.starts_with("For more information") {
+            parts.push(line.strip_prefix("error: ").unwrap_or(line));
+        }
+    }
+    let mut line = String::new();
+    for part in parts {
+        if !line.is_empty() {
+            // "...were not provided:" continues with the list; a tip is a new clause.
+            line.push_str(if line.ends_with(':') || line.ends_with(',') { " " } else { "; " });
+        }
+        line.push_str(part);
+    }
+    if line.is_empty() {
+        line.push_str("bad command line");
+    }
+    // `redlock run --key a echo hello`: the forgotten `--` (clap offers this
+    // tip only for positionals that are not `last`).
+    if let Some(clap::error::ContextValue::String(arg)) =
+        e.get(clap::error::ContextKind::InvalidArg)
+        && e.kind() == clap::error::ErrorKind::UnknownArgument
+        && !arg.starts_with('-')
+        && text.contains("Usage: redlock run ")
+        && !line.contains("'--")
+    {
+        line.push_str(&format!("; tip: to run '{arg}', put it after '--': -- {arg} ..."));
+    }
+    format!("{line} (see --help)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(args: &[&str]) -> String {
+        match Cli::try_parse_from(std::iter::once("redlock").chain(args.iter().copied())) {
+            Ok(cli) => panic!("{args:?} parsed: {cli:?}"),
+            Err(e) => error_line(&e),
+        }
+    }
+
+    #[test]
+    fn parse_errors_keep_their_content_on_one_line() {
+        for (args, expect) in [
+            (&["release", "--key", "m2"][..], "--token <TOKEN>"),
+            (&["run", "--key", "a", "echo", "hello"], "after '--': -- echo"),
+            (&["runn"], "'run'"),
+            (&["run", "-k", "a", "-n", "--wait", "5", "--", "true"], "'--wait <DUR>'"),
+            (&["status"], "--key <KEY>"),
+        ] {
+            let l = line(args);
+            assert!(l.contains(expect), "{args:?}: {l}");
+            assert!(!l.contains('\n') && !l.contains("Usage"), "{args:?}: {l}");
+        }
+    }
 }

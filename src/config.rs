@@ -392,6 +392,8 @@ fn nonempty(flag: &str, value: String) -> Result<String, Error> {
 fn wait(w: &cli::Waiting) -> Result<Wait, Error> {
     Ok(match (&w.wait, w.no_wait) {
         (_, true) => Wait::Once,
+        // `--wait 0` tries once, as flock's `-w 0` does.
+        (Some(raw), false) if parse_duration(raw).is_ok_and(|d| d.is_zero()) => Wait::Once,
         (Some(raw), false) => Wait::For(duration("--wait", raw)?),
         (None, false) => Wait::Forever,
     })
@@ -405,14 +407,30 @@ fn optional(flag: &str, raw: &Option<String>) -> Result<Option<Duration>, Error>
 /// as `now + duration`, which must not overflow.
 pub const MAX_DURATION: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
 
-/// A positive humantime duration (`500ms`, `30s`, `1h30m`), at most 10 years.
+/// A humantime duration (`500ms`, `30s`, `1h30m`), or a bare number of
+/// seconds (`5`, `0.5`) as flock(1) and timeout(1) take it.
+fn parse_duration(raw: &str) -> Result<Duration, ()> {
+    let raw = raw.trim();
+    if raw.bytes().all(|b| b.is_ascii_digit() || b == b'.') && raw.bytes().any(|b| b != b'.') {
+        let secs: f64 = raw.parse().map_err(|_| ())?;
+        return Duration::try_from_secs_f64(secs).map_err(|_| ());
+    }
+    humantime::parse_duration(raw).map_err(|_| ())
+}
+
+/// A positive duration (`500ms`, `30s`, `1h30m`, or bare seconds), at most 10 years.
 pub fn duration(flag: &str, raw: &str) -> Result<Duration, Error> {
-    match humantime::parse_duration(raw.trim()) {
+    if raw.trim().starts_with('-') {
+        return usage(format!("{flag} {raw:?}: must not be negative"));
+    }
+    match parse_duration(raw) {
         Ok(d) if d.is_zero() => usage(format!("{flag} {raw:?}: must be longer than zero")),
         Ok(d) if d > MAX_DURATION => usage(format!("{flag} {raw:?}: longer than 10 years")),
         Ok(d) if d.as_millis() == 0 => usage(format!("{flag} {raw:?}: must be at least 1ms")),
         Ok(d) => Ok(d),
-        Err(_) => usage(format!("{flag} {raw:?}: not a duration (e.g. 500ms, 30s, 1h30m)")),
+        Err(()) => usage(format!(
+            "{flag} {raw:?}: not a duration (e.g. 500ms, 30s, 1h30m, or 5 for seconds)"
+        )),
     }
 }
 
@@ -476,6 +494,25 @@ mod tests {
     }
 
     #[test]
+    fn flock_habits_bare_seconds_and_wait_zero() {
+        let waits = |args: &[&str]| match config(args).unwrap().command {
+            Command::Acquire { request, .. } => (request.wait, request.ttl),
+            other => panic!("{other:?}"),
+        };
+        let secs = Duration::from_secs;
+        assert_eq!(waits(&["acquire", "-k", "k", "--wait", "5"]).0, Wait::For(secs(5)));
+        assert_eq!(waits(&["acquire", "-k", "k", "-w", "5"]).0, Wait::For(secs(5)));
+        assert_eq!(waits(&["acquire", "-k", "k", "-w", "0.5"]).0, Wait::For(secs(1) / 2));
+        assert_eq!(waits(&["acquire", "-k", "k", "--ttl", "30"]).1, secs(30));
+        for zero in ["0", "0s", "0.0"] {
+            assert_eq!(waits(&["acquire", "-k", "k", "--wait", zero]).0, Wait::Once, "{zero}");
+        }
+        assert_eq!(waits(&["acquire", "-k", "k", "-n"]).0, Wait::Once);
+        let m = usage_message(&["acquire", "-k", "k", "-n", "-w", "5"]);
+        assert!(m.contains("--no-wait") && m.contains("--wait"), "{m}");
+    }
+
+    #[test]
     fn bad_inputs_name_the_flag() {
         let servers3 = "redis://a,redis://b,redis://c";
         for (args, expect) in [
@@ -484,7 +521,14 @@ mod tests {
             (vec!["acquire", "--key", "k", "--ttl", "-1s"], "--ttl"),
             (vec!["acquire", "--key", "k", "--ttl", "soon"], "--ttl"),
             (vec!["acquire", "--key", "k", "--ttl", "1000y"], "--ttl"),
-            (vec!["acquire", "--key", "k", "--wait", "0s"], "--wait"),
+            (
+                vec!["acquire", "--key", "k", "--wait", "-10s"],
+                "--wait \"-10s\": must not be negative",
+            ),
+            (vec!["acquire", "--key", "k", "--wait", "-1"], "--wait \"-1\": must not be negative"),
+            (vec!["run", "-k", "k", "--keep", "-1m", "--", "true"], "--keep \"-1m\""),
+            (vec!["--node-timeout", "-5s", "status", "-k", "k"], "--node-timeout \"-5s\""),
+            (vec!["acquire", "--key", "k", "--wait", "1.2.3"], "--wait \"1.2.3\""),
             (vec!["--servers", servers3, "--quorum", "4", "status", "-k", "k"], "--quorum"),
             (vec!["--servers", servers3, "--quorum", "1", "status", "-k", "k"], "--quorum"),
             (vec!["--servers", "http://x", "status", "-k", "k"], "scheme"),

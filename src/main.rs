@@ -2,6 +2,7 @@
 //! turn the result into the process exit code. Everything else is in the
 //! library so that tests reach it.
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -18,12 +19,20 @@ fn main() -> ExitCode {
             let _ = e.print();
             return ExitCode::SUCCESS;
         }
+        Err(e)
+            if matches!(
+                e.kind(),
+                ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingSubcommand
+            ) =>
+        {
+            // `redlock` alone (or with global options only): the short help
+            // on stderr, and 64 as for any command line that says nothing to do.
+            let _ = write!(std::io::stderr(), "{}", redlock::cli::command().render_help());
+            return ExitCode::from(exit::USAGE);
+        }
         Err(e) => {
             // clap's message spans several lines (usage, tip); DESIGN.md wants one.
-            let text = e.to_string();
-            let first = text.lines().next().unwrap_or("bad command line");
-            let first = first.strip_prefix("error: ").unwrap_or(first);
-            Log::new(0, false, LogFormat::Text).error(&format!("{first} (see --help)"));
+            Log::new(0, false, LogFormat::Text).error(&redlock::cli::error_line(&e));
             return ExitCode::from(exit::USAGE);
         }
     };
