@@ -9,8 +9,9 @@ use clap::Parser;
 use clap::error::ErrorKind;
 use redlock::cli::{Cli, LogFormat};
 use redlock::config::Config;
-use redlock::output::Log;
+use redlock::output::{Level, Log};
 use redlock::{error::Error, exit};
+use serde_json::json;
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -52,8 +53,11 @@ fn main() -> ExitCode {
             match &e {
                 // With `-E 0` a busy lock is a normal outcome (cron on a
                 // fleet): say it only with -v, so cron mails nothing.
-                Error::Busy { code: 0, .. } => log.info(&e.to_string()),
-                Error::Busy { .. } | Error::Interrupted(..) => log.warn(&e.to_string()),
+                Error::Busy { code, .. } => {
+                    let level = if *code == 0 { Level::Info } else { Level::Warn };
+                    log.event(level, "busy", &e.to_string(), json!({ "exit_code": code }));
+                }
+                Error::Interrupted(..) => log.warn(&e.to_string()),
                 _ => log.error(&e.to_string()),
             }
             ExitCode::from(e.exit_code())

@@ -162,6 +162,7 @@ pub async fn acquire(
         );
         let (last, holder_left) = match report.attempt {
             Attempt::Acquired(lock) => {
+                unreachable_servers(log, key, &report.servers);
                 let waited = start.elapsed();
                 log.event(
                     Level::Info,
@@ -229,6 +230,30 @@ pub async fn acquire(
             }
         }
     }
+}
+
+/// Warns (once, without `-v`) that the lock was taken with some servers
+/// failing: the job runs, but one more failure would stop the next one.
+fn unreachable_servers(log: &Log, key: &str, servers: &[crate::lock::ServerResult]) {
+    let failed: Vec<String> = servers
+        .iter()
+        .filter_map(|s| s.result.strip_prefix("error: ").map(|e| format!("{}: {e}", s.server)))
+        .collect();
+    if failed.is_empty() {
+        return;
+    }
+    log.event(
+        Level::Warn,
+        "servers_failed",
+        &format!(
+            "{} of {} servers failed while taking {}: {}",
+            failed.len(),
+            servers.len(),
+            crate::display_key(key.as_bytes()),
+            failed.join("; ")
+        ),
+        json!({ "key": key, "failed": failed }),
+    );
 }
 
 #[cfg(test)]
