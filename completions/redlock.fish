@@ -44,10 +44,11 @@ complete -c redlock -n "__fish_redlock_needs_command" -f -a "extend" -d 'Reset t
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "release" -d 'Give a lock back (with its token, or --force)'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "status" -d 'Show who holds a lock, on which servers, for how long (exit 0 held, 1 free)'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "doctor" -d 'Check that the servers are fit for Redlock (exit 0 fit, 1 warnings)'
+complete -c redlock -n "__fish_redlock_needs_command" -f -a "config" -d 'Print the effective configuration and where each value came from (flag, environment, file, default)'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s k -l key -d 'The lock\'s key, used as given on every server' -r
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l ttl -d 'How long the lock lives on the servers without renewal' -r
-complete -c redlock -n "__fish_redlock_using_subcommand run" -l wait -d 'Wait at most DUR for the lock [default: wait until acquired]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand run" -s w -l wait -d 'Wait at most DUR for the lock; 0 tries once, a bare number is seconds [default: wait until acquired]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s E -l conflict-exit-code -d 'Exit code when the lock is busy; with 0 (cron) the busy message shows only with -v' -r
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l keep -d 'Keep the lock until DUR after acquisition, even when the command ends sooner [default: release at exit]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l max-hold -d 'Stop the command when it has held the lock this long, and exit 124 [default: no limit]' -r
@@ -66,7 +67,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand run" -l node-timeout -d 
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l drift-factor -d 'Clock drift allowance as a fraction of the TTL' -r
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l log-format -d 'Format of the messages on stderr' -r -f -a "text\t'One line of text per message'
 json\t'One JSON object per line'"
-complete -c redlock -n "__fish_redlock_using_subcommand run" -s n -l no-wait -d 'Try once; fail at once when the lock is busy'
+complete -c redlock -n "__fish_redlock_using_subcommand run" -s n -l no-wait -d 'Try once; fail at once when the lock is busy (as --wait 0)'
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l no-fence -d 'Draw no fencing number (no REDLOCK_FENCE, no counter key on the servers)'
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s q -l quiet -d 'Say nothing on stderr but errors (no busy message)'
@@ -74,7 +75,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand run" -s h -l help -d 'Pr
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s V -l version -d 'Print version'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s k -l key -d 'The lock\'s key, used as given on every server' -r
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l ttl -d 'How long the lock lives on the servers without renewal' -r
-complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l wait -d 'Wait at most DUR for the lock [default: wait until acquired]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s w -l wait -d 'Wait at most DUR for the lock; 0 tries once, a bare number is seconds [default: wait until acquired]' -r
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path' -r
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F
@@ -85,7 +86,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l node-timeout
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l drift-factor -d 'Clock drift allowance as a fraction of the TTL' -r
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l log-format -d 'Format of the messages on stderr' -r -f -a "text\t'One line of text per message'
 json\t'One JSON object per line'"
-complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s n -l no-wait -d 'Try once; fail at once when the lock is busy'
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s n -l no-wait -d 'Try once; fail at once when the lock is busy (as --wait 0)'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l no-fence -d 'Draw no fencing number (no counter key on the servers)'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l json -d 'Print {"token", "fence", "validity_ms"} instead of the token alone'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s v -l verbose -d 'Say more on stderr (repeat for more)'
@@ -158,10 +159,25 @@ complete -c redlock -n "__fish_redlock_using_subcommand doctor" -s v -l verbose 
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -s q -l quiet -d 'Say nothing on stderr but errors (no busy message)'
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -s V -l version -d 'Print version'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status doctor help" -f -a "run" -d 'Run a command while holding the lock, renewing it until the command exits'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status doctor help" -f -a "acquire" -d 'Take the lock and print its token on stdout'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status doctor help" -f -a "extend" -d 'Reset the TTL of a lock held with a token'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status doctor help" -f -a "release" -d 'Give a lock back (with its token, or --force)'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status doctor help" -f -a "status" -d 'Show who holds a lock, on which servers, for how long (exit 0 held, 1 free)'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status doctor help" -f -a "doctor" -d 'Check that the servers are fit for Redlock (exit 0 fit, 1 warnings)'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status doctor help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c redlock -n "__fish_redlock_using_subcommand config" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path' -r
+complete -c redlock -n "__fish_redlock_using_subcommand config" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand config" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand config" -l tls-cert -d 'PEM client certificate, for servers that ask for one (with --tls-key)' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand config" -l tls-key -d 'PEM private key of --tls-cert' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand config" -l quorum -d 'Servers that must agree [default: more than half of them]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand config" -l node-timeout -d 'Time limit for each server call [default: a tenth of the TTL, at most 1s]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand config" -l drift-factor -d 'Clock drift allowance as a fraction of the TTL' -r
+complete -c redlock -n "__fish_redlock_using_subcommand config" -l log-format -d 'Format of the messages on stderr' -r -f -a "text\t'One line of text per message'
+json\t'One JSON object per line'"
+complete -c redlock -n "__fish_redlock_using_subcommand config" -s v -l verbose -d 'Say more on stderr (repeat for more)'
+complete -c redlock -n "__fish_redlock_using_subcommand config" -s q -l quiet -d 'Say nothing on stderr but errors (no busy message)'
+complete -c redlock -n "__fish_redlock_using_subcommand config" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c redlock -n "__fish_redlock_using_subcommand config" -s V -l version -d 'Print version'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status doctor config help" -f -a "run" -d 'Run a command while holding the lock, renewing it until the command exits'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status doctor config help" -f -a "acquire" -d 'Take the lock and print its token on stdout'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status doctor config help" -f -a "extend" -d 'Reset the TTL of a lock held with a token'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status doctor config help" -f -a "release" -d 'Give a lock back (with its token, or --force)'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status doctor config help" -f -a "status" -d 'Show who holds a lock, on which servers, for how long (exit 0 held, 1 free)'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status doctor config help" -f -a "doctor" -d 'Check that the servers are fit for Redlock (exit 0 fit, 1 warnings)'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status doctor config help" -f -a "config" -d 'Print the effective configuration and where each value came from (flag, environment, file, default)'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status doctor config help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -43,7 +43,13 @@ pub struct Global {
     #[arg(long, global = true, value_name = "FILE")]
     pub password_file: Option<std::path::PathBuf>,
     /// PEM file of the CA that signed the servers' TLS certificates (rediss://) [default: the public web roots]
-    #[arg(long, global = true, value_name = "FILE", env = "REDLOCK_TLS_CA")]
+    #[arg(
+        long,
+        global = true,
+        value_name = "FILE",
+        env = "REDLOCK_TLS_CA",
+        hide_env_values = true
+    )]
     pub tls_ca: Option<std::path::PathBuf>,
     /// PEM client certificate, for servers that ask for one (with --tls-key)
     #[arg(
@@ -51,7 +57,7 @@ pub struct Global {
         global = true,
         value_name = "FILE",
         env = "REDLOCK_TLS_CERT",
-        requires = "tls_key"
+        hide_env_values = true
     )]
     pub tls_cert: Option<std::path::PathBuf>,
     /// PEM private key of --tls-cert
@@ -60,7 +66,7 @@ pub struct Global {
         global = true,
         value_name = "FILE",
         env = "REDLOCK_TLS_KEY",
-        requires = "tls_cert"
+        hide_env_values = true
     )]
     pub tls_key: Option<std::path::PathBuf>,
     /// Servers that must agree [default: more than half of them]
@@ -113,6 +119,9 @@ pub enum Command {
     /// Check that the servers are fit for Redlock (exit 0 fit, 1 warnings)
     #[command(after_help = DOCTOR_EXAMPLES)]
     Doctor(DoctorArgs),
+    /// Print the effective configuration and where each value came from (flag, environment, file, default)
+    #[command(after_help = CONFIG_EXAMPLES)]
+    Config,
 }
 
 /// The lock key and TTL, shared by the subcommands that take a lock.
@@ -269,6 +278,16 @@ Examples:
   redlock doctor --servers redis://a:6379,redis://b:6379,redis://c:6379
   redlock doctor --ttl 5s --json";
 
+const CONFIG_EXAMPLES: &str = "\
+The configuration file is $REDLOCK_CONFIG, else ~/.config/redlock/config.toml, else \
+/etc/redlock/config.toml: TOML with one key per global option, named as the flag \
+(servers, quorum, node-timeout, drift-factor, password-file, tls-ca, tls-cert, tls-key, \
+log-format, verbose, quiet). Flags win over the environment, the environment over the file.
+
+Examples:
+  redlock config
+  REDLOCK_CONFIG=/etc/redlock/ci.toml redlock config";
+
 const RUN_EXAMPLES: &str = "\
 Examples:
   redlock run -n -E 0 --key nightly-report -- /usr/local/bin/report
@@ -298,6 +317,71 @@ Examples:
 /// The clap command, for the man page and completion generators.
 pub fn command() -> clap::Command {
     Cli::command()
+}
+
+/// Where clap found a global option's value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Given {
+    /// On the command line.
+    Flag,
+    /// In this environment variable.
+    Env(String),
+    /// Nowhere: clap's default (or nothing), so a config file may set it.
+    No,
+}
+
+/// The command line as typed, with where each global option came from.
+#[derive(Debug)]
+pub struct Parsed {
+    /// The parsed command line.
+    pub cli: Cli,
+    /// Global option id (`servers`, `node_timeout`...) to where clap found it.
+    pub given: std::collections::HashMap<String, Given>,
+}
+
+/// Parses `args` (the program name first), recording for each global
+/// option whether it came from a flag, the environment or nowhere.
+pub fn parse_from<I, T>(args: I) -> Result<Parsed, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    use clap::FromArgMatches;
+    use clap::parser::ValueSource;
+    // An empty variable counts as unset (`REDLOCK_SERVERS=` in a crontab),
+    // so that the file or the default applies.
+    let empty: Vec<String> = command()
+        .get_arguments()
+        .filter(|a| {
+            a.get_env().is_some_and(|var| std::env::var_os(var).is_some_and(|v| v.is_empty()))
+        })
+        .map(|a| a.get_id().to_string())
+        .collect();
+    let command = empty.iter().fold(command(), |c, id| c.mut_arg(id, |a| a.env(None)));
+    let matches = command.clone().try_get_matches_from(args)?;
+    let cli = Cli::from_arg_matches(&matches)?;
+    // Global options given after the subcommand are recorded there.
+    let mut levels = vec![&matches];
+    if let Some((_, sub)) = matches.subcommand() {
+        levels.push(sub);
+    }
+    let given = command
+        .get_arguments()
+        .filter(|a| a.is_global_set())
+        .map(|arg| {
+            let id = arg.get_id().as_str();
+            let source = levels.iter().filter_map(|m| m.value_source(id)).max();
+            let given = match source {
+                Some(ValueSource::CommandLine) => Given::Flag,
+                Some(ValueSource::EnvVariable) => Given::Env(
+                    arg.get_env().map(|e| e.to_string_lossy().into_owned()).unwrap_or_default(),
+                ),
+                _ => Given::No,
+            };
+            (id.to_owned(), given)
+        })
+        .collect();
+    Ok(Parsed { cli, given })
 }
 
 /// A parse error as one line: clap's message with everything it names (the
@@ -351,6 +435,17 @@ mod tests {
             Ok(cli) => panic!("{args:?} parsed: {cli:?}"),
             Err(e) => error_line(&e),
         }
+    }
+
+    #[test]
+    fn records_where_global_options_came_from() {
+        let p = parse_from(["redlock", "status", "-k", "k", "--quorum", "2", "-v"]).unwrap();
+        assert_eq!(p.given["quorum"], Given::Flag);
+        assert_eq!(p.given["verbose"], Given::Flag);
+        assert_eq!(p.given["drift_factor"], Given::No);
+        assert_eq!(p.given["log_format"], Given::No);
+        let p = parse_from(["redlock", "--drift-factor", "0.1", "status", "-k", "k"]).unwrap();
+        assert_eq!(p.given["drift_factor"], Given::Flag);
     }
 
     #[test]

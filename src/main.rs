@@ -5,17 +5,16 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use clap::Parser;
 use clap::error::ErrorKind;
-use redlock::cli::{Cli, LogFormat};
+use redlock::cli::LogFormat;
 use redlock::config::Config;
 use redlock::output::{Level, Log};
 use redlock::{error::Error, exit};
 use serde_json::json;
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+    let parsed = match redlock::cli::parse_from(std::env::args_os()) {
+        Ok(parsed) => parsed,
         Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
             let _ = e.print();
             return ExitCode::SUCCESS;
@@ -37,8 +36,13 @@ fn main() -> ExitCode {
             return ExitCode::from(exit::USAGE);
         }
     };
-    let log = Log::new(cli.global.verbose, cli.global.quiet, cli.global.log_format);
-    let result = Config::from_cli(cli).and_then(|config| {
+    // Until the configuration is known, messages follow the flags alone.
+    let mut log =
+        Log::new(parsed.cli.global.verbose, parsed.cli.global.quiet, parsed.cli.global.log_format);
+    let config =
+        redlock::config_file::load().and_then(|file| Config::from_parsed(parsed, file.as_ref()));
+    let result = config.and_then(|config| {
+        log = config.log;
         // A current-thread runtime: one short-lived process doing a handful
         // of parallel network calls gains nothing from worker threads.
         let runtime = tokio::runtime::Builder::new_current_thread()
