@@ -2,7 +2,8 @@
 //! what clap does itself. [`crate::config`] turns it into a checked
 //! configuration; [`command`] feeds the man page and completion generators.
 
-use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
+use clap::builder::{PossibleValue, StringValueParser, TypedValueParser};
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum, ValueHint};
 
 /// Lock shell jobs, cron tasks and CI steps across machines with a Redlock
 /// quorum over independent Redis servers.
@@ -35,6 +36,7 @@ pub struct Global {
         env = "REDLOCK_SERVERS",
         global = true,
         value_name = "URL[,URL...]",
+        value_hint = ValueHint::Other,
         default_value = "redis://127.0.0.1:6379",
         hide_env_values = true
     )]
@@ -70,13 +72,13 @@ pub struct Global {
     )]
     pub tls_key: Option<std::path::PathBuf>,
     /// Servers that must agree [default: more than half of them]
-    #[arg(long, global = true, value_name = "N")]
+    #[arg(long, global = true, value_name = "N", value_hint = ValueHint::Other)]
     pub quorum: Option<usize>,
     /// Time limit for each server call [default: a tenth of the TTL, at most 1s]
-    #[arg(long, global = true, value_name = "DUR", allow_hyphen_values = true)]
+    #[arg(long, global = true, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true)]
     pub node_timeout: Option<String>,
     /// Clock drift allowance as a fraction of the TTL
-    #[arg(long, global = true, value_name = "F", default_value = "0.01")]
+    #[arg(long, global = true, value_name = "F", default_value = "0.01", value_hint = ValueHint::Other)]
     pub drift_factor: String,
     /// Say more on stderr (repeat for more)
     #[arg(short, long, global = true, action = clap::ArgAction::Count, conflicts_with = "quiet")]
@@ -128,10 +130,10 @@ pub enum Command {
 #[derive(Debug, Args)]
 pub struct KeyTtl {
     /// The lock's key, used as given on every server
-    #[arg(long, short = 'k', allow_hyphen_values = true)]
+    #[arg(long, short = 'k', allow_hyphen_values = true, value_hint = ValueHint::Other)]
     pub key: String,
     /// How long the lock lives on the servers without renewal
-    #[arg(long, value_name = "DUR", default_value = "30s", allow_hyphen_values = true)]
+    #[arg(long, value_name = "DUR", value_hint = ValueHint::Other, default_value = "30s", allow_hyphen_values = true)]
     pub ttl: String,
 }
 
@@ -142,7 +144,7 @@ pub struct Waiting {
     #[arg(short = 'n', long = "no-wait", conflicts_with = "wait")]
     pub no_wait: bool,
     /// Wait at most DUR for the lock; 0 tries once, a bare number is seconds [default: wait until acquired]
-    #[arg(short = 'w', long, value_name = "DUR", allow_hyphen_values = true)]
+    #[arg(short = 'w', long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true)]
     pub wait: Option<String>,
 }
 
@@ -159,32 +161,67 @@ pub struct RunArgs {
     #[arg(long)]
     pub no_fence: bool,
     /// Exit code when the lock is busy; with 0 (cron) the busy message shows only with -v
-    #[arg(short = 'E', long, value_name = "CODE", default_value_t = crate::exit::BUSY)]
+    #[arg(short = 'E', long, value_name = "CODE", default_value_t = crate::exit::BUSY, value_hint = ValueHint::Other)]
     pub conflict_exit_code: u8,
     /// Keep the lock until DUR after acquisition, even when the command ends sooner [default: release at exit]
-    #[arg(long, value_name = "DUR", allow_hyphen_values = true)]
+    #[arg(long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true)]
     pub keep: Option<String>,
     /// Stop the command when it has held the lock this long, and exit 124 [default: no limit]
-    #[arg(long, value_name = "DUR", allow_hyphen_values = true)]
+    #[arg(long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true)]
     pub max_hold: Option<String>,
     /// Sleep a random time up to DUR before the first attempt [default: no jitter]
-    #[arg(long, value_name = "DUR", allow_hyphen_values = true)]
+    #[arg(long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true)]
     pub jitter: Option<String>,
     /// Renew the lock this often [default: a third of the TTL]
-    #[arg(long, value_name = "DUR", allow_hyphen_values = true)]
+    #[arg(long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true)]
     pub renew_every: Option<String>,
     /// What to do when the lock is lost: a signal (TERM, SIGINT, 9...), kill, or ignore
-    #[arg(long, value_name = "ACTION", default_value = "TERM")]
+    #[arg(
+        long,
+        value_name = "ACTION",
+        default_value = "TERM",
+        value_parser = SignalNames,
+        hide_possible_values = true
+    )]
     pub on_lost: String,
     /// Grace between the --on-lost (or --max-hold) signal and SIGKILL [default: a third of the TTL, at most 10s]
-    #[arg(long, value_name = "DUR", allow_hyphen_values = true)]
+    #[arg(long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true)]
     pub kill_after: Option<String>,
     /// Run this shell command through $SHELL -c (or /bin/sh -c)
-    #[arg(short = 'c', long = "command", value_name = "SHELL CMD", conflicts_with = "argv")]
+    #[arg(
+        short = 'c',
+        long = "command",
+        value_name = "SHELL CMD",
+        conflicts_with = "argv",
+        value_hint = ValueHint::Other
+    )]
     pub shell: Option<String>,
     /// The command and its arguments, after --
-    #[arg(last = true, value_name = "CMD")]
+    #[arg(last = true, value_name = "CMD", value_hint = ValueHint::CommandWithArguments)]
     pub argv: Vec<String>,
+}
+
+/// `--on-lost`'s value: any text (config checks it: `TERM`, `SIGTERM`, `15`,
+/// `kill`, `ignore`), with the common ones offered to shell completion.
+#[derive(Clone, Copy, Debug)]
+struct SignalNames;
+
+impl TypedValueParser for SignalNames {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        StringValueParser::new().parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        let names = ["TERM", "INT", "HUP", "QUIT", "USR1", "USR2", "kill", "ignore"];
+        Some(Box::new(names.into_iter().map(PossibleValue::new)))
+    }
 }
 
 /// `redlock acquire`.
@@ -214,6 +251,7 @@ pub struct ExtendArgs {
     #[arg(
         long,
         short = 't',
+        value_hint = ValueHint::Other,
         env = "REDLOCK_TOKEN",
         hide_env_values = true,
         allow_hyphen_values = true
@@ -225,12 +263,13 @@ pub struct ExtendArgs {
 #[derive(Debug, Args)]
 pub struct ReleaseArgs {
     /// The lock's key
-    #[arg(long, short = 'k', allow_hyphen_values = true)]
+    #[arg(long, short = 'k', allow_hyphen_values = true, value_hint = ValueHint::Other)]
     pub key: String,
     /// The token printed by `acquire`
     #[arg(
         long,
         short = 't',
+        value_hint = ValueHint::Other,
         required_unless_present = "force",
         conflicts_with = "force",
         allow_hyphen_values = true
@@ -245,7 +284,7 @@ pub struct ReleaseArgs {
 #[derive(Debug, Args)]
 pub struct StatusArgs {
     /// The lock's key
-    #[arg(long, short = 'k', allow_hyphen_values = true)]
+    #[arg(long, short = 'k', allow_hyphen_values = true, value_hint = ValueHint::Other)]
     pub key: String,
     /// Print one JSON object instead of a table
     #[arg(long)]
@@ -256,7 +295,7 @@ pub struct StatusArgs {
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
     /// The TTL whose drift budget the servers' clocks are checked against
-    #[arg(long, value_name = "DUR", default_value = "30s", allow_hyphen_values = true)]
+    #[arg(long, value_name = "DUR", value_hint = ValueHint::Other, default_value = "30s", allow_hyphen_values = true)]
     pub ttl: String,
     /// Print one JSON object instead of a report
     #[arg(long)]

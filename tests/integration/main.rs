@@ -11,6 +11,7 @@ mod engine;
 mod fencing;
 mod harness;
 mod hostile;
+mod manual;
 mod messages;
 mod network;
 mod readme;
