@@ -18,3 +18,4 @@ mod readme;
 mod run;
 mod secrets;
 mod tls;
+mod waiting;
