@@ -11,6 +11,7 @@ use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum, ValueHint};
 #[command(
     name = "redlock",
     version,
+    long_version = LONG_VERSION,
     propagate_version = true,
     max_term_width = 100,
     long_about = LONG_ABOUT,
@@ -301,6 +302,17 @@ pub struct DoctorArgs {
     #[arg(long)]
     pub json: bool,
 }
+
+/// `--version`: the version, the commit it was built from and the build's
+/// cargo features (from build.rs); TLS is always built in (rustls).
+const LONG_VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("REDLOCK_COMMIT"),
+    ", features: ",
+    env!("REDLOCK_FEATURES"),
+    ", TLS: rustls)"
+);
 
 const LONG_ABOUT: &str = "\
 Lock shell jobs, cron tasks and CI steps across machines with a Redlock quorum \

@@ -206,7 +206,9 @@ fn bash_command_after_dashes(script: &[u8]) -> Vec<u8> {
 
 /// Every generated file, in a stable order.
 pub fn files() -> Vec<Generated> {
-    let mut cmd = crate::cli::command().disable_help_subcommand(true);
+    // The commit in --version changes with every commit; the generated
+    // files must not (they are committed).
+    let mut cmd = crate::cli::command().disable_help_subcommand(true).long_version(None);
     cmd.build();
     let mut files = Vec::new();
 
@@ -269,7 +271,8 @@ pub fn files() -> Vec<Generated> {
         (Shell::PowerShell, "_redlock.ps1"),
     ] {
         let mut content = Vec::new();
-        clap_complete::generate(shell, &mut crate::cli::command(), "redlock", &mut content);
+        let mut cmd = crate::cli::command().long_version(None);
+        clap_complete::generate(shell, &mut cmd, "redlock", &mut content);
         if shell == Shell::Bash {
             content = bash_command_after_dashes(&content);
         }

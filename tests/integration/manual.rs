@@ -101,3 +101,16 @@ fn bash_completion_offers_values_and_commands_not_files() {
     let commands = bash_complete(&["redlock", "run", "-k", "k", "--", "ech"]);
     assert!(commands.contains(&"echo".to_owned()), "{commands:?}");
 }
+
+#[test]
+fn version_names_the_commit_and_features() {
+    let out = Command::new(env!("CARGO_BIN_EXE_redlock")).arg("--version").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let commit = text.split("(commit ").nth(1).and_then(|r| r.split(',').next()).unwrap_or("");
+    assert!(
+        commit == "unknown" || (commit.len() >= 7 && commit.chars().all(|c| c.is_ascii_hexdigit())),
+        "{text}"
+    );
+    assert!(text.contains("features: "), "{text}");
+}
