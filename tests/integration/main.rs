@@ -15,6 +15,7 @@ mod manual;
 mod messages;
 mod network;
 mod readme;
+mod recipes;
 mod run;
 mod secrets;
 mod tls;
