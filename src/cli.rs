@@ -322,7 +322,12 @@ over independent Redis servers.
 REDLOCK_SERVERS), runs the command, renews the lock while it runs, and releases \
 it when the command exits; if the lock is lost, the command is stopped before \
 anyone else can take it. 'acquire', 'extend', 'release' and 'status' serve \
-scripts and humans; 'doctor' checks the servers.";
+scripts and humans; 'doctor' checks the servers.
+
+Global options come from flags, then the environment, then the configuration \
+file ($REDLOCK_CONFIG, ~/.config/redlock/config.toml or /etc/redlock/config.toml); \
+'config' shows the result and where each value came from. Durations are 500ms, \
+30s, 1h30m, or a bare number of seconds.";
 
 const DOCTOR_EXAMPLES: &str = "\
 Examples:
