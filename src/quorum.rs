@@ -139,13 +139,7 @@ impl fmt::Display for Failures {
         if self.0.is_empty() {
             return f.write_str("no server answered in time");
         }
-        for (i, e) in self.0.iter().enumerate() {
-            if i > 0 {
-                f.write_str("; ")?;
-            }
-            write!(f, "{e}")?;
-        }
-        Ok(())
+        f.write_str(&crate::server::summarize(&self.0))
     }
 }
 

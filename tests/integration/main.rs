@@ -3,6 +3,7 @@
 //! The one integration-test binary: the real `redlock` against real
 //! `redis-server` processes started by [`harness`].
 
+mod config_file;
 mod docs;
 mod doctor;
 mod drift;
@@ -10,9 +11,13 @@ mod engine;
 mod fencing;
 mod harness;
 mod hostile;
+mod manual;
+mod messages;
 mod network;
 mod readme;
+mod recipes;
 mod run;
 mod secrets;
 mod tls;
 mod unguarded;
+mod waiting;
