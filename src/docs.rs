@@ -95,9 +95,12 @@ const RUN_SECTIONS: &str = r#".SH "PROCESS GROUP AND SIGNALS"
 The command starts only once a quorum granted the lock, with REDLOCK_KEY, REDLOCK_TOKEN and REDLOCK_FENCE in its environment, in a process group of its own; it inherits stdin, stdout, stderr and the terminal.
 SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to redlock (Ctrl\-C at a terminal too) reach the command exactly once; redlock then waits for it, releases the lock and exits with its status (128+N when signal N ended it).
 When the command exits, whatever it left running in its group, and daemons that left the group with setsid (redlock adopts them as their reaper), are stopped: SIGTERM, then SIGKILL after up to 1s.
-.SH "WHEN REDLOCK IS KILLED"
-If redlock itself dies, even by \fBkill \-9\fR, the command gets SIGKILL through its parent\-death signal, and the rest of its process group through \fBredlock\-guard\fR, a small process that waits in the group for redlock to die.
-The lock is then not released: it expires on the servers after at most its TTL.
+The command's environment gets no password of redlock's: REDLOCK_PASSWORD is withheld and REDLOCK_SERVERS reaches it with passwords masked; a command that calls redlock itself uses \-\-password\-file.
+At a terminal, Ctrl\-Z suspends the job as in any shell (fg and bg resume it); redlock's own messages never stop it (stty tostop).
+.SH "WHEN REDLOCK IS KILLED, FROZEN OR SUSPENDED"
+Before the command starts, redlock forks \fBredlock\-guard\fR, a small process in a group of its own. After every renewal that wins a quorum redlock sends it the new deadline; the guard SIGKILLs the command's group and every other process descended from redlock half the kill margin before the lock's validity ends unless a later deadline arrived, and at once if redlock dies.
+So a redlock frozen by SIGSTOP or a debugger, stopped by Ctrl\-Z for longer than the validity, or killed, never leaves the command running without the lock; on SIGCONT or fg redlock exits 70.
+If redlock dies, the command also gets SIGKILL through its parent\-death signal. The lock is then not released: it expires on the servers after at most its TTL.
 Only a daemon that left the group with setsid escapes a \fBkill \-9\fR of redlock.
 .SH "WHEN THE LOCK IS LOST"
 The lock is renewed every third of the TTL (\-\-renew\-every); a failed renewal is retried at once, with backoff.
@@ -111,7 +114,8 @@ SIGKILL follows at the latest the margin (a twentieth of the TTL, 5ms to 1s) bef
 .IP 4. 4
 redlock exits 70.
 .PP
-Validity is counted on the monotonic clock from before the first request, minus the drift allowance (TTL \(mu \-\-drift\-factor + 2ms).
+Validity is counted on CLOCK_BOOTTIME (time the machine spent suspended counts) from before the first request, minus the drift allowance (TTL \(mu \-\-drift\-factor + 2ms); after a resume past the deadline the command is stopped at once.
+\-\-ttl, \-\-renew\-every, \-\-kill\-after, \-\-node\-timeout and \-\-drift\-factor must satisfy renew\-every + 2 \(mu node\-timeout + drift allowance + grace + margin < TTL, so that a healthy job is never stopped; run refuses other combinations with 64. With the defaults that holds for every TTL from 60ms up.
 \-\-on\-lost ignore keeps the command running with a warning: for locks that only save work, never for ones that protect data.
 .SH "SERVERS: ACL AND PERSISTENCE"
 An ACL user needs, on the lock keys, their fencing counters redlock:fence:KEY and their release channels redlock:released:KEY:

@@ -233,11 +233,16 @@ unsafe fn guard_main(read: i32, redlock: i32, first: Message, argv: Option<(usiz
             raw
         });
         let (mut pgid, mut kill_at) = read_message(&first).unwrap_or((0, NEVER));
-        if timer >= 0 && kill_at != NEVER {
-            let _ = clock::arm_timerfd(timer, Duration::from_nanos(kill_at));
-        }
         let mut buf = [0u8; 16 * 64];
         loop {
+            // (Re-)arm for the current instant: after a message, and after a
+            // wake that came early by the clock (see clock::arm_timerfd).
+            // Re-arming also clears an expiry of an old instant.
+            if timer >= 0 && kill_at == NEVER {
+                disarm_timerfd(timer);
+            } else if timer >= 0 {
+                let _ = clock::arm_timerfd(timer, Duration::from_nanos(kill_at));
+            }
             let mut fds = [
                 libc::pollfd { fd: read, events: libc::POLLIN, revents: 0 },
                 libc::pollfd { fd: timer, events: libc::POLLIN, revents: 0 },
@@ -259,13 +264,6 @@ unsafe fn guard_main(read: i32, redlock: i32, first: Message, argv: Option<(usiz
                         if let Some((group, at)) = buf.get(last..last + 16).and_then(read_message) {
                             pgid = if group > 0 { group } else { pgid };
                             kill_at = at;
-                            // Re-arming (or disarming) also clears an
-                            // expiry of the old instant.
-                            if timer >= 0 && at == NEVER {
-                                disarm_timerfd(timer);
-                            } else if timer >= 0 {
-                                let _ = clock::arm_timerfd(timer, Duration::from_nanos(at));
-                            }
                         }
                     }
                     Err(_) => {
