@@ -101,6 +101,8 @@ impl Redlock {
             cmd.env_remove(var);
         }
         cmd.env("SHELL", "/bin/sh");
+        // No configuration file of the developer's or the machine's.
+        cmd.env("REDLOCK_CONFIG", "/dev/null");
         cmd.env("REDLOCK_SERVERS", servers);
         Redlock { cmd, shown: vec![format!("REDLOCK_SERVERS={servers} redlock")] }
     }
