@@ -32,6 +32,12 @@ pub fn lock_key(key: &str) -> String {
     key.to_owned()
 }
 
+/// The name under which the servers store the fencing counter of the lock
+/// `key` (see [`lock_key`]).
+pub fn fence_key(key: &str) -> String {
+    format!("redlock:fence:{key}")
+}
+
 /// Waits until `path` exists (the event a test synchronises on), at most [`HANG`].
 pub fn wait_for_file(path: &std::path::Path) {
     let start = Instant::now();
