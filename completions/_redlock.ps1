@@ -34,6 +34,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Say more on stderr (repeat for more)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Say nothing on stderr but errors (no busy message)')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Say nothing on stderr but errors (no busy message)')
+            [CompletionResult]::new('--raw-key', '--raw-key', [CompletionResultType]::ParameterName, 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock''s namespace, redlock:{KEY}]')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
@@ -48,8 +49,8 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             break
         }
         'redlock;run' {
-            [CompletionResult]::new('-k', '-k', [CompletionResultType]::ParameterName, 'The lock''s key, used as given on every server')
-            [CompletionResult]::new('--key', '--key', [CompletionResultType]::ParameterName, 'The lock''s key, used as given on every server')
+            [CompletionResult]::new('-k', '-k', [CompletionResultType]::ParameterName, 'The lock''s key (stored as redlock:{KEY}, or as given with --raw-key)')
+            [CompletionResult]::new('--key', '--key', [CompletionResultType]::ParameterName, 'The lock''s key (stored as redlock:{KEY}, or as given with --raw-key)')
             [CompletionResult]::new('--ttl', '--ttl', [CompletionResultType]::ParameterName, 'How long the lock lives on the servers without renewal')
             [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Wait at most DUR for the lock [default: wait until acquired]')
             [CompletionResult]::new('-E', '-E ', [CompletionResultType]::ParameterName, 'Exit code when the lock is busy; with 0 (cron) the busy message shows only with -v')
@@ -78,6 +79,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Say more on stderr (repeat for more)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Say nothing on stderr but errors (no busy message)')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Say nothing on stderr but errors (no busy message)')
+            [CompletionResult]::new('--raw-key', '--raw-key', [CompletionResultType]::ParameterName, 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock''s namespace, redlock:{KEY}]')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
@@ -85,8 +87,8 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             break
         }
         'redlock;acquire' {
-            [CompletionResult]::new('-k', '-k', [CompletionResultType]::ParameterName, 'The lock''s key, used as given on every server')
-            [CompletionResult]::new('--key', '--key', [CompletionResultType]::ParameterName, 'The lock''s key, used as given on every server')
+            [CompletionResult]::new('-k', '-k', [CompletionResultType]::ParameterName, 'The lock''s key (stored as redlock:{KEY}, or as given with --raw-key)')
+            [CompletionResult]::new('--key', '--key', [CompletionResultType]::ParameterName, 'The lock''s key (stored as redlock:{KEY}, or as given with --raw-key)')
             [CompletionResult]::new('--ttl', '--ttl', [CompletionResultType]::ParameterName, 'How long the lock lives on the servers without renewal')
             [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Wait at most DUR for the lock [default: wait until acquired]')
             [CompletionResult]::new('--servers', '--servers', [CompletionResultType]::ParameterName, 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path')
@@ -106,6 +108,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Say more on stderr (repeat for more)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Say nothing on stderr but errors (no busy message)')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Say nothing on stderr but errors (no busy message)')
+            [CompletionResult]::new('--raw-key', '--raw-key', [CompletionResultType]::ParameterName, 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock''s namespace, redlock:{KEY}]')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
@@ -113,8 +116,8 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             break
         }
         'redlock;extend' {
-            [CompletionResult]::new('-k', '-k', [CompletionResultType]::ParameterName, 'The lock''s key, used as given on every server')
-            [CompletionResult]::new('--key', '--key', [CompletionResultType]::ParameterName, 'The lock''s key, used as given on every server')
+            [CompletionResult]::new('-k', '-k', [CompletionResultType]::ParameterName, 'The lock''s key (stored as redlock:{KEY}, or as given with --raw-key)')
+            [CompletionResult]::new('--key', '--key', [CompletionResultType]::ParameterName, 'The lock''s key (stored as redlock:{KEY}, or as given with --raw-key)')
             [CompletionResult]::new('--ttl', '--ttl', [CompletionResultType]::ParameterName, 'How long the lock lives on the servers without renewal')
             [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'The token printed by `acquire`')
             [CompletionResult]::new('--token', '--token', [CompletionResultType]::ParameterName, 'The token printed by `acquire`')
@@ -131,6 +134,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Say more on stderr (repeat for more)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Say nothing on stderr but errors (no busy message)')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Say nothing on stderr but errors (no busy message)')
+            [CompletionResult]::new('--raw-key', '--raw-key', [CompletionResultType]::ParameterName, 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock''s namespace, redlock:{KEY}]')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
@@ -151,11 +155,13 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('--node-timeout', '--node-timeout', [CompletionResultType]::ParameterName, 'Time limit for each server call [default: a tenth of the TTL, at most 1s]')
             [CompletionResult]::new('--drift-factor', '--drift-factor', [CompletionResultType]::ParameterName, 'Clock drift allowance as a fraction of the TTL')
             [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Format of the messages on stderr')
-            [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'Delete the lock whoever holds it')
+            [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'Delete the lock whoever holds it (only a value redlock wrote)')
+            [CompletionResult]::new('--force-any-value', '--force-any-value', [CompletionResultType]::ParameterName, 'Like --force, and delete a value that is not a redlock lock too (another client''s, with --raw-key)')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Say more on stderr (repeat for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Say more on stderr (repeat for more)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Say nothing on stderr but errors (no busy message)')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Say nothing on stderr but errors (no busy message)')
+            [CompletionResult]::new('--raw-key', '--raw-key', [CompletionResultType]::ParameterName, 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock''s namespace, redlock:{KEY}]')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
@@ -179,6 +185,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Say more on stderr (repeat for more)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Say nothing on stderr but errors (no busy message)')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Say nothing on stderr but errors (no busy message)')
+            [CompletionResult]::new('--raw-key', '--raw-key', [CompletionResultType]::ParameterName, 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock''s namespace, redlock:{KEY}]')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
@@ -201,6 +208,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Say more on stderr (repeat for more)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Say nothing on stderr but errors (no busy message)')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Say nothing on stderr but errors (no busy message)')
+            [CompletionResult]::new('--raw-key', '--raw-key', [CompletionResultType]::ParameterName, 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock''s namespace, redlock:{KEY}]')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')

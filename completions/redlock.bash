@@ -65,7 +65,7 @@ _redlock() {
 
     case "${cmd}" in
         redlock)
-            opts="-v -q -h -V --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --verbose --quiet --log-format --help --version run acquire extend release status doctor help"
+            opts="-v -q -h -V --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --verbose --quiet --log-format --raw-key --help --version run acquire extend release status doctor help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -115,7 +115,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__acquire)
-            opts="-k -n -v -q -h -V --key --ttl --no-wait --wait --no-fence --json --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --verbose --quiet --log-format --help --version"
+            opts="-k -n -v -q -h -V --key --ttl --no-wait --wait --no-fence --json --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --verbose --quiet --log-format --raw-key --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -181,7 +181,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__doctor)
-            opts="-v -q -h -V --ttl --json --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --verbose --quiet --log-format --help --version"
+            opts="-v -q -h -V --ttl --json --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --verbose --quiet --log-format --raw-key --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -235,7 +235,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__extend)
-            opts="-k -t -v -q -h -V --key --ttl --token --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --verbose --quiet --log-format --help --version"
+            opts="-k -t -v -q -h -V --key --ttl --token --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --verbose --quiet --log-format --raw-key --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -417,7 +417,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__release)
-            opts="-k -t -v -q -h -V --key --token --force --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --verbose --quiet --log-format --help --version"
+            opts="-k -t -v -q -h -V --key --token --force --force-any-value --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --verbose --quiet --log-format --raw-key --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -483,7 +483,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__run)
-            opts="-k -n -E -c -v -q -h -V --key --ttl --no-wait --wait --no-fence --conflict-exit-code --keep --max-hold --jitter --renew-every --on-lost --kill-after --command --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --verbose --quiet --log-format --help --version"
+            opts="-k -n -E -c -v -q -h -V --key --ttl --no-wait --wait --no-fence --conflict-exit-code --keep --max-hold --jitter --renew-every --on-lost --kill-after --command --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --verbose --quiet --log-format --raw-key --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -589,7 +589,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__status)
-            opts="-k -v -q -h -V --key --json --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --verbose --quiet --log-format --help --version"
+            opts="-k -v -q -h -V --key --json --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --verbose --quiet --log-format --raw-key --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

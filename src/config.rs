@@ -31,6 +31,8 @@ pub struct Config {
     pub node_timeout: Duration,
     /// Clock drift allowance as a fraction of the TTL.
     pub drift_factor: f64,
+    /// Where the lock's keys live (`--raw-key`: the key as given).
+    pub key_layout: crate::lock::KeyLayout,
     /// Certificates for `rediss://` servers.
     pub tls: Tls,
     /// Where messages go.
@@ -170,6 +172,8 @@ pub enum Command {
         key: String,
         /// The holder's token, or `None` to force.
         token: Option<String>,
+        /// `--force-any-value`: force even a value redlock did not write.
+        any_value: bool,
     },
     /// `status`.
     Status {
@@ -254,7 +258,9 @@ impl Config {
             }
             None => (ttl / 10).clamp(Duration::from_millis(1), MAX_DEFAULT_NODE_TIMEOUT),
         };
-        Ok(Config { servers, quorum, node_timeout, drift_factor, tls, log, command })
+        let key_layout =
+            if g.raw_key { crate::lock::KeyLayout::Raw } else { crate::lock::KeyLayout::Native };
+        Ok(Config { servers, quorum, node_timeout, drift_factor, key_layout, tls, log, command })
     }
 
     /// Opens (lazily) the servers with the node timeout.
@@ -265,7 +271,8 @@ impl Config {
             .map(|url| Server::new(url.clone(), self.node_timeout, &self.tls))
             .collect::<Result<Vec<_>, _>>()
             .map_err(Error::Usage)?;
-        Ok(crate::lock::Fleet::new(servers, self.quorum, self.drift_factor))
+        Ok(crate::lock::Fleet::new(servers, self.quorum, self.drift_factor)
+            .with_key_layout(self.key_layout))
     }
 }
 
@@ -355,7 +362,7 @@ fn command(command: cli::Command) -> Result<(Command, Duration), Error> {
         cli::Command::Release(a) => {
             let key = nonempty("--key", a.key)?;
             let token = a.token.map(|t| nonempty("--token", t)).transpose()?;
-            (Command::Release { key, token }, DEFAULT_TTL)
+            (Command::Release { key, token, any_value: a.force_any_value }, DEFAULT_TTL)
         }
         cli::Command::Status(a) => {
             (Command::Status { key: nonempty("--key", a.key)?, json: a.json }, DEFAULT_TTL)

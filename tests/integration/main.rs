@@ -10,6 +10,7 @@ mod engine;
 mod fencing;
 mod harness;
 mod hostile;
+mod keys;
 mod network;
 mod readme;
 mod run;
