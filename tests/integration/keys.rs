@@ -251,3 +251,69 @@ fn raw_keys_exclude_and_are_excluded_by_redis_cli_set_nx() {
         .expect(0);
     assert_eq!(fleet.values(&key), vec![None, None, None]);
 }
+
+/// node-redlock (`SET NX PX` on the key as given, compare-and-delete) and
+/// `redlock --raw-key` on the same key and servers exclude each other.
+/// Ignored by default: it installs node-redlock with npm (network).
+#[test]
+#[ignore = "needs node and npm (installs redlock@5.0.0-beta.2 and ioredis@5): cargo test --test integration -- --ignored node_redlock"]
+fn raw_keys_exclude_and_are_excluded_by_node_redlock() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+
+    let modules = tempfile::tempdir().unwrap();
+    let npm = Command::new("npm")
+        .args(["install", "--no-audit", "--no-fund", "redlock@5.0.0-beta.2", "ioredis@5"])
+        .current_dir(modules.path())
+        .output()
+        .expect("npm is installed");
+    assert!(npm.status.success(), "npm install: {}", String::from_utf8_lossy(&npm.stderr));
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/node_redlock.cjs");
+    let fleet = Fleet::start(3);
+    let ports: Vec<String> = fleet.servers.iter().map(|s| s.port.to_string()).collect();
+    let node = |mode: &str, key: &str| {
+        let mut cmd = Command::new("node");
+        cmd.arg(&script).args([mode, key, "20000"]).args(&ports);
+        cmd.env("NODE_PATH", modules.path().join("node_modules"));
+        cmd
+    };
+    let key = unique_key("node-redlock");
+
+    // node-redlock holds it: redlock --raw-key is refused, redlock's own
+    // namespace is another lock.
+    let mut holder = node("hold", &key)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("node is installed");
+    let mut value = String::new();
+    BufReader::new(holder.stdout.take().unwrap()).read_line(&mut value).unwrap();
+    let value = value.trim().to_owned();
+    assert_eq!(fleet.values(&key), vec![Some(value.clone()); 3], "node-redlock's value");
+    Redlock::on(&fleet)
+        .args(["--raw-key", "acquire", "-n", "--key", &key])
+        .run()
+        .expect(75)
+        .stderr_has("another client");
+    let native = Redlock::on(&fleet).args(["acquire", "-n", "--key", &key]).run();
+    native.expect(0);
+    Redlock::on(&fleet).args(["release", "--key", &key, "--token", native.line()]).run().expect(0);
+    holder.stdin.take().unwrap().write_all(b"release\n").unwrap();
+    assert!(holder.wait().unwrap().success());
+    assert_eq!(fleet.values(&key), vec![None, None, None]);
+
+    // redlock --raw-key holds it: node-redlock is refused, and its release
+    // (compare-and-delete of its own value) leaves redlock's lock alone.
+    let out = Redlock::on(&fleet).args(["--raw-key", "acquire", "--key", &key]).run();
+    out.expect(0);
+    let tried = node("try", &key).output().unwrap();
+    assert_eq!(tried.status.code(), Some(3), "{}", String::from_utf8_lossy(&tried.stdout));
+    assert_eq!(fleet.values(&key), vec![Some(out.line().to_owned()); 3]);
+    Redlock::on(&fleet)
+        .args(["--raw-key", "release", "--key", &key, "--token", out.line()])
+        .run()
+        .expect(0);
+    let tried = node("try", &key).output().unwrap();
+    assert_eq!(tried.status.code(), Some(0), "{}", String::from_utf8_lossy(&tried.stderr));
+}
