@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_redlock_global_optspecs
-    string join \n servers= password-file= tls-ca= tls-cert= tls-key= quorum= node-timeout= drift-factor= v/verbose q/quiet log-format= h/help V/version
+    string join \n servers= password-file= tls-ca= tls-cert= tls-key= quorum= node-timeout= drift-factor= v/verbose q/quiet log-format= raw-key h/help V/version
 end
 
 function __fish_redlock_needs_command
@@ -36,6 +36,7 @@ complete -c redlock -n "__fish_redlock_needs_command" -l log-format -d 'Format o
 json\t'One JSON object per line'"
 complete -c redlock -n "__fish_redlock_needs_command" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c redlock -n "__fish_redlock_needs_command" -s q -l quiet -d 'Say nothing on stderr but errors (no busy message)'
+complete -c redlock -n "__fish_redlock_needs_command" -l raw-key -d 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock\'s namespace, redlock:{KEY}]'
 complete -c redlock -n "__fish_redlock_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c redlock -n "__fish_redlock_needs_command" -s V -l version -d 'Print version'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "run" -d 'Run a command while holding the lock, renewing it until the command exits'
@@ -46,7 +47,7 @@ complete -c redlock -n "__fish_redlock_needs_command" -f -a "status" -d 'Show wh
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "doctor" -d 'Check that the servers are fit for Redlock (exit 0 fit, 1 warnings)'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "config" -d 'Print the effective configuration and where each value came from (flag, environment, file, default)'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c redlock -n "__fish_redlock_using_subcommand run" -s k -l key -d 'The lock\'s key, used as given on every server' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand run" -s k -l key -d 'The lock\'s key (stored as redlock:{KEY}, or as given with --raw-key)' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l ttl -d 'How long the lock lives on the servers without renewal' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s w -l wait -d 'Wait at most DUR for the lock; 0 tries once, a bare number is seconds [default: wait until acquired]' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s E -l conflict-exit-code -d 'Exit code when the lock is busy; with 0 (cron) the busy message shows only with -v' -r -f
@@ -78,9 +79,10 @@ complete -c redlock -n "__fish_redlock_using_subcommand run" -s n -l no-wait -d 
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l no-fence -d 'Draw no fencing number (no REDLOCK_FENCE, no counter key on the servers)'
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s q -l quiet -d 'Say nothing on stderr but errors (no busy message)'
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l raw-key -d 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock\'s namespace, redlock:{KEY}]'
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s V -l version -d 'Print version'
-complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s k -l key -d 'The lock\'s key, used as given on every server' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s k -l key -d 'The lock\'s key (stored as redlock:{KEY}, or as given with --raw-key)' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l ttl -d 'How long the lock lives on the servers without renewal' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s w -l wait -d 'Wait at most DUR for the lock; 0 tries once, a bare number is seconds [default: wait until acquired]' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path' -r -f
@@ -98,9 +100,10 @@ complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l no-fence -d 
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l json -d 'Print {"token", "fence", "validity_ms"} instead of the token alone'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s q -l quiet -d 'Say nothing on stderr but errors (no busy message)'
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l raw-key -d 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock\'s namespace, redlock:{KEY}]'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s V -l version -d 'Print version'
-complete -c redlock -n "__fish_redlock_using_subcommand extend" -s k -l key -d 'The lock\'s key, used as given on every server' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand extend" -s k -l key -d 'The lock\'s key (stored as redlock:{KEY}, or as given with --raw-key)' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l ttl -d 'How long the lock lives on the servers without renewal' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -s t -l token -d 'The token printed by `acquire`' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path' -r -f
@@ -115,6 +118,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand extend" -l log-format -d
 json\t'One JSON object per line'"
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -s q -l quiet -d 'Say nothing on stderr but errors (no busy message)'
+complete -c redlock -n "__fish_redlock_using_subcommand extend" -l raw-key -d 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock\'s namespace, redlock:{KEY}]'
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -s V -l version -d 'Print version'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -s k -l key -d 'The lock\'s key' -r -f
@@ -129,9 +133,11 @@ complete -c redlock -n "__fish_redlock_using_subcommand release" -l node-timeout
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l drift-factor -d 'Clock drift allowance as a fraction of the TTL' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l log-format -d 'Format of the messages on stderr' -r -f -a "text\t'One line of text per message'
 json\t'One JSON object per line'"
-complete -c redlock -n "__fish_redlock_using_subcommand release" -l force -d 'Delete the lock whoever holds it'
+complete -c redlock -n "__fish_redlock_using_subcommand release" -l force -d 'Delete the lock whoever holds it (only a value redlock wrote)'
+complete -c redlock -n "__fish_redlock_using_subcommand release" -l force-any-value -d 'Like --force, and delete a value that is not a redlock lock too (another client\'s, with --raw-key)'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -s q -l quiet -d 'Say nothing on stderr but errors (no busy message)'
+complete -c redlock -n "__fish_redlock_using_subcommand release" -l raw-key -d 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock\'s namespace, redlock:{KEY}]'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -s V -l version -d 'Print version'
 complete -c redlock -n "__fish_redlock_using_subcommand status" -s k -l key -d 'The lock\'s key' -r -f
@@ -148,6 +154,7 @@ json\t'One JSON object per line'"
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l json -d 'Print one JSON object instead of a table'
 complete -c redlock -n "__fish_redlock_using_subcommand status" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c redlock -n "__fish_redlock_using_subcommand status" -s q -l quiet -d 'Say nothing on stderr but errors (no busy message)'
+complete -c redlock -n "__fish_redlock_using_subcommand status" -l raw-key -d 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock\'s namespace, redlock:{KEY}]'
 complete -c redlock -n "__fish_redlock_using_subcommand status" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c redlock -n "__fish_redlock_using_subcommand status" -s V -l version -d 'Print version'
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l ttl -d 'The TTL whose drift budget the servers\' clocks are checked against' -r -f
@@ -164,6 +171,7 @@ json\t'One JSON object per line'"
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l json -d 'Print one JSON object instead of a report'
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -s q -l quiet -d 'Say nothing on stderr but errors (no busy message)'
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l raw-key -d 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock\'s namespace, redlock:{KEY}]'
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -s V -l version -d 'Print version'
 complete -c redlock -n "__fish_redlock_using_subcommand config" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path' -r -f
@@ -178,6 +186,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand config" -l log-format -d
 json\t'One JSON object per line'"
 complete -c redlock -n "__fish_redlock_using_subcommand config" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c redlock -n "__fish_redlock_using_subcommand config" -s q -l quiet -d 'Say nothing on stderr but errors (no busy message)'
+complete -c redlock -n "__fish_redlock_using_subcommand config" -l raw-key -d 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock\'s namespace, redlock:{KEY}]'
 complete -c redlock -n "__fish_redlock_using_subcommand config" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c redlock -n "__fish_redlock_using_subcommand config" -s V -l version -d 'Print version'
 complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status doctor config help" -f -a "run" -d 'Run a command while holding the lock, renewing it until the command exits'

@@ -90,6 +90,14 @@ pub struct Global {
     /// Format of the messages on stderr
     #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+    /// Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock's namespace, redlock:{KEY}]
+    #[arg(
+        long,
+        global = true,
+        env = "REDLOCK_RAW_KEY",
+        value_parser = clap::builder::FalseyValueParser::new()
+    )]
+    pub raw_key: bool,
 }
 
 /// How messages on stderr are written.
@@ -130,7 +138,7 @@ pub enum Command {
 /// The lock key and TTL, shared by the subcommands that take a lock.
 #[derive(Debug, Args)]
 pub struct KeyTtl {
-    /// The lock's key, used as given on every server
+    /// The lock's key (stored as redlock:{KEY}, or as given with --raw-key)
     #[arg(long, short = 'k', allow_hyphen_values = true, value_hint = ValueHint::Other)]
     pub key: String,
     /// How long the lock lives on the servers without renewal
@@ -271,14 +279,17 @@ pub struct ReleaseArgs {
         long,
         short = 't',
         value_hint = ValueHint::Other,
-        required_unless_present = "force",
-        conflicts_with = "force",
+        required_unless_present_any = ["force", "force_any_value"],
+        conflicts_with_all = ["force", "force_any_value"],
         allow_hyphen_values = true
     )]
     pub token: Option<String>,
-    /// Delete the lock whoever holds it
+    /// Delete the lock whoever holds it (only a value redlock wrote)
     #[arg(long)]
     pub force: bool,
+    /// Like --force, and delete a value that is not a redlock lock too (another client's, with --raw-key)
+    #[arg(long)]
+    pub force_any_value: bool,
 }
 
 /// `redlock status`.

@@ -34,6 +34,8 @@ pub struct Config {
     pub node_timeout: Duration,
     /// Clock drift allowance as a fraction of the TTL.
     pub drift_factor: f64,
+    /// Where the lock's keys live (`--raw-key`: the key as given).
+    pub key_layout: crate::lock::KeyLayout,
     /// Certificates for `rediss://` servers.
     pub tls: Tls,
     /// Where messages go.
@@ -173,6 +175,8 @@ pub enum Command {
         key: String,
         /// The holder's token, or `None` to force.
         token: Option<String>,
+        /// `--force-any-value`: force even a value redlock did not write.
+        any_value: bool,
     },
     /// `status`.
     Status {
@@ -287,7 +291,12 @@ impl Config {
             Command::ShowConfig(_) => Command::ShowConfig(shown(&g, quorum, node_timeout)),
             other => other,
         };
-        Ok(Config { servers, quorum, node_timeout, drift_factor, tls, log, command })
+        let key_layout = if g.raw_key.value {
+            crate::lock::KeyLayout::Raw
+        } else {
+            crate::lock::KeyLayout::Native
+        };
+        Ok(Config { servers, quorum, node_timeout, drift_factor, key_layout, tls, log, command })
     }
 
     /// Opens (lazily) the servers with the node timeout.
@@ -298,7 +307,8 @@ impl Config {
             .map(|url| Server::new(url.clone(), self.node_timeout, &self.tls))
             .collect::<Result<Vec<_>, _>>()
             .map_err(Error::Usage)?;
-        Ok(crate::lock::Fleet::new(servers, self.quorum, self.drift_factor))
+        Ok(crate::lock::Fleet::new(servers, self.quorum, self.drift_factor)
+            .with_key_layout(self.key_layout))
     }
 }
 
@@ -364,6 +374,7 @@ fn shown(g: &config_file::Globals, quorum: usize, node_timeout: Duration) -> Vec
         ),
         row("verbose", g.verbose.value.to_string(), &g.verbose.origin, ""),
         row("quiet", g.quiet.value.to_string(), &g.quiet.origin, ""),
+        row("raw-key", g.raw_key.value.to_string(), &g.raw_key.origin, ""),
     ]
 }
 
@@ -428,7 +439,7 @@ fn command(command: cli::Command) -> Result<(Command, Duration), Error> {
         cli::Command::Release(a) => {
             let key = nonempty("--key", a.key)?;
             let token = a.token.map(|t| nonempty("--token", t)).transpose()?;
-            (Command::Release { key, token }, DEFAULT_TTL)
+            (Command::Release { key, token, any_value: a.force_any_value }, DEFAULT_TTL)
         }
         cli::Command::Status(a) => {
             (Command::Status { key: nonempty("--key", a.key)?, json: a.json }, DEFAULT_TTL)

@@ -102,6 +102,8 @@ pub struct Globals {
     pub quiet: Setting<bool>,
     /// `--log-format`.
     pub log_format: Setting<LogFormat>,
+    /// `--raw-key`.
+    pub raw_key: Setting<bool>,
 }
 
 /// The file's keys: the global options' long flags without dashes.
@@ -118,6 +120,7 @@ struct Keys {
     tls_key: Option<Spanned<PathBuf>>,
     verbose: Option<Spanned<u8>>,
     quiet: Option<Spanned<bool>>,
+    raw_key: Option<Spanned<bool>>,
     log_format: Option<Spanned<String>>,
 }
 
@@ -307,6 +310,13 @@ pub fn layer(parsed: &Parsed, file: Option<&File>) -> Result<Globals, Error> {
         quiet: pick(given("quiet"), g.quiet, keys.and_then(|k| k.quiet.as_ref()), file, |q| {
             Ok(*q)
         })?,
+        raw_key: pick(
+            given("raw_key"),
+            g.raw_key,
+            keys.and_then(|k| k.raw_key.as_ref()),
+            file,
+            |r| Ok(*r),
+        )?,
         log_format: pick(
             given("log_format"),
             g.log_format,

@@ -10,11 +10,14 @@
 //!   the environment over the file over the defaults, each value with its origin.
 //! - [`server`]: one Redis server: URL (password never shown), lazy
 //!   connection, calls bounded by the node timeout, errors naming the server.
-//! - `scripts/*.lua`: the atomic acquire, compare-and-extend,
-//!   compare-and-delete, force-release and status scripts.
+//! - `scripts/*.lua`: the atomic acquire (with the fence draw),
+//!   compare-and-extend, compare-and-delete, raise-fence and status scripts.
 //! - [`quorum`]: the pure tally and validity arithmetic, and the parallel
 //!   fan-out that stops as soon as the verdict is settled.
-//! - [`lock`]: the Redlock operations over a [`lock::Fleet`] of servers.
+//! - [`lock`]: the Redlock operations over a [`lock::Fleet`] of servers, and
+//!   where a lock's keys live ([`lock::KeyLayout`]).
+//! - [`fence`]: fencing numbers: the rule the servers draw them by, and why
+//!   they increase from one holder to the next without persistence.
 //! - [`wait`]: retries with jittered backoff until acquired or the deadline.
 //! - [`token`]: the lock token (128 random bits + host, pid, time).
 //! - [`clock`]: `CLOCK_BOOTTIME` instants and timers, so that suspended
@@ -71,6 +74,7 @@ pub mod config_file;
 pub mod docs;
 pub mod error;
 pub mod exit;
+pub mod fence;
 pub mod guard;
 pub mod lock;
 pub mod output;

@@ -4,15 +4,20 @@
 //! Every round goes through [`quorum::fan_out`], so each server call is
 //! bounded by the node timeout and the verdict comes from a [`quorum::Tally`]; the
 //! per-server replies are kept for messages and `status`.
+//!
+//! Where the keys live is a [`KeyLayout`]: redlock's own namespace by
+//! default, the key as given for interop. Fencing numbers follow the rule
+//! and the argument in [`crate::fence`].
 
 use std::sync::{Arc, LazyLock};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use redis::{Script, Value};
 use tokio_util::task::TaskTracker;
 
 use crate::clock::BootInstant;
 use crate::error::Error;
+use crate::fence;
 use crate::quorum::{self, Outcome, Reply, Round, Vote};
 use crate::server::{Op, Server, ServerError};
 use crate::token::Token;
@@ -25,7 +30,6 @@ struct Scripts {
     extend: Script,
     set_ttl: Script,
     release: Script,
-    force_release: Script,
     status: Script,
     raise_fence: Script,
 }
@@ -35,7 +39,6 @@ static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     extend: Script::new(include_str!("scripts/extend.lua")),
     set_ttl: Script::new(include_str!("scripts/set_ttl.lua")),
     release: Script::new(include_str!("scripts/release.lua")),
-    force_release: Script::new(include_str!("scripts/force_release.lua")),
     status: Script::new(include_str!("scripts/status.lua")),
     raise_fence: Script::new(include_str!("scripts/raise_fence.lua")),
 });
@@ -44,9 +47,11 @@ static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
 struct Call {
     /// What it does, for errors and for whether the round may end early.
     op: Op,
+    /// The lock's key as the user gave it, for messages.
+    key: String,
     /// The script.
     script: &'static Script,
-    /// KEYS; the first is the one shown in messages.
+    /// KEYS: the server-side names ([`KeyLayout`]).
     keys: Vec<String>,
     /// ARGV.
     args: Vec<Vec<u8>>,
@@ -69,6 +74,7 @@ pub struct Fleet {
     servers: Vec<Arc<Server>>,
     quorum: usize,
     drift_factor: f64,
+    layout: KeyLayout,
     /// Server calls, including those still running after a verdict.
     tasks: TaskTracker,
 }
@@ -184,8 +190,8 @@ pub struct Status {
     /// The value held on at least a quorum, and the TTL the quorum still
     /// guarantees (the quorum-th longest); `None` when no value has a quorum.
     pub holder: Option<(String, Option<Duration>)>,
-    /// The holder's fencing number: the largest counter among the servers
-    /// it holds (nobody else can draw there while it holds the key).
+    /// The holder's fencing number: the counter a quorum of its servers
+    /// agree on ([`fence::holder_fence`]); `None` when unknown.
     pub fence: Option<u64>,
     /// True when enough servers answered to say the lock is free.
     pub known: bool,
@@ -194,10 +200,22 @@ pub struct Status {
 }
 
 impl Fleet {
-    /// A fleet of servers deciding with `quorum` and `drift_factor`.
+    /// A fleet of servers deciding with `quorum` and `drift_factor`, with
+    /// the keys in redlock's own namespace ([`KeyLayout::Native`]).
     pub fn new(servers: Vec<Server>, quorum: usize, drift_factor: f64) -> Fleet {
         let servers = servers.into_iter().map(Arc::new).collect();
-        Fleet { servers, quorum, drift_factor, tasks: TaskTracker::new() }
+        let layout = KeyLayout::Native;
+        Fleet { servers, quorum, drift_factor, layout, tasks: TaskTracker::new() }
+    }
+
+    /// The same fleet with its keys where `layout` puts them.
+    pub fn with_key_layout(self, layout: KeyLayout) -> Fleet {
+        Fleet { layout, ..self }
+    }
+
+    /// Where the keys live.
+    pub fn key_layout(&self) -> KeyLayout {
+        self.layout
     }
 
     /// The servers.
@@ -239,10 +257,9 @@ impl Fleet {
         read: fn(Value) -> Result<T, String>,
         vote: impl Fn(&T) -> Vote,
     ) -> Round<T> {
-        let Call { op, script, keys, args } = call;
+        let Call { op, key: shown, script, keys, args } = call;
         let early = matches!(op, Op::Acquire | Op::Extend | Op::RaiseFence);
-        let shown = keys.first().cloned().unwrap_or_default();
-        let (keys, args) = (Arc::new(keys), Arc::new(args));
+        let (keys, args, key) = (Arc::new(keys), Arc::new(args), Arc::new(shown.clone()));
         quorum::fan_out(
             servers,
             &self.tasks,
@@ -250,9 +267,9 @@ impl Fleet {
             early,
             (op, &shown),
             |server| {
-                let (keys, args) = (Arc::clone(&keys), Arc::clone(&args));
+                let (keys, args, key) = (Arc::clone(&keys), Arc::clone(&args), Arc::clone(&key));
                 async move {
-                    let key = keys.first().map_or("", String::as_str);
+                    let key = key.as_str();
                     let reply: Value = server
                         .call(op, key.as_bytes(), async |c| {
                             let mut invocation = script.prepare_invoke();
@@ -325,12 +342,16 @@ impl Fleet {
         let start = BootInstant::now();
         let call = Call {
             op: Op::Acquire,
+            key: key.to_owned(),
             script: &SCRIPTS.acquire,
-            keys: vec![key.to_owned(), fence_key(key)],
+            keys: vec![self.layout.lock_key(key), self.layout.fence_key(key)],
             args: vec![
                 token.into(),
                 crate::millis(ttl).to_string().into(),
-                if fence { "1" } else { "0" }.into(),
+                if fence { fence::proposal(SystemTime::now()).to_string() } else { String::new() }
+                    .into(),
+                fence::WINDOW.as_micros().to_string().into(),
+                crate::millis(fence::lifetime(ttl)).to_string().into(),
             ],
         };
         let round = self
@@ -359,7 +380,8 @@ impl Fleet {
         let shown = crate::display_key(key.as_bytes());
         let outcome = round.outcome();
         if outcome == Outcome::Won {
-            let fence = if fence { self.settle_fence(key, round).await } else { Ok(None) };
+            let fence =
+                if fence { self.settle_fence(key, token, ttl, round).await } else { Ok(None) };
             let elapsed = start.elapsed();
             match (fence, quorum::validity(ttl, elapsed, self.drift_factor)) {
                 (Ok(fence), Some(validity)) => {
@@ -413,16 +435,24 @@ impl Fleet {
             .map(|(server, _)| Arc::clone(server))
             .collect();
         if !unsure.is_empty() {
-            self.round_on(&unsure, release_call(key, token), parse_int, |_| Vote::Yes).await;
+            self.round_on(&unsure, self.release_call(key, token), parse_int, |_| Vote::Yes).await;
         }
     }
 
-    /// The fence of a won round: the largest number drawn by the granting
-    /// servers. Any later acquisition's quorum shares a server with a quorum
-    /// that holds at least this number, so it draws a larger one. When fewer
-    /// than a quorum drew it, it is first written back (compare-and-raise)
-    /// to a quorum.
-    async fn settle_fence(&self, key: &str, round: &Round<Granted>) -> Result<Option<u64>, Error> {
+    /// The fence of a won round ([`fence::settle`]): the largest number
+    /// drawn by the granting servers heard. When fewer than a quorum drew
+    /// exactly it, it is first written back (compare the token, then raise)
+    /// until a quorum of the servers holding `token` has exactly that
+    /// counter: any later holder's quorum shares one of them, and `status`
+    /// reads the fence back from them. Why that makes every later fence
+    /// larger, without persistence: [`crate::fence`].
+    async fn settle_fence(
+        &self,
+        key: &str,
+        token: &str,
+        ttl: Duration,
+        round: &Round<Granted>,
+    ) -> Result<Option<u64>, Error> {
         let drawn: Vec<u64> = round
             .replies
             .iter()
@@ -431,21 +461,29 @@ impl Fleet {
                 _ => None,
             })
             .collect();
-        let Some(&fence) = drawn.iter().max() else {
+        let Some(settled) = fence::settle(&drawn, self.quorum) else {
             return Ok(None);
         };
-        if drawn.iter().filter(|&&f| f == fence).count() >= self.quorum {
+        let fence = settled.fence;
+        if !settled.write_back {
             return Ok(Some(fence));
         }
         let call = Call {
             op: Op::RaiseFence,
+            key: key.to_owned(),
             script: &SCRIPTS.raise_fence,
-            keys: vec![fence_key(key)],
-            args: vec![fence.to_string().into_bytes()],
+            keys: vec![self.layout.lock_key(key), self.layout.fence_key(key)],
+            args: vec![
+                token.into(),
+                fence.to_string().into_bytes(),
+                crate::millis(fence::lifetime(ttl)).to_string().into(),
+            ],
         };
+        // Yes only where the counter is now exactly the fence: a server that
+        // granted late may have drawn more, and would not give it back.
         let raised = self
             .round(call, parse_int, |n| {
-                if u64::try_from(*n).is_ok_and(|n| n >= fence) { Vote::Yes } else { Vote::No }
+                if u64::try_from(*n) == Ok(fence) { Vote::Yes } else { Vote::No }
             })
             .await;
         match raised.outcome() {
@@ -464,13 +502,16 @@ impl Fleet {
     /// server, never shortening it. The new validity counts from the start
     /// of the round and assumes only `ttl`.
     pub async fn extend(&self, key: &str, token: &str, ttl: Duration) -> Result<Lock, Error> {
-        self.retime(&SCRIPTS.extend, key, token, ttl).await
+        let keys = vec![self.layout.lock_key(key), self.layout.fence_key(key)];
+        let lifetime = crate::millis(crate::fence::lifetime(ttl)).to_string();
+        self.retime(&SCRIPTS.extend, key, keys, token, ttl, vec![lifetime.into_bytes()]).await
     }
 
     /// Sets the TTL of a lock held by `token` to exactly `ttl` on every
     /// server, shortening it if need be (`run --keep`).
     pub async fn set_ttl(&self, key: &str, token: &str, ttl: Duration) -> Result<Lock, Error> {
-        self.retime(&SCRIPTS.set_ttl, key, token, ttl).await
+        let keys = vec![self.layout.lock_key(key)];
+        self.retime(&SCRIPTS.set_ttl, key, keys, token, ttl, Vec::new()).await
     }
 
     /// One compare-and-set round on the lock's TTL: [`Fleet::extend`] or
@@ -479,16 +520,15 @@ impl Fleet {
         &self,
         script: &'static Script,
         key: &str,
+        keys: Vec<String>,
         token: &str,
         ttl: Duration,
+        more: Vec<Vec<u8>>,
     ) -> Result<Lock, Error> {
         let start = BootInstant::now();
-        let call = Call {
-            op: Op::Extend,
-            script,
-            keys: vec![key.to_owned()],
-            args: vec![token.into(), crate::millis(ttl).to_string().into()],
-        };
+        let mut args = vec![token.into(), crate::millis(ttl).to_string().into()];
+        args.extend(more);
+        let call = Call { op: Op::Extend, key: key.to_owned(), script, keys, args };
         let round = self.round(call, parse_int, done_here).await;
         let shown = crate::display_key(key.as_bytes());
         match round.outcome() {
@@ -521,7 +561,7 @@ impl Fleet {
     /// Deletes the key on every server where `token` holds it, announcing
     /// the release to waiters. Returns each server's part.
     pub async fn release(&self, key: &str, token: &str) -> Result<Vec<ServerResult>, Error> {
-        let round = self.round(release_call(key, token), parse_int, done_here).await;
+        let round = self.round(self.release_call(key, token), parse_int, done_here).await;
         let shown = crate::display_key(key.as_bytes());
         match round.outcome() {
             Outcome::Won => {
@@ -535,29 +575,70 @@ impl Fleet {
         }
     }
 
-    /// Deletes the lock whoever holds it. Returns how many servers had it.
-    pub async fn force_release(&self, key: &str) -> Result<usize, Error> {
-        let call = Call {
-            op: Op::ForceRelease,
-            script: &SCRIPTS.force_release,
-            keys: vec![key.to_owned()],
-            args: vec![release_channel(key).into_bytes()],
-        };
-        // Deleted or already absent: either way the key is gone there.
-        let round = self.round(call, parse_int, |_| Vote::Yes).await;
-        if round.outcome() == Outcome::Won {
-            return Ok(round.replies.iter().filter(|r| matches!(r, Reply::Answered(1))).count());
-        }
+    /// Deletes the lock whoever holds it (`release --force`). Returns how
+    /// many servers had it.
+    ///
+    /// It reads every server first ([`Fleet::status`]) and then deletes,
+    /// per server, only the value it read there (compare-and-delete, so a
+    /// lock that changed hands in between is left alone). A value that is
+    /// not a redlock token is refused, and nothing is deleted, unless
+    /// `any_value`: with the key as given ([`KeyLayout::Raw`]) it may be
+    /// another client's lock or an application's data.
+    pub async fn force_release(&self, key: &str, any_value: bool) -> Result<usize, Error> {
         let shown = crate::display_key(key.as_bytes());
-        Err(self.unavailable(format!("release --force {shown}"), &round))
+        let status = self.status(key).await;
+        let failures: Vec<ServerError> = status
+            .servers
+            .iter()
+            .filter_map(|(_, v)| match v {
+                ServerView::Error(e) => Some(e.clone()),
+                _ => None,
+            })
+            .collect();
+        if failures.len() > self.servers.len() - self.quorum {
+            let failures = quorum::Failures(failures);
+            return Err(Error::Unavailable {
+                what: format!(
+                    "release --force {shown}: {} of {} servers answered, quorum {}",
+                    self.servers.len() - failures.0.len(),
+                    self.servers.len(),
+                    self.quorum
+                ),
+                config: failures.any_config(),
+                failures,
+            });
+        }
+        let mut values: Vec<(&str, Vec<Arc<Server>>)> = Vec::new();
+        for (server, (name, view)) in self.servers.iter().zip(&status.servers) {
+            let ServerView::Held { value, .. } = view else { continue };
+            if !any_value && value.parse::<Token>().is_err() {
+                return Err(Error::Usage(format!(
+                    "release --force {shown}: {name} holds a value that is not a redlock lock ({:?}); \
+                     nothing deleted (--force-any-value deletes it anyway)",
+                    crate::display_key(value.as_bytes())
+                )));
+            }
+            match values.iter_mut().find(|(v, _)| v == value) {
+                Some((_, servers)) => servers.push(Arc::clone(server)),
+                None => values.push((value, vec![Arc::clone(server)])),
+            }
+        }
+        let mut deleted = 0;
+        for (value, servers) in values {
+            let call = Call { op: Op::ForceRelease, ..self.release_call(key, value) };
+            let round = self.round_on(&servers, call, parse_int, |_| Vote::Yes).await;
+            deleted += round.replies.iter().filter(|r| matches!(r, Reply::Answered(1))).count();
+        }
+        Ok(deleted)
     }
 
     /// Reads the key's value, TTL and fencing counter on every server.
     pub async fn status(&self, key: &str) -> Status {
         let call = Call {
             op: Op::Status,
+            key: key.to_owned(),
             script: &SCRIPTS.status,
-            keys: vec![key.to_owned(), fence_key(key)],
+            keys: vec![self.layout.lock_key(key), self.layout.fence_key(key)],
             args: Vec::new(),
         };
         let round = self.round(call, parse_status, |_| Vote::Yes).await;
@@ -582,26 +663,87 @@ impl Fleet {
     }
 }
 
-/// The counter beside `key` that fencing numbers are drawn from. It has no
-/// TTL: a fence must never repeat, however long the lock stays free.
-pub fn fence_key(key: &str) -> String {
-    format!("redlock:fence:{key}")
-}
-
 /// The vote of a compare-and-extend or compare-and-delete reply: 1 when
 /// the server did it (the token held the key there), 0 when it did not.
 fn done_here(n: &i64) -> Vote {
     if *n == 1 { Vote::Yes } else { Vote::No }
 }
 
-/// The compare-and-delete of `token` on `key`, announcing the release.
-fn release_call(key: &str, token: &str) -> Call {
-    Call {
-        op: Op::Release,
-        script: &SCRIPTS.release,
-        keys: vec![key.to_owned()],
-        args: vec![token.into(), release_channel(key).into_bytes()],
+impl Fleet {
+    /// The compare-and-delete of `token` on `key`, announcing the release.
+    fn release_call(&self, key: &str, token: &str) -> Call {
+        Call {
+            op: Op::Release,
+            key: key.to_owned(),
+            script: &SCRIPTS.release,
+            keys: vec![self.layout.lock_key(key)],
+            args: vec![token.into(), release_channel(key).into_bytes()],
+        }
     }
+}
+
+/// Where the keys of a lock live on the servers. Every key redlock writes
+/// expires: the lock with its TTL (renewed while held), the fencing counter
+/// [`fence::lifetime`] after the last acquisition that wrote it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum KeyLayout {
+    /// redlock's own namespace (the default): the lock `KEY` is
+    /// `redlock:{KEY}` and its counter `redlock:{KEY}:fence`, so redlock
+    /// never reads, extends or deletes a key it did not write. The braces
+    /// are a Cluster hash tag: every key of one lock is in one slot. `%`,
+    /// `{` and `}` in KEY are written `%25`, `%7B` and `%7D`, so that the
+    /// tag is always the whole key and two keys never share a name.
+    #[default]
+    Native,
+    /// The key as given (`--raw-key`), for other Redlock clients (redsync,
+    /// node-redlock, `redis-cli SET KEY VALUE NX PX`): the lock is `KEY`
+    /// itself, its counter `redlock:{TAG}:fence:KEY` with TAG the key's own
+    /// Cluster hash tag, or the key when it has none (the counter is then in
+    /// the key's slot unless the key holds a `}` without a valid tag).
+    Raw,
+}
+
+impl KeyLayout {
+    /// The server-side name of the lock `key`.
+    pub fn lock_key(self, key: &str) -> String {
+        match self {
+            KeyLayout::Native => format!("redlock:{{{}}}", escape_tag(key)),
+            KeyLayout::Raw => key.to_owned(),
+        }
+    }
+
+    /// The server-side name of the fencing counter of the lock `key`.
+    pub fn fence_key(self, key: &str) -> String {
+        match self {
+            KeyLayout::Native => format!("redlock:{{{}}}:fence", escape_tag(key)),
+            KeyLayout::Raw => {
+                format!("redlock:{{{}}}:fence:{key}", cluster_tag(key).unwrap_or(key))
+            }
+        }
+    }
+}
+
+/// `key` with `%`, `{` and `}` percent-encoded: usable inside a hash tag.
+fn escape_tag(key: &str) -> String {
+    let mut out = String::with_capacity(key.len());
+    for c in key.chars() {
+        match c {
+            '%' => out.push_str("%25"),
+            '{' => out.push_str("%7B"),
+            '}' => out.push_str("%7D"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The part of `key` that Redis Cluster hashes when the key has a hash tag:
+/// between the first `{` and the next `}`, when not empty.
+fn cluster_tag(key: &str) -> Option<&str> {
+    let open = key.find('{')?;
+    let rest = &key[open + 1..];
+    let close = rest.find('}')?;
+    (close > 0).then(|| &rest[..close])
 }
 
 /// The pub/sub channel on which releases of `key` are announced, so that
@@ -644,13 +786,14 @@ fn summarize(servers: Vec<(String, ServerView)>, quorum: usize) -> Status {
     // Free is only known when even the failed servers could not make up a quorum.
     let known = holder.is_some() || best_count + failed < quorum;
     let fence = holder.as_ref().and_then(|(value, _)| {
-        servers
+        let counters: Vec<Option<u64>> = servers
             .iter()
             .filter_map(|(_, v)| match v {
-                ServerView::Held { value: h, fence, .. } if h == value => *fence,
+                ServerView::Held { value: h, fence, .. } if h == value => Some(*fence),
                 _ => None,
             })
-            .max()
+            .collect();
+        fence::holder_fence(&counters, quorum)
     });
     Status { servers, holder, fence, known, quorum }
 }
@@ -755,7 +898,9 @@ mod tests {
     fn status_needs_a_quorum_of_one_value() {
         let s = summarize(vec![held("a", 900), held("a", 500), held("b", 700)], 2);
         assert_eq!(s.holder, Some(("a".into(), Some(Duration::from_millis(500)))));
-        assert_eq!(s.fence, Some(900), "the largest counter among the holder's servers");
+        assert_eq!(s.fence, None, "no counter that a quorum of the holder's servers agree on");
+        let s = summarize(vec![held("a", 900), held("a", 900), held("a", 950)], 2);
+        assert_eq!(s.fence, Some(900), "the holder's own fence, not the late server's larger one");
         let s = summarize(
             vec![held("a", 900), held("a", 500), held("a", 700), ("s".into(), ServerView::Free)],
             3,
@@ -763,6 +908,32 @@ mod tests {
         assert_eq!(s.holder, Some(("a".into(), Some(Duration::from_millis(500)))));
         let s = summarize(vec![held("a", 900), held("b", 500), ("s".into(), ServerView::Free)], 2);
         assert!(s.holder.is_none() && s.known);
+    }
+
+    #[test]
+    fn native_keys_share_one_hash_tag_and_never_collide() {
+        let native = KeyLayout::Native;
+        assert_eq!(native.lock_key("job"), "redlock:{job}");
+        assert_eq!(native.fence_key("job"), "redlock:{job}:fence");
+        for key in ["a}b", "}", "{x}", "a{b}c", "%7D", "100%", "{}"] {
+            let (lock, counter) = (native.lock_key(key), native.fence_key(key));
+            let tag = cluster_tag(&lock);
+            assert!(tag.is_some_and(|t| !t.contains(['{', '}'])), "{key:?}: {lock}");
+            assert_eq!(tag, cluster_tag(&counter), "{key:?}: one slot");
+        }
+        assert_ne!(native.lock_key("a}b"), native.lock_key("a%7Db"));
+        assert_ne!(native.lock_key("a%7Db"), native.lock_key("a%257Db"));
+    }
+
+    #[test]
+    fn raw_keys_are_as_given_with_the_counter_in_their_slot() {
+        let raw = KeyLayout::Raw;
+        assert_eq!(raw.lock_key("job"), "job");
+        assert_eq!(raw.fence_key("job"), "redlock:{job}:fence:job");
+        assert_eq!(raw.fence_key("{user1}.job"), "redlock:{user1}:fence:{user1}.job");
+        assert_eq!(cluster_tag("{user1}.job"), Some("user1"));
+        assert_eq!(cluster_tag("{}.job"), None);
+        assert_ne!(raw.fence_key("job"), KeyLayout::Native.fence_key("job"));
     }
 
     #[test]

@@ -14,6 +14,7 @@ use serde_json::json;
 
 use crate::error::Error;
 use crate::exit;
+use crate::fence;
 use crate::lock::Fleet;
 use crate::quorum::Failures;
 use crate::server::{Failure, Op, Server, ServerError};
@@ -209,6 +210,25 @@ pub fn assess(
                 "{}: Redis {} lacks SET NX PX; 2.6.12 or later is needed",
                 p.server, p.version
             ));
+        } else if !version_at_least(&p.version, (3, 2, 0)) {
+            // The fence draw reads TIME and then writes, which a script may
+            // do only with effects replication (redis.replicate_commands).
+            a.warnings.push(format!(
+                "{}: Redis {} cannot draw fencing numbers (TIME in scripts needs 3.2); use --no-fence",
+                p.server, p.version
+            ));
+        }
+        // The client's proposal is taken as it is only within half the
+        // window of a server's clock (crate::fence); beyond, the servers
+        // draw different numbers and each fenced acquisition writes back.
+        if p.clock_offset_ms.abs() * 1000.0 > fence::WINDOW.as_micros() as f64 / 2.0 {
+            a.notes.push(format!(
+                "{}: clock {:+.1}ms from this machine's, more than half the {} fencing window: \
+                 each fenced acquisition takes one more round trip",
+                p.server,
+                p.clock_offset_ms,
+                crate::fmt_duration(fence::WINDOW)
+            ));
         }
         let rdb = p.save.as_deref().is_some_and(|s| !s.trim().is_empty());
         match (p.appendonly, p.appendfsync.as_deref(), rdb) {
@@ -229,6 +249,17 @@ pub fn assess(
     let offsets = probes.iter().map(|p| p.clock_offset_ms);
     let (lo, hi) = offsets.fold((f64::MAX, f64::MIN), |(lo, hi), o| (lo.min(o), hi.max(o)));
     a.clock_spread_ms = if probes.is_empty() { 0.0 } else { hi - lo };
+    // Fences increase only while the servers' clocks agree within the
+    // linger minus the window (the argument in crate::fence).
+    let fence_margin = fence::LINGER.saturating_sub(fence::WINDOW);
+    if a.clock_spread_ms >= fence_margin.as_secs_f64() * 1000.0 {
+        a.warnings.push(format!(
+            "server clocks differ by {:.1}ms, {} or more: fencing numbers can go backwards once a \
+             counter expires or a server restarts empty (fix the clocks, or do not rely on REDLOCK_FENCE)",
+            a.clock_spread_ms,
+            crate::fmt_duration(fence_margin)
+        ));
+    }
     if a.clock_spread_ms > a.drift_budget_ms {
         a.warnings.push(format!(
             "server clocks differ by {:.1}ms, more than the drift allowance of {:.1}ms for a {} TTL: \
@@ -437,6 +468,23 @@ mod tests {
         assert!(a.warnings[1].starts_with("no permission: a:1"), "{:?}", a.warnings);
         let text = render_text(&[], &failures, &a, 1, 2, "unavailable");
         assert!(text.contains("auth error") && !text.contains("unreachable"), "{text}");
+    }
+
+    #[test]
+    fn flags_clocks_that_break_fencing_and_old_servers() {
+        let mut far = healthy("b", "2");
+        far.clock_offset_ms = 950.0;
+        let a = assess(&[healthy("a", "1"), far], &[], Duration::from_secs(3600), 0.01);
+        assert!(a.warnings.iter().any(|w| w.contains("fencing numbers can go backwards")), "{a:?}");
+        assert!(a.notes.iter().any(|n| n.starts_with("b: clock +950.0ms")), "{a:?}");
+        let mut near = healthy("c", "3");
+        near.clock_offset_ms = 30.0;
+        let a = assess(&[healthy("a", "1"), near], &[], Duration::from_secs(30), 0.01);
+        assert!(a.warnings.is_empty() && a.notes.is_empty(), "{a:?}");
+        let mut old = healthy("d", "4");
+        old.version = "3.0.7".into();
+        let a = assess(&[old], &[], Duration::from_secs(30), 0.01);
+        assert!(a.warnings[0].contains("cannot draw fencing numbers"), "{a:?}");
     }
 
     #[test]

@@ -53,8 +53,8 @@ pub async fn execute(config: Config) -> Result<u8, Error> {
         Command::Extend { key, token, ttl } => {
             extend::extend(&fleet, &key, &token, ttl, &log).await
         }
-        Command::Release { key, token } => {
-            release::release(&fleet, &key, token.as_deref(), &log).await
+        Command::Release { key, token, any_value } => {
+            release::release(&fleet, &key, token.as_deref(), any_value, &log).await
         }
         Command::Status { key, json } => status::status(&fleet, &key, json).await,
         Command::Run(run) => run::run(std::sync::Arc::clone(&fleet), run, &log).await,

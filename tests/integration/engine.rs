@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::harness::{Fleet, RedisServer, Redlock, send_signal, unique_key};
+use crate::harness::{Fleet, RedisServer, Redlock, lock_key, send_signal, unique_key};
 
 /// Generous bound for "promptly": far above the work, far below a hang.
 const PROMPT: Duration = Duration::from_secs(5);
@@ -18,9 +18,9 @@ fn acquire_extend_release_on_1_3_and_5_servers() {
         token.expect(0);
         let token = token.line().to_owned();
         assert!(token.len() >= 32 && !token.contains(char::is_whitespace), "{token:?}");
-        assert_eq!(fleet.values(&key), vec![Some(token.clone()); n], "{n} servers");
+        assert_eq!(fleet.values(&lock_key(&key)), vec![Some(token.clone()); n], "{n} servers");
         for s in &fleet.servers {
-            let pttl = s.pttl(&key);
+            let pttl = s.pttl(&lock_key(&key));
             assert!(pttl > 0 && pttl <= 10_000, "pttl {pttl}");
         }
 
@@ -36,11 +36,15 @@ fn acquire_extend_release_on_1_3_and_5_servers() {
             .run()
             .expect(0);
         for s in &fleet.servers {
-            assert!(s.pttl(&key) > 10_000, "extend should raise the TTL on {}", s.name());
+            assert!(
+                s.pttl(&lock_key(&key)) > 10_000,
+                "extend should raise the TTL on {}",
+                s.name()
+            );
         }
 
         Redlock::on(&fleet).args(["release", "--key", &key, "--token", &token]).run().expect(0);
-        assert_eq!(fleet.values(&key), vec![None; n]);
+        assert_eq!(fleet.values(&lock_key(&key)), vec![None; n]);
         Redlock::on(&fleet).args(["status", "--key", &key]).run().expect(1);
     }
 }
@@ -54,7 +58,7 @@ fn a_minority_down_still_locks() {
     let out = Redlock::on(&fleet).args(["acquire", "-n", "--key", &key]).run();
     out.expect(0);
     for i in [0, 2, 4] {
-        assert_eq!(fleet.servers[i].get(&key).as_deref(), Some(out.line()));
+        assert_eq!(fleet.servers[i].get(&lock_key(&key)).as_deref(), Some(out.line()));
     }
     Redlock::on(&fleet).args(["release", "--key", &key, "--token", out.line()]).run().expect(0);
 
@@ -63,7 +67,7 @@ fn a_minority_down_still_locks() {
     fleet.servers[3].restart();
     let out = Redlock::on(&fleet).args(["acquire", "-n", "--key", &key]).run();
     out.expect(0);
-    assert_eq!(fleet.values(&key), vec![Some(out.line().to_owned()); 5]);
+    assert_eq!(fleet.values(&lock_key(&key)), vec![Some(out.line().to_owned()); 5]);
 }
 
 #[test]
@@ -80,8 +84,12 @@ fn a_majority_down_is_unavailable_promptly_and_leaves_nothing() {
         .expect(69)
         .within(PROMPT)
         .stderr_has(&format!("{down}: acquire {key}: connection refused"));
-    assert_eq!(fleet.servers[1].get(&key), None, "a failed acquire releases what it set");
-    assert_eq!(fleet.servers[3].get(&key), None);
+    assert_eq!(
+        fleet.servers[1].get(&lock_key(&key)),
+        None,
+        "a failed acquire releases what it set"
+    );
+    assert_eq!(fleet.servers[3].get(&lock_key(&key)), None);
     // Status cannot tell held from free either.
     Redlock::on(&fleet).args(["status", "--key", &key]).run().expect(69);
 }
@@ -93,11 +101,14 @@ fn a_busy_attempt_takes_back_what_it_set_and_nothing_else() {
     // Someone else holds 3 of 5: the other 2 grant, or are still answering
     // when the verdict is known.
     for s in &fleet.servers[..3] {
-        let _: String = s.cmd(&["SET", &key, "someone-else", "PX", "60000"]);
+        let _: String = s.cmd(&["SET", &lock_key(&key), "someone-else", "PX", "60000"]);
     }
     Redlock::on(&fleet).args(["acquire", "-n", "--key", &key]).run().expect(75).within(PROMPT);
     let other = Some("someone-else".to_owned());
-    assert_eq!(fleet.values(&key), vec![other.clone(), other.clone(), other, None, None]);
+    assert_eq!(
+        fleet.values(&lock_key(&key)),
+        vec![other.clone(), other.clone(), other, None, None]
+    );
 }
 
 #[test]
@@ -110,7 +121,7 @@ fn a_hung_server_costs_at_most_about_the_node_timeout() {
     fleet.servers[2].resume();
     out.expect(0).within(Duration::from_secs(3));
     let token = out.line().to_owned();
-    assert_eq!(fleet.servers[0].get(&key).as_deref(), Some(token.as_str()));
+    assert_eq!(fleet.servers[0].get(&lock_key(&key)).as_deref(), Some(token.as_str()));
 
     fleet.servers[2].hang();
     let status = Redlock::on(&fleet)
@@ -178,8 +189,8 @@ fn a_wrong_token_is_lost_and_leaves_the_key_untouched() {
         .run()
         .expect(70);
     for s in &fleet.servers {
-        assert_eq!(s.get(&key).as_deref(), Some(token));
-        let pttl = s.pttl(&key);
+        assert_eq!(s.get(&lock_key(&key)).as_deref(), Some(token));
+        let pttl = s.pttl(&lock_key(&key));
         assert!(pttl > 0 && pttl <= 20_000, "the wrong token must not extend: {pttl}");
     }
     // A lock that expired is not ours to release either.
@@ -235,7 +246,7 @@ fn force_release_deletes_whoever_holds_it() {
     let key = unique_key("force");
     Redlock::on(&fleet).args(["acquire", "--key", &key]).run().expect(0);
     Redlock::on(&fleet).args(["release", "--key", &key, "--force"]).run().expect(0);
-    assert_eq!(fleet.values(&key), vec![None, None, None]);
+    assert_eq!(fleet.values(&lock_key(&key)), vec![None, None, None]);
 }
 
 #[test]
@@ -243,7 +254,7 @@ fn a_key_of_the_wrong_type_is_reported_and_never_overwritten() {
     let fleet = Fleet::start(3);
     let key = unique_key("hash");
     for s in &fleet.servers {
-        let _: i64 = s.cmd(&["HSET", &key, "field", "data"]);
+        let _: i64 = s.cmd(&["HSET", &lock_key(&key), "field", "data"]);
     }
     Redlock::on(&fleet)
         .args(["acquire", "--wait", "10s", "--key", &key])
@@ -254,7 +265,7 @@ fn a_key_of_the_wrong_type_is_reported_and_never_overwritten() {
     Redlock::on(&fleet).args(["release", "--key", &key, "--force"]).run().expect(69);
     Redlock::on(&fleet).args(["status", "--key", &key]).run().expect(69).stderr_has("WRONGTYPE");
     for s in &fleet.servers {
-        let field: Option<String> = s.cmd(&["HGET", &key, "field"]);
+        let field: Option<String> = s.cmd(&["HGET", &lock_key(&key), "field"]);
         assert_eq!(field.as_deref(), Some("data"));
     }
 }
@@ -276,8 +287,11 @@ fn waiting_retries_until_the_holder_expires_or_the_wait_ends() {
     second.expect(0).within(PROMPT);
     // A quorum holds it (a server where the first lock outlived the others
     // by a few milliseconds may have said "held").
-    let holding =
-        fleet.values(&short).iter().filter(|v| v.as_deref() == Some(second.line())).count();
+    let holding = fleet
+        .values(&lock_key(&short))
+        .iter()
+        .filter(|v| v.as_deref() == Some(second.line()))
+        .count();
     assert!(holding >= 2, "held on {holding} of 3 servers");
 }
 
@@ -292,7 +306,7 @@ fn a_signal_ends_a_waiting_acquire_and_leaves_the_holder_alone() {
         fleet.servers[0].await_waiters(&key, 1);
         send_signal(waiter.pid(), signal);
         waiter.wait().expect(code).within(PROMPT).stderr_has("interrupted by SIG");
-        assert_eq!(fleet.values(&key), vec![Some(holder.line().to_owned()); 3]);
+        assert_eq!(fleet.values(&lock_key(&key)), vec![Some(holder.line().to_owned()); 3]);
     }
 }
 
@@ -306,7 +320,7 @@ fn unix_socket_urls_work() {
     let url = format!("unix://{sock}");
     let out = Redlock::new(&url).args(["acquire", "--key", &key]).run();
     out.expect(0);
-    assert_eq!(server.get(&key).as_deref(), Some(out.line()));
+    assert_eq!(server.get(&lock_key(&key)).as_deref(), Some(out.line()));
 }
 
 #[test]

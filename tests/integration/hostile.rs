@@ -6,7 +6,7 @@ use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::time::Duration;
 
-use crate::harness::{Fleet, Output, Redlock};
+use crate::harness::{Fleet, Output, Redlock, lock_key};
 
 fn no_panic(out: &Output) {
     if out.stderr.contains("panicked") || out.stderr.contains("RUST_BACKTRACE") {
@@ -24,7 +24,7 @@ fn keys_with_spaces_newlines_unicode_and_64_kib_work_as_given() {
         out.expect(0);
         no_panic(&out);
         assert_eq!(
-            fleet.servers[0].get(key).as_deref(),
+            fleet.servers[0].get(&lock_key(key)).as_deref(),
             Some(out.line()),
             "key {:?}",
             &key[..key.len().min(20)]
@@ -34,14 +34,14 @@ fn keys_with_spaces_newlines_unicode_and_64_kib_work_as_given() {
         assert_eq!(status.json()["key"], key);
         Redlock::on(&fleet).args(["release", "--key", key, "--token", out.line()]).run().expect(0);
         Redlock::on(&fleet).args(["run", "--key", key, "--", "true"]).run().expect(0);
-        assert_eq!(fleet.values(key), vec![None, None, None]);
+        assert_eq!(fleet.values(&lock_key(key)), vec![None, None, None]);
     }
 }
 
 #[test]
 fn a_key_holding_a_list_is_reported_and_kept() {
     let fleet = Fleet::start(1);
-    let _: i64 = fleet.servers[0].cmd(&["RPUSH", "a-list", "x", "y"]);
+    let _: i64 = fleet.servers[0].cmd(&["RPUSH", &lock_key("a-list"), "x", "y"]);
     for args in [
         vec!["acquire", "-n", "--key", "a-list"],
         vec!["run", "-n", "--key", "a-list", "--", "true"],
@@ -54,7 +54,7 @@ fn a_key_holding_a_list_is_reported_and_kept() {
         out.expect(69).stderr_has("WRONGTYPE");
         no_panic(&out);
     }
-    let len: i64 = fleet.servers[0].cmd(&["LLEN", "a-list"]);
+    let len: i64 = fleet.servers[0].cmd(&["LLEN", &lock_key("a-list")]);
     assert_eq!(len, 2);
 }
 
@@ -75,11 +75,11 @@ fn durations_near_the_64_bit_limit_are_usage_errors() {
         no_panic(&out);
         assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
     }
-    assert_eq!(fleet.values("k"), vec![None]);
+    assert_eq!(fleet.values(&lock_key("k")), vec![None]);
     // The longest accepted TTL works end to end.
     let out = Redlock::on(&fleet).args(["acquire", "--key", "k", "--ttl", "365d"]).run();
     out.expect(0);
-    assert!(fleet.servers[0].pttl("k") > 364 * 24 * 3600 * 1000);
+    assert!(fleet.servers[0].pttl(&lock_key("k")) > 364 * 24 * 3600 * 1000);
 }
 
 /// A TCP server that answers every connection with `reply` (then, when

@@ -11,6 +11,7 @@ mod engine;
 mod fencing;
 mod harness;
 mod hostile;
+mod keys;
 mod manual;
 mod messages;
 mod network;

@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use crate::harness::proxy::{Mode, Proxy};
-use crate::harness::{Fleet, Redlock, pid_in, process_alive, unique_key, wait_for_file};
+use crate::harness::{Fleet, Redlock, lock_key, pid_in, process_alive, unique_key, wait_for_file};
 
 /// The fleet's servers each behind a proxy; returns the proxies and the
 /// `--servers` value that goes through them.
@@ -85,5 +85,5 @@ fn dropped_connections_are_reestablished_on_the_next_renewal() {
     let after: Vec<usize> = proxies.iter().map(Proxy::accepted).collect();
     assert!(after.iter().zip(&before).all(|(a, b)| a > b), "no reconnect: {before:?} -> {after:?}");
     assert!(!out.stderr.contains("\"event\":\"lost\""), "{}", out.stderr);
-    assert_eq!(fleet.values(&key), vec![None, None, None]);
+    assert_eq!(fleet.values(&lock_key(&key)), vec![None, None, None]);
 }

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use crate::harness::Fleet;
+use crate::harness::{Fleet, lock_key};
 
 /// The fenced block after `<!-- recipe: NAME -->` in README.md.
 pub fn recipe(name: &str) -> String {
@@ -91,5 +91,5 @@ fn the_script_recipe_holds_and_releases_the_lock() {
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("held: maint is held by"), "{stdout}");
-    assert_eq!(fleet.values("maint"), vec![None, None, None], "the trap released it");
+    assert_eq!(fleet.values(&lock_key("maint")), vec![None, None, None], "the trap released it");
 }

@@ -7,7 +7,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::harness::{
-    Fleet, Redlock, pid_in, process_alive, send_signal, unique_key, wait_for_file, wait_gone,
+    Fleet, Redlock, lock_key, pid_in, process_alive, send_signal, unique_key, wait_for_file,
+    wait_gone,
 };
 
 fn read(path: &Path) -> String {
@@ -46,7 +47,7 @@ fn exit_statuses_pass_through() {
         .stderr_has("cannot execute");
     Redlock::on(&fleet).args(["run", "--key", &key, "--"]).run().expect(64);
     // Nothing left behind by any of them, failed spawns included.
-    assert_eq!(fleet.values(&key), vec![None]);
+    assert_eq!(fleet.values(&lock_key(&key)), vec![None]);
 }
 
 #[test]
@@ -56,9 +57,10 @@ fn the_child_gets_the_token_that_is_in_redis_and_the_key_is_gone_after() {
     let dir = tempfile::tempdir().unwrap();
     let seen = dir.path().join("seen");
     let script = format!(
-        "echo \"$REDLOCK_KEY $REDLOCK_TOKEN\" > {}; redis-cli -p {} GET \"$REDLOCK_KEY\" >> {}",
+        "echo \"$REDLOCK_KEY $REDLOCK_TOKEN\" > {}; redis-cli -p {} GET '{}' >> {}",
         seen.display(),
         fleet.servers[0].port,
+        lock_key(&key),
         seen.display()
     );
     Redlock::on(&fleet).args(["run", "--key", &key, "-c", &script]).run().expect(0);
@@ -67,7 +69,7 @@ fn the_child_gets_the_token_that_is_in_redis_and_the_key_is_gone_after() {
     let (env_key, token) = lines.next().unwrap().split_once(' ').unwrap();
     assert_eq!(env_key, key);
     assert_eq!(lines.next(), Some(token), "REDLOCK_TOKEN is the value in Redis");
-    assert_eq!(fleet.values(&key), vec![None, None, None]);
+    assert_eq!(fleet.values(&lock_key(&key)), vec![None, None, None]);
 }
 
 /// Runs `n` concurrent `run --wait` on one key; each child checks that no
@@ -138,7 +140,7 @@ fn renewal_keeps_a_one_second_lock_through_a_three_second_child() {
     }
     holder.wait().expect(0);
     assert!(refused >= 5, "only {refused} attempts");
-    assert_eq!(fleet.values(&key), vec![None, None, None]);
+    assert_eq!(fleet.values(&lock_key(&key)), vec![None, None, None]);
 }
 
 /// Starts `run` with a child that writes its pid and a ready file, then
@@ -157,7 +159,7 @@ fn lose_the_lock(on_lost: &[&str], child: &str) -> (crate::harness::Output, i32,
     let child = pid_in(&pid);
     let taken = Instant::now();
     for s in &fleet.servers[..2] {
-        let _: String = s.cmd(&["SET", &key, "someone-else", "PX", "60000"]);
+        let _: String = s.cmd(&["SET", &lock_key(&key), "someone-else", "PX", "60000"]);
     }
     while process_alive(child) {
         assert!(taken.elapsed() < Duration::from_secs(10), "child {child} still runs");
@@ -292,7 +294,7 @@ fn each_forwarded_signal_reaches_the_child_exactly_once() {
     for name in names {
         assert_eq!(log.lines().filter(|l| *l == name).count(), 1, "{name} in:\n{log}");
     }
-    assert_eq!(fleet.values(&key), vec![None]);
+    assert_eq!(fleet.values(&lock_key(&key)), vec![None]);
 }
 
 #[test]
@@ -317,7 +319,7 @@ fn killing_redlock_kills_the_command_s_group_and_the_lock_expires() {
     }
     let out = running.wait();
     assert!(out.status.code().is_none(), "redlock was killed");
-    let pttl = fleet.servers[0].pttl(&key);
+    let pttl = fleet.servers[0].pttl(&lock_key(&key));
     assert!(pttl > 0 && pttl <= 3000, "the lock stays until its TTL: {pttl}");
 }
 
@@ -327,7 +329,7 @@ fn keep_holds_the_lock_after_the_child_exits() {
     let key = unique_key("keep");
     Redlock::on(&fleet).args(["run", "--key", &key, "--keep", "5s", "--", "true"]).run().expect(0);
     for s in &fleet.servers {
-        let pttl = s.pttl(&key);
+        let pttl = s.pttl(&lock_key(&key));
         assert!(pttl > 3000 && pttl <= 5000, "kept for the rest of 5s: {pttl}");
     }
     Redlock::on(&fleet).args(["run", "-n", "--key", &key, "--", "true"]).run().expect(75);
@@ -346,7 +348,7 @@ fn max_hold_stops_the_child_and_its_grandchildren_with_124() {
     let grandchild = pid_in(&grandchild);
     running.wait().expect(124).stderr_has("--max-hold");
     assert!(wait_gone(grandchild, Duration::from_secs(5)), "grandchild {grandchild} still runs");
-    assert_eq!(fleet.values(&key), vec![None]);
+    assert_eq!(fleet.values(&lock_key(&key)), vec![None]);
 }
 
 #[test]
@@ -497,5 +499,5 @@ fn at_a_terminal_the_command_reads_it_and_ctrl_c_reaches_it_once() {
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(7), "{screen}");
     assert_eq!(read(&ints).lines().count(), 1, "Ctrl-C reached the command more than once");
-    assert_eq!(fleet.values(&key), vec![None]);
+    assert_eq!(fleet.values(&lock_key(&key)), vec![None]);
 }

@@ -2,7 +2,7 @@
 //! client certificates, and clear errors on a wrong CA or host name.
 
 use crate::harness::tls::Certs;
-use crate::harness::{RedisServer, Redlock, unique_key};
+use crate::harness::{RedisServer, Redlock, lock_key, unique_key};
 
 fn tls_server(certs: &Certs, cert: &str, client_certs: bool) -> RedisServer {
     let args = certs.server_args(cert, client_certs);
@@ -17,13 +17,13 @@ fn a_private_ca_from_the_flag_or_the_environment() {
     let ca = certs.path("ca.pem").display().to_string();
     let out = Redlock::new(&server.url()).args(["--tls-ca", &ca, "acquire", "--key", &key]).run();
     out.expect(0);
-    assert_eq!(server.get(&key).as_deref(), Some(out.line()));
+    assert_eq!(server.get(&lock_key(&key)).as_deref(), Some(out.line()));
     Redlock::new(&server.url())
         .env("REDLOCK_TLS_CA", &ca)
         .args(["release", "--key", &key, "--token", out.line()])
         .run()
         .expect(0);
-    assert_eq!(server.get(&key), None);
+    assert_eq!(server.get(&lock_key(&key)), None);
 }
 
 #[test]
@@ -75,5 +75,5 @@ fn an_unknown_ca_or_a_wrong_host_name_is_a_clear_tls_error() {
     if !out.stderr.to_lowercase().contains("name") {
         out.fail("should say the certificate is not valid for the name");
     }
-    assert_eq!(server.get(&key), None);
+    assert_eq!(server.get(&lock_key(&key)), None);
 }

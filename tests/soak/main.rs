@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use harness::{Fleet, Redlock, process_alive, unique_key};
+use harness::{Fleet, Redlock, lock_key, process_alive, unique_key};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -199,7 +199,7 @@ fn fifty_concurrent_runs_on_five_keys() {
         let sections = audit(dir.path());
         total += sections;
         assert!(sections > 0, "{key} never ran");
-        assert_eq!(fleet.values(key), vec![None; 5], "{key} left locked");
+        assert_eq!(fleet.values(&lock_key(key)), vec![None; 5], "{key} left locked");
         let pids = std::fs::read_to_string(dir.path().join("pids")).unwrap_or_default();
         for pid in pids.lines().filter_map(|p| p.parse::<i32>().ok()) {
             assert!(!process_alive(pid), "child {pid} of {key} leaked");

@@ -28,9 +28,19 @@ pub fn unique_key(name: &str) -> String {
 
 /// The name under which the servers store the lock `key`: tests that read
 /// or plant a lock directly on a server go through this one function, so
-/// that they follow redlock's key layout.
+/// that they follow redlock's key layout (its own namespace, the key in a
+/// Cluster hash tag with `%`, `{` and `}` percent-encoded). Written here
+/// from the README, not taken from the library, so that a change of layout
+/// shows up as a failing test.
 pub fn lock_key(key: &str) -> String {
-    key.to_owned()
+    let escaped = key.replace('%', "%25").replace('{', "%7B").replace('}', "%7D");
+    format!("redlock:{{{escaped}}}")
+}
+
+/// The name under which the servers store the fencing counter of the lock
+/// `key` (see [`lock_key`]).
+pub fn fence_key(key: &str) -> String {
+    format!("{}:fence", lock_key(key))
 }
 
 /// Waits until `path` exists (the event a test synchronises on), at most [`HANG`].

@@ -212,19 +212,45 @@ impl RedisServer {
         unsafe { libc::kill(self.pid(), libc::SIGCONT) };
     }
 
-    /// Stops the server and starts it again on the same port, empty.
+    /// Kills the server and starts it again on the same port: empty by
+    /// default, from its AOF when it runs with `--appendonly yes`.
     pub fn restart(&mut self) {
         self.stop();
+        self.start_again();
+    }
+
+    /// Shuts the server down with `SHUTDOWN` (`SHUTDOWN NOSAVE` when `save`
+    /// is false) and reaps it. With `--appendonly yes` it keeps everything it
+    /// acknowledged; with the default `--save '' --appendonly no` it comes
+    /// back empty from [`RedisServer::start_again`].
+    pub fn shutdown(&mut self, save: bool) {
+        let how = if save { "SAVE" } else { "NOSAVE" };
+        // The server closes the connection instead of answering.
+        let _ = redis::cmd("SHUTDOWN").arg(how).query::<()>(&mut self.conn());
+        if let Some(mut child) = self.child.take() {
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts a stopped server again on its port and in its directory, so
+    /// that it reloads whatever it persisted there (nothing, by default).
+    pub fn start_again(&mut self) {
+        assert!(self.child.is_none(), "start_again on a running server");
         let deadline = Instant::now() + READY_DEADLINE;
         while !self.spawn_and_wait() {
             assert!(
                 Instant::now() < deadline,
-                "restart on port {} failed:\n{}",
+                "start again on port {} failed:\n{}",
                 self.port,
                 self.log()
             );
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    /// How many keys the server holds (`DBSIZE`).
+    pub fn dbsize(&self) -> i64 {
+        self.cmd(&["DBSIZE"])
     }
 
     /// A synchronous connection for inspecting the server.
@@ -318,6 +344,11 @@ impl Fleet {
     /// The `--servers` value for all of them.
     pub fn urls(&self) -> String {
         self.servers.iter().map(RedisServer::url).collect::<Vec<_>>().join(",")
+    }
+
+    /// `DBSIZE` of each server.
+    pub fn dbsizes(&self) -> Vec<i64> {
+        self.servers.iter().map(RedisServer::dbsize).collect()
     }
 
     /// The value of `key` on each server.
