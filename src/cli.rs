@@ -95,6 +95,7 @@ pub struct Global {
         long,
         global = true,
         env = "REDLOCK_RAW_KEY",
+        hide_env_values = true,
         value_parser = clap::builder::FalseyValueParser::new()
     )]
     pub raw_key: bool,

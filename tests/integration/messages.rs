@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::harness::{Output, RedisServer, Redlock, unique_key};
+use crate::harness::{Output, RedisServer, Redlock, lock_key, unique_key};
 
 /// Asserts exit 64 and one line on stderr holding every one of `expect`.
 fn usage(args: &[&str], expect: &[&str]) -> Output {
@@ -42,7 +42,7 @@ fn wait_zero_tries_once_and_bare_numbers_are_seconds() {
     let key = unique_key("flock-habits");
     let token = Redlock::new(&server.url()).args(["acquire", "-k", &key, "--ttl", "30"]).run();
     token.expect(0);
-    assert!(server.pttl(&key) > 25_000, "--ttl 30 is 30 seconds");
+    assert!(server.pttl(&lock_key(&key)) > 25_000, "--ttl 30 is 30 seconds");
     Redlock::new(&server.url())
         .args(["run", "-k", &key, "--wait", "0", "--", "true"])
         .run()

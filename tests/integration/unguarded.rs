@@ -343,9 +343,12 @@ fn a_signal_during_the_re_entry_check_ends_redlock() {
     let (pid, code, ran) =
         (dir.path().join("pid"), dir.path().join("code"), dir.path().join("ran"));
     // One server hung: the status round waits for it (a node timeout of
-    // 1 s), which leaves time to signal the nested redlock mid-check.
+    // 1 s), which leaves time to signal the nested redlock mid-check. The
+    // command ignores SIGTERM, so a signal forwarded to it once it started
+    // would not hide that it ran.
     let script = format!(
-        "{bin} run --key {key} -- touch {ran} & echo $! > {pid}; wait $!; echo $? > {code}",
+        "{bin} run --key {key} -- sh -c \"trap '' TERM; touch {ran}\" & echo $! > {pid}; \
+         wait $!; echo $? > {code}",
         bin = env!("CARGO_BIN_EXE_redlock"),
         ran = ran.display(),
         pid = pid.display(),
