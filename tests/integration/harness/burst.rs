@@ -17,7 +17,7 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// How long a tick may take before the harness calls it a hang.
 const TICK_HANG: Duration = Duration::from_secs(120);
@@ -31,8 +31,10 @@ pub struct Part {
     pub code: Option<i32>,
     /// True when its command ran (its token is in the ledger).
     pub ran: bool,
-    /// From the gate to the decision: the command's start for the one that
-    /// ran, the exit for the others.
+    /// From the gate to the decision: the time of its last
+    /// `acquire_attempt` event when it logs JSON (`--log-format json`),
+    /// otherwise the command's start for the one that ran and the exit for
+    /// the others.
     pub decided: Duration,
     /// From the gate to the exit.
     pub exited: Duration,
@@ -204,6 +206,7 @@ pub fn tick(
     gate.wait_ready();
     before_release();
     let released = gate.release();
+    let released_wall = SystemTime::now();
 
     let mut exited: Vec<Option<(Option<i32>, Duration)>> = vec![None; n];
     let mut started: Vec<(u32, Duration)> = Vec::new();
@@ -242,18 +245,32 @@ pub fn tick(
             let (code, exited) = exit.expect("every contender exited");
             let pid = child.id();
             let run = started.iter().find(|(p, _)| *p == pid);
+            let stderr =
+                std::fs::read_to_string(dir.path().join(format!("err.{i}"))).unwrap_or_default();
+            let logged = last_attempt_at(&stderr)
+                .map(|at| at.duration_since(released_wall).unwrap_or_default());
             Part {
                 pid,
                 code,
                 ran: run.is_some(),
-                decided: run.map_or(exited, |(_, at)| *at),
+                decided: logged.unwrap_or_else(|| run.map_or(exited, |(_, at)| *at)),
                 exited,
-                stderr: std::fs::read_to_string(dir.path().join(format!("err.{i}")))
-                    .unwrap_or_default(),
+                stderr,
             }
         })
         .collect();
     Tick { parts, runs: ledger_pids(&ledger).len() }
+}
+
+/// When the last `acquire_attempt` event in a JSON log was written.
+fn last_attempt_at(stderr: &str) -> Option<SystemTime> {
+    stderr
+        .lines()
+        .rev()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|e| e["event"] == "acquire_attempt")
+        .find_map(|e| e["ts_ms"].as_u64())
+        .map(|ms| UNIX_EPOCH + Duration::from_millis(ms))
 }
 
 /// The pids in the tokens written to the ledger (`RANDOM.PID.MILLIS.HOST`).
