@@ -92,6 +92,20 @@ fn main() {
             ms(decided[decided.len() - 1]),
             commands as f64 / contenders as f64,
         );
+        let attempts: Vec<usize> = tick
+            .parts
+            .iter()
+            .map(|p| p.stderr.matches("\"event\":\"acquire_attempt\"").count())
+            .collect();
+        let splits: usize =
+            tick.parts.iter().map(|p| p.stderr.matches("\"outcome\":\"split\"").count()).sum();
+        let split_errors =
+            tick.parts.iter().filter(|p| p.stderr.contains("no holder has a quorum")).count();
+        println!(
+            "  attempts per process: max {}, total {}; split rounds {splits}; split errors {split_errors}",
+            attempts.iter().max().unwrap_or(&0),
+            attempts.iter().sum::<usize>()
+        );
         for p in tick.parts.iter().filter(|p| p.code != Some(0)).take(2) {
             println!("  exit {:?}: {}", p.code, p.stderr.lines().last().unwrap_or(""));
         }
