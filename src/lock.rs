@@ -980,6 +980,24 @@ mod tests {
     }
 
     #[test]
+    fn a_split_names_no_holder_and_says_how_the_votes_lie() {
+        let no = |holder: &str, pttl| Reply::Answered(Granted::No { holder: holder.into(), pttl });
+        let replies =
+            vec![no("a", 900), no("a", 500), no("b", -1), Reply::Answered(Granted::Yes(None))];
+        let votes = Votes::of(&replies);
+        assert_eq!(votes.ours, 1);
+        assert_eq!(votes.counts(), vec![2, 1]);
+        assert_eq!(votes.others[0].2, Some(Duration::from_millis(500)), "the shortest expiry");
+        assert_eq!(votes.others[1].2, None, "no expiry");
+        let split =
+            Split { votes: vec![2, 1, 1], silent: 1, expires: None, failures: Failures::default() };
+        assert_eq!(
+            split.describe("k", 3),
+            "k: no holder has a quorum (3 of 5); the votes are split among 3 tokens (2, 1 and 1 servers); 1 did not answer: no server answered in time"
+        );
+    }
+
+    #[test]
     fn acquire_reply_is_read_strictly() {
         let yes = Value::Array(vec![Value::Int(1), Value::Int(7)]);
         assert_eq!(parse_acquire(yes), Ok(Granted::Yes(Some(7))));
