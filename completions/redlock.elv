@@ -37,17 +37,19 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand --version 'Print version'
             cand run 'Run a command while holding the lock, renewing it until the command exits'
             cand acquire 'Take the lock and print its token on stdout'
-            cand extend 'Reset the TTL of a lock held with a token'
+            cand extend 'Make a lock held with a token last at least --ttl from now (never shortens it)'
             cand release 'Give a lock back (with its token, or --force)'
             cand status 'Show who holds a lock, on which servers, for how long (exit 0 held, 1 free)'
             cand doctor 'Check that the servers are fit for Redlock (exit 0 fit, 1 warnings)'
+            cand config 'Print the effective configuration and where each value came from (flag, environment, file, default)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'redlock;run'= {
             cand -k 'The lock''s key, used as given on every server'
             cand --key 'The lock''s key, used as given on every server'
             cand --ttl 'How long the lock lives on the servers without renewal'
-            cand --wait 'Wait at most DUR for the lock [default: wait until acquired]'
+            cand -w 'Wait at most DUR for the lock; 0 tries once, a bare number is seconds [default: wait until acquired]'
+            cand --wait 'Wait at most DUR for the lock; 0 tries once, a bare number is seconds [default: wait until acquired]'
             cand -E 'Exit code when the lock is busy; with 0 (cron) the busy message shows only with -v'
             cand --conflict-exit-code 'Exit code when the lock is busy; with 0 (cron) the busy message shows only with -v'
             cand --keep 'Keep the lock until DUR after acquisition, even when the command ends sooner [default: release at exit]'
@@ -67,8 +69,8 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand --node-timeout 'Time limit for each server call [default: a tenth of the TTL, at most 1s]'
             cand --drift-factor 'Clock drift allowance as a fraction of the TTL'
             cand --log-format 'Format of the messages on stderr'
-            cand -n 'Try once; fail at once when the lock is busy'
-            cand --no-wait 'Try once; fail at once when the lock is busy'
+            cand -n 'Try once; fail at once when the lock is busy (as --wait 0)'
+            cand --no-wait 'Try once; fail at once when the lock is busy (as --wait 0)'
             cand --no-fence 'Draw no fencing number (no REDLOCK_FENCE, no counter key on the servers)'
             cand -v 'Say more on stderr (repeat for more)'
             cand --verbose 'Say more on stderr (repeat for more)'
@@ -83,7 +85,8 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand -k 'The lock''s key, used as given on every server'
             cand --key 'The lock''s key, used as given on every server'
             cand --ttl 'How long the lock lives on the servers without renewal'
-            cand --wait 'Wait at most DUR for the lock [default: wait until acquired]'
+            cand -w 'Wait at most DUR for the lock; 0 tries once, a bare number is seconds [default: wait until acquired]'
+            cand --wait 'Wait at most DUR for the lock; 0 tries once, a bare number is seconds [default: wait until acquired]'
             cand --servers 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path'
             cand --password-file 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]'
             cand --tls-ca 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]'
@@ -93,8 +96,8 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand --node-timeout 'Time limit for each server call [default: a tenth of the TTL, at most 1s]'
             cand --drift-factor 'Clock drift allowance as a fraction of the TTL'
             cand --log-format 'Format of the messages on stderr'
-            cand -n 'Try once; fail at once when the lock is busy'
-            cand --no-wait 'Try once; fail at once when the lock is busy'
+            cand -n 'Try once; fail at once when the lock is busy (as --wait 0)'
+            cand --no-wait 'Try once; fail at once when the lock is busy (as --wait 0)'
             cand --no-fence 'Draw no fencing number (no counter key on the servers)'
             cand --json 'Print {"token", "fence", "validity_ms"} instead of the token alone'
             cand -v 'Say more on stderr (repeat for more)'
@@ -197,13 +200,33 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'redlock;config'= {
+            cand --servers 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path'
+            cand --password-file 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]'
+            cand --tls-ca 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]'
+            cand --tls-cert 'PEM client certificate, for servers that ask for one (with --tls-key)'
+            cand --tls-key 'PEM private key of --tls-cert'
+            cand --quorum 'Servers that must agree [default: more than half of them]'
+            cand --node-timeout 'Time limit for each server call [default: a tenth of the TTL, at most 1s]'
+            cand --drift-factor 'Clock drift allowance as a fraction of the TTL'
+            cand --log-format 'Format of the messages on stderr'
+            cand -v 'Say more on stderr (repeat for more)'
+            cand --verbose 'Say more on stderr (repeat for more)'
+            cand -q 'Say nothing on stderr but errors (no busy message)'
+            cand --quiet 'Say nothing on stderr but errors (no busy message)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'redlock;help'= {
             cand run 'Run a command while holding the lock, renewing it until the command exits'
             cand acquire 'Take the lock and print its token on stdout'
-            cand extend 'Reset the TTL of a lock held with a token'
+            cand extend 'Make a lock held with a token last at least --ttl from now (never shortens it)'
             cand release 'Give a lock back (with its token, or --force)'
             cand status 'Show who holds a lock, on which servers, for how long (exit 0 held, 1 free)'
             cand doctor 'Check that the servers are fit for Redlock (exit 0 fit, 1 warnings)'
+            cand config 'Print the effective configuration and where each value came from (flag, environment, file, default)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'redlock;help;run'= {
@@ -217,6 +240,8 @@ set edit:completion:arg-completer[redlock] = {|@words|
         &'redlock;help;status'= {
         }
         &'redlock;help;doctor'= {
+        }
+        &'redlock;help;config'= {
         }
         &'redlock;help;help'= {
         }

@@ -24,14 +24,14 @@ function __fish_redlock_using_subcommand
     contains -- $cmd[1] $argv
 end
 
-complete -c redlock -n "__fish_redlock_needs_command" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path' -r
+complete -c redlock -n "__fish_redlock_needs_command" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path' -r -f
 complete -c redlock -n "__fish_redlock_needs_command" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
 complete -c redlock -n "__fish_redlock_needs_command" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F
 complete -c redlock -n "__fish_redlock_needs_command" -l tls-cert -d 'PEM client certificate, for servers that ask for one (with --tls-key)' -r -F
 complete -c redlock -n "__fish_redlock_needs_command" -l tls-key -d 'PEM private key of --tls-cert' -r -F
-complete -c redlock -n "__fish_redlock_needs_command" -l quorum -d 'Servers that must agree [default: more than half of them]' -r
-complete -c redlock -n "__fish_redlock_needs_command" -l node-timeout -d 'Time limit for each server call [default: a tenth of the TTL, at most 1s]' -r
-complete -c redlock -n "__fish_redlock_needs_command" -l drift-factor -d 'Clock drift allowance as a fraction of the TTL' -r
+complete -c redlock -n "__fish_redlock_needs_command" -l quorum -d 'Servers that must agree [default: more than half of them]' -r -f
+complete -c redlock -n "__fish_redlock_needs_command" -l node-timeout -d 'Time limit for each server call [default: a tenth of the TTL, at most 1s]' -r -f
+complete -c redlock -n "__fish_redlock_needs_command" -l drift-factor -d 'Clock drift allowance as a fraction of the TTL' -r -f
 complete -c redlock -n "__fish_redlock_needs_command" -l log-format -d 'Format of the messages on stderr' -r -f -a "text\t'One line of text per message'
 json\t'One JSON object per line'"
 complete -c redlock -n "__fish_redlock_needs_command" -s v -l verbose -d 'Say more on stderr (repeat for more)'
@@ -40,85 +40,93 @@ complete -c redlock -n "__fish_redlock_needs_command" -s h -l help -d 'Print hel
 complete -c redlock -n "__fish_redlock_needs_command" -s V -l version -d 'Print version'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "run" -d 'Run a command while holding the lock, renewing it until the command exits'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "acquire" -d 'Take the lock and print its token on stdout'
-complete -c redlock -n "__fish_redlock_needs_command" -f -a "extend" -d 'Reset the TTL of a lock held with a token'
+complete -c redlock -n "__fish_redlock_needs_command" -f -a "extend" -d 'Make a lock held with a token last at least --ttl from now (never shortens it)'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "release" -d 'Give a lock back (with its token, or --force)'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "status" -d 'Show who holds a lock, on which servers, for how long (exit 0 held, 1 free)'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "doctor" -d 'Check that the servers are fit for Redlock (exit 0 fit, 1 warnings)'
+complete -c redlock -n "__fish_redlock_needs_command" -f -a "config" -d 'Print the effective configuration and where each value came from (flag, environment, file, default)'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c redlock -n "__fish_redlock_using_subcommand run" -s k -l key -d 'The lock\'s key, used as given on every server' -r
-complete -c redlock -n "__fish_redlock_using_subcommand run" -l ttl -d 'How long the lock lives on the servers without renewal' -r
-complete -c redlock -n "__fish_redlock_using_subcommand run" -l wait -d 'Wait at most DUR for the lock [default: wait until acquired]' -r
-complete -c redlock -n "__fish_redlock_using_subcommand run" -s E -l conflict-exit-code -d 'Exit code when the lock is busy; with 0 (cron) the busy message shows only with -v' -r
-complete -c redlock -n "__fish_redlock_using_subcommand run" -l keep -d 'Keep the lock until DUR after acquisition, even when the command ends sooner [default: release at exit]' -r
-complete -c redlock -n "__fish_redlock_using_subcommand run" -l max-hold -d 'Stop the command when it has held the lock this long, and exit 124 [default: no limit]' -r
-complete -c redlock -n "__fish_redlock_using_subcommand run" -l jitter -d 'Sleep a random time up to DUR before the first attempt [default: no jitter]' -r
-complete -c redlock -n "__fish_redlock_using_subcommand run" -l renew-every -d 'Renew the lock this often [default: a third of the TTL]' -r
-complete -c redlock -n "__fish_redlock_using_subcommand run" -l on-lost -d 'What to do when the lock is lost: a signal (TERM, SIGINT, 9...), kill, or ignore' -r
-complete -c redlock -n "__fish_redlock_using_subcommand run" -l kill-after -d 'Grace between the --on-lost (or --max-hold) signal and SIGKILL [default: a third of the TTL, at most 10s]' -r
-complete -c redlock -n "__fish_redlock_using_subcommand run" -s c -l command -d 'Run this shell command through $SHELL -c (or /bin/sh -c)' -r
-complete -c redlock -n "__fish_redlock_using_subcommand run" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path' -r
+complete -c redlock -n "__fish_redlock_using_subcommand run" -s k -l key -d 'The lock\'s key, used as given on every server' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l ttl -d 'How long the lock lives on the servers without renewal' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand run" -s w -l wait -d 'Wait at most DUR for the lock; 0 tries once, a bare number is seconds [default: wait until acquired]' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand run" -s E -l conflict-exit-code -d 'Exit code when the lock is busy; with 0 (cron) the busy message shows only with -v' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l keep -d 'Keep the lock until DUR after acquisition, even when the command ends sooner [default: release at exit]' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l max-hold -d 'Stop the command when it has held the lock this long, and exit 124 [default: no limit]' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l jitter -d 'Sleep a random time up to DUR before the first attempt [default: no jitter]' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l renew-every -d 'Renew the lock this often [default: a third of the TTL]' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l on-lost -d 'What to do when the lock is lost: a signal (TERM, SIGINT, 9...), kill, or ignore' -r -f -a "TERM\t''
+INT\t''
+HUP\t''
+QUIT\t''
+USR1\t''
+USR2\t''
+kill\t''
+ignore\t''"
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l kill-after -d 'Grace between the --on-lost (or --max-hold) signal and SIGKILL [default: a third of the TTL, at most 10s]' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand run" -s c -l command -d 'Run this shell command through $SHELL -c (or /bin/sh -c)' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l tls-cert -d 'PEM client certificate, for servers that ask for one (with --tls-key)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l tls-key -d 'PEM private key of --tls-cert' -r -F
-complete -c redlock -n "__fish_redlock_using_subcommand run" -l quorum -d 'Servers that must agree [default: more than half of them]' -r
-complete -c redlock -n "__fish_redlock_using_subcommand run" -l node-timeout -d 'Time limit for each server call [default: a tenth of the TTL, at most 1s]' -r
-complete -c redlock -n "__fish_redlock_using_subcommand run" -l drift-factor -d 'Clock drift allowance as a fraction of the TTL' -r
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l quorum -d 'Servers that must agree [default: more than half of them]' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l node-timeout -d 'Time limit for each server call [default: a tenth of the TTL, at most 1s]' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l drift-factor -d 'Clock drift allowance as a fraction of the TTL' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l log-format -d 'Format of the messages on stderr' -r -f -a "text\t'One line of text per message'
 json\t'One JSON object per line'"
-complete -c redlock -n "__fish_redlock_using_subcommand run" -s n -l no-wait -d 'Try once; fail at once when the lock is busy'
+complete -c redlock -n "__fish_redlock_using_subcommand run" -s n -l no-wait -d 'Try once; fail at once when the lock is busy (as --wait 0)'
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l no-fence -d 'Draw no fencing number (no REDLOCK_FENCE, no counter key on the servers)'
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s q -l quiet -d 'Say nothing on stderr but errors (no busy message)'
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s V -l version -d 'Print version'
-complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s k -l key -d 'The lock\'s key, used as given on every server' -r
-complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l ttl -d 'How long the lock lives on the servers without renewal' -r
-complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l wait -d 'Wait at most DUR for the lock [default: wait until acquired]' -r
-complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path' -r
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s k -l key -d 'The lock\'s key, used as given on every server' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l ttl -d 'How long the lock lives on the servers without renewal' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s w -l wait -d 'Wait at most DUR for the lock; 0 tries once, a bare number is seconds [default: wait until acquired]' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l tls-cert -d 'PEM client certificate, for servers that ask for one (with --tls-key)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l tls-key -d 'PEM private key of --tls-cert' -r -F
-complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l quorum -d 'Servers that must agree [default: more than half of them]' -r
-complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l node-timeout -d 'Time limit for each server call [default: a tenth of the TTL, at most 1s]' -r
-complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l drift-factor -d 'Clock drift allowance as a fraction of the TTL' -r
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l quorum -d 'Servers that must agree [default: more than half of them]' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l node-timeout -d 'Time limit for each server call [default: a tenth of the TTL, at most 1s]' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l drift-factor -d 'Clock drift allowance as a fraction of the TTL' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l log-format -d 'Format of the messages on stderr' -r -f -a "text\t'One line of text per message'
 json\t'One JSON object per line'"
-complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s n -l no-wait -d 'Try once; fail at once when the lock is busy'
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s n -l no-wait -d 'Try once; fail at once when the lock is busy (as --wait 0)'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l no-fence -d 'Draw no fencing number (no counter key on the servers)'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l json -d 'Print {"token", "fence", "validity_ms"} instead of the token alone'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s q -l quiet -d 'Say nothing on stderr but errors (no busy message)'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s V -l version -d 'Print version'
-complete -c redlock -n "__fish_redlock_using_subcommand extend" -s k -l key -d 'The lock\'s key, used as given on every server' -r
-complete -c redlock -n "__fish_redlock_using_subcommand extend" -l ttl -d 'How long the lock lives on the servers without renewal' -r
-complete -c redlock -n "__fish_redlock_using_subcommand extend" -s t -l token -d 'The token printed by `acquire`' -r
-complete -c redlock -n "__fish_redlock_using_subcommand extend" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path' -r
+complete -c redlock -n "__fish_redlock_using_subcommand extend" -s k -l key -d 'The lock\'s key, used as given on every server' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand extend" -l ttl -d 'How long the lock lives on the servers without renewal' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand extend" -s t -l token -d 'The token printed by `acquire`' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand extend" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l tls-cert -d 'PEM client certificate, for servers that ask for one (with --tls-key)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l tls-key -d 'PEM private key of --tls-cert' -r -F
-complete -c redlock -n "__fish_redlock_using_subcommand extend" -l quorum -d 'Servers that must agree [default: more than half of them]' -r
-complete -c redlock -n "__fish_redlock_using_subcommand extend" -l node-timeout -d 'Time limit for each server call [default: a tenth of the TTL, at most 1s]' -r
-complete -c redlock -n "__fish_redlock_using_subcommand extend" -l drift-factor -d 'Clock drift allowance as a fraction of the TTL' -r
+complete -c redlock -n "__fish_redlock_using_subcommand extend" -l quorum -d 'Servers that must agree [default: more than half of them]' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand extend" -l node-timeout -d 'Time limit for each server call [default: a tenth of the TTL, at most 1s]' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand extend" -l drift-factor -d 'Clock drift allowance as a fraction of the TTL' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l log-format -d 'Format of the messages on stderr' -r -f -a "text\t'One line of text per message'
 json\t'One JSON object per line'"
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -s q -l quiet -d 'Say nothing on stderr but errors (no busy message)'
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -s V -l version -d 'Print version'
-complete -c redlock -n "__fish_redlock_using_subcommand release" -s k -l key -d 'The lock\'s key' -r
-complete -c redlock -n "__fish_redlock_using_subcommand release" -s t -l token -d 'The token printed by `acquire`' -r
-complete -c redlock -n "__fish_redlock_using_subcommand release" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path' -r
+complete -c redlock -n "__fish_redlock_using_subcommand release" -s k -l key -d 'The lock\'s key' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand release" -s t -l token -d 'The token printed by `acquire`' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand release" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l tls-cert -d 'PEM client certificate, for servers that ask for one (with --tls-key)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l tls-key -d 'PEM private key of --tls-cert' -r -F
-complete -c redlock -n "__fish_redlock_using_subcommand release" -l quorum -d 'Servers that must agree [default: more than half of them]' -r
-complete -c redlock -n "__fish_redlock_using_subcommand release" -l node-timeout -d 'Time limit for each server call [default: a tenth of the TTL, at most 1s]' -r
-complete -c redlock -n "__fish_redlock_using_subcommand release" -l drift-factor -d 'Clock drift allowance as a fraction of the TTL' -r
+complete -c redlock -n "__fish_redlock_using_subcommand release" -l quorum -d 'Servers that must agree [default: more than half of them]' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand release" -l node-timeout -d 'Time limit for each server call [default: a tenth of the TTL, at most 1s]' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand release" -l drift-factor -d 'Clock drift allowance as a fraction of the TTL' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l log-format -d 'Format of the messages on stderr' -r -f -a "text\t'One line of text per message'
 json\t'One JSON object per line'"
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l force -d 'Delete the lock whoever holds it'
@@ -126,15 +134,15 @@ complete -c redlock -n "__fish_redlock_using_subcommand release" -s v -l verbose
 complete -c redlock -n "__fish_redlock_using_subcommand release" -s q -l quiet -d 'Say nothing on stderr but errors (no busy message)'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -s V -l version -d 'Print version'
-complete -c redlock -n "__fish_redlock_using_subcommand status" -s k -l key -d 'The lock\'s key' -r
-complete -c redlock -n "__fish_redlock_using_subcommand status" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path' -r
+complete -c redlock -n "__fish_redlock_using_subcommand status" -s k -l key -d 'The lock\'s key' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand status" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l tls-cert -d 'PEM client certificate, for servers that ask for one (with --tls-key)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l tls-key -d 'PEM private key of --tls-cert' -r -F
-complete -c redlock -n "__fish_redlock_using_subcommand status" -l quorum -d 'Servers that must agree [default: more than half of them]' -r
-complete -c redlock -n "__fish_redlock_using_subcommand status" -l node-timeout -d 'Time limit for each server call [default: a tenth of the TTL, at most 1s]' -r
-complete -c redlock -n "__fish_redlock_using_subcommand status" -l drift-factor -d 'Clock drift allowance as a fraction of the TTL' -r
+complete -c redlock -n "__fish_redlock_using_subcommand status" -l quorum -d 'Servers that must agree [default: more than half of them]' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand status" -l node-timeout -d 'Time limit for each server call [default: a tenth of the TTL, at most 1s]' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand status" -l drift-factor -d 'Clock drift allowance as a fraction of the TTL' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l log-format -d 'Format of the messages on stderr' -r -f -a "text\t'One line of text per message'
 json\t'One JSON object per line'"
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l json -d 'Print one JSON object instead of a table'
@@ -142,15 +150,15 @@ complete -c redlock -n "__fish_redlock_using_subcommand status" -s v -l verbose 
 complete -c redlock -n "__fish_redlock_using_subcommand status" -s q -l quiet -d 'Say nothing on stderr but errors (no busy message)'
 complete -c redlock -n "__fish_redlock_using_subcommand status" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c redlock -n "__fish_redlock_using_subcommand status" -s V -l version -d 'Print version'
-complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l ttl -d 'The TTL whose drift budget the servers\' clocks are checked against' -r
-complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path' -r
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l ttl -d 'The TTL whose drift budget the servers\' clocks are checked against' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l tls-cert -d 'PEM client certificate, for servers that ask for one (with --tls-key)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l tls-key -d 'PEM private key of --tls-cert' -r -F
-complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l quorum -d 'Servers that must agree [default: more than half of them]' -r
-complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l node-timeout -d 'Time limit for each server call [default: a tenth of the TTL, at most 1s]' -r
-complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l drift-factor -d 'Clock drift allowance as a fraction of the TTL' -r
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l quorum -d 'Servers that must agree [default: more than half of them]' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l node-timeout -d 'Time limit for each server call [default: a tenth of the TTL, at most 1s]' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l drift-factor -d 'Clock drift allowance as a fraction of the TTL' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l log-format -d 'Format of the messages on stderr' -r -f -a "text\t'One line of text per message'
 json\t'One JSON object per line'"
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l json -d 'Print one JSON object instead of a report'
@@ -158,10 +166,25 @@ complete -c redlock -n "__fish_redlock_using_subcommand doctor" -s v -l verbose 
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -s q -l quiet -d 'Say nothing on stderr but errors (no busy message)'
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -s V -l version -d 'Print version'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status doctor help" -f -a "run" -d 'Run a command while holding the lock, renewing it until the command exits'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status doctor help" -f -a "acquire" -d 'Take the lock and print its token on stdout'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status doctor help" -f -a "extend" -d 'Reset the TTL of a lock held with a token'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status doctor help" -f -a "release" -d 'Give a lock back (with its token, or --force)'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status doctor help" -f -a "status" -d 'Show who holds a lock, on which servers, for how long (exit 0 held, 1 free)'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status doctor help" -f -a "doctor" -d 'Check that the servers are fit for Redlock (exit 0 fit, 1 warnings)'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status doctor help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c redlock -n "__fish_redlock_using_subcommand config" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand config" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand config" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand config" -l tls-cert -d 'PEM client certificate, for servers that ask for one (with --tls-key)' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand config" -l tls-key -d 'PEM private key of --tls-cert' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand config" -l quorum -d 'Servers that must agree [default: more than half of them]' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand config" -l node-timeout -d 'Time limit for each server call [default: a tenth of the TTL, at most 1s]' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand config" -l drift-factor -d 'Clock drift allowance as a fraction of the TTL' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand config" -l log-format -d 'Format of the messages on stderr' -r -f -a "text\t'One line of text per message'
+json\t'One JSON object per line'"
+complete -c redlock -n "__fish_redlock_using_subcommand config" -s v -l verbose -d 'Say more on stderr (repeat for more)'
+complete -c redlock -n "__fish_redlock_using_subcommand config" -s q -l quiet -d 'Say nothing on stderr but errors (no busy message)'
+complete -c redlock -n "__fish_redlock_using_subcommand config" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c redlock -n "__fish_redlock_using_subcommand config" -s V -l version -d 'Print version'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status doctor config help" -f -a "run" -d 'Run a command while holding the lock, renewing it until the command exits'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status doctor config help" -f -a "acquire" -d 'Take the lock and print its token on stdout'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status doctor config help" -f -a "extend" -d 'Make a lock held with a token last at least --ttl from now (never shortens it)'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status doctor config help" -f -a "release" -d 'Give a lock back (with its token, or --force)'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status doctor config help" -f -a "status" -d 'Show who holds a lock, on which servers, for how long (exit 0 held, 1 free)'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status doctor config help" -f -a "doctor" -d 'Check that the servers are fit for Redlock (exit 0 fit, 1 warnings)'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status doctor config help" -f -a "config" -d 'Print the effective configuration and where each value came from (flag, environment, file, default)'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status doctor config help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

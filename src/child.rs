@@ -1,4 +1,5 @@
-//! The supervised command: spawn, signal, stop, exit status → exit code.
+//! The supervised command: spawn, signal, stop, job control, exit status
+//! → exit code.
 //!
 //! # Process-group model
 //! The child runs in a process group of its own, and redlock forwards the
@@ -16,31 +17,56 @@
 //!   programs can read the terminal. Otherwise terminal signals reach only
 //!   redlock's group, and redlock forwards them once.
 //!
-//! The child also gets a parent-death signal (SIGKILL), so that it never
+//! # Job control
+//! redlock ignores SIGTTOU and SIGTTIN ([`ignore_terminal_stops`]): once
+//! the command owns the terminal, redlock's own messages would otherwise
+//! stop it (`stty tostop`) while the command runs on, unrenewed. The
+//! command gets the default dispositions back before it starts. When the
+//! command is stopped by job control (Ctrl-Z's SIGTSTP, or SIGTTIN/SIGTTOU
+//! in the background), redlock stops itself with SIGTSTP, as every process
+//! of a shell job does, so the shell gets its prompt back; on `fg` or `bg`
+//! the shell continues redlock, which gives the terminal to the command
+//! (on `fg` only) and continues it. While redlock is stopped it renews
+//! nothing: the job keeps the lock only as long as its validity lasts, and
+//! the guard kills the stopped command at the deadline; a `fg` after that
+//! reports the lost lock (exit 70). A stop by a plain SIGSTOP (a debugger)
+//! is not job control: redlock keeps renewing for the stopped command. In
+//! an orphaned process group (no shell to continue it) the kernel discards
+//! SIGTSTP, and redlock continues the command at once.
+//!
+//! # Parent death and freezing
+//! The child gets a parent-death signal (SIGKILL), so that it never
 //! outlives redlock (even `kill -9` of redlock), with the race against a
 //! parent that died before the `prctl` closed by checking the parent pid.
-//! That signal reaches the child alone, so a guard process sits in the
-//! child's group (`Guard`): when redlock dies, it SIGKILLs the whole group
-//! (pipelines, workers), which would otherwise run on without the lock.
+//! That signal reaches the child alone, and nothing at all reaches it when
+//! redlock is frozen rather than dead; so before the command starts,
+//! redlock forks a guard ([`crate::guard`]), a dead-man's switch that kills
+//! the whole job at the lock's deadline unless redlock has sent it a later
+//! one, or as soon as redlock dies. redlock starts a new guard if the guard
+//! dies while the command runs, and refuses to start the command without one.
 //!
+//! # Orphans
 //! redlock is the reaper of the command's orphans (`PR_SET_CHILD_SUBREAPER`):
 //! a process that left the group (a daemon calling `setsid`) is reparented
-//! to redlock, not to pid 1, once its parent exits. So when the command
-//! exits, whatever it left running, in its group or adopted, is stopped:
-//! it would otherwise run without the lock. redlock reaps the orphans it
-//! adopts, while the command runs (on SIGCHLD) and after.
+//! to redlock, not to pid 1, once its parent exits. A stop (lost lock,
+//! `--max-hold`) signals the group and these adopted processes together
+//! ([`Child::stop`]), and when the command exits whatever it left running,
+//! in its group or adopted, is stopped: it would otherwise run without the
+//! lock. redlock reaps the orphans it adopts, while the command runs (on
+//! SIGCHLD) and after.
 
-use std::collections::HashSet;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::ExitStatus;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::signal::unix::{Signal, SignalKind};
 
+use crate::clock::BootInstant;
 use crate::error::Error;
 use crate::exit;
+use crate::guard::{self, Guard};
+use crate::procs;
 
 /// A running command in its own process group.
 pub struct Child {
@@ -50,105 +76,27 @@ pub struct Child {
     tty: Option<i32>,
     /// Set once the child has been reaped: its group id may then be reused.
     reaped: bool,
-    /// SIGCHLD, to reap adopted orphans while the child runs (None when
-    /// it cannot be caught: they are then reaped when the child exits).
+    /// SIGCHLD, to reap adopted orphans, notice job-control stops and a
+    /// dead guard while the child runs (None when it cannot be caught:
+    /// orphans are then reaped when the child exits).
     sigchld: Option<Signal>,
-    /// Kills the group if redlock dies; disarmed once the child exited.
+    /// The dead-man's switch; ended once the child exited.
     guard: Option<Guard>,
+    /// The instant the guard kills at (None: never).
+    kill_at: Option<BootInstant>,
+    /// Set when a guard killed the job at its deadline.
+    fired: bool,
 }
 
-/// A process in the child's group that kills the group when redlock dies:
-/// it blocks reading a pipe whose only writer is redlock, and end of file
-/// means redlock died: it sends SIGKILL to the group (itself included).
-/// Once the child exited, redlock kills the guard instead (and takes care
-/// of the leftovers itself). It ignores the signals redlock forwards to the
-/// group, holds no other file descriptor (no terminal, no output pipe), and
-/// costs one fork. Only redlock reaps it, so its pid stays ours to kill.
-struct Guard {
-    pid: i32,
-    /// The write end: closed only when redlock exits or dies.
-    _pipe: OwnedFd,
-}
-
-impl Guard {
-    /// Forks the guard into group `pgid`; `None` when that fails (the
-    /// parent-death signal still covers the child itself).
-    fn start(pgid: i32) -> Option<Guard> {
-        let mut fds = [0; 2];
-        // SAFETY: pipe2 fills the two fds it creates.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-            return None;
-        }
-        // SAFETY: each fd was just created and is owned once.
-        let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-        // SAFETY: fork in a threaded process; the child runs only
-        // async-signal-safe calls (see guard_main) and never returns.
-        match unsafe { libc::fork() } {
-            -1 => None,
-            0 => unsafe { guard_main(read.as_raw_fd(), pgid) },
-            pid => Some(Guard { pid, _pipe: write }),
-        }
-    }
-
-    /// Ends the guard (the child exited) and reaps it.
-    fn disarm(self) {
-        // SAFETY: kill and reap our own child, which nothing else reaps
-        // (reap_orphans spares it), so the pid is still the guard's. SIGKILL
-        // also ends a stopped guard, so the wait returns at once.
-        unsafe {
-            libc::kill(self.pid, libc::SIGKILL);
-            libc::waitpid(self.pid, std::ptr::null_mut(), 0);
-        }
-    }
-}
-
-/// The guard process: see [`Guard`].
-///
-/// # Safety
-/// Call only in the child of a fork: it makes only async-signal-safe calls
-/// and ends in `_exit`.
-unsafe fn guard_main(read: i32, pgid: i32) -> ! {
-    // SAFETY: async-signal-safe syscalls on this process only, then kill
-    // of the group it guards.
+/// Makes redlock immune to the terminal's job-control stops for output and
+/// input (see the module documentation); the command gets them back.
+pub fn ignore_terminal_stops() {
+    // SAFETY: setting two signals of this process to SIG_IGN.
     unsafe {
-        if libc::setpgid(0, pgid) != 0 {
-            // The group is gone already: nothing to guard.
-            libc::_exit(0);
-        }
-        // What `ps` shows for it in the command's group.
-        libc::prctl(libc::PR_SET_NAME, c"redlock-guard".as_ptr());
-        let mut ignore: libc::sigaction = std::mem::zeroed();
-        ignore.sa_sigaction = libc::SIG_IGN;
-        for signal in IGNORED_BY_GUARD {
-            libc::sigaction(signal, &ignore, std::ptr::null_mut());
-        }
-        // Hold nothing but the pipe: no terminal, no output, no sockets.
-        libc::syscall(libc::SYS_close_range, 0, read - 1, 0);
-        libc::syscall(libc::SYS_close_range, read + 1, u32::MAX, 0);
-        let mut byte = 0u8;
-        // Nobody writes: read returns only at end of file (or on an error).
-        while libc::read(read, (&raw mut byte).cast(), 1) == -1
-            && *libc::__errno_location() == libc::EINTR
-        {}
-        libc::kill(-pgid, libc::SIGKILL);
-        libc::_exit(0)
+        libc::signal(libc::SIGTTOU, libc::SIG_IGN);
+        libc::signal(libc::SIGTTIN, libc::SIG_IGN);
     }
 }
-
-/// Signals the guard ignores: those redlock forwards to the group, and job
-/// control, so that it neither dies nor stops with the command.
-const IGNORED_BY_GUARD: [i32; 10] = [
-    libc::SIGINT,
-    libc::SIGTERM,
-    libc::SIGHUP,
-    libc::SIGQUIT,
-    libc::SIGUSR1,
-    libc::SIGUSR2,
-    libc::SIGPIPE,
-    libc::SIGTSTP,
-    libc::SIGTTIN,
-    libc::SIGTTOU,
-];
 
 /// A terminal fd (0, 1 or 2) whose foreground process group is ours.
 fn foreground_tty() -> Option<i32> {
@@ -174,14 +122,29 @@ unsafe fn set_foreground(fd: i32, pgid: i32) {
     }
 }
 
-/// Starts `argv` with extra environment variables; stdio and the terminal
-/// are inherited. A command that is not found is exit 127, one that cannot
-/// be executed 126, as a shell reports them.
-pub fn spawn(argv: &[String], env: &[(&str, &str)]) -> Result<Child, Error> {
+/// Environment variables of redlock's that the command never sees: the
+/// servers' password (DESIGN.md: the command's environment gets no secret
+/// of redlock's). A command that calls redlock itself reads the password
+/// from `--password-file` instead.
+const WITHHELD: [&str; 1] = ["REDLOCK_PASSWORD"];
+
+/// Starts `argv` with extra environment variables under a guard that kills
+/// it at `kill_at` (None: only if redlock dies); stdio and the terminal are
+/// inherited. A command that is not found is exit 127, one that cannot be
+/// executed 126, as a shell reports them. Without a guard the command is
+/// not started at all.
+pub fn spawn(
+    argv: &[String],
+    env: &[(&str, &str)],
+    kill_at: Option<BootInstant>,
+) -> Result<Child, Error> {
     let (program, args) =
         argv.split_first().ok_or_else(|| Error::Usage("run: no command given".into()))?;
     let mut cmd = std::process::Command::new(program);
     cmd.args(args);
+    for k in WITHHELD {
+        cmd.env_remove(k);
+    }
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -194,9 +157,15 @@ pub fn spawn(argv: &[String], env: &[(&str, &str)]) -> Result<Child, Error> {
         libc::getpid()
     };
     let sigchld = tokio::signal::unix::signal(SignalKind::child()).ok();
+    // The guard first: armed before the command exists, so that no instant
+    // of the command's life is unguarded.
+    let guard = Guard::start(0, kill_at).map_err(|e| Error::CannotRun {
+        code: exit::CANNOT_EXECUTE,
+        message: format!("cannot start the guard process for {program}: {e}"),
+    })?;
     // SAFETY: the closure runs between fork and exec and makes only
-    // async-signal-safe calls (setpgid, sigprocmask, tcsetpgrp, prctl,
-    // getppid, getpid); it allocates nothing.
+    // async-signal-safe calls (setpgid, sigprocmask, tcsetpgrp, signal,
+    // prctl, getppid, getpid); it allocates nothing.
     unsafe {
         cmd.pre_exec(move || {
             if libc::setpgid(0, 0) != 0 {
@@ -205,6 +174,9 @@ pub fn spawn(argv: &[String], env: &[(&str, &str)]) -> Result<Child, Error> {
             if let Some(fd) = tty {
                 set_foreground(fd, libc::getpid());
             }
+            // The command's own job control: see ignore_terminal_stops.
+            libc::signal(libc::SIGTTOU, libc::SIG_DFL);
+            libc::signal(libc::SIGTTIN, libc::SIG_DFL);
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
                 return Err(io::Error::last_os_error());
             }
@@ -216,28 +188,47 @@ pub fn spawn(argv: &[String], env: &[(&str, &str)]) -> Result<Child, Error> {
             Ok(())
         });
     }
-    let inner = tokio::process::Command::from(cmd).spawn().map_err(|e| {
-        if let Some(fd) = tty {
-            // SAFETY: taking our own terminal back; see set_foreground.
-            unsafe { set_foreground(fd, libc::getpgrp()) };
+    let spawned = tokio::process::Command::from(cmd)
+        .spawn()
+        .map_err(|e| {
+            let code = match e.kind() {
+                io::ErrorKind::NotFound => exit::NOT_FOUND,
+                _ => exit::CANNOT_EXECUTE,
+            };
+            let what = if code == exit::NOT_FOUND { "command not found" } else { "cannot execute" };
+            Error::CannotRun { code, message: format!("{what}: {program}: {e}") }
+        })
+        .and_then(|inner| {
+            let pgid = inner.id().and_then(|pid| i32::try_from(pid).ok());
+            let pgid = pgid.ok_or_else(|| Error::CannotRun {
+                code: exit::CANNOT_EXECUTE,
+                message: format!("{program}: exited before it could be supervised"),
+            })?;
+            Ok((inner, pgid))
+        });
+    match spawned {
+        Ok((inner, pgid)) => {
+            guard.send(pgid, kill_at);
+            Ok(Child {
+                inner,
+                pgid,
+                tty,
+                reaped: false,
+                sigchld,
+                guard: Some(guard),
+                kill_at,
+                fired: false,
+            })
         }
-        let code = match e.kind() {
-            io::ErrorKind::NotFound => exit::NOT_FOUND,
-            _ => exit::CANNOT_EXECUTE,
-        };
-        let what = if code == exit::NOT_FOUND { "command not found" } else { "cannot execute" };
-        Error::CannotRun { code, message: format!("{what}: {program}: {e}") }
-    })?;
-    let pid = inner.id().ok_or_else(|| Error::CannotRun {
-        code: exit::CANNOT_EXECUTE,
-        message: format!("{program}: exited before it could be supervised"),
-    })?;
-    let pgid = i32::try_from(pid).map_err(|_| Error::CannotRun {
-        code: exit::CANNOT_EXECUTE,
-        message: format!("{program}: pid {pid} out of range"),
-    })?;
-    let guard = Guard::start(pgid);
-    Ok(Child { inner, pgid, tty, reaped: false, sigchld, guard })
+        Err(e) => {
+            guard.disarm();
+            if let Some(fd) = tty {
+                // SAFETY: taking our own terminal back; see set_foreground.
+                unsafe { set_foreground(fd, libc::getpgrp()) };
+            }
+            Err(e)
+        }
+    }
 }
 
 impl Child {
@@ -246,7 +237,8 @@ impl Child {
         self.pgid
     }
 
-    /// Sends `signal` to the child's whole process group.
+    /// Sends `signal` to the child's whole process group (a forwarded
+    /// signal: the command's group only, exactly once).
     pub fn signal(&self, signal: i32) {
         if !self.reaped {
             // SAFETY: kill(2) on our own child's process group. ESRCH (group
@@ -255,8 +247,70 @@ impl Child {
         }
     }
 
-    /// Waits for the child to exit and takes the terminal back; reaps the
-    /// orphans that exit meanwhile. Cancel-safe.
+    /// Stops the whole job with `signal` at once: the command's group and
+    /// every other running process descended from redlock (daemons that
+    /// left the group, adopted or not yet), so that all of it ends inside
+    /// the same kill margin.
+    pub fn stop(&self, signal: i32) {
+        self.signal(signal);
+        for pid in self.job().1 {
+            // SAFETY: kill(2) on a running descendant found just now.
+            unsafe { libc::kill(pid, signal) };
+        }
+    }
+
+    /// What runs of the job: whether the command's group has a running
+    /// member, and the running descendants of redlock outside that group
+    /// (but the guard). Zombies do not count: they run nothing, and under a
+    /// pid 1 that reaps late (a container) a group can hold zombies for long.
+    fn job(&self) -> (bool, Vec<i32>) {
+        // SAFETY: getpid has no preconditions.
+        let me = unsafe { libc::getpid() };
+        let guard = self.guard.as_ref().map(Guard::pid);
+        let mut procs = Vec::new();
+        procs::scan(|p| procs.push(p));
+        let group = procs.iter().any(|p| p.running && p.pgrp == self.pgid);
+        // Descendants of redlock but the guard, generation by generation.
+        let mut tree = vec![me];
+        let mut at = 0;
+        while let Some(&parent) = tree.get(at) {
+            let children = procs.iter().filter(|p| p.ppid == parent && Some(p.pid) != guard);
+            tree.extend(children.map(|p| p.pid));
+            at += 1;
+        }
+        let others = procs
+            .iter()
+            .filter(|p| p.running && p.pgrp != self.pgid && p.pid != me && tree.contains(&p.pid))
+            .map(|p| p.pid)
+            .collect();
+        (group, others)
+    }
+
+    /// The pids that the orphan reaper and [`Child::stop`] leave alone: the
+    /// command (tokio reaps it) and the guard.
+    fn spare(&self) -> [i32; 2] {
+        [self.pgid, self.guard.as_ref().map_or(self.pgid, Guard::pid)]
+    }
+
+    /// Moves the guard's deadline: it kills the job at `kill_at` unless it
+    /// hears again (None: never).
+    pub fn set_kill_at(&mut self, kill_at: Option<BootInstant>) {
+        self.kill_at = kill_at;
+        if let Some(guard) = &self.guard {
+            guard.send(self.pgid, kill_at);
+        }
+    }
+
+    /// True when the guard killed the job at its deadline (redlock was
+    /// frozen or stopped past the lock's validity).
+    pub fn guard_fired(&mut self) -> bool {
+        self.check_guard();
+        self.fired
+    }
+
+    /// Waits for the child to exit and takes the terminal back; meanwhile
+    /// reaps the orphans that exit, follows job-control stops, and replaces
+    /// a guard that died. Cancel-safe.
     pub async fn wait(&mut self) -> io::Result<ExitStatus> {
         let status = loop {
             let Some(sigchld) = self.sigchld.as_mut() else {
@@ -265,14 +319,15 @@ impl Child {
             tokio::select! {
                 status = self.inner.wait() => break status?,
                 _ = sigchld.recv() => {
-                    let guard = self.guard.as_ref().map_or(self.pgid, |g| g.pid);
-                    reap_orphans(&[self.pgid, guard]);
+                    reap_orphans(&self.spare());
+                    self.check_guard();
+                    self.follow_job_control();
                 }
             }
         };
         self.reaped = true;
         if let Some(guard) = self.guard.take() {
-            guard.disarm();
+            self.fired |= guard.disarm();
         }
         if let Some(fd) = self.tty.take() {
             // SAFETY: see set_foreground; giving the terminal back to redlock's group.
@@ -281,37 +336,65 @@ impl Child {
         Ok(status)
     }
 
-    /// What the command left running after it exited: whether its process
-    /// group still has a running member, and the running orphans redlock
-    /// adopted (its children now). Zombies do not count: they run nothing,
-    /// and under a pid 1 that reaps late (a container) a group can hold
-    /// zombies for long.
-    fn leftovers(&self) -> (bool, Vec<i32>) {
-        let adopted = reap_orphans(&[]);
-        // SAFETY: signal 0 only checks for existence.
-        let group = unsafe { libc::kill(-self.pgid, 0) } == 0;
-        if !adopted && !group {
-            return (false, Vec::new());
-        }
-        let Ok(procs) = std::fs::read_dir("/proc") else {
-            return (group, Vec::new());
+    /// Notices a guard that exited: one that fired is recorded; one that
+    /// died otherwise (killed, out of memory) is replaced, so that the
+    /// command is never left without a dead-man's switch.
+    fn check_guard(&mut self) {
+        let Some(status) = self.guard.as_ref().and_then(Guard::exited) else {
+            return;
         };
-        // SAFETY: getpid has no preconditions.
-        let me = unsafe { libc::getpid() };
-        let (mut group_runs, mut orphans) = (false, Vec::new());
-        for entry in procs.flatten() {
-            let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
-                continue;
-            };
-            let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
-            if let Some(Proc { ppid, pgrp }) = running(&stat) {
-                group_runs |= pgrp == self.pgid;
-                if ppid == me {
-                    orphans.push(pid);
-                }
+        self.guard = None;
+        if guard::fired(status) {
+            self.fired = true;
+            return;
+        }
+        // If no new guard can start, the command stays guarded by redlock
+        // itself (and the parent-death signal) for as long as redlock runs.
+        self.guard = Guard::start(self.pgid, self.kill_at).ok();
+    }
+
+    /// When job control stopped the command (Ctrl-Z, or terminal I/O in
+    /// the background), stops redlock too and, once continued, continues
+    /// the command: see "Job control" in the module documentation.
+    fn follow_job_control(&mut self) {
+        // SAFETY: waitid with WSTOPPED|WNOHANG on our own child only
+        // consumes a stop report (never an exit, which tokio reaps); the
+        // zeroed siginfo_t is a valid out-parameter.
+        let stop = unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            let flags = libc::WSTOPPED | libc::WNOHANG;
+            let id = libc::id_t::try_from(self.pgid).unwrap_or(0);
+            let found = libc::waitid(libc::P_PID, id, &mut info, flags) == 0
+                && info.si_pid() == self.pgid
+                && info.si_code == libc::CLD_STOPPED;
+            found.then(|| info.si_status())
+        };
+        let Some(signal) = stop else {
+            return;
+        };
+        if ![libc::SIGTSTP, libc::SIGTTIN, libc::SIGTTOU].contains(&signal) {
+            return;
+        }
+        // SAFETY: raise stops this process (default SIGTSTP disposition)
+        // until a SIGCONT; the kernel discards it in an orphaned group.
+        // Then the terminal goes back to the command only if the shell
+        // made us the foreground job (`fg`), and the command is continued.
+        unsafe {
+            libc::raise(libc::SIGTSTP);
+            if let Some(fd) = self.tty
+                && libc::tcgetpgrp(fd) == libc::getpgrp()
+            {
+                set_foreground(fd, self.pgid);
             }
         }
-        (group_runs, orphans)
+        self.signal(libc::SIGCONT);
+    }
+
+    /// What the command left running after it exited (see [`Child::job`]),
+    /// once the orphans that already exited are reaped.
+    fn leftovers(&self) -> (bool, Vec<i32>) {
+        reap_orphans(&self.spare());
+        self.job()
     }
 
     /// Stops whatever the child left running, in its group or adopted:
@@ -325,26 +408,16 @@ impl Child {
         if !group && orphans.is_empty() {
             return false;
         }
-        let start = Instant::now();
-        let mut termed = HashSet::new();
+        let start = std::time::Instant::now();
+        let mut termed = false;
         while group || !orphans.is_empty() {
             let kill = start.elapsed() >= grace;
             if start.elapsed() > grace + KILL_WAIT {
                 break;
             }
-            let signal = if kill { libc::SIGKILL } else { libc::SIGTERM };
-            // SAFETY: kill(2) on the group the child led (the id stays
-            // reserved while members remain) and on our own children, which
-            // keep their pids until we reap them.
-            unsafe {
-                if group && (kill || termed.insert(-self.pgid)) {
-                    libc::kill(-self.pgid, signal);
-                }
-                for &pid in &orphans {
-                    if kill || termed.insert(pid) {
-                        libc::kill(pid, signal);
-                    }
-                }
+            if kill || !termed {
+                self.stop(if kill { libc::SIGKILL } else { libc::SIGTERM });
+                termed = true;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
             (group, orphans) = self.leftovers();
@@ -380,25 +453,6 @@ fn reap_orphans(spare: &[i32]) -> bool {
     }
 }
 
-/// The parent and process group of a process that is running.
-#[derive(Debug, PartialEq, Eq)]
-struct Proc {
-    ppid: i32,
-    pgrp: i32,
-}
-
-/// Reads `stat`, the text of a `/proc/PID/stat`: `None` for a zombie (or
-/// unreadable text). The command name (field 2) may hold spaces and
-/// parentheses, so the fields are counted from its last `)`.
-fn running(stat: &str) -> Option<Proc> {
-    let (_, rest) = stat.rsplit_once(')')?;
-    let mut fields = rest.split_ascii_whitespace();
-    let state = fields.next()?;
-    let ppid = fields.next()?.parse().ok()?;
-    let pgrp = fields.next()?.parse().ok()?;
-    (state != "Z" && state != "X").then_some(Proc { ppid, pgrp })
-}
-
 /// The exit code redlock reports for a child's exit status: its code, or
 /// 128+N when signal N ended it (never 0 for a killed child).
 pub fn exit_code(status: ExitStatus) -> u8 {
@@ -412,17 +466,6 @@ pub fn exit_code(status: ExitStatus) -> u8 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn stat_lines_give_parent_and_group_of_running_processes() {
-        let stat = |name: &str, state: &str| {
-            format!("4242 ({name}) {state} 12 77 77 0 -1 4194560 97 0 0 0")
-        };
-        assert_eq!(running(&stat("sleep", "S")), Some(Proc { ppid: 12, pgrp: 77 }));
-        assert_eq!(running(&stat("a) R 1 5 (b", "R")), Some(Proc { ppid: 12, pgrp: 77 }));
-        assert_eq!(running(&stat("sleep", "Z")), None);
-        assert_eq!(running(""), None);
-    }
 
     #[test]
     fn exit_codes_follow_the_shell() {

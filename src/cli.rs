@@ -2,7 +2,8 @@
 //! what clap does itself. [`crate::config`] turns it into a checked
 //! configuration; [`command`] feeds the man page and completion generators.
 
-use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
+use clap::builder::{PossibleValue, StringValueParser, TypedValueParser};
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum, ValueHint};
 
 /// Lock shell jobs, cron tasks and CI steps across machines with a Redlock
 /// quorum over independent Redis servers.
@@ -10,6 +11,7 @@ use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 #[command(
     name = "redlock",
     version,
+    long_version = LONG_VERSION,
     propagate_version = true,
     max_term_width = 100,
     long_about = LONG_ABOUT,
@@ -35,6 +37,7 @@ pub struct Global {
         env = "REDLOCK_SERVERS",
         global = true,
         value_name = "URL[,URL...]",
+        value_hint = ValueHint::Other,
         default_value = "redis://127.0.0.1:6379",
         hide_env_values = true
     )]
@@ -43,7 +46,13 @@ pub struct Global {
     #[arg(long, global = true, value_name = "FILE")]
     pub password_file: Option<std::path::PathBuf>,
     /// PEM file of the CA that signed the servers' TLS certificates (rediss://) [default: the public web roots]
-    #[arg(long, global = true, value_name = "FILE", env = "REDLOCK_TLS_CA")]
+    #[arg(
+        long,
+        global = true,
+        value_name = "FILE",
+        env = "REDLOCK_TLS_CA",
+        hide_env_values = true
+    )]
     pub tls_ca: Option<std::path::PathBuf>,
     /// PEM client certificate, for servers that ask for one (with --tls-key)
     #[arg(
@@ -51,7 +60,7 @@ pub struct Global {
         global = true,
         value_name = "FILE",
         env = "REDLOCK_TLS_CERT",
-        requires = "tls_key"
+        hide_env_values = true
     )]
     pub tls_cert: Option<std::path::PathBuf>,
     /// PEM private key of --tls-cert
@@ -60,17 +69,17 @@ pub struct Global {
         global = true,
         value_name = "FILE",
         env = "REDLOCK_TLS_KEY",
-        requires = "tls_cert"
+        hide_env_values = true
     )]
     pub tls_key: Option<std::path::PathBuf>,
     /// Servers that must agree [default: more than half of them]
-    #[arg(long, global = true, value_name = "N")]
+    #[arg(long, global = true, value_name = "N", value_hint = ValueHint::Other)]
     pub quorum: Option<usize>,
     /// Time limit for each server call [default: a tenth of the TTL, at most 1s]
-    #[arg(long, global = true, value_name = "DUR")]
+    #[arg(long, global = true, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true)]
     pub node_timeout: Option<String>,
     /// Clock drift allowance as a fraction of the TTL
-    #[arg(long, global = true, value_name = "F", default_value = "0.01")]
+    #[arg(long, global = true, value_name = "F", default_value = "0.01", value_hint = ValueHint::Other)]
     pub drift_factor: String,
     /// Say more on stderr (repeat for more)
     #[arg(short, long, global = true, action = clap::ArgAction::Count, conflicts_with = "quiet")]
@@ -101,7 +110,7 @@ pub enum Command {
     /// Take the lock and print its token on stdout
     #[command(after_help = ACQUIRE_EXAMPLES)]
     Acquire(AcquireArgs),
-    /// Reset the TTL of a lock held with a token
+    /// Make a lock held with a token last at least --ttl from now (never shortens it)
     #[command(after_help = EXTEND_EXAMPLES)]
     Extend(ExtendArgs),
     /// Give a lock back (with its token, or --force)
@@ -113,27 +122,30 @@ pub enum Command {
     /// Check that the servers are fit for Redlock (exit 0 fit, 1 warnings)
     #[command(after_help = DOCTOR_EXAMPLES)]
     Doctor(DoctorArgs),
+    /// Print the effective configuration and where each value came from (flag, environment, file, default)
+    #[command(after_help = CONFIG_EXAMPLES)]
+    Config,
 }
 
 /// The lock key and TTL, shared by the subcommands that take a lock.
 #[derive(Debug, Args)]
 pub struct KeyTtl {
     /// The lock's key, used as given on every server
-    #[arg(long, short = 'k', allow_hyphen_values = true)]
+    #[arg(long, short = 'k', allow_hyphen_values = true, value_hint = ValueHint::Other)]
     pub key: String,
     /// How long the lock lives on the servers without renewal
-    #[arg(long, value_name = "DUR", default_value = "30s", allow_hyphen_values = true)]
+    #[arg(long, value_name = "DUR", value_hint = ValueHint::Other, default_value = "30s", allow_hyphen_values = true)]
     pub ttl: String,
 }
 
 /// How long to wait for a busy lock.
 #[derive(Debug, Args)]
 pub struct Waiting {
-    /// Try once; fail at once when the lock is busy
+    /// Try once; fail at once when the lock is busy (as --wait 0)
     #[arg(short = 'n', long = "no-wait", conflicts_with = "wait")]
     pub no_wait: bool,
-    /// Wait at most DUR for the lock [default: wait until acquired]
-    #[arg(long, value_name = "DUR")]
+    /// Wait at most DUR for the lock; 0 tries once, a bare number is seconds [default: wait until acquired]
+    #[arg(short = 'w', long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true)]
     pub wait: Option<String>,
 }
 
@@ -150,32 +162,67 @@ pub struct RunArgs {
     #[arg(long)]
     pub no_fence: bool,
     /// Exit code when the lock is busy; with 0 (cron) the busy message shows only with -v
-    #[arg(short = 'E', long, value_name = "CODE", default_value_t = crate::exit::BUSY)]
+    #[arg(short = 'E', long, value_name = "CODE", default_value_t = crate::exit::BUSY, value_hint = ValueHint::Other)]
     pub conflict_exit_code: u8,
     /// Keep the lock until DUR after acquisition, even when the command ends sooner [default: release at exit]
-    #[arg(long, value_name = "DUR")]
+    #[arg(long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true)]
     pub keep: Option<String>,
     /// Stop the command when it has held the lock this long, and exit 124 [default: no limit]
-    #[arg(long, value_name = "DUR")]
+    #[arg(long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true)]
     pub max_hold: Option<String>,
     /// Sleep a random time up to DUR before the first attempt [default: no jitter]
-    #[arg(long, value_name = "DUR")]
+    #[arg(long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true)]
     pub jitter: Option<String>,
     /// Renew the lock this often [default: a third of the TTL]
-    #[arg(long, value_name = "DUR")]
+    #[arg(long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true)]
     pub renew_every: Option<String>,
     /// What to do when the lock is lost: a signal (TERM, SIGINT, 9...), kill, or ignore
-    #[arg(long, value_name = "ACTION", default_value = "TERM")]
+    #[arg(
+        long,
+        value_name = "ACTION",
+        default_value = "TERM",
+        value_parser = SignalNames,
+        hide_possible_values = true
+    )]
     pub on_lost: String,
     /// Grace between the --on-lost (or --max-hold) signal and SIGKILL [default: a third of the TTL, at most 10s]
-    #[arg(long, value_name = "DUR")]
+    #[arg(long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true)]
     pub kill_after: Option<String>,
     /// Run this shell command through $SHELL -c (or /bin/sh -c)
-    #[arg(short = 'c', long = "command", value_name = "SHELL CMD", conflicts_with = "argv")]
+    #[arg(
+        short = 'c',
+        long = "command",
+        value_name = "SHELL CMD",
+        conflicts_with = "argv",
+        value_hint = ValueHint::Other
+    )]
     pub shell: Option<String>,
     /// The command and its arguments, after --
-    #[arg(last = true, value_name = "CMD")]
+    #[arg(last = true, value_name = "CMD", value_hint = ValueHint::CommandWithArguments)]
     pub argv: Vec<String>,
+}
+
+/// `--on-lost`'s value: any text (config checks it: `TERM`, `SIGTERM`, `15`,
+/// `kill`, `ignore`), with the common ones offered to shell completion.
+#[derive(Clone, Copy, Debug)]
+struct SignalNames;
+
+impl TypedValueParser for SignalNames {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        StringValueParser::new().parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        let names = ["TERM", "INT", "HUP", "QUIT", "USR1", "USR2", "kill", "ignore"];
+        Some(Box::new(names.into_iter().map(PossibleValue::new)))
+    }
 }
 
 /// `redlock acquire`.
@@ -205,6 +252,7 @@ pub struct ExtendArgs {
     #[arg(
         long,
         short = 't',
+        value_hint = ValueHint::Other,
         env = "REDLOCK_TOKEN",
         hide_env_values = true,
         allow_hyphen_values = true
@@ -216,12 +264,13 @@ pub struct ExtendArgs {
 #[derive(Debug, Args)]
 pub struct ReleaseArgs {
     /// The lock's key
-    #[arg(long, short = 'k', allow_hyphen_values = true)]
+    #[arg(long, short = 'k', allow_hyphen_values = true, value_hint = ValueHint::Other)]
     pub key: String,
     /// The token printed by `acquire`
     #[arg(
         long,
         short = 't',
+        value_hint = ValueHint::Other,
         required_unless_present = "force",
         conflicts_with = "force",
         allow_hyphen_values = true
@@ -236,7 +285,7 @@ pub struct ReleaseArgs {
 #[derive(Debug, Args)]
 pub struct StatusArgs {
     /// The lock's key
-    #[arg(long, short = 'k', allow_hyphen_values = true)]
+    #[arg(long, short = 'k', allow_hyphen_values = true, value_hint = ValueHint::Other)]
     pub key: String,
     /// Print one JSON object instead of a table
     #[arg(long)]
@@ -247,12 +296,23 @@ pub struct StatusArgs {
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
     /// The TTL whose drift budget the servers' clocks are checked against
-    #[arg(long, value_name = "DUR", default_value = "30s")]
+    #[arg(long, value_name = "DUR", value_hint = ValueHint::Other, default_value = "30s", allow_hyphen_values = true)]
     pub ttl: String,
     /// Print one JSON object instead of a report
     #[arg(long)]
     pub json: bool,
 }
+
+/// `--version`: the version, the commit it was built from and the build's
+/// cargo features (from build.rs); TLS is always built in (rustls).
+const LONG_VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("REDLOCK_COMMIT"),
+    ", features: ",
+    env!("REDLOCK_FEATURES"),
+    ", TLS: rustls)"
+);
 
 const LONG_ABOUT: &str = "\
 Lock shell jobs, cron tasks and CI steps across machines with a Redlock quorum \
@@ -262,12 +322,27 @@ over independent Redis servers.
 REDLOCK_SERVERS), runs the command, renews the lock while it runs, and releases \
 it when the command exits; if the lock is lost, the command is stopped before \
 anyone else can take it. 'acquire', 'extend', 'release' and 'status' serve \
-scripts and humans; 'doctor' checks the servers.";
+scripts and humans; 'doctor' checks the servers.
+
+Global options come from flags, then the environment, then the configuration \
+file ($REDLOCK_CONFIG, ~/.config/redlock/config.toml or /etc/redlock/config.toml); \
+'config' shows the result and where each value came from. Durations are 500ms, \
+30s, 1h30m, or a bare number of seconds.";
 
 const DOCTOR_EXAMPLES: &str = "\
 Examples:
   redlock doctor --servers redis://a:6379,redis://b:6379,redis://c:6379
   redlock doctor --ttl 5s --json";
+
+const CONFIG_EXAMPLES: &str = "\
+The configuration file is $REDLOCK_CONFIG, else ~/.config/redlock/config.toml, else \
+/etc/redlock/config.toml: TOML with one key per global option, named as the flag \
+(servers, quorum, node-timeout, drift-factor, password-file, tls-ca, tls-cert, tls-key, \
+log-format, verbose, quiet). Flags win over the environment, the environment over the file.
+
+Examples:
+  redlock config
+  REDLOCK_CONFIG=/etc/redlock/ci.toml redlock config";
 
 const RUN_EXAMPLES: &str = "\
 Examples:
@@ -298,4 +373,149 @@ Examples:
 /// The clap command, for the man page and completion generators.
 pub fn command() -> clap::Command {
     Cli::command()
+}
+
+/// Where clap found a global option's value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Given {
+    /// On the command line.
+    Flag,
+    /// In this environment variable.
+    Env(String),
+    /// Nowhere: clap's default (or nothing), so a config file may set it.
+    No,
+}
+
+/// The command line as typed, with where each global option came from.
+#[derive(Debug)]
+pub struct Parsed {
+    /// The parsed command line.
+    pub cli: Cli,
+    /// Global option id (`servers`, `node_timeout`...) to where clap found it.
+    pub given: std::collections::HashMap<String, Given>,
+}
+
+/// Parses `args` (the program name first), recording for each global
+/// option whether it came from a flag, the environment or nowhere.
+pub fn parse_from<I, T>(args: I) -> Result<Parsed, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    use clap::FromArgMatches;
+    use clap::parser::ValueSource;
+    // An empty variable counts as unset (`REDLOCK_SERVERS=` in a crontab),
+    // so that the file or the default applies.
+    let empty: Vec<String> = command()
+        .get_arguments()
+        .filter(|a| {
+            a.get_env().is_some_and(|var| std::env::var_os(var).is_some_and(|v| v.is_empty()))
+        })
+        .map(|a| a.get_id().to_string())
+        .collect();
+    let command = empty.iter().fold(command(), |c, id| c.mut_arg(id, |a| a.env(None)));
+    let matches = command.clone().try_get_matches_from(args)?;
+    let cli = Cli::from_arg_matches(&matches)?;
+    // Global options given after the subcommand are recorded there.
+    let mut levels = vec![&matches];
+    if let Some((_, sub)) = matches.subcommand() {
+        levels.push(sub);
+    }
+    let given = command
+        .get_arguments()
+        .filter(|a| a.is_global_set())
+        .map(|arg| {
+            let id = arg.get_id().as_str();
+            let source = levels.iter().filter_map(|m| m.value_source(id)).max();
+            let given = match source {
+                Some(ValueSource::CommandLine) => Given::Flag,
+                Some(ValueSource::EnvVariable) => Given::Env(
+                    arg.get_env().map(|e| e.to_string_lossy().into_owned()).unwrap_or_default(),
+                ),
+                _ => Given::No,
+            };
+            (id.to_owned(), given)
+        })
+        .collect();
+    Ok(Parsed { cli, given })
+}
+
+/// A parse error as one line: clap's message with everything it names (the
+/// missing arguments, the offending value) and its tips ("a similar
+/// subcommand exists", "use '-- echo'"), without the usage block, which
+/// `--help` shows in full.
+pub fn error_line(e: &clap::Error) -> String {
+    let text = e.to_string();
+    let mut parts: Vec<&str> = Vec::new();
+    let mut in_usage = false;
+    for line in text.lines().map(str::trim) {
+        if line.starts_with("Usage:") {
+            in_usage = true;
+        } else if line.is_empty() {
+            in_usage = false;
+        } else if !in_usage && !line.starts_with("For more information") {
+            parts.push(line.strip_prefix("error: ").unwrap_or(line));
+        }
+    }
+    let mut line = String::new();
+    for part in parts {
+        if !line.is_empty() {
+            // "...were not provided:" continues with the list; a tip is a new clause.
+            line.push_str(if line.ends_with(':') || line.ends_with(',') { " " } else { "; " });
+        }
+        line.push_str(part);
+    }
+    if line.is_empty() {
+        line.push_str("bad command line");
+    }
+    // `redlock run --key a echo hello`: the forgotten `--` (clap offers this
+    // tip only for positionals that are not `last`).
+    if let Some(clap::error::ContextValue::String(arg)) =
+        e.get(clap::error::ContextKind::InvalidArg)
+        && e.kind() == clap::error::ErrorKind::UnknownArgument
+        && !arg.starts_with('-')
+        && text.contains("Usage: redlock run ")
+        && !line.contains("'--")
+    {
+        line.push_str(&format!("; tip: to run '{arg}', put it after '--': -- {arg} ..."));
+    }
+    format!("{line} (see --help)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(args: &[&str]) -> String {
+        match Cli::try_parse_from(std::iter::once("redlock").chain(args.iter().copied())) {
+            Ok(cli) => panic!("{args:?} parsed: {cli:?}"),
+            Err(e) => error_line(&e),
+        }
+    }
+
+    #[test]
+    fn records_where_global_options_came_from() {
+        let p = parse_from(["redlock", "status", "-k", "k", "--quorum", "2", "-v"]).unwrap();
+        assert_eq!(p.given["quorum"], Given::Flag);
+        assert_eq!(p.given["verbose"], Given::Flag);
+        assert_eq!(p.given["drift_factor"], Given::No);
+        assert_eq!(p.given["log_format"], Given::No);
+        let p = parse_from(["redlock", "--drift-factor", "0.1", "status", "-k", "k"]).unwrap();
+        assert_eq!(p.given["drift_factor"], Given::Flag);
+    }
+
+    #[test]
+    fn parse_errors_keep_their_content_on_one_line() {
+        for (args, expect) in [
+            (&["release", "--key", "m2"][..], "--token <TOKEN>"),
+            (&["run", "--key", "a", "echo", "hello"], "after '--': -- echo"),
+            (&["runn"], "'run'"),
+            (&["run", "-k", "a", "-n", "--wait", "5", "--", "true"], "'--wait <DUR>'"),
+            (&["status"], "--key <KEY>"),
+        ] {
+            let l = line(args);
+            assert!(l.contains(expect), "{args:?}: {l}");
+            assert!(!l.contains('\n') && !l.contains("Usage"), "{args:?}: {l}");
+        }
+    }
 }

@@ -104,16 +104,23 @@ pub(crate) fn boot_timerfd() -> std::io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-/// Arms `fd` (a boot timerfd) to fire once at `at` (absolute). An instant
-/// in the past fires at once; zero would disarm, so it is raised to 1 ns.
+/// Arms `fd` (a boot timerfd) to fire once when `CLOCK_BOOTTIME` reaches
+/// `at` (time since boot), or at once when it already has.
+///
+/// The timer is armed relative (`at` minus now, as `clock_gettime` reads
+/// it), not with `TFD_TIMER_ABSTIME`: a relative timer on `CLOCK_BOOTTIME`
+/// counts suspended time all the same, and it stays right when the clock
+/// that `clock_gettime` shows is not the kernel's (libfaketime, which the
+/// drift tests use, answers `CLOCK_BOOTTIME` with its fake wall clock).
+/// Callers check the clock again when the timer fires.
 pub(crate) fn arm_timerfd(fd: i32, at: Duration) -> std::io::Result<()> {
+    let left = at.saturating_sub(BootInstant::now().0).max(Duration::from_nanos(1));
     let spec = libc::itimerspec {
         it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
-        it_value: duration_to_timespec(at.max(Duration::from_nanos(1))),
+        it_value: duration_to_timespec(left),
     };
     // SAFETY: timerfd_settime on a timerfd with a valid itimerspec.
-    let rc =
-        unsafe { libc::timerfd_settime(fd, libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut()) };
+    let rc = unsafe { libc::timerfd_settime(fd, 0, &spec, std::ptr::null_mut()) };
     if rc != 0 {
         return Err(std::io::Error::last_os_error());
     }
@@ -174,29 +181,33 @@ impl Clock {
 
 /// Sleeps until `CLOCK_BOOTTIME` reaches `at`.
 async fn sleep_until_boot(at: Duration) {
-    let timer = boot_timerfd().and_then(|fd| {
-        arm_timerfd(fd.as_raw_fd(), at)?;
+    let Ok(timer) = boot_timerfd().and_then(|fd| {
         // SAFETY: the OwnedFd is a valid timerfd, moved into the AsyncFd,
         // and neither closed nor replaced while the AsyncFd owns it.
         unsafe { AsyncFd::register(fd) }.map_err(std::io::Error::from)
-    });
-    let Ok(timer) = timer else {
+    }) else {
         let left = at.saturating_sub(BootInstant::now().0);
         return tokio::time::sleep(left).await;
     };
-    loop {
-        let Ok(mut ready) = timer.readable().await else {
-            return;
-        };
-        let mut expirations = 0u64;
-        // SAFETY: reading the 8-byte expiration count of our own timerfd.
-        let n = unsafe {
-            libc::read(timer.as_raw_fd(), (&raw mut expirations).cast(), size_of::<u64>())
-        };
-        if n == 8 {
-            return;
+    while BootInstant::now().0 < at {
+        if arm_timerfd(timer.as_raw_fd(), at).is_err() {
+            let left = at.saturating_sub(BootInstant::now().0);
+            return tokio::time::sleep(left).await;
         }
-        ready.clear_ready();
+        loop {
+            let Ok(mut ready) = timer.readable().await else {
+                return;
+            };
+            let mut expirations = 0u64;
+            // SAFETY: reading the 8-byte expiration count of our own timerfd.
+            let n = unsafe {
+                libc::read(timer.as_raw_fd(), (&raw mut expirations).cast(), size_of::<u64>())
+            };
+            if n == 8 {
+                break;
+            }
+            ready.clear_ready();
+        }
     }
 }
 

@@ -5,7 +5,10 @@
 
 use std::time::Duration;
 
-use crate::cli::{self, Cli};
+use std::path::PathBuf;
+
+use crate::cli::{self, Parsed};
+use crate::config_file::{self, Origin, Setting};
 use crate::error::Error;
 use crate::output::Log;
 use crate::server::{Server, ServerUrl};
@@ -185,74 +188,104 @@ pub enum Command {
         /// JSON output.
         json: bool,
     },
+    /// `config`: rows of setting, effective value (passwords redacted), source.
+    ShowConfig(Vec<[String; 3]>),
 }
 
 impl Config {
-    /// Validates the command line.
-    pub fn from_cli(cli: Cli) -> Result<Config, Error> {
-        let g = cli.global;
-        let log = Log::new(g.verbose, g.quiet, g.log_format);
-        let password = match &g.password_file {
-            Some(path) => Some(read_password(path)?),
+    /// Validates the command line layered over the configuration file.
+    pub fn from_parsed(parsed: Parsed, file: Option<&config_file::File>) -> Result<Config, Error> {
+        let g = config_file::layer(&parsed, file)?;
+        let log = Log::new(g.verbose.value, g.quiet.value, g.log_format.value);
+        let password = match &g.password_file.value {
+            Some(path) => Some(read_password(&g.password_file.label("--password-file"), path)?),
             None => std::env::var("REDLOCK_PASSWORD").ok().filter(|p| !p.is_empty()),
         };
-        let servers = parse_servers(&g.servers)?
+        let servers = parse_servers(&g.servers.label("--servers"), &g.servers.value)?
             .into_iter()
             .map(|url| match &password {
                 Some(pw) => url.with_default_password(pw).map_err(Error::Usage),
                 None => Ok(url),
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let tls_file = |s: &Setting<Option<PathBuf>>, flag: &str| {
+            s.value.as_deref().map(|p| read_file(&s.label(flag), p)).transpose()
+        };
         let tls = Tls {
-            ca: g.tls_ca.as_deref().map(|p| read_file("--tls-ca", p)).transpose()?,
-            client: match (&g.tls_cert, &g.tls_key) {
-                (Some(cert), Some(key)) => {
-                    Some((read_file("--tls-cert", cert)?, read_file("--tls-key", key)?))
+            ca: tls_file(&g.tls_ca, "--tls-ca")?,
+            client: match (tls_file(&g.tls_cert, "--tls-cert")?, tls_file(&g.tls_key, "--tls-key")?)
+            {
+                (Some(cert), Some(key)) => Some((cert, key)),
+                (None, None) => None,
+                _ => {
+                    return usage(
+                        "--tls-cert and --tls-key: give both or neither (a client certificate and its key)"
+                            .to_owned(),
+                    );
                 }
-                _ => None,
             },
         };
         let n = servers.len();
-        let quorum = match g.quorum {
+        let quorum = match g.quorum.value {
             None => n / 2 + 1,
             Some(q) if q * 2 > n && q <= n => q,
             Some(q) => {
                 return usage(format!(
-                    "--quorum {q}: must be more than half of the {n} server(s) and at most all of them"
+                    "{} {q}: must be more than half of the {n} server(s) and at most all of them",
+                    g.quorum.label("--quorum")
                 ));
             }
         };
+        let raw = &g.drift_factor.value;
         let drift_factor: f64 =
-            g.drift_factor.parse().ok().filter(|f: &f64| (0.0..0.5).contains(f)).ok_or_else(
-                || {
-                    Error::Usage(format!(
-                        "--drift-factor {:?}: must be a number from 0 to below 0.5",
-                        g.drift_factor
-                    ))
-                },
-            )?;
-        let (command, ttl) = command(cli.command)?;
-        let validity_budget = ttl
-            .checked_sub(ttl.mul_f64(drift_factor) + Duration::from_millis(2))
-            .filter(|v| !v.is_zero());
+            raw.parse().ok().filter(|f: &f64| (0.0..0.5).contains(f)).ok_or_else(|| {
+                Error::Usage(format!(
+                    "{} {raw:?}: must be a number from 0 to below 0.5",
+                    g.drift_factor.label("--drift-factor")
+                ))
+            })?;
+        let (command, ttl) = command(parsed.cli.command)?;
+        let drift = crate::quorum::drift_allowance(ttl, drift_factor);
+        let validity_budget = ttl.checked_sub(drift).filter(|v| !v.is_zero());
         if validity_budget.is_none() {
             return usage(format!(
                 "--ttl {}: too short to leave any validity after the clock-drift allowance",
                 crate::fmt_duration(ttl)
             ));
         }
-        let node_timeout = match g.node_timeout {
+        let node_timeout = match &g.node_timeout.value {
             Some(raw) => {
-                let d = duration("--node-timeout", &raw)?;
+                let label = g.node_timeout.label("--node-timeout");
+                let d = duration(&label, raw)?;
                 if d >= ttl {
                     return usage(format!(
-                        "--node-timeout {raw}: must be shorter than the TTL ({})",
+                        "{label} {raw}: must be shorter than the TTL ({})",
                         crate::fmt_duration(ttl)
                     ));
                 }
                 d
             }
             None => (ttl / 10).clamp(Duration::from_millis(1), MAX_DEFAULT_NODE_TIMEOUT),
+        };
+        if let Command::Run(run) = &command {
+            let timing = crate::watchdog::Timing {
+                ttl,
+                renew_every: run.renew_every,
+                node_timeout,
+                grace: run.grace(),
+                margin: run.kill_margin(),
+                drift,
+            };
+            timing.check().map_err(|why| {
+                Error::Usage(format!(
+                    "run --ttl {}: --ttl, --renew-every, --kill-after, --node-timeout and --drift-factor do not fit: {why}",
+                    crate::fmt_duration(ttl)
+                ))
+            })?;
+        }
+        let command = match command {
+            Command::ShowConfig(_) => Command::ShowConfig(shown(&g, quorum, node_timeout)),
+            other => other,
         };
         Ok(Config { servers, quorum, node_timeout, drift_factor, tls, log, command })
     }
@@ -275,14 +308,63 @@ fn read_file(flag: &str, path: &std::path::Path) -> Result<Vec<u8>, Error> {
 }
 
 /// The password file's first line (a trailing newline is not part of it).
-fn read_password(path: &std::path::Path) -> Result<String, Error> {
-    let text = String::from_utf8(read_file("--password-file", path)?)
-        .map_err(|_| Error::Usage(format!("--password-file {}: not UTF-8 text", path.display())))?;
+fn read_password(label: &str, path: &std::path::Path) -> Result<String, Error> {
+    let text = String::from_utf8(read_file(label, path)?)
+        .map_err(|_| Error::Usage(format!("{label} {}: not UTF-8 text", path.display())))?;
     let password = text.lines().next().unwrap_or("").to_owned();
     if password.is_empty() {
-        return usage(format!("--password-file {}: empty", path.display()));
+        return usage(format!("{label} {}: empty", path.display()));
     }
     Ok(password)
+}
+
+/// `redlock config`'s rows: setting, effective value (passwords redacted),
+/// and where it came from.
+fn shown(g: &config_file::Globals, quorum: usize, node_timeout: Duration) -> Vec<[String; 3]> {
+    let row = |name: &str, value: String, origin: &Origin, default: &str| {
+        let origin = match origin {
+            Origin::Default if !default.is_empty() => format!("default ({default})"),
+            other => other.to_string(),
+        };
+        [name.to_owned(), value, origin]
+    };
+    let path = |p: &Option<PathBuf>| p.as_ref().map_or("-".to_owned(), |p| p.display().to_string());
+    let servers: Vec<String> = g.servers.value.split(',').map(crate::server::redact).collect();
+    let password = match (&g.password_file.value, std::env::var("REDLOCK_PASSWORD")) {
+        (Some(p), _) => row("password-file", p.display().to_string(), &g.password_file.origin, ""),
+        (None, Ok(pw)) if !pw.is_empty() => {
+            row("password", "***".into(), &Origin::Env("REDLOCK_PASSWORD".into()), "")
+        }
+        (None, _) => row("password-file", "-".into(), &Origin::Default, "none"),
+    };
+    vec![
+        [
+            "config-file".to_owned(),
+            path(&g.file),
+            if g.file.is_some() { "read" } else { "none found" }.to_owned(),
+        ],
+        row("servers", servers.join(","), &g.servers.origin, ""),
+        row("quorum", quorum.to_string(), &g.quorum.origin, "more than half of the servers"),
+        row(
+            "node-timeout",
+            crate::fmt_duration(node_timeout),
+            &g.node_timeout.origin,
+            "a tenth of the TTL, at most 1s",
+        ),
+        row("drift-factor", g.drift_factor.value.clone(), &g.drift_factor.origin, ""),
+        password,
+        row("tls-ca", path(&g.tls_ca.value), &g.tls_ca.origin, "the public web roots"),
+        row("tls-cert", path(&g.tls_cert.value), &g.tls_cert.origin, "none"),
+        row("tls-key", path(&g.tls_key.value), &g.tls_key.origin, "none"),
+        row(
+            "log-format",
+            format!("{:?}", g.log_format.value).to_lowercase(),
+            &g.log_format.origin,
+            "",
+        ),
+        row("verbose", g.verbose.value.to_string(), &g.verbose.origin, ""),
+        row("quiet", g.quiet.value.to_string(), &g.quiet.origin, ""),
+    ]
 }
 
 fn usage<T>(message: String) -> Result<T, Error> {
@@ -331,15 +413,6 @@ fn command(command: cli::Command) -> Result<(Command, Duration), Error> {
                 kill_after: optional("--kill-after", &a.kill_after)?,
                 argv,
             };
-            if let Some(grace) = run.kill_after
-                && grace + run.kill_margin() >= ttl
-            {
-                return usage(format!(
-                    "--kill-after {}: must leave room before the TTL ({}) runs out",
-                    crate::fmt_duration(grace),
-                    crate::fmt_duration(ttl)
-                ));
-            }
             (Command::Run(run), ttl)
         }
         cli::Command::Acquire(a) => {
@@ -364,6 +437,8 @@ fn command(command: cli::Command) -> Result<(Command, Duration), Error> {
             let ttl = ttl(&a.ttl)?;
             (Command::Doctor { ttl, json: a.json }, ttl)
         }
+        // The rows are filled in once the global options are validated.
+        cli::Command::Config => (Command::ShowConfig(Vec::new()), DEFAULT_TTL),
     })
 }
 
@@ -392,6 +467,8 @@ fn nonempty(flag: &str, value: String) -> Result<String, Error> {
 fn wait(w: &cli::Waiting) -> Result<Wait, Error> {
     Ok(match (&w.wait, w.no_wait) {
         (_, true) => Wait::Once,
+        // `--wait 0` tries once, as flock's `-w 0` does.
+        (Some(raw), false) if parse_duration(raw).is_ok_and(|d| d.is_zero()) => Wait::Once,
         (Some(raw), false) => Wait::For(duration("--wait", raw)?),
         (None, false) => Wait::Forever,
     })
@@ -405,28 +482,44 @@ fn optional(flag: &str, raw: &Option<String>) -> Result<Option<Duration>, Error>
 /// as `now + duration`, which must not overflow.
 pub const MAX_DURATION: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
 
-/// A positive humantime duration (`500ms`, `30s`, `1h30m`), at most 10 years.
+/// A humantime duration (`500ms`, `30s`, `1h30m`), or a bare number of
+/// seconds (`5`, `0.5`) as flock(1) and timeout(1) take it.
+fn parse_duration(raw: &str) -> Result<Duration, ()> {
+    let raw = raw.trim();
+    if raw.bytes().all(|b| b.is_ascii_digit() || b == b'.') && raw.bytes().any(|b| b != b'.') {
+        let secs: f64 = raw.parse().map_err(|_| ())?;
+        return Duration::try_from_secs_f64(secs).map_err(|_| ());
+    }
+    humantime::parse_duration(raw).map_err(|_| ())
+}
+
+/// A positive duration (`500ms`, `30s`, `1h30m`, or bare seconds), at most 10 years.
 pub fn duration(flag: &str, raw: &str) -> Result<Duration, Error> {
-    match humantime::parse_duration(raw.trim()) {
+    if raw.trim().starts_with('-') {
+        return usage(format!("{flag} {raw:?}: must not be negative"));
+    }
+    match parse_duration(raw) {
         Ok(d) if d.is_zero() => usage(format!("{flag} {raw:?}: must be longer than zero")),
         Ok(d) if d > MAX_DURATION => usage(format!("{flag} {raw:?}: longer than 10 years")),
         Ok(d) if d.as_millis() == 0 => usage(format!("{flag} {raw:?}: must be at least 1ms")),
         Ok(d) => Ok(d),
-        Err(_) => usage(format!("{flag} {raw:?}: not a duration (e.g. 500ms, 30s, 1h30m)")),
+        Err(()) => usage(format!(
+            "{flag} {raw:?}: not a duration (e.g. 500ms, 30s, 1h30m, or 5 for seconds)"
+        )),
     }
 }
 
-fn parse_servers(raw: &str) -> Result<Vec<ServerUrl>, Error> {
+fn parse_servers(label: &str, raw: &str) -> Result<Vec<ServerUrl>, Error> {
     if raw.trim().is_empty() {
-        return usage("--servers: no server given".to_owned());
+        return usage(format!("{label}: no server given"));
     }
     raw.split(',')
         .map(|part| {
             let part = part.trim();
             if part.is_empty() {
-                return usage("--servers: empty entry in the list".to_owned());
+                return usage(format!("{label}: empty entry in the list"));
             }
-            ServerUrl::parse(part).map_err(|e| Error::Usage(format!("--servers: {e}")))
+            ServerUrl::parse(part).map_err(|e| Error::Usage(format!("{label}: {e}")))
         })
         .collect()
 }
@@ -446,12 +539,11 @@ fn on_lost(raw: &str) -> Result<OnLost, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
 
     fn config(args: &[&str]) -> Result<Config, Error> {
-        let cli = Cli::try_parse_from(std::iter::once("redlock").chain(args.iter().copied()))
+        let parsed = cli::parse_from(std::iter::once("redlock").chain(args.iter().copied()))
             .map_err(|e| Error::Usage(e.to_string()))?;
-        Config::from_cli(cli)
+        Config::from_parsed(parsed, None)
     }
 
     fn usage_message(args: &[&str]) -> String {
@@ -476,6 +568,25 @@ mod tests {
     }
 
     #[test]
+    fn flock_habits_bare_seconds_and_wait_zero() {
+        let waits = |args: &[&str]| match config(args).unwrap().command {
+            Command::Acquire { request, .. } => (request.wait, request.ttl),
+            other => panic!("{other:?}"),
+        };
+        let secs = Duration::from_secs;
+        assert_eq!(waits(&["acquire", "-k", "k", "--wait", "5"]).0, Wait::For(secs(5)));
+        assert_eq!(waits(&["acquire", "-k", "k", "-w", "5"]).0, Wait::For(secs(5)));
+        assert_eq!(waits(&["acquire", "-k", "k", "-w", "0.5"]).0, Wait::For(secs(1) / 2));
+        assert_eq!(waits(&["acquire", "-k", "k", "--ttl", "30"]).1, secs(30));
+        for zero in ["0", "0s", "0.0"] {
+            assert_eq!(waits(&["acquire", "-k", "k", "--wait", zero]).0, Wait::Once, "{zero}");
+        }
+        assert_eq!(waits(&["acquire", "-k", "k", "-n"]).0, Wait::Once);
+        let m = usage_message(&["acquire", "-k", "k", "-n", "-w", "5"]);
+        assert!(m.contains("--no-wait") && m.contains("--wait"), "{m}");
+    }
+
+    #[test]
     fn bad_inputs_name_the_flag() {
         let servers3 = "redis://a,redis://b,redis://c";
         for (args, expect) in [
@@ -484,7 +595,14 @@ mod tests {
             (vec!["acquire", "--key", "k", "--ttl", "-1s"], "--ttl"),
             (vec!["acquire", "--key", "k", "--ttl", "soon"], "--ttl"),
             (vec!["acquire", "--key", "k", "--ttl", "1000y"], "--ttl"),
-            (vec!["acquire", "--key", "k", "--wait", "0s"], "--wait"),
+            (
+                vec!["acquire", "--key", "k", "--wait", "-10s"],
+                "--wait \"-10s\": must not be negative",
+            ),
+            (vec!["acquire", "--key", "k", "--wait", "-1"], "--wait \"-1\": must not be negative"),
+            (vec!["run", "-k", "k", "--keep", "-1m", "--", "true"], "--keep \"-1m\""),
+            (vec!["--node-timeout", "-5s", "status", "-k", "k"], "--node-timeout \"-5s\""),
+            (vec!["acquire", "--key", "k", "--wait", "1.2.3"], "--wait \"1.2.3\""),
             (vec!["--servers", servers3, "--quorum", "4", "status", "-k", "k"], "--quorum"),
             (vec!["--servers", servers3, "--quorum", "1", "status", "-k", "k"], "--quorum"),
             (vec!["--servers", "http://x", "status", "-k", "k"], "scheme"),

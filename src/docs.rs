@@ -51,6 +51,19 @@ const ENVIRONMENT: &[(&str, &str)] = &[
         "Comma\\-separated server URLs, used when \\-\\-servers is not given. Keeps passwords out of crontabs and ps(1).",
     ),
     (
+        "REDLOCK_PASSWORD",
+        "The password for every server whose URL has none, when \\-\\-password\\-file is not given. It is not passed on to the command that run starts.",
+    ),
+    (
+        "REDLOCK_TLS_CA, REDLOCK_TLS_CERT, REDLOCK_TLS_KEY",
+        "As \\-\\-tls\\-ca, \\-\\-tls\\-cert and \\-\\-tls\\-key: PEM files for rediss:// servers.",
+    ),
+    (
+        "REDLOCK_CONFIG",
+        "The configuration file to read instead of the ones under FILES; it must exist.",
+    ),
+    ("XDG_CONFIG_HOME, HOME", "Where the user's configuration file is looked for (see FILES)."),
+    (
         "REDLOCK_KEY",
         "Set by run for the command: the lock's key. A nested redlock run on the same key runs its command directly.",
     ),
@@ -64,6 +77,59 @@ const ENVIRONMENT: &[(&str, &str)] = &[
     ),
     ("SHELL", "The shell that runs \\-c commands (default /bin/sh)."),
 ];
+
+const FILES: &[(&str, &str)] = &[
+    (
+        "$XDG_CONFIG_HOME/redlock/config.toml (default ~/.config/redlock/config.toml)",
+        "The user's configuration file, read when REDLOCK_CONFIG is not set.",
+    ),
+    (
+        "/etc/redlock/config.toml",
+        "The system's configuration file, read when neither of the above exists. TOML, one key per global option named as its flag without dashes: servers (a string or an array), quorum, node\\-timeout, drift\\-factor, password\\-file, tls\\-ca, tls\\-cert, tls\\-key, log\\-format, verbose, quiet. Flags win over the environment, the environment over the file. An unknown key or a bad value is a usage error (64) naming the file, line and key; \\fBredlock config\\fR shows each setting and its source. The package installs an example as /usr/share/doc/redlock/config.toml.example.",
+    ),
+];
+
+/// redlock-run(1)'s sections beyond the options: what README.md says about
+/// supervision and safety, for readers of the man page alone.
+const RUN_SECTIONS: &str = r#".SH "PROCESS GROUP AND SIGNALS"
+The command starts only once a quorum granted the lock, with REDLOCK_KEY, REDLOCK_TOKEN and REDLOCK_FENCE in its environment, in a process group of its own; it inherits stdin, stdout, stderr and the terminal.
+SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to redlock (Ctrl\-C at a terminal too) reach the command exactly once; redlock then waits for it, releases the lock and exits with its status (128+N when signal N ended it).
+When the command exits, whatever it left running in its group, and daemons that left the group with setsid (redlock adopts them as their reaper), are stopped: SIGTERM, then SIGKILL after up to 1s.
+The command's environment gets no password of redlock's: REDLOCK_PASSWORD is withheld and REDLOCK_SERVERS reaches it with passwords masked; a command that calls redlock itself uses \-\-password\-file.
+At a terminal, Ctrl\-Z suspends the job as in any shell (fg and bg resume it); redlock's own messages never stop it (stty tostop).
+.SH "WHEN REDLOCK IS KILLED, FROZEN OR SUSPENDED"
+Before the command starts, redlock forks \fBredlock\-guard\fR, a small process in a group of its own. After every renewal that wins a quorum redlock sends it the new deadline; the guard SIGKILLs the command's group and every other process descended from redlock half the kill margin before the lock's validity ends unless a later deadline arrived, and at once if redlock dies.
+So a redlock frozen by SIGSTOP or a debugger, stopped by Ctrl\-Z for longer than the validity, or killed, never leaves the command running without the lock; on SIGCONT or fg redlock exits 70.
+If redlock dies, the command also gets SIGKILL through its parent\-death signal. The lock is then not released: it expires on the servers after at most its TTL.
+Only a daemon that left the group with setsid escapes a \fBkill \-9\fR of redlock.
+.SH "WHEN THE LOCK IS LOST"
+The lock is renewed every third of the TTL (\-\-renew\-every); a failed renewal is retried at once, with backoff.
+If a quorum no longer holds the token, or renewals keep failing, the timeline is:
+.IP 1. 4
+at the latest grace + margin before the lock's validity ends, the \-\-on\-lost signal (default TERM) goes to the command's whole process group;
+.IP 2. 4
+the grace (\-\-kill\-after, default a third of the TTL, at most 10s) lets it exit cleanly;
+.IP 3. 4
+SIGKILL follows at the latest the margin (a twentieth of the TTL, 5ms to 1s) before the validity ends, so the command is dead before anyone else can take the lock;
+.IP 4. 4
+redlock exits 70.
+.PP
+Validity is counted on CLOCK_BOOTTIME (time the machine spent suspended counts) from before the first request, minus the drift allowance (TTL \(mu \-\-drift\-factor + 2ms); after a resume past the deadline the command is stopped at once.
+\-\-ttl, \-\-renew\-every, \-\-kill\-after, \-\-node\-timeout and \-\-drift\-factor must satisfy renew\-every + 2 \(mu node\-timeout + drift allowance + grace + margin < TTL, so that a healthy job is never stopped; run refuses other combinations with 64. With the defaults that holds for every TTL from 60ms up.
+\-\-on\-lost ignore keeps the command running with a warning: for locks that only save work, never for ones that protect data.
+.SH "SERVERS: ACL AND PERSISTENCE"
+An ACL user needs, on the lock keys, their fencing counters redlock:fence:KEY and their release channels redlock:released:KEY:
+.EX
+ACL SETUSER locker on >PASSWORD resetkeys ~lock\-* ~redlock:fence:lock\-* resetchannels &redlock:released:lock\-* \-@all +evalsha +script|load +set +get +pttl +pexpire +del +incr +publish +subscribe
+.EE
+doctor also wants +ping +info +time +config|get.
+Give the password with \-\-password\-file or REDLOCK_PASSWORD rather than in the URL.
+.PP
+A server that restarts with an empty dataset forgets its locks, and a second holder could then win a quorum.
+Run the servers with appendonly yes and appendfsync always, or restart a crashed server only after the longest TTL in use has passed (delayed restart).
+Use maxmemory\-policy noeviction (or no maxmemory), and independent servers, not replicas of each other.
+\fBredlock doctor\fR checks these.
+"#;
 
 const EXAMPLES: &str = r#".TP
 Cron on every host of a fleet; one host runs each tick, the others skip silently:
@@ -120,9 +186,33 @@ fn render_page(cmd: &clap::Command, extra: &str) -> Vec<u8> {
     out
 }
 
+/// clap_complete's bash script offers options after `--`; there a command
+/// and its arguments follow (`redlock run -k K -- CMD ARGS`), so complete
+/// them as bash-completion does for `sudo` (or command names without it).
+fn bash_command_after_dashes(script: &[u8]) -> Vec<u8> {
+    const AFTER_DASHES: &str = r#"_redlock() {
+    local word
+    for (( word = 1; word < COMP_CWORD; word++ )); do
+        if [[ "${COMP_WORDS[word]}" == "--" ]]; then
+            if declare -F _command_offset >/dev/null; then
+                _command_offset $(( word + 1 ))
+            elif (( word + 1 == COMP_CWORD )); then
+                COMPREPLY=( $(compgen -c -- "${COMP_WORDS[COMP_CWORD]}") )
+            else
+                COMPREPLY=( $(compgen -f -- "${COMP_WORDS[COMP_CWORD]}") )
+            fi
+            return 0
+        fi
+    done
+"#;
+    String::from_utf8_lossy(script).replacen("_redlock() {\n", AFTER_DASHES, 1).into_bytes()
+}
+
 /// Every generated file, in a stable order.
 pub fn files() -> Vec<Generated> {
-    let mut cmd = crate::cli::command().disable_help_subcommand(true);
+    // The commit in --version changes with every commit; the generated
+    // files must not (they are committed).
+    let mut cmd = crate::cli::command().disable_help_subcommand(true).long_version(None);
     cmd.build();
     let mut files = Vec::new();
 
@@ -141,9 +231,10 @@ pub fn files() -> Vec<Generated> {
         format!(".SH \"SEE ALSO\"\n{}\n", refs.join(", "))
     };
     let main_extra = format!(
-        "{}{}.SH EXAMPLES\n{EXAMPLES}{}",
+        "{}{}{}.SH EXAMPLES\n{EXAMPLES}{}",
         section("EXIT STATUS", EXIT_CODES, false),
         section("ENVIRONMENT", ENVIRONMENT, false),
+        section("FILES", FILES, false),
         see_also(None)
     );
     files.push(Generated { path: "man/redlock.1".into(), content: render_page(&cmd, &main_extra) });
@@ -162,9 +253,14 @@ pub fn files() -> Vec<Generated> {
                 format!(".SH EXAMPLES\n.EX\n{}\n.EE\n", body.join("\n"))
             })
             .unwrap_or_default();
+        let own = match sub.get_name() {
+            "run" => RUN_SECTIONS,
+            _ => "",
+        };
         let extra = format!(
-            "{}{examples}{}",
+            "{own}{}{}{examples}{}",
             section("EXIT STATUS", EXIT_CODES, false),
+            section("ENVIRONMENT", ENVIRONMENT, false),
             see_also(Some(sub.get_name()))
         );
         files
@@ -179,7 +275,11 @@ pub fn files() -> Vec<Generated> {
         (Shell::PowerShell, "_redlock.ps1"),
     ] {
         let mut content = Vec::new();
-        clap_complete::generate(shell, &mut crate::cli::command(), "redlock", &mut content);
+        let mut cmd = crate::cli::command().long_version(None);
+        clap_complete::generate(shell, &mut cmd, "redlock", &mut content);
+        if shell == Shell::Bash {
+            content = bash_command_after_dashes(&content);
+        }
         files.push(Generated { path: format!("completions/{file}"), content });
     }
     files

@@ -6,6 +6,8 @@
 //!   the man page and completions.
 //! - [`config`]: the command line validated into a [`config::Config`]; every
 //!   bad input is a usage error (exit 64) before any server is contacted.
+//! - [`config_file`]: the configuration file, and the layering of flags over
+//!   the environment over the file over the defaults, each value with its origin.
 //! - [`server`]: one Redis server: URL (password never shown), lazy
 //!   connection, calls bounded by the node timeout, errors naming the server.
 //! - `scripts/*.lua`: the atomic acquire, compare-and-extend,
@@ -65,11 +67,14 @@ pub mod cli;
 pub mod clock;
 pub mod cmd;
 pub mod config;
+pub mod config_file;
 pub mod docs;
 pub mod error;
 pub mod exit;
+pub mod guard;
 pub mod lock;
 pub mod output;
+pub mod procs;
 pub mod quorum;
 pub mod server;
 pub mod signals;

@@ -26,6 +26,7 @@ use crate::token::Token;
 struct Scripts {
     acquire: Script,
     extend: Script,
+    set_ttl: Script,
     release: Script,
     force_release: Script,
     status: Script,
@@ -40,6 +41,7 @@ const WITHDRAW_LUA: &str = include_str!("scripts/withdraw.lua");
 static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     acquire: Script::new(include_str!("scripts/acquire.lua")),
     extend: Script::new(include_str!("scripts/extend.lua")),
+    set_ttl: Script::new(include_str!("scripts/set_ttl.lua")),
     release: Script::new(include_str!("scripts/release.lua")),
     force_release: Script::new(include_str!("scripts/force_release.lua")),
     status: Script::new(include_str!("scripts/status.lua")),
@@ -538,13 +540,32 @@ impl Fleet {
         }
     }
 
-    /// Resets the TTL of a lock held by `token` to `ttl` on every server.
-    /// The new validity counts from the start of the round.
+    /// Makes a lock held by `token` last at least `ttl` from now on every
+    /// server, never shortening it. The new validity counts from the start
+    /// of the round and assumes only `ttl`.
     pub async fn extend(&self, key: &str, token: &str, ttl: Duration) -> Result<Lock, Error> {
+        self.retime(&SCRIPTS.extend, key, token, ttl).await
+    }
+
+    /// Sets the TTL of a lock held by `token` to exactly `ttl` on every
+    /// server, shortening it if need be (`run --keep`).
+    pub async fn set_ttl(&self, key: &str, token: &str, ttl: Duration) -> Result<Lock, Error> {
+        self.retime(&SCRIPTS.set_ttl, key, token, ttl).await
+    }
+
+    /// One compare-and-set round on the lock's TTL: [`Fleet::extend`] or
+    /// [`Fleet::set_ttl`].
+    async fn retime(
+        &self,
+        script: &'static Script,
+        key: &str,
+        token: &str,
+        ttl: Duration,
+    ) -> Result<Lock, Error> {
         let start = BootInstant::now();
         let call = Call {
             op: Op::Extend,
-            script: &SCRIPTS.extend,
+            script,
             keys: vec![key.to_owned()],
             args: vec![token.into(), crate::millis(ttl).to_string().into()],
         };

@@ -2,33 +2,47 @@
 //! turn the result into the process exit code. Everything else is in the
 //! library so that tests reach it.
 
+use std::io::Write;
 use std::process::ExitCode;
 
-use clap::Parser;
 use clap::error::ErrorKind;
-use redlock::cli::{Cli, LogFormat};
+use redlock::cli::LogFormat;
 use redlock::config::Config;
-use redlock::output::Log;
+use redlock::output::{Level, Log};
 use redlock::{error::Error, exit};
+use serde_json::json;
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+    let parsed = match redlock::cli::parse_from(std::env::args_os()) {
+        Ok(parsed) => parsed,
         Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
             let _ = e.print();
             return ExitCode::SUCCESS;
         }
+        Err(e)
+            if matches!(
+                e.kind(),
+                ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingSubcommand
+            ) =>
+        {
+            // `redlock` alone (or with global options only): the short help
+            // on stderr, and 64 as for any command line that says nothing to do.
+            let _ = write!(std::io::stderr(), "{}", redlock::cli::command().render_help());
+            return ExitCode::from(exit::USAGE);
+        }
         Err(e) => {
             // clap's message spans several lines (usage, tip); DESIGN.md wants one.
-            let text = e.to_string();
-            let first = text.lines().next().unwrap_or("bad command line");
-            let first = first.strip_prefix("error: ").unwrap_or(first);
-            Log::new(0, false, LogFormat::Text).error(&format!("{first} (see --help)"));
+            Log::new(0, false, LogFormat::Text).error(&redlock::cli::error_line(&e));
             return ExitCode::from(exit::USAGE);
         }
     };
-    let log = Log::new(cli.global.verbose, cli.global.quiet, cli.global.log_format);
-    let result = Config::from_cli(cli).and_then(|config| {
+    // Until the configuration is known, messages follow the flags alone.
+    let mut log =
+        Log::new(parsed.cli.global.verbose, parsed.cli.global.quiet, parsed.cli.global.log_format);
+    let config =
+        redlock::config_file::load().and_then(|file| Config::from_parsed(parsed, file.as_ref()));
+    let result = config.and_then(|config| {
+        log = config.log;
         // A current-thread runtime: one short-lived process doing a handful
         // of parallel network calls gains nothing from worker threads.
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -43,8 +57,11 @@ fn main() -> ExitCode {
             match &e {
                 // With `-E 0` a busy lock is a normal outcome (cron on a
                 // fleet): say it only with -v, so cron mails nothing.
-                Error::Busy { code: 0, .. } => log.info(&e.to_string()),
-                Error::Busy { .. } | Error::Interrupted(..) => log.warn(&e.to_string()),
+                Error::Busy { code, .. } => {
+                    let level = if *code == 0 { Level::Info } else { Level::Warn };
+                    log.event(level, "busy", &e.to_string(), json!({ "exit_code": code }));
+                }
+                Error::Interrupted(..) => log.warn(&e.to_string()),
                 _ => log.error(&e.to_string()),
             }
             ExitCode::from(e.exit_code())

@@ -21,6 +21,8 @@ pub enum Level {
     Error,
     /// Shown unless `-q` (busy lock, warnings).
     Warn,
+    /// Shown unless `-q`: progress a user waits on (a wait begins, lasts, ends).
+    Notice,
     /// Shown with `-v`.
     Info,
     /// Shown with `-vv`.
@@ -32,6 +34,7 @@ impl Level {
         match self {
             Level::Error => "error",
             Level::Warn => "warn",
+            Level::Notice => "notice",
             Level::Info => "info",
             Level::Debug => "debug",
         }
@@ -40,7 +43,7 @@ impl Level {
     fn min_log_level(self) -> i8 {
         match self {
             Level::Error => i8::MIN,
-            Level::Warn => 0,
+            Level::Warn | Level::Notice => 0,
             Level::Info => 1,
             Level::Debug => 2,
         }

@@ -91,7 +91,7 @@ impl Tally {
 /// The 2 ms and the drift term are the Redlock paper's allowance for clock
 /// drift between the client and the servers (redis.io/docs/manual/patterns/distributed-locks).
 pub fn validity(ttl: Duration, elapsed: Duration, drift_factor: f64) -> Option<Duration> {
-    let drift = ttl.mul_f64(drift_factor) + Duration::from_millis(2);
+    let drift = drift_allowance(ttl, drift_factor);
     ttl.checked_sub(elapsed)?.checked_sub(drift).filter(|v| !v.is_zero())
 }
 
@@ -130,6 +130,11 @@ pub fn standing(ours: usize, others: &[usize], pending: usize, quorum: usize) ->
     }
     let answered = ours + others.iter().sum::<usize>();
     if answered + pending >= quorum { Standing::Split } else { Standing::Unreachable }
+}
+
+/// The clock-drift allowance of a lock: `ttl * drift_factor + 2ms`.
+pub fn drift_allowance(ttl: Duration, drift_factor: f64) -> Duration {
+    ttl.mul_f64(drift_factor) + Duration::from_millis(2)
 }
 
 /// One server's part in a round.
@@ -172,13 +177,7 @@ impl fmt::Display for Failures {
         if self.0.is_empty() {
             return f.write_str("no server answered in time");
         }
-        for (i, e) in self.0.iter().enumerate() {
-            if i > 0 {
-                f.write_str("; ")?;
-            }
-            write!(f, "{e}")?;
-        }
-        Ok(())
+        f.write_str(&crate::server::summarize(&self.0))
     }
 }
 

@@ -24,6 +24,12 @@ impl ServerUrl {
     /// Checks the scheme and the address; the error never contains a password.
     pub fn parse(raw: &str) -> Result<ServerUrl, String> {
         let shown = redact(raw);
+        if !raw.contains("://") {
+            // `127.0.0.1:6379` or `localhost:6379` (which `url` reads as a scheme).
+            return Err(format!(
+                "server URL {shown:?} has no scheme; use redis://{shown} (or rediss:// for TLS, unix:///path for a socket)"
+            ));
+        }
         let url =
             url::Url::parse(raw).map_err(|e| format!("server URL {shown:?} is not a URL: {e}"))?;
         let db = url.path().trim_start_matches('/');
@@ -42,6 +48,12 @@ impl ServerUrl {
                 format!("{tls}{host}:{port}{}", db_suffix(db))
             }
             "unix" | "redis+unix" => {
+                if let Some(host) = url.host_str().filter(|h| !h.is_empty()) {
+                    let fixed = shown.replacen("://", ":///", 1);
+                    return Err(format!(
+                        "server URL {shown:?} reads {host:?} as a host name; a socket path needs a third slash: {fixed}"
+                    ));
+                }
                 if url.path().is_empty() || url.path() == "/" {
                     return Err(format!("server URL {shown:?} has no socket path"));
                 }
@@ -168,6 +180,10 @@ pub enum Failure {
     Timeout(Duration),
     /// Nothing listens at the address.
     Refused,
+    /// The unix socket file does not exist.
+    NoSocket,
+    /// A `rediss://` connection got no TLS answer in time: often a plain port.
+    TlsTimeout(Duration),
     /// The connection could not be made or broke (DNS, reset, EOF...).
     Connection(String),
     /// The server wants a password or refused the one given (NOAUTH, WRONGPASS).
@@ -178,6 +194,9 @@ pub enum Failure {
     Tls(String),
     /// The key holds a value that is not a string: it is not a lock.
     WrongType,
+    /// An error reply that retrying cannot cure: an unknown (renamed,
+    /// disabled) command, OOM, a database index out of range.
+    Unfit(String),
     /// Any other error reply, or an answer redlock cannot read.
     Reply(String),
 }
@@ -185,29 +204,56 @@ pub enum Failure {
 impl Failure {
     /// True when retrying cannot help: the configuration or the data is wrong.
     pub fn is_config(&self) -> bool {
-        matches!(self, Failure::Auth(_) | Failure::NoPerm(_) | Failure::Tls(_) | Failure::WrongType)
+        matches!(
+            self,
+            Failure::Auth(_)
+                | Failure::NoPerm(_)
+                | Failure::Tls(_)
+                | Failure::WrongType
+                | Failure::Unfit(_)
+                | Failure::NoSocket
+        )
     }
 
     fn from_redis(e: &RedisError) -> Failure {
-        let detail = || {
-            let text = e.to_string();
-            let text = text.trim();
-            let text = text.strip_prefix("An error was signalled by the server - ").unwrap_or(text);
-            text.replace('\n', " ")
-        };
+        let detail = || short_detail(&e.to_string());
         match e.code() {
-            Some("NOAUTH" | "WRONGPASS") => return Failure::Auth(detail()),
+            Some("NOAUTH") => {
+                return Failure::Auth(
+                    "NOAUTH: the server wants a password (in the URL, --password-file or REDLOCK_PASSWORD)"
+                        .to_owned(),
+                );
+            }
+            Some("WRONGPASS") => return Failure::Auth(detail()),
             Some("NOPERM") => return Failure::NoPerm(detail()),
             Some("WRONGTYPE") => return Failure::WrongType,
+            Some("OOM") => return Failure::Unfit(detail()),
             _ => {}
         }
         if e.kind() == ErrorKind::AuthenticationFailed {
-            return Failure::Auth(detail());
+            // The crate reports the server's WRONGPASS in words of its own.
+            return Failure::Auth("WRONGPASS: wrong user name or password".to_owned());
         }
         if e.is_connection_refusal() {
+            // The crate counts a missing socket file as a refusal (its io
+            // error is not reachable from outside the crate, its text is).
+            if e.to_string().contains("No such file or directory") {
+                return Failure::NoSocket;
+            }
             return Failure::Refused;
         }
         let text = detail();
+        // Waiting cannot cure a command the server does not have (renamed
+        // or disabled: `rename-command EVALSHA ""`) or a database it lacks.
+        if text.contains("DB index is out of range") {
+            return Failure::Unfit(
+                "DB index is out of range (the server has fewer databases: its `databases` setting)"
+                    .to_owned(),
+            );
+        }
+        if text.contains("unknown command") {
+            return Failure::Unfit(text);
+        }
         // rustls reports through io errors; its messages name certificates.
         let lower = text.to_lowercase();
         if lower.contains("certificate") || lower.contains("tls") || lower.contains("handshake") {
@@ -225,6 +271,12 @@ impl fmt::Display for Failure {
         match self {
             Failure::Timeout(d) => write!(f, "timed out after {}", crate::fmt_duration(*d)),
             Failure::Refused => f.write_str("connection refused"),
+            Failure::NoSocket => f.write_str("no such file: no socket at this path"),
+            Failure::TlsTimeout(d) => write!(
+                f,
+                "no TLS answer within {}: is it a TLS port? (rediss:// needs one; use redis:// for a plain port)",
+                crate::fmt_duration(*d)
+            ),
             Failure::Connection(s) => write!(f, "connection failed: {s}"),
             Failure::Auth(s) => write!(f, "authentication failed: {s}"),
             Failure::NoPerm(s) => write!(f, "permission denied: {s}"),
@@ -232,9 +284,50 @@ impl fmt::Display for Failure {
             Failure::WrongType => {
                 f.write_str("WRONGTYPE: the key holds a non-string value, so it is not a lock")
             }
-            Failure::Reply(s) => write!(f, "error reply: {s}"),
+            Failure::Reply(s) | Failure::Unfit(s) => write!(f, "error reply: {s}"),
         }
     }
+}
+
+/// The redis crate's error text, short: no "signalled by the server"
+/// preamble, no "- AuthenticationFailed" kind suffix, no echo of a refused
+/// command's arguments (a script hash and the token), one line.
+fn short_detail(text: &str) -> String {
+    let text = text.trim();
+    let text = text.strip_prefix("An error was signalled by the server - ").unwrap_or(text);
+    let text = text.split(", with args beginning with").next().unwrap_or(text);
+    let text = text.rsplit_once(" - ").map_or(text, |(head, kind)| {
+        if kind.chars().all(|c| c.is_ascii_alphanumeric() || "():".contains(c)) {
+            head
+        } else {
+            text
+        }
+    });
+    text.replace('\n', " ")
+}
+
+/// Failed calls in one line, servers with the same failure named together:
+/// `a:6379: acquire k: authentication failed: ... (same on b:6379); c:6379:
+/// acquire k: timed out after 1.0s`.
+pub fn summarize(errors: &[ServerError]) -> String {
+    let mut groups: Vec<(&ServerError, Vec<&str>)> = Vec::new();
+    for e in errors {
+        let same = |(first, _): &&mut (&ServerError, Vec<&str>)| {
+            first.failure == e.failure && first.op == e.op && first.key == e.key
+        };
+        match groups.iter_mut().find(same) {
+            Some((_, others)) => others.push(&e.server),
+            None => groups.push((e, Vec::new())),
+        }
+    }
+    let parts: Vec<String> = groups
+        .iter()
+        .map(|(first, others)| match others.as_slice() {
+            [] => first.to_string(),
+            others => format!("{first} (same on {})", others.join(", ")),
+        })
+        .collect();
+    parts.join("; ")
 }
 
 /// One failed call: which server, doing what, on which key, and why.
@@ -397,8 +490,9 @@ impl Server {
     ) -> Result<Conn, ServerError> {
         let failure = match tokio::time::timeout_at(deadline, self.open()).await {
             Ok(Ok(conn)) => return Ok(conn),
+            Ok(Err(e)) if e.is_timeout() => self.timed_out(),
             Ok(Err(e)) => Failure::from_redis(&e),
-            Err(_) => Failure::Timeout(self.timeout),
+            Err(_) => self.timed_out(),
         };
         Err(self.error(op, key, failure))
     }
@@ -418,11 +512,11 @@ impl Server {
         let mut c = conn.conn.clone();
         let failure = match tokio::time::timeout_at(deadline, f(&mut c)).await {
             Ok(Ok(value)) => return Ok(value),
-            Ok(Err(e)) if e.is_timeout() => Failure::Timeout(self.timeout),
+            Ok(Err(e)) if e.is_timeout() => self.timed_out(),
             Ok(Err(e)) => Failure::from_redis(&e),
-            Err(_) => Failure::Timeout(self.timeout),
+            Err(_) => self.timed_out(),
         };
-        if !matches!(failure, Failure::WrongType | Failure::Reply(_)) {
+        if !matches!(failure, Failure::WrongType | Failure::Reply(_) | Failure::Unfit(_)) {
             self.forget(conn.generation);
         }
         Err(self.error(op, key, failure))
@@ -459,6 +553,17 @@ impl Server {
         }
     }
 
+    /// A timeout; on a `rediss://` server that never got connected, most
+    /// likely a plain port that waits for a command instead of answering
+    /// the TLS handshake: say so (still retried, as a hung server would be).
+    fn timed_out(&self) -> Failure {
+        if self.url.secret.starts_with("rediss:") && self.lock_conn().is_none() {
+            Failure::TlsTimeout(self.timeout)
+        } else {
+            Failure::Timeout(self.timeout)
+        }
+    }
+
     fn lock_conn(&self) -> std::sync::MutexGuard<'_, Option<Conn>> {
         // A poisoned lock only means another call panicked mid-assignment of
         // an Option; the value is still a valid Option.
@@ -491,6 +596,40 @@ mod tests {
         assert!(e.contains("scheme \"http\"") && !e.contains("pw@"), "{e}");
         assert!(ServerUrl::parse("redis://").is_err());
         assert!(ServerUrl::parse("not a url").is_err());
+    }
+
+    #[test]
+    fn parse_hints_at_the_likely_fix() {
+        let e = ServerUrl::parse("127.0.0.1:6379").unwrap_err();
+        assert!(e.contains("use redis://127.0.0.1:6379"), "{e}");
+        let e = ServerUrl::parse("localhost:6379").unwrap_err();
+        assert!(e.contains("use redis://localhost:6379"), "{e}");
+        let e = ServerUrl::parse("unix://tmp/redis.sock").unwrap_err();
+        assert!(e.contains("third slash: unix:///tmp/redis.sock"), "{e}");
+    }
+
+    #[test]
+    fn details_are_short_and_failures_grouped() {
+        let long = "An error was signalled by the server - ResponseError: unknown command 'EVALSHA', with args beginning with: '9b8a' '2' 'k'";
+        assert_eq!(short_detail(long), "ResponseError: unknown command 'EVALSHA'");
+        assert_eq!(
+            short_detail("Password authentication failed - AuthenticationFailed"),
+            "Password authentication failed"
+        );
+        let e = |server: &str, failure: Failure| ServerError {
+            server: server.into(),
+            op: Op::Acquire,
+            key: "k".into(),
+            failure,
+        };
+        let wrong = Failure::Auth("WRONGPASS invalid username-password pair".into());
+        let line =
+            summarize(&[e("a:1", wrong.clone()), e("b:1", Failure::Refused), e("c:1", wrong)]);
+        assert_eq!(
+            line,
+            "a:1: acquire k: authentication failed: WRONGPASS invalid username-password pair (same on c:1); \
+             b:1: acquire k: connection refused"
+        );
     }
 }
 

@@ -84,7 +84,8 @@ impl FromStr for Token {
 }
 
 /// This machine's host name, reduced to characters that are safe in a token.
-fn hostname() -> String {
+/// This machine's host name as tokens carry it.
+pub fn hostname() -> String {
     let raw = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
     let host = sanitize_host(raw.trim());
     if host.is_empty() { "unknown".to_owned() } else { host }

@@ -190,6 +190,7 @@ pub async fn acquire(
         Wait::Forever => None,
     };
     let mut backoff = Backoff::new();
+    let mut wait_report = WaitReport::default();
     let mut attempts = 0u32;
     // Split rounds in a row: each one makes the next attempt more patient
     // with slow servers (`lock::patience`).
@@ -213,7 +214,9 @@ pub async fn acquire(
         );
         let (last, holder_left) = match report.attempt {
             Attempt::Acquired(lock) => {
+                unreachable_servers(log, key, &report.servers);
                 let waited = start.elapsed();
+                wait_report.acquired(log, key, waited, attempts);
                 log.event(
                     Level::Info,
                     "acquired",
@@ -277,9 +280,8 @@ pub async fn acquire(
             crate::fmt_duration(pause)
         ));
         // Settling a split is not waiting for a holder: `-n` says nothing.
-        let settling = split && *wait == Wait::Once;
-        if attempts == 1 && !settling {
-            log.info(&format!("waiting: {last}"));
+        if !(split && *wait == Wait::Once) {
+            wait_report.waiting(log, key, &last, start.elapsed(), left);
         }
         // A split has no holder to announce a release; and withdrawals are
         // not announced (they would wake every waiter into the same split).
@@ -308,6 +310,100 @@ pub async fn acquire(
             }
         }
     }
+}
+
+/// When the first progress line of a wait is written, and then how often.
+pub const FIRST_PROGRESS: Duration = Duration::from_secs(10);
+/// The interval between progress lines after the first.
+pub const PROGRESS_EVERY: Duration = Duration::from_secs(30);
+
+/// The lines a wait writes without `-v` (none with `-q`): one when it
+/// begins (who holds the lock, or which servers fail), one now and then
+/// while it lasts, one when the lock is taken. A CI log that waits 15
+/// minutes says why; the per-attempt lines stay at `-vv`.
+#[derive(Debug, Default)]
+struct WaitReport {
+    /// When the next progress line is due (from the start of the wait);
+    /// `None` until the wait has begun.
+    next: Option<Duration>,
+}
+
+impl WaitReport {
+    /// After an attempt that did not take the lock, `elapsed` into the wait
+    /// with `left` to go (`Duration::MAX`: no bound).
+    fn waiting(&mut self, log: &Log, key: &str, last: &Error, elapsed: Duration, left: Duration) {
+        let shown = crate::display_key(key.as_bytes());
+        let bound = if left == Duration::MAX {
+            "until it is free".to_owned()
+        } else {
+            format!("at most {} more", crate::fmt_duration(left))
+        };
+        let (event, message) = match self.next {
+            None => {
+                self.next = Some(FIRST_PROGRESS);
+                ("waiting", format!("waiting for {shown} ({bound}): {last}"))
+            }
+            Some(due) if elapsed >= due => {
+                self.next = Some(elapsed + PROGRESS_EVERY);
+                (
+                    "still_waiting",
+                    format!(
+                        "still waiting for {shown} after {} ({bound}): {last}",
+                        crate::fmt_duration(elapsed)
+                    ),
+                )
+            }
+            Some(_) => return,
+        };
+        let left_ms = (left != Duration::MAX).then(|| crate::millis(left));
+        log.event(
+            Level::Notice,
+            event,
+            &message,
+            json!({ "key": key, "waited_ms": crate::millis(elapsed), "left_ms": left_ms, "reason": last.to_string() }),
+        );
+    }
+
+    /// The lock was taken after `waited`: one line, if the wait was reported.
+    fn acquired(&self, log: &Log, key: &str, waited: Duration, attempts: u32) {
+        if self.next.is_none() {
+            return;
+        }
+        log.event(
+            Level::Notice,
+            "wait_ended",
+            &format!(
+                "acquired {} after waiting {} ({attempts} attempts)",
+                crate::display_key(key.as_bytes()),
+                crate::fmt_duration(waited)
+            ),
+            json!({ "key": key, "waited_ms": crate::millis(waited), "attempts": attempts }),
+        );
+    }
+}
+
+/// Warns (once, without `-v`) that the lock was taken with some servers
+/// failing: the job runs, but one more failure would stop the next one.
+fn unreachable_servers(log: &Log, key: &str, servers: &[crate::lock::ServerResult]) {
+    let failed: Vec<String> = servers
+        .iter()
+        .filter_map(|s| s.result.strip_prefix("error: ").map(|e| format!("{}: {e}", s.server)))
+        .collect();
+    if failed.is_empty() {
+        return;
+    }
+    log.event(
+        Level::Warn,
+        "servers_failed",
+        &format!(
+            "{} of {} servers failed while taking {}: {}",
+            failed.len(),
+            servers.len(),
+            crate::display_key(key.as_bytes()),
+            failed.join("; ")
+        ),
+        json!({ "key": key, "failed": failed }),
+    );
 }
 
 #[cfg(test)]

@@ -126,6 +126,58 @@ pub fn plan_stop(
     (stop_at, (stop_at + grace).min(last_kill))
 }
 
+/// The durations that decide whether a healthy job could be stopped.
+#[derive(Clone, Copy, Debug)]
+pub struct Timing {
+    /// The lock's TTL.
+    pub ttl: Duration,
+    /// Time between renewals.
+    pub renew_every: Duration,
+    /// Time limit of one server call.
+    pub node_timeout: Duration,
+    /// Time between the `--on-lost` signal and SIGKILL.
+    pub grace: Duration,
+    /// How long before the deadline SIGKILL goes out at the latest.
+    pub margin: Duration,
+    /// The clock-drift allowance, `ttl * drift_factor + 2ms`.
+    pub drift: Duration,
+}
+
+impl Timing {
+    /// Checks that on healthy servers the planned stop can never come
+    /// before the next renewal had its chance; `Err` says by how much.
+    ///
+    /// A renewal round starts `renew_every` after the start (`since`) of
+    /// the last round that won, and on healthy servers ends within the node
+    /// timeout. That last round's deadline is `since + ttl - elapsed -
+    /// drift` with `elapsed` up to a node timeout, and the stop begins
+    /// `grace + margin` before the deadline. So the next renewal is in
+    /// before the stop when
+    /// `renew_every + 2 * node_timeout + drift + grace + margin < ttl`.
+    /// With the defaults (renewal every ttl/3, node timeout ttl/10 at most
+    /// 1 s, grace ttl/3 at most 10 s, margin ttl/20 from 5 ms to 1 s, drift
+    /// 1% + 2 ms) that holds for every TTL from 60 ms up.
+    pub fn check(&self) -> Result<(), String> {
+        let needed =
+            self.renew_every + self.node_timeout * 2 + self.drift + self.grace + self.margin;
+        if needed < self.ttl {
+            return Ok(());
+        }
+        let f = crate::fmt_duration;
+        Err(format!(
+            "renewal every {} + 2 x node timeout {} + drift allowance {} + kill grace {} + kill margin {} = {} \
+             is not below the TTL {}: a healthy job would be stopped before its next renewal",
+            f(self.renew_every),
+            f(self.node_timeout),
+            f(self.drift),
+            f(self.grace),
+            f(self.margin),
+            f(needed),
+            f(self.ttl),
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,5 +202,30 @@ mod tests {
         let (stop, kill) = plan_stop(&soon, now, grace, margin);
         assert_eq!(stop, now);
         assert_eq!(kill, now + Duration::from_millis(500));
+    }
+
+    #[test]
+    fn default_timings_hold_from_sixty_milliseconds_and_bad_flags_do_not() {
+        let defaults = |ms: u64| {
+            let ttl = Duration::from_millis(ms);
+            Timing {
+                ttl,
+                renew_every: ttl / 3,
+                node_timeout: (ttl / 10).clamp(Duration::from_millis(1), Duration::from_secs(1)),
+                grace: (ttl / 3).min(Duration::from_secs(10)),
+                margin: (ttl / 20).clamp(Duration::from_millis(5), Duration::from_secs(1)),
+                drift: ttl.mul_f64(0.01) + Duration::from_millis(2),
+            }
+        };
+        for ms in [60, 100, 1_000, 3_000, 30_000, 3_600_000, 365 * 86_400_000] {
+            assert!(defaults(ms).check().is_ok(), "{ms} ms");
+        }
+        assert!(defaults(15).check().is_err());
+        let kill_after = Timing { grace: Duration::from_secs(2), ..defaults(3_000) };
+        assert!(kill_after.check().is_err());
+        let renew = Timing { renew_every: Duration::from_millis(2_500), ..defaults(3_000) };
+        assert!(renew.check().is_err());
+        let long_grace = Timing { grace: Duration::from_secs(20), ..defaults(30_000) };
+        assert!(long_grace.check().is_err());
     }
 }

@@ -16,7 +16,7 @@ use crate::error::Error;
 use crate::exit;
 use crate::lock::Fleet;
 use crate::quorum::Failures;
-use crate::server::{Op, Server, ServerError};
+use crate::server::{Failure, Op, Server, ServerError};
 
 /// PINGs per server for the round-trip median.
 const PINGS: usize = 5;
@@ -180,7 +180,7 @@ pub fn assess(
         ..Assessment::default()
     };
     for e in failures {
-        a.warnings.push(format!("unreachable: {e}"));
+        a.warnings.push(format!("{}: {e}", failure_role(&e.failure)));
     }
     for (i, p) in probes.iter().enumerate() {
         if let Some(first) =
@@ -241,6 +241,22 @@ pub fn assess(
     a
 }
 
+/// What a failed server is, in a word for the ROLE column: a server that
+/// answered with an error is not "unreachable".
+fn failure_role(failure: &Failure) -> &'static str {
+    match failure {
+        Failure::Auth(_) => "auth error",
+        Failure::NoPerm(_) => "no permission",
+        Failure::Tls(_) => "TLS error",
+        Failure::Timeout(_)
+        | Failure::TlsTimeout(_)
+        | Failure::Refused
+        | Failure::NoSocket
+        | Failure::Connection(_) => "unreachable",
+        Failure::WrongType | Failure::Unfit(_) | Failure::Reply(_) => "error",
+    }
+}
+
 fn version_at_least(version: &str, min: (u64, u64, u64)) -> bool {
     let mut parts = version.split('.').map(|p| p.parse::<u64>().unwrap_or(0));
     let v = (parts.next().unwrap_or(0), parts.next().unwrap_or(0), parts.next().unwrap_or(0));
@@ -289,7 +305,7 @@ fn render_text(
             e.server.clone(),
             "-".into(),
             "-".into(),
-            "unreachable".into(),
+            failure_role(&e.failure).into(),
             "-".into(),
             "-".into(),
             "-".into(),
@@ -405,6 +421,22 @@ mod tests {
         assert!(all.contains("d: role slave"), "{all}");
         assert!(all.contains("clocks differ by 500.0ms"), "{all}");
         assert_eq!(a.warnings.len(), 4);
+    }
+
+    #[test]
+    fn a_server_that_answered_with_an_error_is_not_unreachable() {
+        let e = |failure| ServerError {
+            server: "a:1".into(),
+            op: Op::Doctor,
+            key: String::new(),
+            failure,
+        };
+        let failures = [e(Failure::Auth("NOAUTH".into())), e(Failure::NoPerm("NOPERM".into()))];
+        let a = assess(&[], &failures, Duration::from_secs(30), 0.01);
+        assert!(a.warnings[0].starts_with("auth error: a:1"), "{:?}", a.warnings);
+        assert!(a.warnings[1].starts_with("no permission: a:1"), "{:?}", a.warnings);
+        let text = render_text(&[], &failures, &a, 1, 2, "unavailable");
+        assert!(text.contains("auth error") && !text.contains("unreachable"), "{text}");
     }
 
     #[test]

@@ -30,6 +30,20 @@ fn released(log: &Log, key: &str, servers: &[ServerResult]) {
     );
 }
 
+/// `redlock config`: the rows as an aligned table on stdout.
+fn show_config(rows: &[[String; 3]]) -> u8 {
+    let header = ["SETTING".to_owned(), "VALUE".into(), "FROM".into()];
+    let width = |i: usize| rows.iter().chain([&header]).map(|r| r[i].len()).max().unwrap_or(0);
+    let (w0, w1) = (width(0), width(1));
+    let mut out = String::new();
+    for r in std::iter::once(&header).chain(rows) {
+        out.push_str(&format!("{:w0$}  {:w1$}  {}\n", r[0], r[1], r[2]));
+    }
+    // A closed stdout loses only the report.
+    let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), out.as_bytes());
+    crate::exit::OK
+}
+
 /// Runs the configured subcommand; `Ok` carries the exit code.
 pub async fn execute(config: Config) -> Result<u8, Error> {
     let fleet = std::sync::Arc::new(config.fleet()?);
@@ -47,6 +61,7 @@ pub async fn execute(config: Config) -> Result<u8, Error> {
         Command::Doctor { ttl, json } => {
             doctor::doctor(&fleet, ttl, config.drift_factor, json).await
         }
+        Command::ShowConfig(rows) => Ok(show_config(&rows)),
     };
     // Calls that outlived their round's verdict finish (each within the
     // node timeout) before the runtime, and with it they, go away.

@@ -20,9 +20,12 @@ use crate::clock::{BootInstant, Clock};
 use crate::config::{OnLost, Run};
 use crate::error::Error;
 use crate::exit;
-use crate::lock::{Fleet, Lock};
+use crate::lock::{Fleet, Lock, ServerView};
 use crate::output::{Level, Log};
+use crate::procs;
+use crate::quorum::Failures;
 use crate::signals::{self, Signals};
+use crate::token::Token;
 use crate::watchdog::{self, Health};
 
 /// Why redlock stopped the command.
@@ -45,6 +48,7 @@ enum Stop {
 
 /// Runs the command under the lock; `Ok` is the command's own exit code.
 pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
+    child::ignore_terminal_stops();
     let mut signals = Signals::install().map_err(|e| Error::CannotRun {
         code: exit::CANNOT_EXECUTE,
         message: format!("cannot catch signals: {e}"),
@@ -59,12 +63,14 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
             }
         }
     }
-    if reentry(&fleet, &cfg.key).await {
+    if reentry(&fleet, &cfg.key, &mut signals).await? {
         log.info(&format!(
             "{} is already held by this job (REDLOCK_TOKEN); running the command directly",
             crate::display_key(cfg.key.as_bytes())
         ));
-        let mut child = child::spawn(&cfg.argv, &[])?;
+        // The holder's own redlock renews and guards the lock; this guard
+        // only follows redlock's death.
+        let mut child = child::spawn(&cfg.argv, &[], None)?;
         let status = loop {
             tokio::select! {
                 status = child.wait() => break status,
@@ -90,7 +96,14 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
     if let Some(fence) = &fence {
         env.push(("REDLOCK_FENCE", fence));
     }
-    let mut child = match child::spawn(&cfg.argv, &env) {
+    // The servers' passwords stay with redlock (DESIGN.md); a command that
+    // calls redlock itself passes --password-file.
+    let servers = std::env::var("REDLOCK_SERVERS").ok().map(|s| crate::server::redact(&s));
+    if let Some(servers) = &servers {
+        env.push(("REDLOCK_SERVERS", servers));
+    }
+    let kill_at = guard_kill_at(&cfg, lock.deadline());
+    let mut child = match child::spawn(&cfg.argv, &env, kill_at) {
         Ok(child) => child,
         Err(e) => {
             release(&fleet, &lock, log).await;
@@ -156,19 +169,81 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
     }
 }
 
-/// True when this process runs inside a `redlock run` that holds `key`
-/// (its `REDLOCK_KEY` and `REDLOCK_TOKEN`) and the lock is still held by
-/// that token on a quorum: waiting would be waiting on ourselves.
-async fn reentry(fleet: &Fleet, key: &str) -> bool {
+/// True when this process runs inside the `redlock run` that holds `key`:
+/// its `REDLOCK_KEY` is `key`, its `REDLOCK_TOKEN` is a redlock token made
+/// on this host by one of this process's ancestors (a process outside the
+/// holder's tree that learnt the token, say from `status --json`, must not
+/// run unsupervised), and a quorum says that token still holds the lock.
+/// Waiting would then be waiting on ourselves. A signal during the check
+/// ends redlock (128+N); servers that cannot say are an error, not a wait.
+async fn reentry(fleet: &Fleet, key: &str, signals: &mut Signals) -> Result<bool, Error> {
     let (Ok(held_key), Ok(token)) = (std::env::var("REDLOCK_KEY"), std::env::var("REDLOCK_TOKEN"))
     else {
-        return false;
+        return Ok(false);
     };
-    if held_key != key || token.is_empty() {
-        return false;
+    let ours = token.parse::<Token>().is_ok_and(|t| {
+        t.host == crate::token::hostname() && i32::try_from(t.pid).is_ok_and(is_ancestor)
+    });
+    if held_key != key || !ours {
+        return Ok(false);
     }
-    let status = fleet.status(key).await;
-    status.holder.is_some_and(|(value, _)| value == token)
+    let status = tokio::select! {
+        status = fleet.status(key) => status,
+        signal = signals.recv() => {
+            return Err(Error::Interrupted(signal, "while checking the lock held by this job".into()));
+        }
+    };
+    if status.holder.is_none() && !status.known {
+        let failures = Failures(
+            status
+                .servers
+                .iter()
+                .filter_map(|(_, view)| match view {
+                    ServerView::Error(e) => Some(e.clone()),
+                    _ => None,
+                })
+                .collect(),
+        );
+        return Err(Error::Unavailable {
+            what: format!(
+                "re-entry on {}: cannot tell whether this job still holds the lock",
+                crate::display_key(key.as_bytes())
+            ),
+            config: failures.any_config(),
+            failures,
+        });
+    }
+    Ok(status.holder.is_some_and(|(value, _)| value == token))
+}
+
+/// True when process `pid` is an ancestor of this one (its parent, the
+/// parent's parent, ...). Orphans that redlock adopted count too: redlock
+/// is their parent then.
+fn is_ancestor(pid: i32) -> bool {
+    // SAFETY: getppid has no preconditions.
+    let mut at = unsafe { libc::getppid() };
+    // Process trees are shallow; the bound only guards against a loop.
+    for _ in 0..4096 {
+        if at == pid {
+            return true;
+        }
+        match procs::stat(at) {
+            Some(p) if at > 1 => at = p.ppid,
+            _ => return false,
+        }
+    }
+    false
+}
+
+/// The instant the guard kills the job at when redlock has not renewed:
+/// half the kill margin before the validity ends, after redlock's own
+/// SIGKILL (`margin` before), so the guard is the backstop of a frozen
+/// redlock and never races a running one. None with `--on-lost ignore`.
+fn guard_kill_at(cfg: &Run, deadline: BootInstant) -> Option<BootInstant> {
+    match cfg.on_lost {
+        OnLost::Signal(_) => Some(deadline - cfg.kill_margin() / 2),
+        OnLost::Ignore => None,
+    }
 }
 
 fn forward(child: &Child, signal: i32, log: &Log) {
@@ -207,6 +282,9 @@ async fn supervise(
     let mut watching = true;
     let mut was_failing = false;
     loop {
+        // Back from a freeze or a job-control stop that outlasted the
+        // validity: the guard has killed the job; nothing more to plan.
+        guard_fired(child, &mut stop);
         let now = clock.now();
         let current = health.borrow().clone();
         let (lost_stop_at, lost_kill_at) = watchdog::plan_stop(&current, now, grace, margin);
@@ -224,7 +302,10 @@ async fn supervise(
         // A timer that never fires stands in for "no deadline".
         let never = now + Duration::from_secs(365 * 24 * 3600);
         tokio::select! {
-            status = child.wait() => return (status, stop),
+            status = child.wait() => {
+                guard_fired(child, &mut stop);
+                return (status, stop);
+            }
             signal = signals.recv() => forward(child, signal, log),
             changed = health.changed(), if watching => {
                 if changed.is_err() {
@@ -232,6 +313,9 @@ async fn supervise(
                     continue;
                 }
                 let now_health = health.borrow().clone();
+                if !matches!(now_health, Health::Lost { .. }) {
+                    child.set_kill_at(guard_kill_at(cfg, now_health.deadline()));
+                }
                 match now_health {
                     Health::Held { deadline } => {
                         let left = deadline.saturating_duration_since(clock.now());
@@ -274,6 +358,10 @@ async fn supervise(
                 }
             }
             () = clock.sleep_until(begin.map_or(never, |(at, _)| at)), if begin.is_some() => {
+                guard_fired(child, &mut stop);
+                if stop.is_some() {
+                    continue;
+                }
                 let for_max_hold = begin.is_some_and(|(_, m)| m);
                 let signal = match cfg.on_lost {
                     OnLost::Signal(signal) => signal,
@@ -284,7 +372,7 @@ async fn supervise(
                     OnLost::Signal(_) => (now + grace).min(lost_kill_at),
                     OnLost::Ignore => now + grace,
                 };
-                child.signal(signal);
+                child.stop(signal);
                 if signal != libc::SIGKILL {
                     kill_at = Some(kill);
                 }
@@ -324,10 +412,22 @@ async fn supervise(
                     "the command is still running; sent SIGKILL",
                     json!({ "pid": child.pid() }),
                 );
-                child.signal(libc::SIGKILL);
+                child.stop(libc::SIGKILL);
                 kill_at = None;
             }
         }
+    }
+}
+
+/// Records the guard's kill as the stop, when it fired and redlock had not
+/// begun stopping the command itself: redlock did not run (frozen, or
+/// stopped by job control) until after the validity ended.
+fn guard_fired(child: &mut Child, stop: &mut Option<Stop>) {
+    if stop.is_none() && child.guard_fired() {
+        let reason = "redlock was stopped or frozen until the lock's validity ran out, \
+                      and its guard killed the command"
+            .to_owned();
+        *stop = Some(Stop::Lost { reason, at: SystemTime::now(), signal: libc::SIGKILL });
     }
 }
 
@@ -341,7 +441,7 @@ async fn finish(fleet: &Fleet, cfg: &Run, lock: &Lock, log: &Log) {
         fleet.drain().await;
         let left = (lock.since + keep).saturating_duration_since(BootInstant::now());
         if left >= Duration::from_millis(1) {
-            match fleet.extend(&lock.key, &lock.token, left).await {
+            match fleet.set_ttl(&lock.key, &lock.token, left).await {
                 Ok(_) => {
                     log.event(
                         Level::Info,
@@ -365,5 +465,70 @@ async fn release(fleet: &Fleet, lock: &Lock, log: &Log) {
     match fleet.release(&lock.key, &lock.token).await {
         Ok(servers) => super::released(log, &lock.key, &servers),
         Err(e) => log.warn(&format!("release: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::cli::LogFormat;
+    use crate::config::Wait;
+
+    /// Scenario 4 of "Never unguarded": the machine suspends for longer than
+    /// the lock's validity (the clock jumps; nothing ran meanwhile), and on
+    /// resume the supervisor stops the command at once instead of waiting
+    /// for its monotonic timers.
+    #[tokio::test]
+    async fn a_resume_past_the_deadline_stops_the_command_at_once() {
+        let ttl = Duration::from_secs(30);
+        let cfg = Run {
+            key: "suspend".into(),
+            ttl,
+            wait: Wait::Once,
+            fence: false,
+            conflict_exit_code: exit::BUSY,
+            keep: None,
+            max_hold: None,
+            jitter: None,
+            renew_every: ttl / 3,
+            on_lost: OnLost::Signal(libc::SIGTERM),
+            kill_after: None,
+            argv: vec!["sleep".into(), "60".into()],
+        };
+        let lock = Lock {
+            key: cfg.key.clone(),
+            token: "t".into(),
+            ttl,
+            since: BootInstant::now(),
+            validity: ttl - Duration::from_secs(1),
+            granted: (1, 1),
+            fence: None,
+        };
+        let (_tx, health) = watch::channel(Health::Held { deadline: lock.deadline() });
+        let mut child = child::spawn(&cfg.argv, &[], guard_kill_at(&cfg, lock.deadline())).unwrap();
+        let mut signals = Signals::install().unwrap();
+        let clock = Arc::new(Clock::new());
+        let log = Log::new(0, true, LogFormat::Text);
+        let suspend = {
+            let clock = Arc::clone(&clock);
+            async move {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                clock.advance(2 * ttl);
+                std::future::pending::<()>().await
+            }
+        };
+        let started = std::time::Instant::now();
+        let (status, stop) = tokio::select! {
+            done = supervise(&mut child, &mut signals, health, &cfg, &lock, &log, &clock) => done,
+            () = suspend => unreachable!(),
+        };
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "stopped only after {:?}",
+            started.elapsed()
+        );
+        assert!(matches!(stop, Some(Stop::Lost { .. })));
+        assert!(status.unwrap().signal().is_some(), "the command was stopped by a signal");
     }
 }

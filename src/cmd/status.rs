@@ -1,6 +1,6 @@
 //! `redlock status`: per-server view of a key, the holder a quorum agrees
 //! on, and a verdict; exit 0 held, 1 free, 69 when too few servers answered
-//! to tell.
+//! to tell (then the text says "unknown" and the JSON's `held` is null).
 
 use std::io::Write;
 use std::time::Duration;
@@ -94,13 +94,17 @@ fn render_table(key: &str, status: &Status) -> String {
             ));
         }
         None if status.known => out.push_str(&format!(
-            "free: no holder of {shown} on a quorum ({} of {total})",
+            "free: {shown} is not held (a holder needs {} of the {total} servers)",
             status.quorum
         )),
-        None => out.push_str(&format!(
-            "unknown: too few servers answered to tell (quorum {} of {total})",
-            status.quorum
-        )),
+        None => {
+            let answered =
+                status.servers.iter().filter(|(_, v)| !matches!(v, ServerView::Error(_))).count();
+            out.push_str(&format!(
+                "unknown: only {answered} of {total} servers answered, too few to tell held from free (quorum {})",
+                status.quorum
+            ));
+        }
     }
     out
 }
@@ -132,9 +136,16 @@ fn render_json(key: &str, status: &Status) -> serde_json::Value {
             "fence": status.fence,
         })
     });
+    // `held` is null when too few servers answered to tell: a script that
+    // reads `.held` must not take "unknown" for "free".
+    let held = if status.holder.is_some() || status.known {
+        json!(status.holder.is_some())
+    } else {
+        serde_json::Value::Null
+    };
     json!({
         "key": key,
-        "held": status.holder.is_some(),
+        "held": held,
         "quorum": status.quorum,
         "ttl_ms": status.holder.as_ref().map_or(serde_json::Value::Null, |(_, ttl)| ttl_ms(*ttl)),
         "holder": holder,

@@ -4,6 +4,7 @@
 //! `redis-server` processes started by [`harness`].
 
 mod burst;
+mod config_file;
 mod docs;
 mod doctor;
 mod drift;
@@ -11,8 +12,13 @@ mod engine;
 mod fencing;
 mod harness;
 mod hostile;
+mod manual;
+mod messages;
 mod network;
 mod readme;
+mod recipes;
 mod run;
 mod secrets;
 mod tls;
+mod unguarded;
+mod waiting;

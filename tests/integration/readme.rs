@@ -8,7 +8,7 @@ use std::process::{Command, Output};
 use crate::harness::Fleet;
 
 /// The fenced block after `<!-- recipe: NAME -->` in README.md.
-fn recipe(name: &str) -> String {
+pub fn recipe(name: &str) -> String {
     let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
         .expect("README.md");
     let marker = format!("<!-- recipe: {name} -->");
@@ -20,7 +20,7 @@ fn recipe(name: &str) -> String {
 }
 
 /// Runs a shell snippet with `redlock` on PATH and the fleet's servers.
-fn sh(fleet: &Fleet, script: &str) -> std::process::Child {
+pub fn sh(fleet: &Fleet, script: &str) -> std::process::Child {
     let bin_dir = Path::new(env!("CARGO_BIN_EXE_redlock")).parent().unwrap();
     let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default());
     Command::new("sh")
@@ -35,7 +35,7 @@ fn sh(fleet: &Fleet, script: &str) -> std::process::Child {
         .unwrap()
 }
 
-fn finished(child: std::process::Child) -> Output {
+pub fn finished(child: std::process::Child) -> Output {
     child.wait_with_output().unwrap()
 }
 

@@ -6,6 +6,7 @@
 
 pub mod burst;
 pub mod proxy;
+pub mod pty;
 pub mod redis;
 pub mod tls;
 
@@ -101,6 +102,8 @@ impl Redlock {
             cmd.env_remove(var);
         }
         cmd.env("SHELL", "/bin/sh");
+        // No configuration file of the developer's or the machine's.
+        cmd.env("REDLOCK_CONFIG", "/dev/null");
         cmd.env("REDLOCK_SERVERS", servers);
         Redlock { cmd, shown: vec![format!("REDLOCK_SERVERS={servers} redlock")] }
     }

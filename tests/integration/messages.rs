@@ -1,0 +1,196 @@
+//! What a newcomer reads: usage errors that keep the parser's content on
+//! one line, and server errors that say what is wrong (wrong password, a
+//! missing socket, TLS to a plain port, a bad URL, a renamed command).
+
+use std::time::Duration;
+
+use crate::harness::{Output, RedisServer, Redlock, unique_key};
+
+/// Asserts exit 64 and one line on stderr holding every one of `expect`.
+fn usage(args: &[&str], expect: &[&str]) -> Output {
+    let out = Redlock::new("redis://127.0.0.1:1").args(args).run();
+    out.expect(64);
+    if out.stderr.lines().count() != 1 {
+        out.fail("should print one line");
+    }
+    for e in expect {
+        out.stderr_has(e);
+    }
+    out
+}
+
+#[test]
+fn usage_errors_name_what_is_wrong_on_one_line() {
+    usage(&["release", "--key", "m2"], &["--token <TOKEN>"]);
+    usage(&["run", "--key", "a", "echo", "hello"], &["'echo'", "-- echo"]);
+    usage(&["runn"], &["'runn'", "similar subcommand exists: 'run'"]);
+    usage(&["run", "--key", "a", "--wait", "-10s", "--", "true"], &["--wait \"-10s\"", "negative"]);
+    usage(&["run", "-k", "a", "-n", "-w", "5", "--", "true"], &["--no-wait", "--wait"]);
+    usage(&["acquire", "-k", "a", "--wait", "soon"], &["--wait \"soon\"", "not a duration"]);
+}
+
+#[test]
+fn redlock_alone_prints_a_short_usage_and_exits_64() {
+    let out = Redlock::new("redis://127.0.0.1:1").run();
+    out.expect(64).stderr_has("Usage: redlock").stderr_has("run");
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn wait_zero_tries_once_and_bare_numbers_are_seconds() {
+    let server = RedisServer::start();
+    let key = unique_key("flock-habits");
+    let token = Redlock::new(&server.url()).args(["acquire", "-k", &key, "--ttl", "30"]).run();
+    token.expect(0);
+    assert!(server.pttl(&key) > 25_000, "--ttl 30 is 30 seconds");
+    Redlock::new(&server.url())
+        .args(["run", "-k", &key, "--wait", "0", "--", "true"])
+        .run()
+        .expect(75)
+        .within(Duration::from_secs(5));
+    let out = Redlock::new(&server.url()).args(["run", "-k", &key, "-w", "1", "--", "true"]).run();
+    out.expect(75);
+    assert!(out.elapsed >= Duration::from_millis(900), "-w 1 waits a second: {:?}", out.elapsed);
+}
+
+/// Asserts one line on stderr (the error) that holds every one of `expect`.
+fn one_line(out: &Output, expect: &[&str]) {
+    if out.stderr.lines().count() != 1 {
+        out.fail("should print one line");
+    }
+    for e in expect {
+        out.stderr_has(e);
+    }
+}
+
+/// Not busy-retried: a configuration error ends even an endless wait at once.
+const AT_ONCE: Duration = Duration::from_secs(5);
+
+#[test]
+fn a_wrong_password_is_one_short_line_naming_the_servers() {
+    let servers: Vec<RedisServer> =
+        (0..3).map(|_| RedisServer::start_with(&["--requirepass", "right"])).collect();
+    let urls: Vec<String> =
+        servers.iter().map(|s| format!("redis://:wrong@127.0.0.1:{}", s.port)).collect();
+    let out = Redlock::new(&urls.join(",")).args(["run", "-k", "k", "--", "true"]).run();
+    out.expect(69).within(AT_ONCE);
+    one_line(&out, &["WRONGPASS", &servers[0].name(), "(same on "]);
+    assert!(out.stderr.len() < 200, "short: {}", out.stderr);
+    assert!(!out.stderr.contains("wrong@"), "{}", out.stderr);
+}
+
+#[test]
+fn url_mistakes_get_the_fix_as_a_hint() {
+    usage(&["--servers", "127.0.0.1:6379", "status", "-k", "k"], &["use redis://127.0.0.1:6379"]);
+    usage(
+        &["--servers", "unix://tmp/redis.sock", "status", "-k", "k"],
+        &["third slash", "unix:///tmp/redis.sock"],
+    );
+}
+
+#[test]
+fn a_missing_unix_socket_says_no_such_file_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("unix://{}/absent.sock", dir.path().display());
+    let out = Redlock::new(&url).args(["run", "-k", "k", "--", "true"]).run();
+    out.expect(69).within(AT_ONCE);
+    one_line(&out, &["no such file", "absent.sock"]);
+}
+
+#[test]
+fn tls_to_a_plain_port_says_tls() {
+    let server = RedisServer::start();
+    let url = format!("rediss://127.0.0.1:{}", server.port);
+    let out = Redlock::new(&url)
+        .args(["--node-timeout", "300ms", "run", "-n", "-k", "k", "--", "true"])
+        .run();
+    out.expect(69);
+    one_line(&out, &["TLS", "rediss://"]);
+}
+
+#[test]
+fn a_database_out_of_range_ends_at_once() {
+    let server = RedisServer::start();
+    let url = format!("redis://127.0.0.1:{}/99", server.port);
+    let out = Redlock::new(&url).args(["run", "-k", "k", "--", "true"]).run();
+    out.expect(69).within(AT_ONCE);
+    one_line(&out, &["DB index is out of range"]);
+}
+
+#[test]
+fn a_server_without_scripting_ends_at_once_instead_of_waiting_silently() {
+    let server = RedisServer::start_with(&[
+        "--rename-command",
+        "EVAL",
+        "",
+        "--rename-command",
+        "EVALSHA",
+        "",
+    ]);
+    for args in
+        [&["run", "-k", "k", "--", "true"][..], &["acquire", "-k", "k"], &["status", "-k", "k"]]
+    {
+        let out = Redlock::new(&server.url()).args(args).run();
+        out.expect(69).within(AT_ONCE).stderr_has("unknown command 'EVALSHA'");
+        if out.stderr.contains("with args") {
+            out.fail("should not echo the script's arguments");
+        }
+    }
+}
+
+#[test]
+fn status_with_too_few_servers_says_unknown_not_free() {
+    let server = RedisServer::start();
+    let servers = format!("{},redis://127.0.0.1:1,redis://127.0.0.1:2", server.url());
+    let out = Redlock::new(&servers).args(["status", "-k", "k", "--json"]).run();
+    out.expect(69);
+    assert_eq!(out.json()["held"], serde_json::Value::Null, "{}", out.stdout);
+    let out = Redlock::new(&servers).args(["status", "-k", "k"]).run();
+    out.expect(69);
+    assert!(out.stdout.contains("unknown: only 1 of 3 servers answered"), "{}", out.stdout);
+    // Free, when known, does not read as if a quorum held it.
+    let free = Redlock::new(&server.url()).args(["status", "-k", "k"]).run();
+    free.expect(1);
+    assert!(free.stdout.contains("free: k is not held"), "{}", free.stdout);
+    let json = Redlock::new(&server.url()).args(["status", "-k", "k", "--json"]).run();
+    assert_eq!(json.expect(1).json()["held"], false);
+}
+
+#[test]
+fn doctor_names_an_auth_error_as_such() {
+    let server = RedisServer::start_with(&["--requirepass", "pw"]);
+    let out = Redlock::new(&server.url_without_password()).args(["doctor"]).run();
+    out.expect(69);
+    let row = out.stdout.lines().find(|l| l.starts_with(&server.name())).unwrap_or_default();
+    assert!(row.contains("auth error") && !row.contains("unreachable"), "{}", out.stdout);
+}
+
+#[test]
+fn the_json_busy_warning_is_an_event() {
+    let server = RedisServer::start();
+    let key = unique_key("busy-event");
+    Redlock::new(&server.url()).args(["acquire", "-k", &key]).run().expect(0);
+    let out = Redlock::new(&server.url())
+        .args(["--log-format", "json", "run", "-n", "-k", &key, "--", "true"])
+        .run();
+    out.expect(75);
+    let busy = out
+        .stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v["level"] == "warn")
+        .unwrap_or_else(|| out.fail("no warn line"));
+    assert_eq!(busy["event"], "busy", "{busy}");
+}
+
+#[test]
+fn run_warns_once_when_a_server_is_down() {
+    let fleet = crate::harness::Fleet::start(2);
+    let servers = format!("{},redis://127.0.0.1:1", fleet.urls());
+    let out =
+        Redlock::new(&servers).args(["run", "-k", &unique_key("one-down"), "--", "true"]).run();
+    out.expect(0);
+    one_line(&out, &["1 of 3 servers failed", "127.0.0.1:1", "connection refused"]);
+    let quiet = Redlock::new(&servers).args(["-q", "run", "-k", "k2", "--", "true"]).run();
+    assert!(quiet.expect(0).stderr.is_empty(), "{}", quiet.stderr);
+}

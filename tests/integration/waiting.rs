@@ -1,0 +1,59 @@
+//! A wait is not silent without `-v`: one line when it begins (who holds
+//! the lock, or which servers fail), one now and then while it lasts, one
+//! when it ends; nothing with `-q`.
+
+use std::time::Duration;
+
+use crate::harness::{RedisServer, Redlock, unique_key};
+
+#[test]
+fn a_long_wait_says_when_it_begins_while_it_lasts_and_when_it_ends() {
+    let server = RedisServer::start();
+    let key = unique_key("long-wait");
+    // A holder that never releases: its lock expires after 12s.
+    Redlock::new(&server.url()).args(["acquire", "-k", &key, "--ttl", "12s"]).run().expect(0);
+    let out =
+        Redlock::new(&server.url()).args(["run", "-k", &key, "--wait", "1m", "--", "true"]).run();
+    out.expect(0);
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert!(out.elapsed >= Duration::from_secs(10), "{:?}", out.elapsed);
+    assert_eq!(lines.len(), 3, "begin, one progress line, end:\n{}", out.stderr);
+    assert!(lines[0].starts_with(&format!("redlock: waiting for {key} (at most ")), "{}", lines[0]);
+    assert!(lines[0].contains(" is held by ") && lines[0].contains(" pid "), "{}", lines[0]);
+    assert!(
+        lines[1].starts_with(&format!("redlock: still waiting for {key} after 1")),
+        "{}",
+        lines[1]
+    );
+    assert!(
+        lines[2].starts_with(&format!("redlock: acquired {key} after waiting 1")),
+        "{}",
+        lines[2]
+    );
+}
+
+#[test]
+fn a_wait_on_unreachable_servers_names_them_and_quiet_says_nothing() {
+    let out = Redlock::new("redis://127.0.0.1:1")
+        .args(["run", "-k", "k", "--wait", "1", "--", "true"])
+        .run();
+    out.expect(69);
+    let first = out.stderr.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("redlock: waiting for k (at most ") && first.contains("127.0.0.1:1"),
+        "{}",
+        out.stderr
+    );
+    let quiet = Redlock::new("redis://127.0.0.1:1")
+        .args(["-q", "run", "-k", "k", "--wait", "1", "--", "true"])
+        .run();
+    quiet.expect(69);
+    assert_eq!(quiet.stderr.lines().count(), 1, "only the final error: {}", quiet.stderr);
+    let server = RedisServer::start();
+    let key = unique_key("quiet-wait");
+    Redlock::new(&server.url()).args(["acquire", "-k", &key]).run().expect(0);
+    let quiet = Redlock::new(&server.url())
+        .args(["-q", "run", "-k", &key, "--wait", "1", "--", "true"])
+        .run();
+    assert!(quiet.expect(75).stderr.is_empty(), "{}", quiet.stderr);
+}
