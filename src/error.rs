@@ -30,6 +30,13 @@ pub enum Error {
         /// True when retrying cannot help (auth, TLS, a key of the wrong type).
         config: bool,
     },
+    /// Nobody holds the lock, yet the votes stayed split among tokens, none
+    /// on a quorum, until the settling bound (`wait::SETTLE_BOUND`) passed:
+    /// e.g. a crashed contender's minority votes that only expire with
+    /// their TTL. Exit 69, not busy: a tick that nobody ran is never
+    /// reported as skipped, and `-E 0` never silences it.
+    #[error("{0}")]
+    Split(String),
     /// The lock is not (or no longer) held by this token.
     #[error("{0}")]
     Lost(String),
@@ -55,7 +62,7 @@ impl Error {
         match self {
             Error::Usage(_) => exit::USAGE,
             Error::Busy { code, .. } => *code,
-            Error::Unavailable { .. } => exit::UNAVAILABLE,
+            Error::Unavailable { .. } | Error::Split(_) => exit::UNAVAILABLE,
             Error::Lost(_) => exit::LOST,
             Error::CannotRun { code, .. } => *code,
             Error::MaxHold(_) => exit::MAX_HOLD,

@@ -9,7 +9,8 @@ pub const OK: u8 = 0;
 pub const FREE_OR_WARNINGS: u8 = 1;
 /// Bad flag, duration, URL, key, or no command: nothing was sent to a server.
 pub const USAGE: u8 = 64;
-/// A quorum of servers could not be reached, refused auth, or answered errors.
+/// A quorum of servers could not be reached, refused auth, or answered
+/// errors; or no holder had a quorum and the votes stayed split.
 pub const UNAVAILABLE: u8 = 69;
 /// The lock was lost (`run`), or is not held by the given token (`extend`, `release`).
 pub const LOST: u8 = 70;

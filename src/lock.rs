@@ -2,8 +2,9 @@
 //! force-release and status, each one parallel round of a Lua script.
 //!
 //! Every round goes through [`quorum::fan_out`], so each server call is
-//! bounded by the node timeout and the verdict comes from a [`quorum::Tally`]; the
-//! per-server replies are kept for messages and `status`.
+//! bounded by the node timeout and the verdict comes from a [`quorum::Tally`]
+//! (an acquire round: from [`quorum::standing`], who holds how many
+//! servers); the per-server replies are kept for messages and `status`.
 //!
 //! Where the keys live is a [`KeyLayout`]: redlock's own namespace by
 //! default, the key as given for interop. Fencing numbers follow the rule
@@ -12,14 +13,16 @@
 use std::sync::{Arc, LazyLock};
 use std::time::{Duration, SystemTime};
 
+use redis::aio::MultiplexedConnection;
 use redis::{Script, Value};
+use tokio::sync::watch;
 use tokio_util::task::TaskTracker;
 
 use crate::clock::BootInstant;
 use crate::error::Error;
 use crate::fence;
-use crate::quorum::{self, Outcome, Reply, Round, Vote};
-use crate::server::{Op, Server, ServerError};
+use crate::quorum::{self, Answer, Failures, Listen, Outcome, Reply, Round, Standing, Tally, Vote};
+use crate::server::{Conn, Failure, Op, Server, ServerError};
 use crate::token::Token;
 
 /// The Lua scripts, hashed once; `Script` sends EVALSHA and, when the
@@ -32,7 +35,12 @@ struct Scripts {
     release: Script,
     status: Script,
     raise_fence: Script,
+    withdraw: Script,
 }
+
+/// The withdrawal script's source: it is sent with every withdrawal (see
+/// [`withdraw`]).
+const WITHDRAW_LUA: &str = include_str!("scripts/withdraw.lua");
 
 static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     acquire: Script::new(include_str!("scripts/acquire.lua")),
@@ -41,6 +49,7 @@ static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     release: Script::new(include_str!("scripts/release.lua")),
     status: Script::new(include_str!("scripts/status.lua")),
     raise_fence: Script::new(include_str!("scripts/raise_fence.lua")),
+    withdraw: Script::new(WITHDRAW_LUA),
 });
 
 /// One script call, the same on every server of a round.
@@ -55,6 +64,37 @@ struct Call {
     keys: Vec<String>,
     /// ARGV.
     args: Vec<Vec<u8>>,
+}
+
+impl Call {
+    /// The key shown in messages: the user's, not its server-side name.
+    fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// Runs the script on `c`.
+    async fn invoke(&self, c: &mut MultiplexedConnection) -> redis::RedisResult<Value> {
+        let mut invocation = self.script.prepare_invoke();
+        for k in &self.keys {
+            invocation.key(k);
+        }
+        for a in &self.args {
+            invocation.arg(a);
+        }
+        invocation.invoke_async(c).await
+    }
+
+    /// Runs the script on `server` (its connection, within the node
+    /// timeout) and reads the reply with `read`.
+    async fn on<T>(
+        &self,
+        server: &Server,
+        read: fn(Value) -> Result<T, String>,
+    ) -> Result<T, ServerError> {
+        let key = self.key();
+        let reply = server.call(self.op, key.as_bytes(), async |c| self.invoke(c).await).await?;
+        read(reply).map_err(|msg| server.bad_reply(self.op, key, msg))
+    }
 }
 
 /// How one server took part in a round, for events and messages.
@@ -158,10 +198,50 @@ pub struct AttemptReport {
 pub enum Attempt {
     /// The lock is ours.
     Acquired(Lock),
-    /// Another value holds it on enough servers.
+    /// Another value holds it on a quorum.
     Busy(Holder),
+    /// Nobody holds it: the votes are split among values, none on a
+    /// quorum. Retrying (after a random pause) settles it.
+    Split(Split),
     /// Not enough servers answered; `config` is true when retrying cannot help.
     Unavailable(Error),
+}
+
+/// An acquire round in which no value holds a quorum: contenders that
+/// started together (or leftovers of crashed ones) each hold a minority.
+#[derive(Clone, Debug)]
+pub struct Split {
+    /// How many servers each value holds, most first; ours among them when
+    /// any server granted us.
+    pub votes: Vec<usize>,
+    /// Servers that failed or were not awaited.
+    pub silent: usize,
+    /// The soonest another value's vote expires (`None`: none of them will).
+    pub expires: Option<Duration>,
+    /// The errors of the servers that failed.
+    pub failures: Failures,
+}
+
+impl Split {
+    /// One line: nobody holds `key`, and how the votes are spread.
+    pub fn describe(&self, key: &str, quorum: usize) -> String {
+        let total = self.votes.iter().sum::<usize>() + self.silent;
+        let counts: Vec<String> = self.votes.iter().map(usize::to_string).collect();
+        let counts = match counts.split_last() {
+            Some((last, [])) => last.clone(),
+            Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+            None => String::new(),
+        };
+        let silent = match self.silent {
+            0 => String::new(),
+            n => format!("; {n} did not answer: {}", self.failures),
+        };
+        format!(
+            "{}: no holder has a quorum ({quorum} of {total}); the votes are split among {} tokens ({counts} servers){silent}",
+            crate::display_key(key.as_bytes()),
+            self.votes.len(),
+        )
+    }
 }
 
 /// One server's view of a key, for `status`.
@@ -238,8 +318,9 @@ impl Fleet {
     }
 
     /// Runs `call` on every server; `read` checks the reply's shape and
-    /// `vote` counts it. Rounds that take or keep the lock end as soon as
-    /// the verdict is settled; release and status rounds hear every server.
+    /// `vote` counts it. Rounds that keep the lock (extend, raise-fence) end
+    /// as soon as the verdict is settled; release and status rounds hear
+    /// every server. Acquire rounds have their own rule ([`Fleet::attempt`]).
     async fn round<T: Send + 'static>(
         &self,
         call: Call,
@@ -257,35 +338,21 @@ impl Fleet {
         read: fn(Value) -> Result<T, String>,
         vote: impl Fn(&T) -> Vote,
     ) -> Round<T> {
-        let Call { op, key: shown, script, keys, args } = call;
-        let early = matches!(op, Op::Acquire | Op::Extend | Op::RaiseFence);
-        let (keys, args, key) = (Arc::new(keys), Arc::new(args), Arc::new(shown.clone()));
+        let early = matches!(call.op, Op::Extend | Op::RaiseFence);
+        let op = call.op;
+        let shown = call.key.clone();
+        let call = Arc::new(call);
         quorum::fan_out(
             servers,
             &self.tasks,
             self.quorum,
-            early,
             (op, &shown),
-            |server| {
-                let (keys, args, key) = (Arc::clone(&keys), Arc::clone(&args), Arc::clone(&key));
-                async move {
-                    let key = key.as_str();
-                    let reply: Value = server
-                        .call(op, key.as_bytes(), async |c| {
-                            let mut invocation = script.prepare_invoke();
-                            for k in keys.iter() {
-                                invocation.key(k);
-                            }
-                            for a in args.iter() {
-                                invocation.arg(a);
-                            }
-                            invocation.invoke_async(c).await
-                        })
-                        .await?;
-                    read(reply).map_err(|msg| server.bad_reply(op, key, msg))
-                }
+            |server, answer| {
+                let call = Arc::clone(&call);
+                async move { answer.send(call.on(&server, read).await) }
             },
             vote,
+            quorum::until_settled(early),
         )
         .await
     }
@@ -329,9 +396,8 @@ impl Fleet {
 
     /// One acquire round: `SET key token NX PX ttl` on every server at once,
     /// drawing a fencing number where the lock is granted when `fence` is
-    /// true. On anything but success, the token is released everywhere
-    /// before returning, including on the servers that said no or did not
-    /// answer.
+    /// true. On anything but success, the token is withdrawn everywhere it
+    /// may have been set, including on the servers that did not answer.
     pub async fn try_acquire(
         &self,
         key: &str,
@@ -339,8 +405,30 @@ impl Fleet {
         ttl: Duration,
         fence: bool,
     ) -> AttemptReport {
+        self.attempt(key, token, ttl, fence, 0).await
+    }
+
+    /// [`Fleet::try_acquire`] by a contender whose last `splits` rounds in
+    /// a row found the votes split (it waits longer for slow servers, see
+    /// `patience`).
+    ///
+    /// The verdict does not wait for what it does not need: the round
+    /// stops listening once [`quorum::standing`] is settled (or, in a
+    /// split, after `patience`), and the withdrawal runs in the
+    /// background. Nothing is left behind for that: each server's task
+    /// (`contend`) withdraws on the connection its attempt used, after
+    /// it, and [`Fleet::drain`] waits for those tasks before the process
+    /// exits.
+    pub async fn attempt(
+        &self,
+        key: &str,
+        token: &str,
+        ttl: Duration,
+        fence: bool,
+        splits: u32,
+    ) -> AttemptReport {
         let start = BootInstant::now();
-        let call = Call {
+        let call = Arc::new(Call {
             op: Op::Acquire,
             key: key.to_owned(),
             script: &SCRIPTS.acquire,
@@ -353,18 +441,31 @@ impl Fleet {
                 fence::WINDOW.as_micros().to_string().into(),
                 crate::millis(fence::lifetime(ttl)).to_string().into(),
             ],
-        };
-        let round = self
-            .round(call, parse_acquire, |r| match r {
+        });
+        // The verdict every server task waits for: Some(true) keeps the
+        // votes, Some(false) withdraws them. Dropped unsent (this future
+        // was abandoned), it means withdraw.
+        let (verdict, verdict_rx) = watch::channel(None);
+        let quorum = self.quorum;
+        let round = quorum::fan_out(
+            &self.servers,
+            &self.tasks,
+            quorum,
+            (Op::Acquire, key),
+            |server, answer| contend(server, Arc::clone(&call), answer, verdict_rx.clone()),
+            |r| match r {
                 Granted::Yes(_) => Vote::Yes,
                 Granted::No { .. } => Vote::No,
-            })
-            .await;
+            },
+            |tally, replies, elapsed| patience(tally, replies, elapsed, quorum, splits),
+        )
+        .await;
         let servers = self.results(&round, |r| match r {
             Granted::Yes(_) => "granted",
             Granted::No { .. } => "held",
         });
         let attempt = self.conclude_acquire(key, token, ttl, fence, start, &round).await;
+        verdict.send_replace(Some(matches!(attempt, Attempt::Acquired(_))));
         AttemptReport { attempt, servers }
     }
 
@@ -378,14 +479,15 @@ impl Fleet {
         round: &Round<Granted>,
     ) -> Attempt {
         let shown = crate::display_key(key.as_bytes());
-        let outcome = round.outcome();
-        if outcome == Outcome::Won {
-            let fence =
-                if fence { self.settle_fence(key, token, ttl, round).await } else { Ok(None) };
-            let elapsed = start.elapsed();
-            match (fence, quorum::validity(ttl, elapsed, self.drift_factor)) {
-                (Ok(fence), Some(validity)) => {
-                    return Attempt::Acquired(Lock {
+        let votes = Votes::of(&round.replies);
+        // Servers not heard from count as silent: the verdict is final.
+        match quorum::standing(votes.ours, &votes.counts(), 0, self.quorum) {
+            Standing::Won => {
+                let fence =
+                    if fence { self.settle_fence(key, token, ttl, round).await } else { Ok(None) };
+                let elapsed = start.elapsed();
+                match (fence, quorum::validity(ttl, elapsed, self.drift_factor)) {
+                    (Ok(fence), Some(validity)) => Attempt::Acquired(Lock {
                         key: key.to_owned(),
                         token: token.to_owned(),
                         ttl,
@@ -393,15 +495,9 @@ impl Fleet {
                         validity,
                         granted: (round.tally.yes, round.tally.total),
                         fence,
-                    });
-                }
-                (Err(e), _) => {
-                    self.withdraw(key, token, round).await;
-                    return Attempt::Unavailable(e);
-                }
-                (Ok(_), None) => {
-                    self.withdraw(key, token, round).await;
-                    return Attempt::Unavailable(Error::Unavailable {
+                    }),
+                    (Err(e), _) => Attempt::Unavailable(e),
+                    (Ok(_), None) => Attempt::Unavailable(Error::Unavailable {
                         what: format!(
                             "acquire {shown}: the quorum answered only after {}, leaving no validity out of a {} TTL",
                             crate::fmt_duration(elapsed),
@@ -409,33 +505,29 @@ impl Fleet {
                         ),
                         failures: round.failures(),
                         config: false,
-                    });
+                    }),
                 }
             }
-        }
-        self.withdraw(key, token, round).await;
-        match outcome {
-            Outcome::Refused => Attempt::Busy(holder_of(&round.replies)),
-            _ => Attempt::Unavailable(self.unavailable(format!("acquire {shown}"), round)),
-        }
-    }
-
-    /// Takes back what a failed acquire round set, or may still set: the
-    /// token is deleted wherever the server did not answer "held" (granted,
-    /// failed, or not awaited: a call still in flight is ahead of the
-    /// delete on that connection). A server that said "held" set nothing,
-    /// so a busy lock costs no extra round trip there. Best effort: errors
-    /// change nothing about the verdict, which is already known.
-    async fn withdraw(&self, key: &str, token: &str, round: &Round<Granted>) {
-        let unsure: Vec<Arc<Server>> = self
-            .servers
-            .iter()
-            .zip(&round.replies)
-            .filter(|(_, reply)| !matches!(reply, Reply::Answered(Granted::No { .. })))
-            .map(|(server, _)| Arc::clone(server))
-            .collect();
-        if !unsure.is_empty() {
-            self.round_on(&unsure, self.release_call(key, token), parse_int, |_| Vote::Yes).await;
+            Standing::Held(i) => {
+                let (value, _, remaining) = votes.others[i];
+                Attempt::Busy(Holder { value: value.to_owned(), remaining })
+            }
+            Standing::Split => {
+                let mut counts = votes.counts();
+                if votes.ours > 0 {
+                    counts.push(votes.ours);
+                }
+                counts.sort_by_key(|n| std::cmp::Reverse(*n));
+                Attempt::Split(Split {
+                    silent: round.tally.total - counts.iter().sum::<usize>(),
+                    votes: counts,
+                    expires: votes.others.iter().filter_map(|(_, _, ttl)| *ttl).min(),
+                    failures: round.failures(),
+                })
+            }
+            Standing::Unreachable | Standing::Open => {
+                Attempt::Unavailable(self.unavailable(format!("acquire {shown}"), round))
+            }
         }
     }
 
@@ -798,28 +890,183 @@ fn summarize(servers: Vec<(String, ServerView)>, quorum: usize) -> Status {
     Status { servers, holder, fence, known, quorum }
 }
 
-/// The most common holder among the refusing servers, with its shortest TTL.
-fn holder_of(replies: &[Reply<Granted>]) -> Holder {
-    let mut holders: Vec<(&str, usize, Option<Duration>)> = Vec::new();
-    for reply in replies {
-        if let Reply::Answered(Granted::No { holder, pttl }) = reply {
-            let ttl = ttl_of(*pttl);
-            match holders.iter_mut().find(|(v, _, _)| v == holder) {
-                Some((_, n, t)) => {
-                    *n += 1;
-                    *t = match (*t, ttl) {
-                        (Some(a), Some(b)) => Some(a.min(b)),
-                        (a, b) => a.or(b),
-                    };
+/// Who holds how many servers, from one acquire round's answers.
+struct Votes<'a> {
+    /// Servers that granted us.
+    ours: usize,
+    /// Every other value seen: the value, how many servers hold it, and its
+    /// shortest remaining TTL among them (`None`: no expiry).
+    others: Vec<(&'a str, usize, Option<Duration>)>,
+}
+
+impl<'a> Votes<'a> {
+    fn of(replies: &'a [Reply<Granted>]) -> Votes<'a> {
+        let mut votes = Votes { ours: 0, others: Vec::new() };
+        for reply in replies {
+            match reply {
+                Reply::Answered(Granted::Yes(_)) => votes.ours += 1,
+                Reply::Answered(Granted::No { holder, pttl }) => {
+                    let ttl = ttl_of(*pttl);
+                    match votes.others.iter_mut().find(|(v, _, _)| v == holder) {
+                        Some((_, n, t)) => {
+                            *n += 1;
+                            // The shortest of a value's expiries, `None`
+                            // (never) counting as the longest.
+                            *t = match (*t, ttl) {
+                                (Some(a), Some(b)) => Some(a.min(b)),
+                                (a, b) => a.or(b),
+                            };
+                        }
+                        None => votes.others.push((holder, 1, ttl)),
+                    }
                 }
-                None => holders.push((holder, 1, ttl)),
+                Reply::Failed(_) | Reply::NotAwaited => {}
             }
         }
+        votes
     }
-    holders.sort_by_key(|(_, n, _)| std::cmp::Reverse(*n));
-    match holders.first() {
-        Some((value, _, remaining)) => Holder { value: (*value).to_owned(), remaining: *remaining },
-        None => Holder { value: String::new(), remaining: None },
+
+    /// How many servers each other value holds.
+    fn counts(&self) -> Vec<usize> {
+        self.others.iter().map(|(_, n, _)| *n).collect()
+    }
+}
+
+/// The least an acquire round with split votes waits for its slowest
+/// servers, on top of the time it has already taken.
+const STRAGGLER_FLOOR: Duration = Duration::from_millis(2);
+
+/// When an acquire round may stop listening. As soon as its standing is
+/// settled (won, held by another value on a quorum, or split so that no
+/// value can reach a quorum whatever the pending servers say). When it is
+/// still open, the round waits for every pending server (each bounded by
+/// the node timeout) unless the answers already show contention (another
+/// value holds a vote) and a quorum of servers has answered: then it waits
+/// only as long again as it has taken so far, plus [`STRAGGLER_FLOOR`],
+/// doubled for each split round in a row (`splits`).
+///
+/// Why that is safe: a round cut short treats its pending servers as
+/// silent, so it can only end in a split, never in a wrong "won" or
+/// "busy": this contender withdraws and retries, and the others see no
+/// quorum for it. Why it is needed: in a burst with one server frozen,
+/// every split in which the frozen server could complete somebody's
+/// quorum would otherwise hold every contender for a whole node timeout,
+/// round after round. Why it doubles: a server that is slow but alive
+/// (another data centre) may be the one that completes a real holder's
+/// quorum; after a few split rounds the wait outgrows its latency and the
+/// holder shows, so a contender ends busy rather than at the settling
+/// bound. A server frozen for good costs at most one node timeout per
+/// round at the end of that doubling, as before.
+fn patience(
+    tally: &Tally,
+    replies: &[Reply<Granted>],
+    elapsed: Duration,
+    quorum: usize,
+    splits: u32,
+) -> Listen {
+    let votes = Votes::of(replies);
+    let counts = votes.counts();
+    let answered = votes.ours + counts.iter().sum::<usize>();
+    match quorum::standing(votes.ours, &counts, tally.pending(), quorum) {
+        Standing::Open if !counts.is_empty() && answered >= quorum => {
+            Listen::For((elapsed + STRAGGLER_FLOOR).saturating_mul(1 << splits.min(16)))
+        }
+        Standing::Open => Listen::On,
+        _ => Listen::Stop,
+    }
+}
+
+/// Waits for an acquire round's verdict: true keeps the votes, false
+/// withdraws them. A verdict that never comes (the round was abandoned)
+/// withdraws.
+async fn decided(verdict: &mut watch::Receiver<Option<bool>>) -> bool {
+    match verdict.wait_for(Option::is_some).await {
+        Ok(keep) => keep.unwrap_or(false),
+        Err(_) => false,
+    }
+}
+
+/// One server's part in an acquire round: the attempt, its answer to the
+/// round, then the verdict, and when the verdict is "withdraw", the
+/// withdrawal on the same connection, after the attempt.
+///
+/// The order is the point (issue 9, item 7). Redis executes one
+/// connection's commands in the order they arrive. The attempt's future is
+/// dropped (or done) before the withdrawal is sent, so every request it
+/// wrote (a request already handed to the connection is written even if
+/// its answer is no longer awaited; one that was not is never written) is
+/// ahead of the withdrawal, even when the server is frozen and answers
+/// both an hour later. The connection is the server's shared one, opened
+/// once for all callers ([`Server::connect`]); a timed-out attempt makes
+/// the server forget it for new calls, but this task keeps its handle.
+async fn contend(
+    server: Arc<Server>,
+    call: Arc<Call>,
+    answer: Answer<Granted>,
+    mut verdict: watch::Receiver<Option<bool>>,
+) {
+    let key = call.key();
+    let deadline = server.deadline();
+    // Nothing is sent before the connection is there: a verdict that comes
+    // first leaves nothing to withdraw on this server.
+    let conn = tokio::select! {
+        conn = server.connect(Op::Acquire, key.as_bytes(), deadline) => conn,
+        _ = decided(&mut verdict) => return,
+    };
+    let conn = match conn {
+        Ok(conn) => conn,
+        Err(e) => return answer.send(Err(e)),
+    };
+    let mut set = Box::pin(async {
+        let reply = server
+            .call_on(&conn, Op::Acquire, key.as_bytes(), deadline, async |c| call.invoke(c).await)
+            .await?;
+        parse_acquire(reply).map_err(|msg| server.bad_reply(Op::Acquire, key, msg))
+    });
+    let keep = tokio::select! {
+        result = &mut set => {
+            // "Held by another value": this attempt set nothing here. Any
+            // other answer (granted, an error, a timeout) may have set it.
+            let set_here = !matches!(result, Ok(Granted::No { .. }));
+            answer.send(result);
+            !set_here || decided(&mut verdict).await
+        }
+        keep = decided(&mut verdict) => {
+            if keep {
+                // Won without this server: let its vote land all the same.
+                let _ = set.await;
+                return;
+            }
+            false
+        }
+    };
+    drop(set);
+    if !keep {
+        withdraw(&server, &conn, key, &call.args[0]).await;
+    }
+}
+
+/// Deletes `token` from `key` on `conn`, the connection of the attempt
+/// being withdrawn. The script is sent as SCRIPT LOAD and EVALSHA in one
+/// pipeline, so it never needs a second round trip (after NOSCRIPT) that
+/// a process exiting could cut off: once written, both run on the server
+/// even if this process is gone by then. Best effort: errors change
+/// nothing about the verdict, which is already known.
+///
+/// When the connection broke, the server has closed it or will read no
+/// more from it than it already holds, so the delete goes on a fresh one;
+/// it could overtake only bytes of the dead connection still unread in the
+/// server's buffer, a window of one turn of the server's event loop.
+async fn withdraw(server: &Server, conn: &Conn, key: &str, token: &[u8]) {
+    let mut pipe = redis::pipe();
+    pipe.cmd("SCRIPT").arg("LOAD").arg(WITHDRAW_LUA).ignore();
+    pipe.cmd("EVALSHA").arg(SCRIPTS.withdraw.get_hash()).arg(1).arg(key).arg(token);
+    let send = async |c: &mut MultiplexedConnection| pipe.query_async::<Value>(c).await;
+    let first = server.call_on(conn, Op::Withdraw, key.as_bytes(), server.deadline(), send).await;
+    if let Err(e) = first
+        && matches!(e.failure, Failure::Connection(_))
+    {
+        let _ = server.call(Op::Withdraw, key.as_bytes(), send).await;
     }
 }
 
@@ -934,6 +1181,24 @@ mod tests {
         assert_eq!(cluster_tag("{user1}.job"), Some("user1"));
         assert_eq!(cluster_tag("{}.job"), None);
         assert_ne!(raw.fence_key("job"), KeyLayout::Native.fence_key("job"));
+    }
+
+    #[test]
+    fn a_split_names_no_holder_and_says_how_the_votes_lie() {
+        let no = |holder: &str, pttl| Reply::Answered(Granted::No { holder: holder.into(), pttl });
+        let replies =
+            vec![no("a", 900), no("a", 500), no("b", -1), Reply::Answered(Granted::Yes(None))];
+        let votes = Votes::of(&replies);
+        assert_eq!(votes.ours, 1);
+        assert_eq!(votes.counts(), vec![2, 1]);
+        assert_eq!(votes.others[0].2, Some(Duration::from_millis(500)), "the shortest expiry");
+        assert_eq!(votes.others[1].2, None, "no expiry");
+        let split =
+            Split { votes: vec![2, 1, 1], silent: 1, expires: None, failures: Failures::default() };
+        assert_eq!(
+            split.describe("k", 3),
+            "k: no holder has a quorum (3 of 5); the votes are split among 3 tokens (2, 1 and 1 servers); 1 did not answer: no server answered in time"
+        );
     }
 
     #[test]

@@ -1,10 +1,10 @@
 //! The quorum arithmetic of Redlock and the parallel fan-out to the servers.
 //!
-//! The pure half ([`Tally`], [`Outcome`], [`validity`]) decides from counts and
-//! durations and is unit-tested on its own. The async half ([`fan_out`]) runs
-//! one call per server at once and stops listening as soon as the tally says
-//! the answer can no longer change: a hung server never delays a verdict that
-//! the others already settled.
+//! The pure half ([`Tally`], [`Outcome`], [`standing`], [`validity`]) decides
+//! from counts and durations and is unit-tested on its own. The async half
+//! ([`fan_out`]) runs one call per server at once and stops listening as soon
+//! as the caller's [`Listen`] rule says the answer can no longer change: a
+//! hung server never delays a verdict that the others already settled.
 
 use std::fmt;
 use std::future::Future;
@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
+use tokio::sync::oneshot;
 use tokio_util::task::TaskTracker;
 
 use crate::server::{Op, Server, ServerError};
@@ -92,6 +93,43 @@ impl Tally {
 pub fn validity(ttl: Duration, elapsed: Duration, drift_factor: f64) -> Option<Duration> {
     let drift = drift_allowance(ttl, drift_factor);
     ttl.checked_sub(elapsed)?.checked_sub(drift).filter(|v| !v.is_zero())
+}
+
+/// What one acquire round's answers prove about who holds the lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Standing {
+    /// A quorum granted the lock to us.
+    Won,
+    /// Another value holds a quorum: the index into `others`.
+    Held(usize),
+    /// No value holds a quorum, and none can: the votes are split among
+    /// values (contenders, or leftovers of crashed ones), with at most a
+    /// minority of servers silent. Nobody holds the lock.
+    Split,
+    /// Too few servers answered for a quorum of answers: nothing is known.
+    Unreachable,
+    /// Pending answers could still make a value win.
+    Open,
+}
+
+/// Decides an acquire round from who holds how many servers: `ours` granted
+/// us, `others[i]` hold the i-th other value, `pending` may still answer
+/// (the rest failed, or will not be heard). A value holds the lock only on
+/// a quorum (the plain majority rule); anything less, however it is
+/// spread, is nobody's lock.
+pub fn standing(ours: usize, others: &[usize], pending: usize, quorum: usize) -> Standing {
+    if ours >= quorum {
+        return Standing::Won;
+    }
+    if let Some(i) = others.iter().position(|&n| n >= quorum) {
+        return Standing::Held(i);
+    }
+    let best = others.iter().copied().max().unwrap_or(0).max(ours);
+    if pending > 0 && best + pending >= quorum {
+        return Standing::Open;
+    }
+    let answered = ours + others.iter().sum::<usize>();
+    if answered + pending >= quorum { Standing::Split } else { Standing::Unreachable }
 }
 
 /// The clock-drift allowance of a lock: `ttl * drift_factor + 2ms`.
@@ -175,26 +213,59 @@ impl<T> Round<T> {
     }
 }
 
+/// Where one server's task puts its answer. The task may go on after it
+/// answered: an acquire task waits for the verdict and, when told to,
+/// withdraws on the same connection.
+pub struct Answer<T>(oneshot::Sender<Result<T, ServerError>>);
+
+impl<T> Answer<T> {
+    /// Hands the answer to the round (a no-op once the round stopped listening).
+    pub fn send(self, result: Result<T, ServerError>) {
+        // Err: the round has already ended; the answer is simply not heard.
+        let _ = self.0.send(result);
+    }
+}
+
+/// How much longer a round listens, given what it has heard.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Listen {
+    /// The verdict is settled: stop now.
+    Stop,
+    /// Wait for every pending server (each bounded by the node timeout).
+    On,
+    /// Wait for the pending servers at most this much longer (counted from
+    /// the first time the rule said so).
+    For(Duration),
+}
+
+/// The usual rule: stop as soon as the tally is settled when `early`,
+/// otherwise hear every server.
+pub fn until_settled<T>(early: bool) -> impl Fn(&Tally, &[Reply<T>], Duration) -> Listen {
+    move |tally, _, _| if early && tally.settled().is_some() { Listen::Stop } else { Listen::On }
+}
+
 /// Calls `call` on every server at once, each as a task on `tasks`, and
-/// collects the replies in server order. `vote` classifies each answer; when
-/// `early` is true the round ends as soon as the tally is settled. The calls
-/// still running then go on in the background (so a slow server still gets
-/// the lock, the extension or the delete); their servers show as
-/// [`Reply::NotAwaited`], and the caller drains `tasks` before exiting.
+/// collects the answers in server order. `vote` classifies each answer;
+/// after each one, `listen` (given the tally, the replies so far and the
+/// time since the start) says whether to go on. The calls still running
+/// when the round stops go on in the background (so a slow server still
+/// gets the lock, the extension or the delete, and an acquire task can
+/// still withdraw); their servers show as [`Reply::NotAwaited`], and the
+/// caller drains `tasks` before exiting.
 pub async fn fan_out<T, Fut>(
     servers: &[Arc<Server>],
     tasks: &TaskTracker,
     quorum: usize,
-    early: bool,
     (op, key): (Op, &str),
-    call: impl Fn(Arc<Server>) -> Fut,
+    call: impl Fn(Arc<Server>, Answer<T>) -> Fut,
     vote: impl Fn(&T) -> Vote,
+    listen: impl Fn(&Tally, &[Reply<T>], Duration) -> Listen,
 ) -> Round<T>
 where
     T: Send + 'static,
-    Fut: Future<Output = Result<T, ServerError>> + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
 {
-    let start = std::time::Instant::now();
+    let start = tokio::time::Instant::now();
     let mut tally = Tally::new(servers.len(), quorum);
     let mut replies: Vec<Reply<T>> = servers.iter().map(|_| Reply::NotAwaited).collect();
     let mut latency = vec![None; servers.len()];
@@ -202,11 +273,21 @@ where
         .iter()
         .enumerate()
         .map(|(i, server)| {
-            let task = tasks.spawn(call(Arc::clone(server)));
-            async move { (i, task.await) }
+            let (tx, rx) = oneshot::channel();
+            tasks.spawn(call(Arc::clone(server), Answer(tx)));
+            async move { (i, rx.await) }
         })
         .collect();
-    while let Some((i, result)) = running.next().await {
+    let mut cutoff: Option<tokio::time::Instant> = None;
+    loop {
+        let next = match cutoff {
+            Some(at) => match tokio::time::timeout_at(at, running.next()).await {
+                Ok(next) => next,
+                Err(_) => break,
+            },
+            None => running.next().await,
+        };
+        let Some((i, result)) = next else { break };
         latency[i] = Some(start.elapsed());
         replies[i] = match result {
             Ok(Ok(value)) => {
@@ -220,13 +301,18 @@ where
                 tally.failed += 1;
                 Reply::Failed(e)
             }
-            Err(join) => {
+            Err(_) => {
                 tally.failed += 1;
-                Reply::Failed(servers[i].bad_reply(op, key, format!("call aborted: {join}")))
+                let why = "call aborted: its task ended without an answer".to_owned();
+                Reply::Failed(servers[i].bad_reply(op, key, why))
             }
         };
-        if early && tally.settled().is_some() {
-            break;
+        match listen(&tally, &replies, start.elapsed()) {
+            Listen::Stop => break,
+            Listen::On => {}
+            Listen::For(more) => {
+                cutoff.get_or_insert_with(|| tokio::time::Instant::now() + more);
+            }
         }
     }
     Round { tally, replies, latency }
@@ -274,6 +360,32 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn only_a_quorum_holds_and_a_split_is_nobodys_lock() {
+        use Standing::*;
+        // 5 servers, quorum 3.
+        assert_eq!(standing(3, &[2], 0, 3), Won);
+        assert_eq!(standing(1, &[1, 3], 0, 3), Held(1));
+        assert_eq!(standing(0, &[3], 2, 3), Held(0), "a quorum is proof, whatever is pending");
+        // Split among tokens, every server heard: nobody holds it.
+        assert_eq!(standing(1, &[2, 2], 0, 3), Split);
+        assert_eq!(standing(1, &[1, 1, 1, 1], 0, 3), Split);
+        // A split plus one silent server is still a split, not unavailable.
+        assert_eq!(standing(2, &[2], 0, 3), Split);
+        // A pending server that could complete anyone's quorum keeps it open.
+        assert_eq!(standing(2, &[2], 1, 3), Open);
+        assert_eq!(standing(1, &[2, 1], 1, 3), Open);
+        // ... one that could not is not waited for.
+        assert_eq!(standing(1, &[1, 1], 2, 3), Open);
+        assert_eq!(standing(1, &[1, 1], 1, 3), Split);
+        // Fewer than a quorum of answers: nothing is known.
+        assert_eq!(standing(1, &[1], 0, 3), Unreachable);
+        assert_eq!(standing(0, &[], 0, 3), Unreachable);
+        // One server.
+        assert_eq!(standing(0, &[], 1, 1), Open);
+        assert_eq!(standing(0, &[1], 0, 1), Held(0));
     }
 
     #[test]

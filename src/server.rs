@@ -153,6 +153,8 @@ pub enum Op {
     Doctor,
     /// Writing a fencing number back to a quorum.
     RaiseFence,
+    /// Taking back the vote of a failed acquire attempt.
+    Withdraw,
 }
 
 impl fmt::Display for Op {
@@ -166,6 +168,7 @@ impl fmt::Display for Op {
             Op::Subscribe => "subscribe",
             Op::Doctor => "doctor",
             Op::RaiseFence => "raise-fence",
+            Op::Withdraw => "withdraw",
         })
     }
 }
@@ -359,12 +362,34 @@ fn install_crypto_provider() {
     });
 }
 
+/// A connection to one server, handed out so that calls which must reach
+/// the server in order travel on it: an acquire attempt and the withdrawal
+/// of that attempt. Redis executes the commands of one connection in the
+/// order they arrive, so whatever the attempt wrote (even a request whose
+/// answer was never awaited, even one that timed out) is executed before
+/// the withdrawal. On two connections there is no such order: a SET still
+/// in flight on the first could land after a DEL sent on the second and
+/// leave a dead token for a whole TTL (issue 9, item 7).
+#[derive(Clone)]
+pub struct Conn {
+    /// The multiplexed connection (cloning shares it).
+    conn: MultiplexedConnection,
+    /// Which of this server's connections it is, so that a failure on it
+    /// never forgets a newer one.
+    generation: u64,
+}
+
 /// One Redis server and its connection, opened on first use.
 pub struct Server {
     url: ServerUrl,
     client: Client,
     timeout: Duration,
-    conn: Mutex<Option<MultiplexedConnection>>,
+    /// The current connection, if one is open.
+    conn: Mutex<Option<Conn>>,
+    /// Held while a connection is being opened, so that callers who arrive
+    /// meanwhile wait for that one open and share its connection (single
+    /// flight) instead of opening their own; counts the opens.
+    opening: tokio::sync::Mutex<u64>,
 }
 
 impl Server {
@@ -397,7 +422,13 @@ impl Server {
             } else {
                 Client::open(info).map_err(|_| invalid())?
             };
-        Ok(Server { url, client, timeout, conn: Mutex::new(None) })
+        Ok(Server {
+            url,
+            client,
+            timeout,
+            conn: Mutex::new(None),
+            opening: tokio::sync::Mutex::new(0),
+        })
     }
 
     /// The display name (no password).
@@ -430,6 +461,11 @@ impl Server {
         Err(self.error(Op::Subscribe, channel.as_bytes(), failure))
     }
 
+    /// When a call starting now must be over: one node timeout from now.
+    pub fn deadline(&self) -> tokio::time::Instant {
+        tokio::time::Instant::now() + self.timeout
+    }
+
     /// Runs `f` on this server's connection, connecting first when needed,
     /// the whole bounded by the node timeout. A failed or timed-out call
     /// drops the connection so that the next call reconnects.
@@ -439,23 +475,63 @@ impl Server {
         key: &[u8],
         f: impl AsyncFnOnce(&mut MultiplexedConnection) -> redis::RedisResult<T>,
     ) -> Result<T, ServerError> {
-        let work = async {
-            let mut conn = self.connection().await?;
-            f(&mut conn).await
+        let deadline = self.deadline();
+        let conn = self.connect(op, key, deadline).await?;
+        self.call_on(&conn, op, key, deadline, f).await
+    }
+
+    /// This server's connection, opened when there is none, by `deadline`.
+    /// Callers that arrive while it is being opened share that one open.
+    pub async fn connect(
+        &self,
+        op: Op,
+        key: &[u8],
+        deadline: tokio::time::Instant,
+    ) -> Result<Conn, ServerError> {
+        let failure = match tokio::time::timeout_at(deadline, self.open()).await {
+            Ok(Ok(conn)) => return Ok(conn),
+            Ok(Err(e)) if e.is_timeout() => self.timed_out(),
+            Ok(Err(e)) => Failure::from_redis(&e),
+            Err(_) => self.timed_out(),
         };
-        let failure = match tokio::time::timeout(self.timeout, work).await {
+        Err(self.error(op, key, failure))
+    }
+
+    /// Runs `f` on `conn`, bounded by `deadline`. A failure other than an
+    /// error reply forgets `conn` (when it is still the current one), so
+    /// that the next call reconnects; calls already holding it go on with
+    /// it, which keeps their order.
+    pub async fn call_on<T>(
+        &self,
+        conn: &Conn,
+        op: Op,
+        key: &[u8],
+        deadline: tokio::time::Instant,
+        f: impl AsyncFnOnce(&mut MultiplexedConnection) -> redis::RedisResult<T>,
+    ) -> Result<T, ServerError> {
+        let mut c = conn.conn.clone();
+        let failure = match tokio::time::timeout_at(deadline, f(&mut c)).await {
             Ok(Ok(value)) => return Ok(value),
             Ok(Err(e)) if e.is_timeout() => self.timed_out(),
             Ok(Err(e)) => Failure::from_redis(&e),
             Err(_) => self.timed_out(),
         };
         if !matches!(failure, Failure::WrongType | Failure::Reply(_) | Failure::Unfit(_)) {
-            self.forget();
+            self.forget(conn.generation);
         }
         Err(self.error(op, key, failure))
     }
 
-    async fn connection(&self) -> redis::RedisResult<MultiplexedConnection> {
+    /// The current connection, or a new one. Single flight: the `opening`
+    /// lock is held across the connect, and the slot is checked again once
+    /// it is taken, so concurrent callers end up on one connection. A
+    /// caller whose deadline passes while it opens drops the attempt (and
+    /// the lock); the next caller tries afresh.
+    async fn open(&self) -> redis::RedisResult<Conn> {
+        if let Some(conn) = self.lock_conn().as_ref() {
+            return Ok(conn.clone());
+        }
+        let mut opened = self.opening.lock().await;
         if let Some(conn) = self.lock_conn().as_ref() {
             return Ok(conn.clone());
         }
@@ -463,8 +539,18 @@ impl Server {
             .set_connection_timeout(Some(self.timeout))
             .set_response_timeout(Some(self.timeout));
         let conn = self.client.get_multiplexed_async_connection_with_config(&config).await?;
+        *opened += 1;
+        let conn = Conn { conn, generation: *opened };
         *self.lock_conn() = Some(conn.clone());
         Ok(conn)
+    }
+
+    /// Drops the current connection if it is generation `generation`.
+    fn forget(&self, generation: u64) {
+        let mut slot = self.lock_conn();
+        if slot.as_ref().is_some_and(|c| c.generation == generation) {
+            *slot = None;
+        }
     }
 
     /// A timeout; on a `rediss://` server that never got connected, most
@@ -478,11 +564,7 @@ impl Server {
         }
     }
 
-    fn forget(&self) {
-        *self.lock_conn() = None;
-    }
-
-    fn lock_conn(&self) -> std::sync::MutexGuard<'_, Option<MultiplexedConnection>> {
+    fn lock_conn(&self) -> std::sync::MutexGuard<'_, Option<Conn>> {
         // A poisoned lock only means another call panicked mid-assignment of
         // an Option; the value is still a valid Option.
         self.conn.lock().unwrap_or_else(|poisoned| poisoned.into_inner())

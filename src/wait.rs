@@ -26,6 +26,52 @@ pub const FIRST_PAUSE: Duration = Duration::from_millis(25);
 /// The longest pause between attempts.
 pub const MAX_PAUSE: Duration = Duration::from_secs(1);
 
+/// How long `-n` (and `--wait` shorter than this) keeps resolving split
+/// votes before it gives up with [`Error::Split`] (exit 69). The decision
+/// of `-n` comes within this bound plus one attempt (at most a node
+/// timeout, and a fence round when fencing); the process exits at most a
+/// node timeout later, once the calls it left in flight are done.
+///
+/// `-n` means "do not wait for a holder", not "give up on a tie". A round
+/// in which another token holds a quorum is busy, at once. A round in
+/// which no token holds a quorum (contenders that started together each
+/// got a minority, possibly with a minority of servers silent) means that
+/// nobody holds the lock: every contender in it withdraws its votes and
+/// retries after a [`Backoff`] pause, and the first one whose attempt
+/// meets no other in flight takes every free server and wins; from then
+/// on every other contender finds it on a quorum and is busy. Mutual
+/// exclusion is the plain majority rule throughout; only liveness depends
+/// on the pauses.
+///
+/// Why a burst of N settles: two attempts collide only when they overlap,
+/// i.e. start within about one attempt's duration `d` of each other (a
+/// round trip to the servers plus the withdrawal: ~1 ms on a LAN, tens of
+/// ms on a CPU-starved machine). Look at the attempts as a stream of rate
+/// `r`: an attempt that overlaps no other takes every free server and
+/// wins, which happens with probability about `exp(-2 r d)`. After a
+/// collision only the few contenders involved pause, each over the upper
+/// half of a window that doubles from 25 ms to 1 s, so the rate they add
+/// keeps falling while the first attempts of the rest arrive once; and
+/// contenders that attempt after the winner are busy at once and leave.
+/// With N hosts firing within a few ms, the first round splits among a
+/// handful, the next rounds spread them over 12-25 ms, 25-50 ms, ...:
+/// expected rounds for those hosts about `log2(k * d / 12 ms) + 2` for `k`
+/// colliders, typically 1 to 3, and a few hundred ms in all. Measured
+/// (benches/burst.rs, 1,000 processes on 2 CPUs, `d` inflated by CPU
+/// starvation): every tick settled, at most 7 rounds for one process, no
+/// process reached this bound. Cost to the servers: per contender and
+/// round, one acquire script on every server, plus one withdrawal
+/// (SCRIPT LOAD + EVALSHA of a tiny script, one write) where it may have
+/// set its token.
+///
+/// What breaks it: votes that do not go away. A crashed contender's
+/// minority votes last until their TTL, another client's value without
+/// expiry forever; retrying cannot beat them, so after this bound the
+/// split is reported (naming how the votes are spread) rather than waited
+/// out. A pause never runs past the soonest expiry of the split votes, so
+/// short-lived leftovers are retried the moment they vanish.
+pub const SETTLE_BOUND: Duration = Duration::from_secs(5);
+
 /// Jittered exponential backoff: each pause is drawn from the upper half of
 /// a window that doubles from [`FIRST_PAUSE`] up to [`MAX_PAUSE`], so a fleet
 /// of waiters spreads out instead of retrying in step.
@@ -123,8 +169,9 @@ async fn next_signal(signals: &mut Option<&mut Signals>) -> i32 {
 /// Takes the lock of `request`, retrying as its wait allows. Each attempt
 /// uses a fresh token, so the holder facts say when the lock was really
 /// taken. When the wait runs out, the error is what the last attempt saw
-/// (busy or unavailable); configuration errors (auth, TLS, WRONGTYPE) end it
-/// at once. A signal from `signals` ends the wait between attempts
+/// (busy, unavailable, or split); configuration errors (auth, TLS,
+/// WRONGTYPE) end it at once. Split votes are retried until the wait runs
+/// out and at least for [`SETTLE_BOUND`], even with `-n`. A signal from `signals` ends the wait between attempts
 /// ([`Error::Interrupted`]); an attempt itself is never cut short, so it
 /// never leaves a half-taken lock behind.
 pub async fn acquire(
@@ -145,14 +192,18 @@ pub async fn acquire(
     let mut backoff = Backoff::new();
     let mut wait_report = WaitReport::default();
     let mut attempts = 0u32;
+    // Split rounds in a row: each one makes the next attempt more patient
+    // with slow servers (`lock::patience`).
+    let mut splits = 0u32;
     let mut wake: Option<Wake> = None;
     loop {
         attempts += 1;
         let token = Token::new().to_string();
-        let report = fleet.try_acquire(key, &token, ttl, *fence).await;
+        let report = fleet.attempt(key, &token, ttl, *fence, splits).await;
         let outcome = match &report.attempt {
             Attempt::Acquired(_) => "acquired",
             Attempt::Busy(_) => "busy",
+            Attempt::Split(_) => "split",
             Attempt::Unavailable(_) => "unavailable",
         };
         log.event(
@@ -194,6 +245,10 @@ pub async fn acquire(
                 let message = holder.describe(key);
                 (Error::Busy { message, code: exit::BUSY }, holder.remaining)
             }
+            Attempt::Split(split) => {
+                let message = format!("acquire {}", split.describe(key, fleet.quorum()));
+                (Error::Split(message), split.expires)
+            }
             Attempt::Unavailable(e) => {
                 if matches!(e, Error::Unavailable { config: true, .. }) {
                     return Err(e);
@@ -201,7 +256,14 @@ pub async fn acquire(
                 (e, None)
             }
         };
-        let left = match deadline {
+        let split = matches!(last, Error::Split(_));
+        splits = if split { splits + 1 } else { 0 };
+        // Nobody holds the lock: settle the split even when not waiting.
+        let until = match deadline {
+            Some(d) if split => Some(d.max(start + SETTLE_BOUND)),
+            other => other,
+        };
+        let left = match until {
             Some(d) => d.saturating_duration_since(Instant::now()),
             None => Duration::MAX,
         };
@@ -217,11 +279,29 @@ pub async fn acquire(
             "attempt {attempts}: {last}; retrying in {}",
             crate::fmt_duration(pause)
         ));
-        wait_report.waiting(log, key, &last, start.elapsed(), left);
-        let wake = wake.get_or_insert_with(|| Wake::subscribe(fleet, key, log));
+        // Settling a split is not waiting for a holder: `-n` says nothing.
+        if !(split && *wait == Wait::Once) {
+            wait_report.waiting(log, key, &last, start.elapsed(), left);
+        }
+        // A split has no holder to announce a release; and withdrawals are
+        // not announced (they would wake every waiter into the same split).
+        if !split {
+            wake.get_or_insert_with(|| Wake::subscribe(fleet, key, log));
+        }
+        let released = async {
+            // Every listener gone (none could subscribe): only the pause
+            // is left, never a wake that fires at once forever.
+            let heard = match wake.as_mut() {
+                Some(wake) => wake.released.changed().await.is_ok(),
+                None => false,
+            };
+            if !heard {
+                std::future::pending::<()>().await;
+            }
+        };
         tokio::select! {
             () = tokio::time::sleep(pause) => {}
-            _ = wake.released.changed() => log.debug("woken by a release"),
+            () = released => log.debug("woken by a release"),
             signal = next_signal(&mut signals) => {
                 return Err(Error::Interrupted(
                     signal,

@@ -4,6 +4,7 @@
 
 #![allow(dead_code, unused_imports)]
 
+pub mod burst;
 pub mod proxy;
 pub mod pty;
 pub mod redis;
