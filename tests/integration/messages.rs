@@ -74,7 +74,11 @@ fn a_wrong_password_is_one_short_line_naming_the_servers() {
         servers.iter().map(|s| format!("redis://:wrong@127.0.0.1:{}", s.port)).collect();
     let out = Redlock::new(&urls.join(",")).args(["run", "-k", "k", "--", "true"]).run();
     out.expect(69).within(AT_ONCE);
-    one_line(&out, &["WRONGPASS", &servers[0].name(), "(same on "]);
+    one_line(&out, &["WRONGPASS", "(same on "]);
+    // The round ends once a quorum is impossible: the servers named are
+    // those that answered by then, at least two of the three.
+    let named = servers.iter().filter(|s| out.stderr.contains(&s.name())).count();
+    assert!(named >= 2, "{}", out.stderr);
     assert!(out.stderr.len() < 200, "short: {}", out.stderr);
     assert!(!out.stderr.contains("wrong@"), "{}", out.stderr);
 }

@@ -173,10 +173,14 @@ fn ctrl_z_suspends_the_job_and_fg_resumes_it() {
         .env("REDLOCK_SERVERS", fleet.urls());
     let mut term = Terminal::spawn(bash, false);
     term.expect("$ ", Duration::from_secs(10));
+    // One process that never forks: a shell loop that forks `date` can be
+    // caught by Ctrl-Z between vfork and exec, where dash waits in the
+    // kernel for a stopped child and cannot stop itself; no job-control
+    // shell sees such a job stop, with or without redlock.
     let line = format!(
-        "{} run --ttl 2s --key {key} -- sh -c '{}'\n",
+        "{} run --ttl 2s --key {key} -- perl -MTime::HiRes=sleep,time -e          'while (1) {{ open my $f, \">>\", \"{}\"; print $f int(time*1e9), \"\\n\"; close $f; sleep 0.02 }}'\n",
         env!("CARGO_BIN_EXE_redlock"),
-        ticker(&writes)
+        writes.display()
     );
     term.send(line.as_bytes());
     wait_for_file(&writes);
