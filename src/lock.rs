@@ -972,6 +972,17 @@ fn patience(
             Listen::For((elapsed + STRAGGLER_FLOOR).saturating_mul(1 << splits.min(16)))
         }
         Standing::Open => Listen::On,
+        // A configuration error (a wrong password, a missing permission)
+        // ends the attempt, but the error should name every server it
+        // concerns: the others, which answer as fast, get as long again.
+        Standing::Unreachable
+            if tally.pending() > 0
+                && replies
+                    .iter()
+                    .any(|r| matches!(r, Reply::Failed(e) if e.failure.is_config())) =>
+        {
+            Listen::For(elapsed + STRAGGLER_FLOOR)
+        }
         _ => Listen::Stop,
     }
 }
