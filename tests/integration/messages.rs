@@ -197,3 +197,16 @@ fn run_warns_once_when_a_server_is_down() {
     let quiet = Redlock::new(&servers).args(["-q", "run", "-k", "k2", "--", "true"]).run();
     assert!(quiet.expect(0).stderr.is_empty(), "{}", quiet.stderr);
 }
+
+#[test]
+fn status_of_split_votes_says_contended_and_names_no_holder() {
+    let servers: Vec<RedisServer> = (0..3).map(|_| RedisServer::start()).collect();
+    let urls: Vec<String> = servers.iter().map(RedisServer::url).collect();
+    let key = unique_key("contended");
+    let _: String = servers[0].cmd(&["SET", &lock_key(&key), "vote-a", "PX", "60000"]);
+    let _: String = servers[1].cmd(&["SET", &lock_key(&key), "vote-b", "PX", "60000"]);
+    let out = Redlock::new(&urls.join(",")).args(["status", "-k", &key]).run();
+    out.expect(1);
+    assert!(out.stdout.contains("contended by 2 token(s) without a quorum"), "{}", out.stdout);
+    assert!(!out.stdout.contains("held by"), "{}", out.stdout);
+}
