@@ -121,6 +121,8 @@ pub struct Run {
     pub on_lost: OnLost,
     /// Grace between the lost-lock signal and SIGKILL; `None`: derived from the validity.
     pub kill_after: Option<Duration>,
+    /// Where to write the Prometheus textfile after the run (`--metrics-file`).
+    pub metrics_file: Option<std::path::PathBuf>,
     /// The program and its arguments (`-c` already turned into `$SHELL -c`).
     pub argv: Vec<String>,
 }
@@ -182,6 +184,26 @@ pub enum Command {
     Status {
         /// The lock key.
         key: String,
+        /// JSON output.
+        json: bool,
+    },
+    /// `history`.
+    History {
+        /// The lock key.
+        key: String,
+        /// How many entries to show.
+        count: usize,
+        /// JSON output.
+        json: bool,
+    },
+    /// `check`.
+    Check {
+        /// The lock key.
+        key: String,
+        /// How recently the last run must have started.
+        max_age: Duration,
+        /// Whether the last run must have succeeded.
+        require_success: bool,
         /// JSON output.
         json: bool,
     },
@@ -422,6 +444,7 @@ fn command(command: cli::Command) -> Result<(Command, Duration), Error> {
                 renew_every,
                 on_lost: on_lost(&a.on_lost)?,
                 kill_after: optional("--kill-after", &a.kill_after)?,
+                metrics_file: a.metrics_file,
                 argv,
             };
             (Command::Run(run), ttl)
@@ -443,6 +466,23 @@ fn command(command: cli::Command) -> Result<(Command, Duration), Error> {
         }
         cli::Command::Status(a) => {
             (Command::Status { key: nonempty("--key", a.key)?, json: a.json }, DEFAULT_TTL)
+        }
+        cli::Command::History(a) => {
+            if a.count == 0 || a.count > crate::history::MAX_ENTRIES {
+                return usage(format!(
+                    "-n {}: must be between 1 and {} (the entries kept per key)",
+                    a.count,
+                    crate::history::MAX_ENTRIES
+                ));
+            }
+            let key = nonempty("--key", a.key)?;
+            (Command::History { key, count: a.count, json: a.json }, DEFAULT_TTL)
+        }
+        cli::Command::Check(a) => {
+            let key = nonempty("--key", a.key)?;
+            let max_age = duration("--max-age", &a.max_age)?;
+            let require_success = a.require_success;
+            (Command::Check { key, max_age, require_success, json: a.json }, DEFAULT_TTL)
         }
         cli::Command::Doctor(a) => {
             let ttl = ttl(&a.ttl)?;
