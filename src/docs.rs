@@ -23,7 +23,11 @@ pub const EXIT_CODES: &[(&str, &str)] = &[
         "run: the command was ended by signal N (not by redlock's lost-lock action); run or acquire: signal N came while waiting for the lock (nothing is left held).",
     ),
     ("0", "Success. status: the lock is held. doctor: the servers are fit."),
-    ("1", "status: the lock is free. doctor: the servers work, with warnings (it says which)."),
+    (
+        "1",
+        "status: the lock is free. doctor: the servers work, with warnings (it says which). check: the last run is older than \\-\\-max\\-age, or failed (with \\-\\-require\\-success).",
+    ),
+    ("2", "check: no run is recorded, or fewer than a quorum of the servers answered."),
     (
         "64",
         "Usage: a bad flag, duration, URL or key, or no command after \\-\\-; nothing was sent to any server.",

@@ -45,8 +45,8 @@ pub async fn check(
         None => (
             Verdict::Unknown,
             format!(
-                "{shown} has no recorded run (runs are kept {} after the last one)",
-                crate::fmt_duration(history::RETENTION)
+                "{shown} has no recorded run (a history is kept {} days after the last run)",
+                history::RETENTION.as_secs() / 86_400
             ),
         ),
         Some(e) => {
