@@ -1186,6 +1186,8 @@ mod tests {
             let tag = cluster_tag(&lock);
             assert!(tag.is_some_and(|t| !t.contains(['{', '}'])), "{key:?}: {lock}");
             assert_eq!(tag, cluster_tag(&counter), "{key:?}: one slot");
+            assert_eq!(tag, cluster_tag(&native.history_key(key)), "{key:?}: history in the slot");
+            assert_eq!(tag, cluster_tag(&native.skips_key(key)), "{key:?}: skips in the slot");
         }
         assert_ne!(native.lock_key("a}b"), native.lock_key("a%7Db"));
         assert_ne!(native.lock_key("a%7Db"), native.lock_key("a%257Db"));
@@ -1197,6 +1199,8 @@ mod tests {
         assert_eq!(raw.lock_key("job"), "job");
         assert_eq!(raw.fence_key("job"), "redlock:{job}:fence:job");
         assert_eq!(raw.fence_key("{user1}.job"), "redlock:{user1}:fence:{user1}.job");
+        assert_eq!(raw.history_key("{user1}.job"), "redlock:{user1}:history:{user1}.job");
+        assert_eq!(raw.skips_key("job"), "redlock:{job}:skips:job");
         assert_eq!(cluster_tag("{user1}.job"), Some("user1"));
         assert_eq!(cluster_tag("{}.job"), None);
         assert_ne!(raw.fence_key("job"), KeyLayout::Native.fence_key("job"));

@@ -3,6 +3,8 @@
 //! exit 0`): exit 0 when the last run started within `--max-age` (and
 //! succeeded, with `--require-success`), 1 when it is older or failed, 2
 //! when no run is known or fewer than a quorum of the servers answered.
+//! A run still going (the lock is held by a token newer than the last
+//! entry) that started within `--max-age` is OK: it has not failed yet.
 
 use std::io::Write;
 use std::time::{Duration, SystemTime};
@@ -12,6 +14,7 @@ use serde_json::json;
 use crate::exit;
 use crate::history::{self, Entry};
 use crate::lock::Fleet;
+use crate::token::Token;
 
 /// The verdict of a check.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,10 +33,17 @@ pub async fn check(
     require_success: bool,
     json: bool,
 ) -> u8 {
-    let found = history::read(fleet, key, 1).await;
+    let (found, status) = tokio::join!(history::read(fleet, key, 1), fleet.status(key));
     let shown = crate::display_key(key.as_bytes());
     let last = found.entries.first();
     let now = SystemTime::now();
+    // A run still going has no entry yet: the lock's holder, unless it is
+    // the newest entry's own lock kept on (`--keep`).
+    let running = status
+        .holder
+        .as_ref()
+        .filter(|(value, _)| last.is_none_or(|e| e.token != *value))
+        .and_then(|(value, _)| value.parse::<Token>().ok());
     let (verdict, text) = match last {
         _ if !found.known() => (
             Verdict::Unknown,
@@ -42,6 +52,14 @@ pub async fn check(
                 found.answered, found.total, found.quorum, found.failures
             ),
         ),
+        _ if running.as_ref().is_some_and(|t| t.held_for() <= max_age) => {
+            let t = running.as_ref().map(|t| (t.held_for(), t.host.as_str(), t.pid));
+            let (age, host, pid) = t.unwrap_or_default();
+            (
+                Verdict::Ok,
+                format!("{shown} is running on {host} (pid {pid}), started {} ago", ago(age)),
+            )
+        }
         None => (
             Verdict::Unknown,
             format!(

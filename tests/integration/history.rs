@@ -187,6 +187,13 @@ fn check_says_fresh_stale_failed_and_unknown() {
     );
     check(&fleet, &stale, &["--max-age", "3h"], 0);
 
+    // A run still going started within --max-age: OK, though the last
+    // finished one is stale.
+    let holding = Redlock::on(&fleet).args(["acquire", "--key", &stale, "--ttl", "30s"]).run();
+    holding.expect(0);
+    let line = check(&fleet, &stale, &["--max-age", "1h", "--require-success"], 0);
+    assert!(line.starts_with(&format!("OK - {stale} is running on ")), "{line}");
+
     // The servers cannot say.
     fleet.servers[0].stop();
     fleet.servers[1].stop();
