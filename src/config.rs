@@ -408,6 +408,7 @@ fn usage<T>(message: String) -> Result<T, Error> {
 fn command(command: cli::Command) -> Result<(Command, Duration), Error> {
     Ok(match command {
         cli::Command::Run(a) => {
+            let a = *a;
             let (key, ttl) = key_ttl(&a.lock)?;
             let renew_every = match &a.renew_every {
                 Some(raw) => {
@@ -444,7 +445,12 @@ fn command(command: cli::Command) -> Result<(Command, Duration), Error> {
                 renew_every,
                 on_lost: on_lost(&a.on_lost)?,
                 kill_after: optional("--kill-after", &a.kill_after)?,
-                metrics_file: a.metrics_file,
+                metrics_file: match a.metrics_file {
+                    Some(p) if p.file_name().is_none() => {
+                        return usage(format!("--metrics-file {}: not a file name", p.display()));
+                    }
+                    other => other,
+                },
                 argv,
             };
             (Command::Run(run), ttl)
