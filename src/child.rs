@@ -252,8 +252,14 @@ impl Child {
     /// left the group, adopted or not yet), so that all of it ends inside
     /// the same kill margin.
     pub fn stop(&self, signal: i32) {
-        self.signal(signal);
-        for pid in self.job().1 {
+        let (group, others) = self.job();
+        if group || !self.reaped {
+            // SAFETY: kill(2) on the command's group: before the command
+            // was reaped its pid reserves the id; after, the running members
+            // found just now do.
+            unsafe { libc::kill(-self.pgid, signal) };
+        }
+        for pid in others {
             // SAFETY: kill(2) on a running descendant found just now.
             unsafe { libc::kill(pid, signal) };
         }
@@ -326,14 +332,28 @@ impl Child {
             }
         };
         self.reaped = true;
+        if let Some(fd) = self.tty.take() {
+            // Only what redlock handed out goes back: after `bg` the shell
+            // owns the terminal, and giving it to redlock's background group
+            // would make the shell's next read fail (and the shell exit).
+            // SAFETY: see set_foreground; tcgetpgrp only reads.
+            unsafe {
+                if libc::tcgetpgrp(fd) == self.pgid {
+                    set_foreground(fd, libc::getpgrp());
+                }
+            }
+        }
+        Ok(status)
+    }
+
+    /// Ends the guard once nothing of the job runs any more: call after
+    /// [`Child::wait`] and [`Child::stop_leftovers`], so that the clean-up
+    /// of leftovers is guarded too (a redlock frozen during it still has
+    /// them killed at the deadline).
+    pub fn disarm_guard(&mut self) {
         if let Some(guard) = self.guard.take() {
             self.fired |= guard.disarm();
         }
-        if let Some(fd) = self.tty.take() {
-            // SAFETY: see set_foreground; giving the terminal back to redlock's group.
-            unsafe { set_foreground(fd, libc::getpgrp()) };
-        }
-        Ok(status)
     }
 
     /// Notices a guard that exited: one that fired is recorded; one that
@@ -375,12 +395,17 @@ impl Child {
         if ![libc::SIGTSTP, libc::SIGTTIN, libc::SIGTTOU].contains(&signal) {
             return;
         }
-        // SAFETY: raise stops this process (default SIGTSTP disposition)
-        // until a SIGCONT; the kernel discards it in an orphaned group.
-        // Then the terminal goes back to the command only if the shell
-        // made us the foreground job (`fg`), and the command is continued.
+        // The whole of redlock's group stops, as the terminal would have
+        // stopped it had it been in the foreground: a shell that runs
+        // redlock inside a wrapper (`bash -c`, make, an outer redlock) sees
+        // its job stop only when the wrapper stops too. Once continued, the
+        // terminal goes back to the command only if the shell made us the
+        // foreground job (`fg`), and the command is continued.
+        // SAFETY: kill(0) stops this process's group (default SIGTSTP
+        // disposition) until a SIGCONT; the kernel discards it in an
+        // orphaned group. tcgetpgrp only reads.
         unsafe {
-            libc::raise(libc::SIGTSTP);
+            libc::kill(0, libc::SIGTSTP);
             if let Some(fd) = self.tty
                 && libc::tcgetpgrp(fd) == libc::getpgrp()
             {

@@ -293,7 +293,10 @@ impl Config {
             }
             None => (ttl / 10).clamp(Duration::from_millis(1), MAX_DEFAULT_NODE_TIMEOUT),
         };
-        if let Command::Run(run) = &command {
+        // With --on-lost ignore no stop is planned on a failing renewal.
+        if let Command::Run(run) = &command
+            && run.on_lost != OnLost::Ignore
+        {
             let timing = crate::watchdog::Timing {
                 ttl,
                 renew_every: run.renew_every,

@@ -37,9 +37,9 @@
 //! - What breaks it: the guard and redlock both frozen by separate means
 //!   (two SIGSTOPs; a freezer cgroup that holds the guard but not the
 //!   command); the guard not scheduled for longer than `margin / 2` at the
-//!   deadline (a machine so overloaded that no process runs); daemons that
-//!   left the command's group after redlock died (no longer its children,
-//!   nothing identifies them). redlock covers the guard's own failures
+//!   deadline (a machine so overloaded that no process runs); when redlock
+//!   is killed, daemons that left the command's group (`setsid`): its death
+//!   reparents them to pid 1, and nothing identifies them any more. redlock covers the guard's own failures
 //!   where it can: it continues a stopped guard with every message, and
 //!   starts a new guard when the old one died while the command runs.
 //!

@@ -991,6 +991,17 @@ fn patience(
             Listen::For((elapsed + STRAGGLER_FLOOR).saturating_mul(1 << splits.min(16)))
         }
         Standing::Open => Listen::On,
+        // A configuration error (a wrong password, a missing permission)
+        // ends the attempt, but the error should name every server it
+        // concerns: the others, which answer as fast, get as long again.
+        Standing::Unreachable
+            if tally.pending() > 0
+                && replies
+                    .iter()
+                    .any(|r| matches!(r, Reply::Failed(e) if e.failure.is_config())) =>
+        {
+            Listen::For(elapsed + STRAGGLER_FLOOR)
+        }
         _ => Listen::Stop,
     }
 }
@@ -1061,11 +1072,13 @@ async fn contend(
     };
     drop(set);
     if !keep {
-        withdraw(&server, &conn, key, &call.args[0]).await;
+        let lock_key = call.keys.first().map_or("", String::as_str);
+        withdraw(&server, &conn, key, lock_key, &call.args[0]).await;
     }
 }
 
-/// Deletes `token` from `key` on `conn`, the connection of the attempt
+/// Deletes `token` from `lock_key` (the server-side name of the lock `key`
+/// shown in messages) on `conn`, the connection of the attempt
 /// being withdrawn. The script is sent as SCRIPT LOAD and EVALSHA in one
 /// pipeline, so it never needs a second round trip (after NOSCRIPT) that
 /// a process exiting could cut off: once written, both run on the server
@@ -1076,10 +1089,10 @@ async fn contend(
 /// more from it than it already holds, so the delete goes on a fresh one;
 /// it could overtake only bytes of the dead connection still unread in the
 /// server's buffer, a window of one turn of the server's event loop.
-async fn withdraw(server: &Server, conn: &Conn, key: &str, token: &[u8]) {
+async fn withdraw(server: &Server, conn: &Conn, key: &str, lock_key: &str, token: &[u8]) {
     let mut pipe = redis::pipe();
     pipe.cmd("SCRIPT").arg("LOAD").arg(WITHDRAW_LUA).ignore();
-    pipe.cmd("EVALSHA").arg(SCRIPTS.withdraw.get_hash()).arg(1).arg(key).arg(token);
+    pipe.cmd("EVALSHA").arg(SCRIPTS.withdraw.get_hash()).arg(1).arg(lock_key).arg(token);
     let send = async |c: &mut MultiplexedConnection| pipe.query_async::<Value>(c).await;
     let first = server.call_on(conn, Op::Withdraw, key.as_bytes(), server.deadline(), send).await;
     if let Err(e) = first

@@ -79,6 +79,7 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
                 signal = signals.recv() => forward(&child, signal, log),
             }
         };
+        child.disarm_guard();
         return exit_status(status, &cfg.argv);
     }
 
@@ -106,6 +107,14 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
     if let Some(servers) = &servers {
         env.push(("REDLOCK_SERVERS", servers));
     }
+    if BootInstant::now() + cfg.kill_margin() >= lock.deadline() {
+        // Frozen or starved between the quorum and here: too late to start.
+        release(&fleet, &lock, log).await;
+        return Err(Error::Lost(format!(
+            "the lock on {} ran out of validity before the command could start",
+            crate::display_key(cfg.key.as_bytes())
+        )));
+    }
     let kill_at = guard_kill_at(&cfg, lock.deadline());
     let mut child = match child::spawn(&cfg.argv, &env, kill_at) {
         Ok(child) => child,
@@ -127,8 +136,6 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
         watchdog::start(Arc::clone(&fleet), lock.clone(), cfg.renew_every, Arc::clone(&clock));
     let (status, stop) =
         supervise(&mut child, &mut signals, health, &cfg, &lock, log, &clock).await;
-    // Renewal never outlives the command.
-    watchdog.abort();
     if let Ok(status) = &status {
         let (code, signal) = (status.code(), status.signal());
         log.event(
@@ -158,6 +165,10 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
             "the command left processes running; stopped them, as they would run without the lock",
         );
     }
+    // Renewal and the guard last until nothing of the job runs, leftovers
+    // included; renewal never outlives the job.
+    watchdog.abort();
+    child.disarm_guard();
     finish(&fleet, &cfg, &lock, log).await;
     let signaled = status.as_ref().is_ok_and(|s| s.signal().is_some());
     let shown = crate::display_key(cfg.key.as_bytes());
@@ -263,6 +274,12 @@ fn forward(child: &Child, signal: i32, log: &Log) {
         json!({ "signal": signals::name(signal), "pid": child.pid() }),
     );
     child.signal(signal);
+    // A stopped command would hold the signal pending, and redlock the lock,
+    // forever: continue it after a signal meant to end it, as a shell's
+    // `kill` and timeout(1) do.
+    if signal != libc::SIGUSR1 && signal != libc::SIGUSR2 {
+        child.signal(libc::SIGCONT);
+    }
 }
 
 fn exit_status(status: io::Result<ExitStatus>, argv: &[String]) -> Result<u8, Error> {
@@ -433,6 +450,9 @@ async fn supervise(
 /// stopped by job control) until after the validity ended.
 fn guard_fired(child: &mut Child, stop: &mut Option<Stop>) {
     if stop.is_none() && child.guard_fired() {
+        // Whatever outlived the guard's kill (a command started after it
+        // fired, a process forked past its scan) is killed now.
+        child.stop(libc::SIGKILL);
         let reason = "redlock was stopped or frozen until the lock's validity ran out, \
                       and its guard killed the command"
             .to_owned();

@@ -93,10 +93,31 @@ fn render_table(key: &str, status: &Status) -> String {
                 status.fence.map_or_else(String::new, |f| format!(", fence {f}"))
             ));
         }
-        None if status.known => out.push_str(&format!(
-            "free: {shown} is not held (a holder needs {} of the {total} servers)",
-            status.quorum
-        )),
+        None if status.known => {
+            // Values on a minority each: contenders mid-attempt, or the
+            // votes of one that crashed, never a holder.
+            let mut votes: Vec<(&str, usize)> = Vec::new();
+            for (_, view) in &status.servers {
+                if let ServerView::Held { value, .. } = view {
+                    match votes.iter_mut().find(|(v, _)| v == value) {
+                        Some((_, n)) => *n += 1,
+                        None => votes.push((value, 1)),
+                    }
+                }
+            }
+            out.push_str(&format!(
+                "free: {shown} is not held (a holder needs {} of the {total} servers)",
+                status.quorum
+            ));
+            if !votes.is_empty() {
+                let counts: Vec<String> = votes.iter().map(|(_, n)| n.to_string()).collect();
+                out.push_str(&format!(
+                    "; contended by {} token(s) without a quorum ({} server(s))",
+                    votes.len(),
+                    counts.join(", ")
+                ));
+            }
+        }
         None => {
             let answered =
                 status.servers.iter().filter(|(_, v)| !matches!(v, ServerView::Error(_))).count();

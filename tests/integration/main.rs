@@ -3,7 +3,6 @@
 //! The one integration-test binary: the real `redlock` against real
 //! `redis-server` processes started by [`harness`].
 
-mod burst;
 mod config_file;
 mod docs;
 mod doctor;

@@ -6,6 +6,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crate::harness::pty::Terminal;
 use crate::harness::{
     Fleet, Redlock, lock_key, pid_in, process_alive, send_signal, unique_key, wait_for_file,
     wait_gone,
@@ -416,29 +417,10 @@ fn jitter_sleeps_at_most_its_bound_before_the_first_attempt() {
 
 #[test]
 fn at_a_terminal_the_command_reads_it_and_ctrl_c_reaches_it_once() {
-    use std::io::{Read, Write};
-    use std::os::fd::{FromRawFd, OwnedFd};
-    use std::os::unix::process::CommandExt;
-
     let fleet = Fleet::start(1);
     let key = unique_key("tty");
     let dir = tempfile::tempdir().unwrap();
     let (ints, done) = (dir.path().join("ints"), dir.path().join("done"));
-    let (mut master_fd, mut slave_fd) = (0, 0);
-    // SAFETY: openpty writes two new descriptors into the out-parameters.
-    let rc = unsafe {
-        libc::openpty(
-            &mut master_fd,
-            &mut slave_fd,
-            std::ptr::null_mut(),
-            std::ptr::null(),
-            std::ptr::null(),
-        )
-    };
-    assert_eq!(rc, 0, "openpty");
-    // SAFETY: both descriptors were just opened and are owned here only.
-    let (master, slave) =
-        unsafe { (OwnedFd::from_raw_fd(master_fd), OwnedFd::from_raw_fd(slave_fd)) };
     let script = format!(
         "trap 'echo INT >> {i}' INT; echo ready; read line; echo got:$line; \
          while [ ! -e {d} ]; do sleep 0.02; done; exit 7",
@@ -447,57 +429,21 @@ fn at_a_terminal_the_command_reads_it_and_ctrl_c_reaches_it_once() {
     );
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_redlock"));
     cmd.env("REDLOCK_SERVERS", fleet.urls())
-        .args(["run", "--key", &key, "--", "sh", "-c", &script])
-        .stdin(slave.try_clone().unwrap())
-        .stdout(slave.try_clone().unwrap())
-        .stderr(slave.try_clone().unwrap());
-    // SAFETY: setsid and ioctl are async-signal-safe; they make the pty the
-    // controlling terminal of a new session, as a terminal emulator does.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::setsid();
-            libc::ioctl(0, libc::TIOCSCTTY, 0);
-            Ok(())
-        });
-    }
-    let mut child = cmd.spawn().unwrap();
-    drop(slave);
-    let mut writer = std::fs::File::from(master.try_clone().unwrap());
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
-    let mut reader = std::fs::File::from(master);
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 1024];
-        while let Ok(n) = reader.read(&mut buf) {
-            if n == 0 || tx.send(String::from_utf8_lossy(&buf[..n]).into_owned()).is_err() {
-                break;
-            }
-        }
-    });
-    let mut screen = String::new();
-    let wait_for = |text: &str, screen: &mut String| {
-        let start = Instant::now();
-        while !screen.contains(text) {
-            assert!(
-                start.elapsed() < Duration::from_secs(10),
-                "no {text:?} on the terminal: {screen:?}"
-            );
-            if let Ok(s) = rx.recv_timeout(Duration::from_millis(50)) {
-                screen.push_str(&s);
-            }
-        }
-    };
-    wait_for("ready", &mut screen);
-    writer.write_all(b"hello\n").unwrap();
-    wait_for("got:hello", &mut screen);
-    writer.write_all(&[3]).unwrap(); // Ctrl-C
+        .env("REDLOCK_CONFIG", "/dev/null")
+        .args(["run", "--key", &key, "--", "sh", "-c", &script]);
+    let mut term = Terminal::spawn(cmd, false);
+    term.expect("ready", Duration::from_secs(10));
+    term.send(b"hello\n");
+    term.expect("got:hello", Duration::from_secs(10));
+    term.send(&[3]); // Ctrl-C
     let start = Instant::now();
     while read(&ints).is_empty() {
         assert!(start.elapsed() < Duration::from_secs(10), "Ctrl-C never reached the command");
         std::thread::sleep(Duration::from_millis(5));
     }
     std::fs::write(&done, "").unwrap();
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(7), "{screen}");
+    let status = term.child.wait().unwrap();
+    assert_eq!(status.code(), Some(7), "{}", term.screen);
     assert_eq!(read(&ints).lines().count(), 1, "Ctrl-C reached the command more than once");
     assert_eq!(fleet.values(&lock_key(&key)), vec![None]);
 }

@@ -63,6 +63,40 @@ fn ticker(path: &Path) -> String {
     format!("while :; do date +%s%N >> {}; sleep 0.02; done", path.display())
 }
 
+/// [`ticker`] as one process that never forks, for job-control tests: a
+/// shell loop that forks `date` can be caught by Ctrl-Z between vfork and
+/// exec, where dash waits in the kernel for a stopped child and cannot stop
+/// itself; no job-control shell sees such a job stop, with or without
+/// redlock.
+fn perl_ticker(path: &Path) -> String {
+    format!(
+        r#"perl -MTime::HiRes=sleep,time -e 'while (1) {{ open my $f, ">>", "{}"; print $f int(time*1e9), "\n"; close $f; sleep 0.02 }}'"#,
+        path.display()
+    )
+}
+
+/// An interactive bash at a terminal, with REDLOCK_SERVERS set, at its prompt.
+fn shell(fleet: &Fleet) -> Terminal {
+    let mut bash = Command::new("bash");
+    bash.args(["--norc", "--noprofile", "-i"])
+        .env("PS1", "$ ")
+        .env("TERM", "dumb")
+        .env("REDLOCK_CONFIG", "/dev/null")
+        .env("REDLOCK_SERVERS", fleet.urls());
+    let mut term = Terminal::spawn(bash, false);
+    term.expect("$ ", Duration::from_secs(10));
+    term
+}
+
+/// Waits until `path` grows past `before`.
+fn grows(path: &Path, before: &str) {
+    let start = Instant::now();
+    while read(path) == before {
+        assert!(start.elapsed() < Duration::from_secs(10), "{} never grew", path.display());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// Scenario 1: redlock frozen by SIGSTOP. The guard kills the command
 /// before the key expires on a quorum; a contender then takes the lock, and
 /// the command wrote nothing after that; on SIGCONT redlock exits 70.
@@ -91,7 +125,9 @@ fn a_frozen_redlock_s_command_dies_before_the_key_expires() {
         let mut expiries: Vec<u128> = fleet
             .servers
             .iter()
-            .map(|s| t0 + u128::try_from(s.pttl(&lock_key(&key))).unwrap() * 1_000_000)
+            // A server whose SET the winning round did not wait for may
+            // not hold the key at all: free already.
+            .map(|s| t0 + u128::try_from(s.pttl(&lock_key(&key)).max(0)).unwrap() * 1_000_000)
             .collect();
         expiries.sort_unstable();
         let acquired_at = contender_acquires(&fleet, &key);
@@ -166,17 +202,11 @@ fn ctrl_z_suspends_the_job_and_fg_resumes_it() {
     let key = unique_key("ctrlz");
     let dir = tempfile::tempdir().unwrap();
     let writes = dir.path().join("writes");
-    let mut bash = Command::new("bash");
-    bash.args(["--norc", "--noprofile", "-i"])
-        .env("PS1", "$ ")
-        .env("TERM", "dumb")
-        .env("REDLOCK_SERVERS", fleet.urls());
-    let mut term = Terminal::spawn(bash, false);
-    term.expect("$ ", Duration::from_secs(10));
+    let mut term = shell(&fleet);
     let line = format!(
-        "{} run --ttl 2s --key {key} -- sh -c '{}'\n",
+        "{} run --ttl 2s --key {key} -- {}\n",
         env!("CARGO_BIN_EXE_redlock"),
-        ticker(&writes)
+        perl_ticker(&writes)
     );
     term.send(line.as_bytes());
     wait_for_file(&writes);
@@ -365,4 +395,69 @@ fn a_signal_during_the_re_entry_check_ends_redlock() {
     assert_eq!(read(&code).trim(), "143", "{}", out.stderr);
     assert!(!ran.exists(), "the command started after the signal");
     assert!(!process_alive(nested));
+}
+
+/// Ctrl-Z on a redlock that a wrapper runs (`bash -c`, make, an outer
+/// redlock): the wrapper's whole group stops, so the shell gets its prompt
+/// back, and `fg` resumes the job.
+#[test]
+fn ctrl_z_through_a_wrapper_gives_the_prompt_back() {
+    let fleet = Fleet::start(1);
+    let key = unique_key("ctrlz-wrapped");
+    let dir = tempfile::tempdir().unwrap();
+    let (writes, script) = (dir.path().join("writes"), dir.path().join("job.sh"));
+    let job = format!(
+        "{} run --ttl 3s --key {key} -- {}\n",
+        env!("CARGO_BIN_EXE_redlock"),
+        perl_ticker(&writes)
+    );
+    std::fs::write(&script, job).unwrap();
+    let mut term = shell(&fleet);
+    term.send(format!("bash {}\n", script.display()).as_bytes());
+    wait_for_file(&writes);
+    term.send(b"\x1a");
+    term.expect("Stopped", Duration::from_secs(10));
+    term.expect("$ ", Duration::from_secs(10));
+    term.send(b"fg\n");
+    grows(&writes, &read(&writes));
+    term.send(b"\x03");
+    term.expect("$ ", Duration::from_secs(10));
+    term.send(b"echo status=$?\n");
+    term.expect("status=130", Duration::from_secs(10));
+}
+
+/// Ctrl-Z, `bg`, and the job ends in the background: the shell keeps its
+/// terminal (redlock gives back only what it handed out).
+#[test]
+fn a_job_that_ends_after_bg_leaves_the_shell_its_terminal() {
+    let fleet = Fleet::start(1);
+    let key = unique_key("bg");
+    let mut term = shell(&fleet);
+    let line = format!("{} run --key {key} -- sleep 1\n", env!("CARGO_BIN_EXE_redlock"));
+    term.send(line.as_bytes());
+    std::thread::sleep(Duration::from_millis(300));
+    term.send(b"\x1a");
+    term.expect("Stopped", Duration::from_secs(10));
+    term.expect("$ ", Duration::from_secs(10));
+    term.send(b"bg\n");
+    term.expect("$ ", Duration::from_secs(10));
+    std::thread::sleep(Duration::from_millis(1500));
+    term.send(b"echo alive\n");
+    term.expect("alive", Duration::from_secs(10));
+    assert!(term.child.try_wait().unwrap().is_none(), "the shell exited: {}", term.screen);
+}
+
+/// A process the command left in its own group is stopped once the command
+/// exits, before the lock is released.
+#[test]
+fn a_leftover_in_the_command_s_group_is_stopped() {
+    let fleet = Fleet::start(1);
+    let key = unique_key("leftover-group");
+    let dir = tempfile::tempdir().unwrap();
+    let pid = dir.path().join("pid");
+    let script =
+        format!("sh -c 'echo $$ > {}; exec sleep 30' >/dev/null 2>&1 & sleep 0.3", pid.display());
+    Redlock::on(&fleet).args(["run", "--key", &key, "-c", &script]).run().expect(0);
+    let leftover = pid_in(&pid);
+    assert!(wait_gone(leftover, Duration::from_millis(200)), "the leftover still runs");
 }

@@ -1,9 +1,21 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 //! A tick is never lost (issue 18): contenders that start together, votes
 //! split among tokens, a frozen server, and the order of a withdrawal after
 //! the attempt it withdraws (issue 9, item 7).
 //!
 //! The bursts are gated ([`crate::harness::burst`]): every process blocks on
 //! one FIFO and one close releases them all, as cron releases a fleet.
+//!
+//! In a test binary of their own, one test at a time ([`SERIAL`]): a burst
+//! of up to 200 processes on two cores would skew the timing bounds of
+//! every test beside it, and of the other bursts (cargo runs test binaries
+//! one after the other).
+
+#[path = "../integration/harness/mod.rs"]
+mod harness;
+
+use std::sync::Mutex;
 
 use std::fs::File;
 use std::time::{Duration, Instant};
@@ -13,6 +25,13 @@ use crate::harness::proxy::{Mode, Proxy};
 use crate::harness::{Fleet, HANG, Redlock, lock_key, unique_key};
 
 const BIN: &str = env!("CARGO_BIN_EXE_redlock");
+
+/// Held by each test for its whole run.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 /// How long `-n` may spend settling split votes (`wait::SETTLE_BOUND`).
 const SETTLE_BOUND: Duration = Duration::from_secs(5);
@@ -52,6 +71,7 @@ fn ticks(urls: &str, global: &[&str], n: usize, ticks: usize) -> (String, Vec<Ti
 
 #[test]
 fn split_votes_that_expire_let_run_n_run_the_command() {
+    let _serial = serial();
     let fleet = Fleet::start(5);
     let key = unique_key("split-expiring");
     // Two other tokens hold two servers each, for a moment: nobody holds
@@ -72,6 +92,7 @@ fn split_votes_that_expire_let_run_n_run_the_command() {
 
 #[test]
 fn split_votes_that_outlast_the_bound_are_an_error_not_busy() {
+    let _serial = serial();
     let fleet = Fleet::start(5);
     let key = unique_key("split-lasting");
     plant(&fleet, &key, &[0, 1], "crashed-contender-a", Duration::from_secs(60));
@@ -101,6 +122,7 @@ fn split_votes_that_outlast_the_bound_are_an_error_not_busy() {
 
 #[test]
 fn a_holder_on_a_quorum_is_busy_at_once() {
+    let _serial = serial();
     let fleet = Fleet::start(5);
     let key = unique_key("held");
     plant(&fleet, &key, &[0, 1, 2], "the-holder", Duration::from_secs(60));
@@ -115,6 +137,7 @@ fn a_holder_on_a_quorum_is_busy_at_once() {
 
 #[test]
 fn fifty_at_once_run_each_tick_exactly_once() {
+    let _serial = serial();
     let fleet = Fleet::start(5);
     let (key, _) = ticks(&fleet.urls(), &[], 50, 20);
     assert_eq!(fleet.values(&lock_key(&key)), vec![None; 5]);
@@ -122,6 +145,7 @@ fn fifty_at_once_run_each_tick_exactly_once() {
 
 #[test]
 fn two_hundred_at_once_run_each_tick_exactly_once() {
+    let _serial = serial();
     let fleet = Fleet::start(5);
     // Here the servers share two CPUs with 200 starting processes, which
     // real servers do not: a node timeout of 1s (the default) is sometimes
@@ -133,6 +157,7 @@ fn two_hundred_at_once_run_each_tick_exactly_once() {
 
 #[test]
 fn a_frozen_server_neither_loses_nor_slows_a_tick() {
+    let _serial = serial();
     let fleet = Fleet::start(5);
     let urls = fleet.urls();
     // The default for a 30s TTL: a frozen server costs this much, at most
@@ -184,6 +209,7 @@ fn clients(fleet: &Fleet, i: usize) -> usize {
 
 #[test]
 fn a_burst_of_waiters_all_run_one_at_a_time() {
+    let _serial = serial();
     let fleet = Fleet::start(5);
     let urls = fleet.urls();
     let key = unique_key("waiters");
@@ -218,6 +244,7 @@ fn a_burst_of_waiters_all_run_one_at_a_time() {
 
 #[test]
 fn a_withdrawal_reaches_a_slow_server_after_the_attempt_it_withdraws() {
+    let _serial = serial();
     let fleet = Fleet::start(3);
     let proxy = Proxy::start(fleet.servers[2].port);
     let urls = format!("{},{},{}", fleet.servers[0].url(), fleet.servers[1].url(), proxy.url());
