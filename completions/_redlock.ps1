@@ -44,6 +44,8 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('extend', 'extend', [CompletionResultType]::ParameterValue, 'Make a lock held with a token last at least --ttl from now (never shortens it)')
             [CompletionResult]::new('release', 'release', [CompletionResultType]::ParameterValue, 'Give a lock back (with its token, or --force)')
             [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show who holds a lock, on which servers, for how long (exit 0 held, 1 free)')
+            [CompletionResult]::new('history', 'history', [CompletionResultType]::ParameterValue, 'Show the last runs of a lock, fleet-wide: host, start, duration, outcome; and the skips')
+            [CompletionResult]::new('check', 'check', [CompletionResultType]::ParameterValue, 'For monitoring: did a run start within --max-age (exit 0 ok, 1 stale or failed, 2 unknown)')
             [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check that the servers are fit for Redlock (exit 0 fit, 1 warnings)')
             [CompletionResult]::new('config', 'config', [CompletionResultType]::ParameterValue, 'Print the effective configuration and where each value came from (flag, environment, file, default)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -63,6 +65,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('--renew-every', '--renew-every', [CompletionResultType]::ParameterName, 'Renew the lock this often [default: a third of the TTL]')
             [CompletionResult]::new('--on-lost', '--on-lost', [CompletionResultType]::ParameterName, 'What to do when the lock is lost: a signal (TERM, SIGINT, 9...), kill, or ignore')
             [CompletionResult]::new('--kill-after', '--kill-after', [CompletionResultType]::ParameterName, 'Grace between the --on-lost (or --max-hold) signal and SIGKILL [default: a third of the TTL, at most 10s]')
+            [CompletionResult]::new('--metrics-file', '--metrics-file', [CompletionResultType]::ParameterName, 'After the run (or skip), update this Prometheus textfile (for node_exporter), atomically')
             [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Run this shell command through $SHELL -c (or /bin/sh -c)')
             [CompletionResult]::new('--command', '--command', [CompletionResultType]::ParameterName, 'Run this shell command through $SHELL -c (or /bin/sh -c)')
             [CompletionResult]::new('--servers', '--servers', [CompletionResultType]::ParameterName, 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path')
@@ -195,6 +198,58 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'redlock;history' {
+            [CompletionResult]::new('-k', '-k', [CompletionResultType]::ParameterName, 'The lock''s key')
+            [CompletionResult]::new('--key', '--key', [CompletionResultType]::ParameterName, 'The lock''s key')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'How many runs to show, newest first (at most 100, the runs kept per key)')
+            [CompletionResult]::new('--count', '--count', [CompletionResultType]::ParameterName, 'How many runs to show, newest first (at most 100, the runs kept per key)')
+            [CompletionResult]::new('--servers', '--servers', [CompletionResultType]::ParameterName, 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path')
+            [CompletionResult]::new('--password-file', '--password-file', [CompletionResultType]::ParameterName, 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]')
+            [CompletionResult]::new('--tls-ca', '--tls-ca', [CompletionResultType]::ParameterName, 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]')
+            [CompletionResult]::new('--tls-cert', '--tls-cert', [CompletionResultType]::ParameterName, 'PEM client certificate, for servers that ask for one (with --tls-key)')
+            [CompletionResult]::new('--tls-key', '--tls-key', [CompletionResultType]::ParameterName, 'PEM private key of --tls-cert')
+            [CompletionResult]::new('--quorum', '--quorum', [CompletionResultType]::ParameterName, 'Servers that must agree [default: more than half of them]')
+            [CompletionResult]::new('--node-timeout', '--node-timeout', [CompletionResultType]::ParameterName, 'Time limit for each server call [default: a tenth of the TTL, at most 1s]')
+            [CompletionResult]::new('--drift-factor', '--drift-factor', [CompletionResultType]::ParameterName, 'Clock drift allowance as a fraction of the TTL')
+            [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Format of the messages on stderr')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON object instead of a table')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Say more on stderr (repeat for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Say more on stderr (repeat for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Say nothing on stderr but errors (no busy message)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Say nothing on stderr but errors (no busy message)')
+            [CompletionResult]::new('--raw-key', '--raw-key', [CompletionResultType]::ParameterName, 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock''s namespace, redlock:{KEY}]')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'redlock;check' {
+            [CompletionResult]::new('-k', '-k', [CompletionResultType]::ParameterName, 'The lock''s key')
+            [CompletionResult]::new('--key', '--key', [CompletionResultType]::ParameterName, 'The lock''s key')
+            [CompletionResult]::new('--max-age', '--max-age', [CompletionResultType]::ParameterName, 'The last run must have started within DUR (e.g. 25h for a daily job)')
+            [CompletionResult]::new('--servers', '--servers', [CompletionResultType]::ParameterName, 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path')
+            [CompletionResult]::new('--password-file', '--password-file', [CompletionResultType]::ParameterName, 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]')
+            [CompletionResult]::new('--tls-ca', '--tls-ca', [CompletionResultType]::ParameterName, 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]')
+            [CompletionResult]::new('--tls-cert', '--tls-cert', [CompletionResultType]::ParameterName, 'PEM client certificate, for servers that ask for one (with --tls-key)')
+            [CompletionResult]::new('--tls-key', '--tls-key', [CompletionResultType]::ParameterName, 'PEM private key of --tls-cert')
+            [CompletionResult]::new('--quorum', '--quorum', [CompletionResultType]::ParameterName, 'Servers that must agree [default: more than half of them]')
+            [CompletionResult]::new('--node-timeout', '--node-timeout', [CompletionResultType]::ParameterName, 'Time limit for each server call [default: a tenth of the TTL, at most 1s]')
+            [CompletionResult]::new('--drift-factor', '--drift-factor', [CompletionResultType]::ParameterName, 'Clock drift allowance as a fraction of the TTL')
+            [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Format of the messages on stderr')
+            [CompletionResult]::new('--require-success', '--require-success', [CompletionResultType]::ParameterName, 'The last run must also have exited 0')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON object instead of the one-line verdict')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Say more on stderr (repeat for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Say more on stderr (repeat for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Say nothing on stderr but errors (no busy message)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Say nothing on stderr but errors (no busy message)')
+            [CompletionResult]::new('--raw-key', '--raw-key', [CompletionResultType]::ParameterName, 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock''s namespace, redlock:{KEY}]')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'redlock;doctor' {
             [CompletionResult]::new('--ttl', '--ttl', [CompletionResultType]::ParameterName, 'The TTL whose drift budget the servers'' clocks are checked against')
             [CompletionResult]::new('--servers', '--servers', [CompletionResultType]::ParameterName, 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path')
@@ -245,6 +300,8 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('extend', 'extend', [CompletionResultType]::ParameterValue, 'Make a lock held with a token last at least --ttl from now (never shortens it)')
             [CompletionResult]::new('release', 'release', [CompletionResultType]::ParameterValue, 'Give a lock back (with its token, or --force)')
             [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show who holds a lock, on which servers, for how long (exit 0 held, 1 free)')
+            [CompletionResult]::new('history', 'history', [CompletionResultType]::ParameterValue, 'Show the last runs of a lock, fleet-wide: host, start, duration, outcome; and the skips')
+            [CompletionResult]::new('check', 'check', [CompletionResultType]::ParameterValue, 'For monitoring: did a run start within --max-age (exit 0 ok, 1 stale or failed, 2 unknown)')
             [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check that the servers are fit for Redlock (exit 0 fit, 1 warnings)')
             [CompletionResult]::new('config', 'config', [CompletionResultType]::ParameterValue, 'Print the effective configuration and where each value came from (flag, environment, file, default)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -263,6 +320,12 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             break
         }
         'redlock;help;status' {
+            break
+        }
+        'redlock;help;history' {
+            break
+        }
+        'redlock;help;check' {
             break
         }
         'redlock;help;doctor' {

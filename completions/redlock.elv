@@ -41,6 +41,8 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand extend 'Make a lock held with a token last at least --ttl from now (never shortens it)'
             cand release 'Give a lock back (with its token, or --force)'
             cand status 'Show who holds a lock, on which servers, for how long (exit 0 held, 1 free)'
+            cand history 'Show the last runs of a lock, fleet-wide: host, start, duration, outcome; and the skips'
+            cand check 'For monitoring: did a run start within --max-age (exit 0 ok, 1 stale or failed, 2 unknown)'
             cand doctor 'Check that the servers are fit for Redlock (exit 0 fit, 1 warnings)'
             cand config 'Print the effective configuration and where each value came from (flag, environment, file, default)'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -59,6 +61,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand --renew-every 'Renew the lock this often [default: a third of the TTL]'
             cand --on-lost 'What to do when the lock is lost: a signal (TERM, SIGINT, 9...), kill, or ignore'
             cand --kill-after 'Grace between the --on-lost (or --max-hold) signal and SIGKILL [default: a third of the TTL, at most 10s]'
+            cand --metrics-file 'After the run (or skip), update this Prometheus textfile (for node_exporter), atomically'
             cand -c 'Run this shell command through $SHELL -c (or /bin/sh -c)'
             cand --command 'Run this shell command through $SHELL -c (or /bin/sh -c)'
             cand --servers 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path'
@@ -186,6 +189,56 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'redlock;history'= {
+            cand -k 'The lock''s key'
+            cand --key 'The lock''s key'
+            cand -n 'How many runs to show, newest first (at most 100, the runs kept per key)'
+            cand --count 'How many runs to show, newest first (at most 100, the runs kept per key)'
+            cand --servers 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path'
+            cand --password-file 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]'
+            cand --tls-ca 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]'
+            cand --tls-cert 'PEM client certificate, for servers that ask for one (with --tls-key)'
+            cand --tls-key 'PEM private key of --tls-cert'
+            cand --quorum 'Servers that must agree [default: more than half of them]'
+            cand --node-timeout 'Time limit for each server call [default: a tenth of the TTL, at most 1s]'
+            cand --drift-factor 'Clock drift allowance as a fraction of the TTL'
+            cand --log-format 'Format of the messages on stderr'
+            cand --json 'Print one JSON object instead of a table'
+            cand -v 'Say more on stderr (repeat for more)'
+            cand --verbose 'Say more on stderr (repeat for more)'
+            cand -q 'Say nothing on stderr but errors (no busy message)'
+            cand --quiet 'Say nothing on stderr but errors (no busy message)'
+            cand --raw-key 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock''s namespace, redlock:{KEY}]'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'redlock;check'= {
+            cand -k 'The lock''s key'
+            cand --key 'The lock''s key'
+            cand --max-age 'The last run must have started within DUR (e.g. 25h for a daily job)'
+            cand --servers 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path'
+            cand --password-file 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]'
+            cand --tls-ca 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]'
+            cand --tls-cert 'PEM client certificate, for servers that ask for one (with --tls-key)'
+            cand --tls-key 'PEM private key of --tls-cert'
+            cand --quorum 'Servers that must agree [default: more than half of them]'
+            cand --node-timeout 'Time limit for each server call [default: a tenth of the TTL, at most 1s]'
+            cand --drift-factor 'Clock drift allowance as a fraction of the TTL'
+            cand --log-format 'Format of the messages on stderr'
+            cand --require-success 'The last run must also have exited 0'
+            cand --json 'Print one JSON object instead of the one-line verdict'
+            cand -v 'Say more on stderr (repeat for more)'
+            cand --verbose 'Say more on stderr (repeat for more)'
+            cand -q 'Say nothing on stderr but errors (no busy message)'
+            cand --quiet 'Say nothing on stderr but errors (no busy message)'
+            cand --raw-key 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock''s namespace, redlock:{KEY}]'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'redlock;doctor'= {
             cand --ttl 'The TTL whose drift budget the servers'' clocks are checked against'
             cand --servers 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path'
@@ -234,6 +287,8 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand extend 'Make a lock held with a token last at least --ttl from now (never shortens it)'
             cand release 'Give a lock back (with its token, or --force)'
             cand status 'Show who holds a lock, on which servers, for how long (exit 0 held, 1 free)'
+            cand history 'Show the last runs of a lock, fleet-wide: host, start, duration, outcome; and the skips'
+            cand check 'For monitoring: did a run start within --max-age (exit 0 ok, 1 stale or failed, 2 unknown)'
             cand doctor 'Check that the servers are fit for Redlock (exit 0 fit, 1 warnings)'
             cand config 'Print the effective configuration and where each value came from (flag, environment, file, default)'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -247,6 +302,10 @@ set edit:completion:arg-completer[redlock] = {|@words|
         &'redlock;help;release'= {
         }
         &'redlock;help;status'= {
+        }
+        &'redlock;help;history'= {
+        }
+        &'redlock;help;check'= {
         }
         &'redlock;help;doctor'= {
         }

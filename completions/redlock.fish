@@ -44,6 +44,8 @@ complete -c redlock -n "__fish_redlock_needs_command" -f -a "acquire" -d 'Take t
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "extend" -d 'Make a lock held with a token last at least --ttl from now (never shortens it)'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "release" -d 'Give a lock back (with its token, or --force)'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "status" -d 'Show who holds a lock, on which servers, for how long (exit 0 held, 1 free)'
+complete -c redlock -n "__fish_redlock_needs_command" -f -a "history" -d 'Show the last runs of a lock, fleet-wide: host, start, duration, outcome; and the skips'
+complete -c redlock -n "__fish_redlock_needs_command" -f -a "check" -d 'For monitoring: did a run start within --max-age (exit 0 ok, 1 stale or failed, 2 unknown)'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "doctor" -d 'Check that the servers are fit for Redlock (exit 0 fit, 1 warnings)'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "config" -d 'Print the effective configuration and where each value came from (flag, environment, file, default)'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -64,6 +66,7 @@ USR2\t''
 kill\t''
 ignore\t''"
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l kill-after -d 'Grace between the --on-lost (or --max-hold) signal and SIGKILL [default: a third of the TTL, at most 10s]' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l metrics-file -d 'After the run (or skip), update this Prometheus textfile (for node_exporter), atomically' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s c -l command -d 'Run this shell command through $SHELL -c (or /bin/sh -c)' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
@@ -157,6 +160,43 @@ complete -c redlock -n "__fish_redlock_using_subcommand status" -s q -l quiet -d
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l raw-key -d 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock\'s namespace, redlock:{KEY}]'
 complete -c redlock -n "__fish_redlock_using_subcommand status" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c redlock -n "__fish_redlock_using_subcommand status" -s V -l version -d 'Print version'
+complete -c redlock -n "__fish_redlock_using_subcommand history" -s k -l key -d 'The lock\'s key' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand history" -s n -l count -d 'How many runs to show, newest first (at most 100, the runs kept per key)' -r
+complete -c redlock -n "__fish_redlock_using_subcommand history" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand history" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand history" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand history" -l tls-cert -d 'PEM client certificate, for servers that ask for one (with --tls-key)' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand history" -l tls-key -d 'PEM private key of --tls-cert' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand history" -l quorum -d 'Servers that must agree [default: more than half of them]' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand history" -l node-timeout -d 'Time limit for each server call [default: a tenth of the TTL, at most 1s]' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand history" -l drift-factor -d 'Clock drift allowance as a fraction of the TTL' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand history" -l log-format -d 'Format of the messages on stderr' -r -f -a "text\t'One line of text per message'
+json\t'One JSON object per line'"
+complete -c redlock -n "__fish_redlock_using_subcommand history" -l json -d 'Print one JSON object instead of a table'
+complete -c redlock -n "__fish_redlock_using_subcommand history" -s v -l verbose -d 'Say more on stderr (repeat for more)'
+complete -c redlock -n "__fish_redlock_using_subcommand history" -s q -l quiet -d 'Say nothing on stderr but errors (no busy message)'
+complete -c redlock -n "__fish_redlock_using_subcommand history" -l raw-key -d 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock\'s namespace, redlock:{KEY}]'
+complete -c redlock -n "__fish_redlock_using_subcommand history" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c redlock -n "__fish_redlock_using_subcommand history" -s V -l version -d 'Print version'
+complete -c redlock -n "__fish_redlock_using_subcommand check" -s k -l key -d 'The lock\'s key' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand check" -l max-age -d 'The last run must have started within DUR (e.g. 25h for a daily job)' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand check" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand check" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand check" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand check" -l tls-cert -d 'PEM client certificate, for servers that ask for one (with --tls-key)' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand check" -l tls-key -d 'PEM private key of --tls-cert' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand check" -l quorum -d 'Servers that must agree [default: more than half of them]' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand check" -l node-timeout -d 'Time limit for each server call [default: a tenth of the TTL, at most 1s]' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand check" -l drift-factor -d 'Clock drift allowance as a fraction of the TTL' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand check" -l log-format -d 'Format of the messages on stderr' -r -f -a "text\t'One line of text per message'
+json\t'One JSON object per line'"
+complete -c redlock -n "__fish_redlock_using_subcommand check" -l require-success -d 'The last run must also have exited 0'
+complete -c redlock -n "__fish_redlock_using_subcommand check" -l json -d 'Print one JSON object instead of the one-line verdict'
+complete -c redlock -n "__fish_redlock_using_subcommand check" -s v -l verbose -d 'Say more on stderr (repeat for more)'
+complete -c redlock -n "__fish_redlock_using_subcommand check" -s q -l quiet -d 'Say nothing on stderr but errors (no busy message)'
+complete -c redlock -n "__fish_redlock_using_subcommand check" -l raw-key -d 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock\'s namespace, redlock:{KEY}]'
+complete -c redlock -n "__fish_redlock_using_subcommand check" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c redlock -n "__fish_redlock_using_subcommand check" -s V -l version -d 'Print version'
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l ttl -d 'The TTL whose drift budget the servers\' clocks are checked against' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
@@ -189,11 +229,13 @@ complete -c redlock -n "__fish_redlock_using_subcommand config" -s q -l quiet -d
 complete -c redlock -n "__fish_redlock_using_subcommand config" -l raw-key -d 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock\'s namespace, redlock:{KEY}]'
 complete -c redlock -n "__fish_redlock_using_subcommand config" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c redlock -n "__fish_redlock_using_subcommand config" -s V -l version -d 'Print version'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status doctor config help" -f -a "run" -d 'Run a command while holding the lock, renewing it until the command exits'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status doctor config help" -f -a "acquire" -d 'Take the lock and print its token on stdout'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status doctor config help" -f -a "extend" -d 'Make a lock held with a token last at least --ttl from now (never shortens it)'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status doctor config help" -f -a "release" -d 'Give a lock back (with its token, or --force)'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status doctor config help" -f -a "status" -d 'Show who holds a lock, on which servers, for how long (exit 0 held, 1 free)'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status doctor config help" -f -a "doctor" -d 'Check that the servers are fit for Redlock (exit 0 fit, 1 warnings)'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status doctor config help" -f -a "config" -d 'Print the effective configuration and where each value came from (flag, environment, file, default)'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status doctor config help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status history check doctor config help" -f -a "run" -d 'Run a command while holding the lock, renewing it until the command exits'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status history check doctor config help" -f -a "acquire" -d 'Take the lock and print its token on stdout'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status history check doctor config help" -f -a "extend" -d 'Make a lock held with a token last at least --ttl from now (never shortens it)'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status history check doctor config help" -f -a "release" -d 'Give a lock back (with its token, or --force)'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status history check doctor config help" -f -a "status" -d 'Show who holds a lock, on which servers, for how long (exit 0 held, 1 free)'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status history check doctor config help" -f -a "history" -d 'Show the last runs of a lock, fleet-wide: host, start, duration, outcome; and the skips'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status history check doctor config help" -f -a "check" -d 'For monitoring: did a run start within --max-age (exit 0 ok, 1 stale or failed, 2 unknown)'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status history check doctor config help" -f -a "doctor" -d 'Check that the servers are fit for Redlock (exit 0 fit, 1 warnings)'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status history check doctor config help" -f -a "config" -d 'Print the effective configuration and where each value came from (flag, environment, file, default)'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status history check doctor config help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

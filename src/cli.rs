@@ -115,7 +115,7 @@ pub enum LogFormat {
 pub enum Command {
     /// Run a command while holding the lock, renewing it until the command exits
     #[command(after_help = RUN_EXAMPLES)]
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Take the lock and print its token on stdout
     #[command(after_help = ACQUIRE_EXAMPLES)]
     Acquire(AcquireArgs),
@@ -128,6 +128,12 @@ pub enum Command {
     /// Show who holds a lock, on which servers, for how long (exit 0 held, 1 free)
     #[command(after_help = STATUS_EXAMPLES)]
     Status(StatusArgs),
+    /// Show the last runs of a lock, fleet-wide: host, start, duration, outcome; and the skips
+    #[command(after_help = HISTORY_EXAMPLES)]
+    History(HistoryArgs),
+    /// For monitoring: did a run start within --max-age (exit 0 ok, 1 stale or failed, 2 unknown)
+    #[command(after_help = CHECK_EXAMPLES)]
+    Check(CheckArgs),
     /// Check that the servers are fit for Redlock (exit 0 fit, 1 warnings)
     #[command(after_help = DOCTOR_EXAMPLES)]
     Doctor(DoctorArgs),
@@ -197,6 +203,9 @@ pub struct RunArgs {
     /// Grace between the --on-lost (or --max-hold) signal and SIGKILL [default: a third of the TTL, at most 10s]
     #[arg(long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true)]
     pub kill_after: Option<String>,
+    /// After the run (or skip), update this Prometheus textfile (for node_exporter), atomically
+    #[arg(long, value_name = "PATH", value_hint = ValueHint::FilePath)]
+    pub metrics_file: Option<std::path::PathBuf>,
     /// Run this shell command through $SHELL -c (or /bin/sh -c)
     #[arg(
         short = 'c',
@@ -304,6 +313,37 @@ pub struct StatusArgs {
     pub json: bool,
 }
 
+/// `redlock history`.
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// The lock's key
+    #[arg(long, short = 'k', allow_hyphen_values = true, value_hint = ValueHint::Other)]
+    pub key: String,
+    /// How many runs to show, newest first (at most 100, the runs kept per key)
+    #[arg(short = 'n', long = "count", value_name = "N", default_value_t = 20)]
+    pub count: usize,
+    /// Print one JSON object instead of a table
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `redlock check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The lock's key
+    #[arg(long, short = 'k', allow_hyphen_values = true, value_hint = ValueHint::Other)]
+    pub key: String,
+    /// The last run must have started within DUR (e.g. 25h for a daily job)
+    #[arg(long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true)]
+    pub max_age: String,
+    /// The last run must also have exited 0
+    #[arg(long)]
+    pub require_success: bool,
+    /// Print one JSON object instead of the one-line verdict
+    #[arg(long)]
+    pub json: bool,
+}
+
 /// `redlock doctor`.
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
@@ -381,6 +421,16 @@ const STATUS_EXAMPLES: &str = "\
 Examples:
   redlock status --key maint
   redlock status --key maint --json | jq .holder";
+
+const HISTORY_EXAMPLES: &str = "\
+Examples:
+  redlock history --key nightly-report
+  redlock history --key nightly-report -n 5 --json | jq '.entries[0]'";
+
+const CHECK_EXAMPLES: &str = "\
+Examples:
+  redlock check --key nightly-report --max-age 25h --require-success
+  # prints e.g.: OK - nightly-report ran 3h ago on web-3, exit 0";
 
 /// The clap command, for the man page and completion generators.
 pub fn command() -> clap::Command {

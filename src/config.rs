@@ -121,6 +121,8 @@ pub struct Run {
     pub on_lost: OnLost,
     /// Grace between the lost-lock signal and SIGKILL; `None`: derived from the validity.
     pub kill_after: Option<Duration>,
+    /// Where to write the Prometheus textfile after the run (`--metrics-file`).
+    pub metrics_file: Option<std::path::PathBuf>,
     /// The program and its arguments (`-c` already turned into `$SHELL -c`).
     pub argv: Vec<String>,
 }
@@ -182,6 +184,26 @@ pub enum Command {
     Status {
         /// The lock key.
         key: String,
+        /// JSON output.
+        json: bool,
+    },
+    /// `history`.
+    History {
+        /// The lock key.
+        key: String,
+        /// How many entries to show.
+        count: usize,
+        /// JSON output.
+        json: bool,
+    },
+    /// `check`.
+    Check {
+        /// The lock key.
+        key: String,
+        /// How recently the last run must have started.
+        max_age: Duration,
+        /// Whether the last run must have succeeded.
+        require_success: bool,
         /// JSON output.
         json: bool,
     },
@@ -389,6 +411,7 @@ fn usage<T>(message: String) -> Result<T, Error> {
 fn command(command: cli::Command) -> Result<(Command, Duration), Error> {
     Ok(match command {
         cli::Command::Run(a) => {
+            let a = *a;
             let (key, ttl) = key_ttl(&a.lock)?;
             let renew_every = match &a.renew_every {
                 Some(raw) => {
@@ -425,6 +448,12 @@ fn command(command: cli::Command) -> Result<(Command, Duration), Error> {
                 renew_every,
                 on_lost: on_lost(&a.on_lost)?,
                 kill_after: optional("--kill-after", &a.kill_after)?,
+                metrics_file: match a.metrics_file {
+                    Some(p) if p.file_name().is_none() => {
+                        return usage(format!("--metrics-file {}: not a file name", p.display()));
+                    }
+                    other => other,
+                },
                 argv,
             };
             (Command::Run(run), ttl)
@@ -446,6 +475,23 @@ fn command(command: cli::Command) -> Result<(Command, Duration), Error> {
         }
         cli::Command::Status(a) => {
             (Command::Status { key: nonempty("--key", a.key)?, json: a.json }, DEFAULT_TTL)
+        }
+        cli::Command::History(a) => {
+            if a.count == 0 || a.count > crate::history::MAX_ENTRIES {
+                return usage(format!(
+                    "-n {}: must be between 1 and {} (the entries kept per key)",
+                    a.count,
+                    crate::history::MAX_ENTRIES
+                ));
+            }
+            let key = nonempty("--key", a.key)?;
+            (Command::History { key, count: a.count, json: a.json }, DEFAULT_TTL)
+        }
+        cli::Command::Check(a) => {
+            let key = nonempty("--key", a.key)?;
+            let max_age = duration("--max-age", &a.max_age)?;
+            let require_success = a.require_success;
+            (Command::Check { key, max_age, require_success, json: a.json }, DEFAULT_TTL)
         }
         cli::Command::Doctor(a) => {
             let ttl = ttl(&a.ttl)?;

@@ -23,7 +23,11 @@ pub const EXIT_CODES: &[(&str, &str)] = &[
         "run: the command was ended by signal N (not by redlock's lost-lock action); run or acquire: signal N came while waiting for the lock (nothing is left held).",
     ),
     ("0", "Success. status: the lock is held. doctor: the servers are fit."),
-    ("1", "status: the lock is free. doctor: the servers work, with warnings (it says which)."),
+    (
+        "1",
+        "status: the lock is free. doctor: the servers work, with warnings (it says which). check: the last run is older than \\-\\-max\\-age, or failed (with \\-\\-require\\-success).",
+    ),
+    ("2", "check: no run is recorded, or fewer than a quorum of the servers answered."),
     (
         "64",
         "Usage: a bad flag, duration, URL or key, or no command after \\-\\-; nothing was sent to any server.",
@@ -118,9 +122,9 @@ Validity is counted on CLOCK_BOOTTIME (time the machine spent suspended counts) 
 \-\-ttl, \-\-renew\-every, \-\-kill\-after, \-\-node\-timeout and \-\-drift\-factor must satisfy renew\-every + 2 \(mu node\-timeout + drift allowance + grace + margin < TTL, so that a healthy job is never stopped; run refuses other combinations with 64. With the defaults that holds for every TTL from 60ms up.
 \-\-on\-lost ignore keeps the command running with a warning: for locks that only save work, never for ones that protect data.
 .SH "SERVERS: ACL AND PERSISTENCE"
-An ACL user needs, on the lock keys, their fencing counters redlock:fence:KEY and their release channels redlock:released:KEY:
+An ACL user needs, on its keys redlock:{KEY}, redlock:{KEY}:fence, redlock:{KEY}:history and redlock:{KEY}:skips, and on the release channels redlock:released:KEY (here every key starting with lock\-):
 .EX
-ACL SETUSER locker on >PASSWORD resetkeys ~lock\-* ~redlock:fence:lock\-* resetchannels &redlock:released:lock\-* \-@all +evalsha +script|load +set +get +pttl +pexpire +del +incr +publish +subscribe
+ACL SETUSER locker on >PASSWORD resetkeys ~redlock:{lock\-* resetchannels &redlock:released:lock\-* \-@all +evalsha +script|load +set +get +pttl +pexpire +del +time +publish +subscribe +lpush +ltrim +lrange +hincrby +hsetnx +hset +hgetall
 .EE
 doctor also wants +ping +info +time +config|get.
 Give the password with \-\-password\-file or REDLOCK_PASSWORD rather than in the URL.

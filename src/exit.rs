@@ -24,3 +24,8 @@ pub const CANNOT_EXECUTE: u8 = 126;
 pub const NOT_FOUND: u8 = 127;
 /// `run`: the child was ended by signal N and redlock exits 128+N.
 pub const SIGNAL_BASE: u8 = 128;
+/// `check`: the last run started longer ago than `--max-age`, or (with
+/// `--require-success`) it did not succeed.
+pub const CHECK_STALE: u8 = 1;
+/// `check`: no run is known, or too few servers answered to say.
+pub const CHECK_UNKNOWN: u8 = 2;

@@ -18,6 +18,9 @@
 //!   where a lock's keys live ([`lock::KeyLayout`]).
 //! - [`fence`]: fencing numbers: the rule the servers draw them by, and why
 //!   they increase from one holder to the next without persistence.
+//! - [`history`]: the run history and skip counter kept beside each lock
+//!   (`scripts/record.lua`, `skip.lua`, `history.lua`), merged across servers.
+//! - [`metrics`]: `run --metrics-file`, a Prometheus textfile written atomically.
 //! - [`wait`]: retries with jittered backoff until acquired or the deadline.
 //! - [`token`]: the lock token (128 random bits + host, pid, time).
 //! - [`clock`]: `CLOCK_BOOTTIME` instants and timers, so that suspended
@@ -76,7 +79,9 @@ pub mod error;
 pub mod exit;
 pub mod fence;
 pub mod guard;
+pub mod history;
 pub mod lock;
+pub mod metrics;
 pub mod output;
 pub mod procs;
 pub mod quorum;

@@ -53,17 +53,17 @@ static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
 });
 
 /// One script call, the same on every server of a round.
-struct Call {
+pub(crate) struct Call {
     /// What it does, for errors and for whether the round may end early.
-    op: Op,
+    pub(crate) op: Op,
     /// The lock's key as the user gave it, for messages.
-    key: String,
+    pub(crate) key: String,
     /// The script.
-    script: &'static Script,
+    pub(crate) script: &'static Script,
     /// KEYS: the server-side names ([`KeyLayout`]).
-    keys: Vec<String>,
+    pub(crate) keys: Vec<String>,
     /// ARGV.
-    args: Vec<Vec<u8>>,
+    pub(crate) args: Vec<Vec<u8>>,
 }
 
 impl Call {
@@ -321,7 +321,8 @@ impl Fleet {
     /// `vote` counts it. Rounds that keep the lock (extend, raise-fence) end
     /// as soon as the verdict is settled; release and status rounds hear
     /// every server. Acquire rounds have their own rule ([`Fleet::attempt`]).
-    async fn round<T: Send + 'static>(
+    /// The run history ([`crate::history`]) sends its own scripts through it.
+    pub(crate) async fn round<T: Send + 'static>(
         &self,
         call: Call,
         read: fn(Value) -> Result<T, String>,
@@ -806,10 +807,28 @@ impl KeyLayout {
 
     /// The server-side name of the fencing counter of the lock `key`.
     pub fn fence_key(self, key: &str) -> String {
+        self.companion(key, "fence")
+    }
+
+    /// The server-side name of the run history of the lock `key` (a list,
+    /// newest first; [`crate::history`]).
+    pub fn history_key(self, key: &str) -> String {
+        self.companion(key, "history")
+    }
+
+    /// The server-side name of the skip counter of the lock `key` (a hash;
+    /// [`crate::history`]).
+    pub fn skips_key(self, key: &str) -> String {
+        self.companion(key, "skips")
+    }
+
+    /// A key that goes with the lock `key`, in its Cluster hash slot:
+    /// `redlock:{KEY}:WHAT`, or `redlock:{TAG}:WHAT:KEY` for a raw key.
+    fn companion(self, key: &str, what: &str) -> String {
         match self {
-            KeyLayout::Native => format!("redlock:{{{}}}:fence", escape_tag(key)),
+            KeyLayout::Native => format!("redlock:{{{}}}:{what}", escape_tag(key)),
             KeyLayout::Raw => {
-                format!("redlock:{{{}}}:fence:{key}", cluster_tag(key).unwrap_or(key))
+                format!("redlock:{{{}}}:{what}:{key}", cluster_tag(key).unwrap_or(key))
             }
         }
     }
@@ -1180,6 +1199,8 @@ mod tests {
             let tag = cluster_tag(&lock);
             assert!(tag.is_some_and(|t| !t.contains(['{', '}'])), "{key:?}: {lock}");
             assert_eq!(tag, cluster_tag(&counter), "{key:?}: one slot");
+            assert_eq!(tag, cluster_tag(&native.history_key(key)), "{key:?}: history in the slot");
+            assert_eq!(tag, cluster_tag(&native.skips_key(key)), "{key:?}: skips in the slot");
         }
         assert_ne!(native.lock_key("a}b"), native.lock_key("a%7Db"));
         assert_ne!(native.lock_key("a%7Db"), native.lock_key("a%257Db"));
@@ -1191,6 +1212,8 @@ mod tests {
         assert_eq!(raw.lock_key("job"), "job");
         assert_eq!(raw.fence_key("job"), "redlock:{job}:fence:job");
         assert_eq!(raw.fence_key("{user1}.job"), "redlock:{user1}:fence:{user1}.job");
+        assert_eq!(raw.history_key("{user1}.job"), "redlock:{user1}:history:{user1}.job");
+        assert_eq!(raw.skips_key("job"), "redlock:{job}:skips:job");
         assert_eq!(cluster_tag("{user1}.job"), Some("user1"));
         assert_eq!(cluster_tag("{}.job"), None);
         assert_ne!(raw.fence_key("job"), KeyLayout::Native.fence_key("job"));

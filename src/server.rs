@@ -155,6 +155,10 @@ pub enum Op {
     RaiseFence,
     /// Taking back the vote of a failed acquire attempt.
     Withdraw,
+    /// Writing a run's entry or a skip to the history.
+    Record,
+    /// Reading the history (`history`, `check`).
+    History,
 }
 
 impl fmt::Display for Op {
@@ -169,6 +173,8 @@ impl fmt::Display for Op {
             Op::Doctor => "doctor",
             Op::RaiseFence => "raise-fence",
             Op::Withdraw => "withdraw",
+            Op::Record => "record",
+            Op::History => "history",
         })
     }
 }

@@ -2,9 +2,12 @@
 //! [`crate::wait`]; each returns the process exit code or an [`Error`].
 
 mod acquire;
+mod check;
 mod doctor;
 mod extend;
+mod history;
 mod release;
+mod report;
 mod run;
 mod status;
 
@@ -58,6 +61,10 @@ pub async fn execute(config: Config) -> Result<u8, Error> {
         }
         Command::Status { key, json } => status::status(&fleet, &key, json).await,
         Command::Run(run) => run::run(std::sync::Arc::clone(&fleet), run, &log).await,
+        Command::History { key, count, json } => history::history(&fleet, &key, count, json).await,
+        Command::Check { key, max_age, require_success, json } => {
+            Ok(check::check(&fleet, &key, max_age, require_success, json).await)
+        }
         Command::Doctor { ttl, json } => {
             doctor::doctor(&fleet, ttl, config.drift_factor, json).await
         }

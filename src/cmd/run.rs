@@ -28,6 +28,8 @@ use crate::signals::{self, Signals};
 use crate::token::Token;
 use crate::watchdog::{self, Health};
 
+use super::report;
+
 /// Why redlock stopped the command.
 enum Stop {
     /// The lock was lost (or was about to be, with renewals failing).
@@ -81,9 +83,11 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
         return exit_status(status, &cfg.argv);
     }
 
+    let asked = BootInstant::now();
     let lock = match crate::wait::acquire(&fleet, &cfg.request(), log, Some(&mut signals)).await {
         Ok(lock) => lock,
         Err(Error::Busy { message, .. }) => {
+            report::skipped(&fleet, &cfg, &message, asked, log).await;
             return Err(Error::Busy { message, code: cfg.conflict_exit_code });
         }
         Err(e) => return Err(e),
@@ -116,7 +120,9 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
         Ok(child) => child,
         Err(e) => {
             release(&fleet, &lock, log).await;
-            return Err(e);
+            let result = Err(e);
+            report::finished(&fleet, &cfg, &lock, asked, &result, false, log).await;
+            return result;
         }
     };
     log.event(
@@ -164,8 +170,9 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
     watchdog.abort();
     child.disarm_guard();
     finish(&fleet, &cfg, &lock, log).await;
+    let signaled = status.as_ref().is_ok_and(|s| s.signal().is_some());
     let shown = crate::display_key(cfg.key.as_bytes());
-    match stop {
+    let result = match stop {
         Some(Stop::Lost { reason, at, signal }) => Err(Error::Lost(format!(
             "lost the lock on {shown} at {}: {reason}; stopped the command with {}",
             humantime::format_rfc3339_seconds(at),
@@ -177,7 +184,9 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
             signals::name(signal)
         ))),
         None => exit_status(status, &cfg.argv),
-    }
+    };
+    report::finished(&fleet, &cfg, &lock, asked, &result, signaled, log).await;
+    result
 }
 
 /// True when this process runs inside the `redlock run` that holds `key`:
@@ -514,6 +523,7 @@ mod tests {
             renew_every: ttl / 3,
             on_lost: OnLost::Signal(libc::SIGTERM),
             kill_after: None,
+            metrics_file: None,
             argv: vec!["sleep".into(), "60".into()],
         };
         let lock = Lock {

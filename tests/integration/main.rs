@@ -10,6 +10,7 @@ mod drift;
 mod engine;
 mod fencing;
 mod harness;
+mod history;
 mod hostile;
 mod keys;
 mod manual;

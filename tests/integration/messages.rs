@@ -27,6 +27,9 @@ fn usage_errors_name_what_is_wrong_on_one_line() {
     usage(&["run", "--key", "a", "--wait", "-10s", "--", "true"], &["--wait \"-10s\"", "negative"]);
     usage(&["run", "-k", "a", "-n", "-w", "5", "--", "true"], &["--no-wait", "--wait"]);
     usage(&["acquire", "-k", "a", "--wait", "soon"], &["--wait \"soon\"", "not a duration"]);
+    usage(&["run", "-k", "a", "--metrics-file", "/", "--", "true"], &["--metrics-file /"]);
+    usage(&["history", "-k", "a", "-n", "0"], &["-n 0", "between 1 and 100"]);
+    usage(&["check", "-k", "a", "--max-age", "soon"], &["--max-age \"soon\"", "not a duration"]);
 }
 
 #[test]

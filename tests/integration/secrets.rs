@@ -37,7 +37,25 @@ fn the_documented_acl_is_enough_for_every_lock_operation() {
     Redlock::new(&url).args(["release", "--key", &key, "--token", &token]).run().expect(0);
     waiter.wait().expect(0);
     Redlock::new(&url).args(["acquire", "--key", &key]).run().expect(0);
+    // The run history: a busy run counts a skip, a run records its entry,
+    // history and check read them; none of it warns of a denied command.
+    Redlock::new(&url)
+        .args(["run", "-n", "-E", "0", "--key", &key, "--", "true"])
+        .run()
+        .expect(0)
+        .stderr_lacks("history:");
     Redlock::new(&url).args(["release", "--key", &key, "--force"]).run().expect(0);
+    Redlock::new(&url)
+        .args(["run", "--key", &key, "--", "true"])
+        .run()
+        .expect(0)
+        .stderr_lacks("history:");
+    let history = Redlock::new(&url).args(["history", "--key", &key, "--json"]).run();
+    history.expect(0);
+    // The waiter's run and this one.
+    assert_eq!(history.json()["entries"].as_array().map(Vec::len), Some(2));
+    assert_eq!(history.json()["skips"]["count"], 1);
+    Redlock::new(&url).args(["check", "--key", &key, "--max-age", "1h"]).run().expect(0);
 
     // Outside the granted keys: a clear permission error, at once.
     Redlock::new(&url)

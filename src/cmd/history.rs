@@ -1,0 +1,118 @@
+//! `redlock history`: the last runs of a lock, merged from every server
+//! ([`crate::history`] states the rule), newest first, and the skips.
+//! Exit 0; 69 when fewer than a quorum answered (what they had is still
+//! printed, as it may lack runs recorded only on the others).
+
+use std::io::Write;
+
+use serde_json::json;
+
+use crate::error::Error;
+use crate::exit;
+use crate::history::{self, Entry, History, Skips};
+use crate::lock::Fleet;
+
+/// Reads and prints the newest `count` runs of `key`.
+pub async fn history(fleet: &Fleet, key: &str, count: usize, json: bool) -> Result<u8, Error> {
+    let found = history::read(fleet, key, count).await;
+    let text = if json { render_json(key, &found).to_string() } else { render_table(key, &found) };
+    // A closed stdout loses only the report.
+    let _ = writeln!(std::io::stdout().lock(), "{text}");
+    if found.known() { Ok(exit::OK) } else { Err(found.unavailable(key)) }
+}
+
+fn time(ms: u64) -> String {
+    humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms))
+        .to_string()
+}
+
+fn render_table(key: &str, found: &History) -> String {
+    let header = ["START", "HOST", "PID", "HELD", "OUTCOME", "FENCE"].map(str::to_owned);
+    let rows: Vec<[String; 6]> = found
+        .entries
+        .iter()
+        .map(|e: &Entry| {
+            [
+                time(e.start_ms),
+                e.host.clone(),
+                e.pid.to_string(),
+                crate::fmt_duration(std::time::Duration::from_millis(e.duration_ms)),
+                e.describe_outcome(),
+                e.fence.map_or_else(|| "-".to_owned(), |f| f.to_string()),
+            ]
+        })
+        .collect();
+    let shown = crate::display_key(key.as_bytes());
+    let mut out = String::new();
+    if rows.is_empty() {
+        out.push_str(&format!("no runs of {shown} recorded\n"));
+    } else {
+        let width = |i: usize| rows.iter().chain([&header]).map(|r| r[i].len()).max().unwrap_or(0);
+        let w: Vec<usize> = (0..5).map(width).collect();
+        for r in std::iter::once(&header).chain(&rows) {
+            out.push_str(&format!(
+                "{:w0$}  {:w1$}  {:w2$}  {:w3$}  {:w4$}  {}\n",
+                r[0],
+                r[1],
+                r[2],
+                r[3],
+                r[4],
+                r[5],
+                w0 = w[0],
+                w1 = w[1],
+                w2 = w[2],
+                w3 = w[3],
+                w4 = w[4]
+            ));
+        }
+    }
+    match &found.skips {
+        Some(s) => out.push_str(&format!(
+            "skips: {} since {}; the last at {} on {}: {}",
+            s.count,
+            time(s.since_ms),
+            time(s.last_ms),
+            s.last_host,
+            s.last_holder
+        )),
+        None => out.push_str("skips: none recorded"),
+    }
+    if !found.known() {
+        out.push_str(&format!(
+            "\nincomplete: only {} of {} servers answered (quorum {})",
+            found.answered, found.total, found.quorum
+        ));
+    }
+    out
+}
+
+fn skips_json(s: &Skips) -> serde_json::Value {
+    json!({
+        "count": s.count,
+        "since": time(s.since_ms),
+        "last_at": time(s.last_ms),
+        "last_host": s.last_host,
+        "last_holder": s.last_holder,
+    })
+}
+
+fn render_json(key: &str, found: &History) -> serde_json::Value {
+    let entries: Vec<serde_json::Value> = found
+        .entries
+        .iter()
+        .map(|e| {
+            let mut v = json!(e);
+            v["start"] = json!(time(e.start_ms));
+            v["succeeded"] = json!(e.succeeded());
+            v
+        })
+        .collect();
+    json!({
+        "key": key,
+        "entries": entries,
+        "skips": found.skips.as_ref().map(skips_json),
+        "complete": found.known(),
+        "servers_answered": found.answered,
+        "quorum": found.quorum,
+    })
+}

@@ -1,0 +1,412 @@
+//! The run history of a lock: one entry per finished `run`, and a skip
+//! counter, kept on the servers beside the lock and read back by
+//! `history` and `check`.
+//!
+//! # Storage
+//! Per lock `KEY`, in its Cluster hash slot ([`KeyLayout`]):
+//! - `redlock:{KEY}:history`, a list of JSON entries, newest first, trimmed
+//!   to [`MAX_ENTRIES`] on every write (`scripts/record.lua`: LPUSH, LTRIM,
+//!   PEXPIRE);
+//! - `redlock:{KEY}:skips`, a hash: how many runs found the lock busy, since
+//!   when, and the last one's host, time and holder (`scripts/skip.lua`).
+//!   A counter, not an entry per skip: a thousand hosts skipping one tick
+//!   cost one HINCRBY each and leave the entries of the real runs alone.
+//!
+//! Both expire [`RETENTION`] after their last write, like every key redlock
+//! writes. An entry is written to every server after the lock is released,
+//! so recording never delays the release; a failure to record is a warning.
+//!
+//! # Reading: the merge rule
+//! Entries are immutable facts with a unique token, so the servers' lists
+//! never conflict: `history` shows the union of the entries of every server
+//! that answered, without duplicates, newest start first. An entry that any
+//! answering server has is shown, so one server down, behind or restarted
+//! empty changes nothing. The absence of an entry means something only when
+//! a quorum answered: an entry recorded on a quorum is then certainly seen
+//! (two quorums intersect). With fewer, `history` prints what it found and
+//! exits 69, and `check` says unknown.
+//!
+//! [`KeyLayout`]: crate::lock::KeyLayout
+
+use std::sync::LazyLock;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use redis::{Script, Value};
+use serde::{Deserialize, Serialize};
+
+use crate::error::Error;
+use crate::lock::{Call, Fleet};
+use crate::quorum::{Failures, Reply, Round, Vote};
+use crate::server::Op;
+
+/// How many entries each server keeps per lock (the newest).
+pub const MAX_ENTRIES: usize = 100;
+
+/// How long a lock's history and skip counter outlive their last write.
+pub const RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// The history's scripts, hashed once (EVALSHA, SCRIPT LOAD on NOSCRIPT).
+struct Scripts {
+    record: Script,
+    skip: Script,
+    read: Script,
+}
+
+static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
+    record: Script::new(include_str!("scripts/record.lua")),
+    skip: Script::new(include_str!("scripts/skip.lua")),
+    read: Script::new(include_str!("scripts/history.lua")),
+});
+
+/// How a run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    /// The command exited by itself (its code is the entry's `exit_code`).
+    Exited,
+    /// The command was ended by a signal not sent by redlock (exit 128+N).
+    Signaled,
+    /// redlock stopped the command because the lock was lost (exit 70).
+    Lost,
+    /// redlock stopped the command because `--max-hold` ran out (exit 124).
+    MaxHold,
+    /// The command could not be executed (126) or was not found (127).
+    CannotExecute,
+}
+
+impl Outcome {
+    /// The outcome of a `run` that held the lock, from its result; `signaled`
+    /// says whether the command's own status was a signal. `None` for the
+    /// errors that are no outcome of the command.
+    pub fn of(result: &Result<u8, Error>, signaled: bool) -> Option<(Outcome, u8)> {
+        let outcome = match result {
+            Ok(code) if signaled => return Some((Outcome::Signaled, *code)),
+            Ok(code) => return Some((Outcome::Exited, *code)),
+            Err(Error::Lost(_)) => Outcome::Lost,
+            Err(Error::MaxHold(_)) => Outcome::MaxHold,
+            Err(Error::CannotRun { .. }) => Outcome::CannotExecute,
+            Err(_) => return None,
+        };
+        result.as_ref().err().map(|e| (outcome, e.exit_code()))
+    }
+}
+
+/// One finished run, as stored (JSON) and shown.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entry {
+    /// The run's lock token: unique, so copies on several servers merge.
+    pub token: String,
+    /// The host redlock ran on.
+    pub host: String,
+    /// redlock's process id.
+    pub pid: u32,
+    /// When the lock was acquired, in ms since the epoch.
+    pub start_ms: u64,
+    /// How long the lock was held, in ms.
+    pub duration_ms: u64,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// The exit code redlock ended with.
+    pub exit_code: u8,
+    /// The run's fencing number, when fencing was on.
+    pub fence: Option<u64>,
+}
+
+impl Entry {
+    /// When the run started.
+    pub fn start(&self) -> SystemTime {
+        UNIX_EPOCH + Duration::from_millis(self.start_ms)
+    }
+
+    /// True when the command exited by itself with 0.
+    pub fn succeeded(&self) -> bool {
+        self.outcome == Outcome::Exited && self.exit_code == 0
+    }
+
+    /// How it ended, for people: `exit 0`, `killed by SIGTERM`, `lost the
+    /// lock`, `--max-hold ran out`, `could not execute (127)`.
+    pub fn describe_outcome(&self) -> String {
+        match self.outcome {
+            Outcome::Exited => format!("exit {}", self.exit_code),
+            Outcome::Signaled => format!(
+                "killed by {}",
+                crate::signals::name(i32::from(self.exit_code.saturating_sub(128)))
+            ),
+            Outcome::Lost => "lost the lock".to_owned(),
+            Outcome::MaxHold => "--max-hold ran out".to_owned(),
+            Outcome::CannotExecute => format!("could not execute ({})", self.exit_code),
+        }
+    }
+}
+
+/// The skips of a lock: runs that found it busy.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Skips {
+    /// How many, since `since_ms` (at least: see [`merge_skips`]).
+    pub count: u64,
+    /// The first skip this count includes, in ms since the epoch.
+    pub since_ms: u64,
+    /// The last skip, in ms since the epoch.
+    pub last_ms: u64,
+    /// The host of the last skip.
+    pub last_host: String,
+    /// Who held the lock at the last skip, one line.
+    pub last_holder: String,
+}
+
+/// What the servers know of a lock's runs.
+#[derive(Debug)]
+pub struct History {
+    /// The entries, newest start first, without duplicates.
+    pub entries: Vec<Entry>,
+    /// The skips, when any were counted.
+    pub skips: Option<Skips>,
+    /// How many servers answered.
+    pub answered: usize,
+    /// How many servers there are.
+    pub total: usize,
+    /// The quorum: with fewer answers, a missing entry may just be elsewhere.
+    pub quorum: usize,
+    /// The errors of the servers that did not answer.
+    pub failures: Failures,
+}
+
+impl History {
+    /// True when a quorum answered, so what is not shown was not recorded
+    /// on a quorum.
+    pub fn known(&self) -> bool {
+        self.answered >= self.quorum
+    }
+
+    /// The error for a history read by fewer than a quorum of the servers.
+    pub fn unavailable(&self, key: &str) -> Error {
+        Error::Unavailable {
+            what: format!(
+                "history {}: {} of {} servers answered, quorum {}",
+                crate::display_key(key.as_bytes()),
+                self.answered,
+                self.total,
+                self.quorum
+            ),
+            config: self.failures.any_config(),
+            failures: self.failures.clone(),
+        }
+    }
+}
+
+/// Milliseconds since the epoch.
+pub fn epoch_ms(t: SystemTime) -> u64 {
+    crate::millis(t.duration_since(UNIX_EPOCH).unwrap_or_default())
+}
+
+/// Appends `entry` to the history of `key` on every server; `Ok` is how
+/// many servers recorded it, `Err` the failures when none did.
+pub async fn record(fleet: &Fleet, key: &str, entry: &Entry) -> Result<usize, Failures> {
+    let json = serde_json::to_vec(entry).expect("an Entry of strings and numbers serializes");
+    let layout = fleet.key_layout();
+    let call = Call {
+        op: Op::Record,
+        key: key.to_owned(),
+        script: &SCRIPTS.record,
+        keys: vec![layout.history_key(key)],
+        args: vec![
+            json,
+            MAX_ENTRIES.to_string().into_bytes(),
+            crate::millis(RETENTION).to_string().into_bytes(),
+        ],
+    };
+    written(fleet.round(call, int, |_| Vote::Yes).await)
+}
+
+/// Counts one skip of `key` by `host` at `at`, while `holder` held it.
+pub async fn record_skip(
+    fleet: &Fleet,
+    key: &str,
+    host: &str,
+    at: SystemTime,
+    holder: &str,
+) -> Result<usize, Failures> {
+    let call = Call {
+        op: Op::Record,
+        key: key.to_owned(),
+        script: &SCRIPTS.skip,
+        keys: vec![fleet.key_layout().skips_key(key)],
+        args: vec![
+            host.into(),
+            epoch_ms(at).to_string().into_bytes(),
+            holder.into(),
+            crate::millis(RETENTION).to_string().into_bytes(),
+        ],
+    };
+    written(fleet.round(call, int, |_| Vote::Yes).await)
+}
+
+/// How many servers a write reached, or why none did.
+fn written(round: Round<i64>) -> Result<usize, Failures> {
+    if round.tally.yes > 0 { Ok(round.tally.yes) } else { Err(round.failures()) }
+}
+
+/// Reads the newest `n` entries of `key` (at most [`MAX_ENTRIES`]) and its
+/// skips from every server, and merges them ([`merge`], [`merge_skips`]).
+pub async fn read(fleet: &Fleet, key: &str, n: usize) -> History {
+    let layout = fleet.key_layout();
+    let n = n.clamp(1, MAX_ENTRIES);
+    let call = Call {
+        op: Op::History,
+        key: key.to_owned(),
+        script: &SCRIPTS.read,
+        keys: vec![layout.history_key(key), layout.skips_key(key)],
+        args: vec![n.to_string().into_bytes()],
+    };
+    let round = fleet.round(call, parse_read, |_| Vote::Yes).await;
+    let failures = round.failures();
+    let mut lists = Vec::new();
+    let mut skips = Vec::new();
+    for reply in round.replies {
+        if let Reply::Answered((entries, s)) = reply {
+            lists.push(entries);
+            skips.extend(s);
+        }
+    }
+    History {
+        entries: merge(lists, n),
+        skips: merge_skips(&skips),
+        answered: round.tally.yes,
+        total: round.tally.total,
+        quorum: fleet.quorum(),
+        failures,
+    }
+}
+
+/// The union of the servers' entries without duplicates (same token),
+/// newest start first, at most `n`.
+pub fn merge(lists: Vec<Vec<Entry>>, n: usize) -> Vec<Entry> {
+    let mut all: Vec<Entry> = lists.into_iter().flatten().collect();
+    all.sort_by(|a, b| b.start_ms.cmp(&a.start_ms).then_with(|| a.token.cmp(&b.token)));
+    all.dedup_by(|a, b| a.token == b.token);
+    all.truncate(n);
+    all
+}
+
+/// The servers' skip counters as one: the count (and its start) of the
+/// server that counted most, the last skip seen by any. Every skip is
+/// counted on every server that answered it, so the largest count is the
+/// best lower bound of the true one; a server that was down or restarted
+/// empty counts less and is outvoted.
+pub fn merge_skips(servers: &[Skips]) -> Option<Skips> {
+    let most = servers.iter().max_by_key(|s| s.count)?;
+    let last = servers.iter().max_by_key(|s| s.last_ms)?;
+    Some(Skips {
+        count: most.count,
+        since_ms: most.since_ms,
+        last_ms: last.last_ms,
+        last_host: last.last_host.clone(),
+        last_holder: last.last_holder.clone(),
+    })
+}
+
+fn int(reply: Value) -> Result<i64, String> {
+    match reply {
+        Value::Int(n) => Ok(n),
+        other => Err(format!("unexpected reply {other:?}")),
+    }
+}
+
+/// Reads the history script's reply. Entries that do not parse (written by
+/// another version) are left out rather than failing the whole read.
+fn parse_read(reply: Value) -> Result<(Vec<Entry>, Option<Skips>), String> {
+    let Value::Array(parts) = reply else {
+        return Err(format!("unexpected history reply {reply:?}"));
+    };
+    let [Value::Array(entries), Value::Array(fields)] = parts.as_slice() else {
+        return Err(format!("unexpected history reply {parts:?}"));
+    };
+    let entries = entries
+        .iter()
+        .filter_map(|v| match v {
+            Value::BulkString(b) => serde_json::from_slice::<Entry>(b).ok(),
+            _ => None,
+        })
+        .collect();
+    let text = |v: &Value| match v {
+        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+        _ => String::new(),
+    };
+    let mut skips = Skips::default();
+    for pair in fields.chunks(2) {
+        let [name, value] = pair else { continue };
+        let value = text(value);
+        match text(name).as_str() {
+            "count" => skips.count = value.parse().unwrap_or(0),
+            "since" => skips.since_ms = value.parse().unwrap_or(0),
+            "at" => skips.last_ms = value.parse().unwrap_or(0),
+            "host" => skips.last_host = value,
+            "holder" => skips.last_holder = value,
+            _ => {}
+        }
+    }
+    Ok((entries, (skips.count > 0).then_some(skips)))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn entry(token: &str, start_ms: u64) -> Entry {
+        Entry {
+            token: token.into(),
+            host: "h".into(),
+            pid: 1,
+            start_ms,
+            duration_ms: 5,
+            outcome: Outcome::Exited,
+            exit_code: 0,
+            fence: None,
+        }
+    }
+
+    #[test]
+    fn merge_is_a_union_newest_first_without_duplicates() {
+        let a = vec![entry("c", 30), entry("b", 20), entry("a", 10)];
+        let b = vec![entry("c", 30), entry("a", 10)];
+        let empty = vec![];
+        let merged = merge(vec![a, b, empty], 20);
+        let tokens: Vec<&str> = merged.iter().map(|e| e.token.as_str()).collect();
+        assert_eq!(tokens, ["c", "b", "a"]);
+        assert_eq!(merge(vec![vec![entry("x", 1), entry("y", 2)]], 1)[0].token, "y");
+    }
+
+    #[test]
+    fn skips_take_the_largest_count_and_the_latest_skip() {
+        let s = |count, last_ms, host: &str| Skips {
+            count,
+            since_ms: 1,
+            last_ms,
+            last_host: host.into(),
+            last_holder: String::new(),
+        };
+        let merged = merge_skips(&[s(3, 50, "a"), s(7, 40, "b"), s(1, 60, "c")]).unwrap();
+        assert_eq!((merged.count, merged.last_ms, merged.last_host.as_str()), (7, 60, "c"));
+        assert_eq!(merge_skips(&[]), None);
+    }
+
+    #[test]
+    fn outcomes_follow_the_result() {
+        assert_eq!(Outcome::of(&Ok(3), false), Some((Outcome::Exited, 3)));
+        assert_eq!(Outcome::of(&Ok(143), true), Some((Outcome::Signaled, 143)));
+        assert_eq!(Outcome::of(&Err(Error::Lost("x".into())), false), Some((Outcome::Lost, 70)));
+        assert_eq!(Outcome::of(&Err(Error::MaxHold("x".into())), false).unwrap().1, 124);
+        assert_eq!(Outcome::of(&Err(Error::Usage("x".into())), false), None);
+        let e = Entry { outcome: Outcome::Signaled, exit_code: 143, ..entry("t", 1) };
+        assert_eq!(e.describe_outcome(), "killed by SIGTERM");
+    }
+
+    #[test]
+    fn entries_round_trip_as_json() {
+        let e = Entry { fence: Some(9), outcome: Outcome::MaxHold, ..entry("t", 1) };
+        let json = serde_json::to_string(&e).unwrap();
+        assert!(json.contains(r#""outcome":"max-hold""#), "{json}");
+        assert_eq!(serde_json::from_str::<Entry>(&json).unwrap(), e);
+    }
+}

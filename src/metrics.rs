@@ -1,0 +1,143 @@
+//! `run --metrics-file PATH`: a Prometheus text-format file for
+//! node_exporter's textfile collector, rewritten after each run.
+//!
+//! The file is written whole to a temporary file in the same directory and
+//! renamed over PATH, so the collector never reads half a file. The
+//! counters (`redlock_runs_total`, `redlock_skips_total`) and the last run's
+//! figures are carried over from the previous file: a skip updates the
+//! skip counter and `redlock_last_ran` and keeps the last run's figures.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+/// What one invocation of `run` did.
+#[derive(Clone, Debug)]
+pub struct Sample {
+    /// The lock key (the `key` label).
+    pub key: String,
+    /// `Some` when the command ran under the lock: its figures.
+    pub ran: Option<Ran>,
+    /// Time spent waiting for the lock (until acquired, or until busy).
+    pub wait: Duration,
+    /// When this invocation ended.
+    pub at: SystemTime,
+}
+
+/// The figures of a run that held the lock.
+#[derive(Clone, Copy, Debug)]
+pub struct Ran {
+    /// When the lock was acquired.
+    pub start: SystemTime,
+    /// How long it was held.
+    pub duration: Duration,
+    /// The exit code redlock ended with.
+    pub exit_code: u8,
+}
+
+/// The metrics, their type and help, in the order they are written.
+const METRICS: [(&str, &str, &str); 9] = [
+    ("redlock_runs_total", "counter", "Runs that held the lock and ran the command."),
+    ("redlock_skips_total", "counter", "Runs that found the lock busy and skipped."),
+    ("redlock_last_ran", "gauge", "1 when the last invocation ran the command, 0 when it skipped."),
+    ("redlock_last_invocation_timestamp_seconds", "gauge", "When the last invocation ended."),
+    ("redlock_last_wait_seconds", "gauge", "Time the last invocation waited for the lock."),
+    ("redlock_last_start_timestamp_seconds", "gauge", "When the last run acquired the lock."),
+    ("redlock_last_end_timestamp_seconds", "gauge", "When the last run ended."),
+    ("redlock_last_duration_seconds", "gauge", "How long the last run held the lock."),
+    ("redlock_last_exit_code", "gauge", "The exit code of the last run."),
+];
+
+fn seconds(t: SystemTime) -> f64 {
+    t.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default().as_secs_f64()
+}
+
+/// Updates the file at `path` with `sample`: reads the previous values (a
+/// missing or unreadable file starts from zero), applies the sample, writes
+/// a temporary file beside it and renames it over `path`.
+pub fn write(path: &Path, sample: &Sample) -> std::io::Result<()> {
+    let mut values = std::fs::read_to_string(path).map(|t| previous(&t)).unwrap_or_default();
+    let mut set = |name: &str, v: f64| {
+        values.insert(name.to_owned(), v);
+    };
+    set("redlock_last_invocation_timestamp_seconds", seconds(sample.at));
+    set("redlock_last_wait_seconds", sample.wait.as_secs_f64());
+    match sample.ran {
+        Some(ran) => {
+            set("redlock_last_ran", 1.0);
+            set("redlock_last_start_timestamp_seconds", seconds(ran.start));
+            set("redlock_last_end_timestamp_seconds", seconds(ran.start + ran.duration));
+            set("redlock_last_duration_seconds", ran.duration.as_secs_f64());
+            set("redlock_last_exit_code", f64::from(ran.exit_code));
+        }
+        None => set("redlock_last_ran", 0.0),
+    }
+    let counter = if sample.ran.is_some() { "redlock_runs_total" } else { "redlock_skips_total" };
+    *values.entry(counter.to_owned()).or_insert(0.0) += 1.0;
+    let text = render(&sample.key, &values);
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    // A dot-file: node_exporter reads only *.prom, so it never sees this one.
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let written = std::fs::File::create(&tmp).and_then(|mut f| {
+        f.write_all(text.as_bytes())?;
+        f.sync_all()
+    });
+    match written.and_then(|()| std::fs::rename(&tmp, path)) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(e)
+        }
+    }
+}
+
+/// The file's text: HELP, TYPE and one sample per known metric.
+fn render(key: &str, values: &BTreeMap<String, f64>) -> String {
+    let label: String = key
+        .chars()
+        .flat_map(|c| match c {
+            '\\' => vec!['\\', '\\'],
+            '"' => vec!['\\', '"'],
+            '\n' => vec!['\\', 'n'],
+            c => vec![c],
+        })
+        .collect();
+    let mut out = String::new();
+    for (name, kind, help) in METRICS {
+        let Some(v) = values.get(name) else { continue };
+        out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n"));
+        out.push_str(&format!("{name}{{key=\"{label}\"}} {v}\n"));
+    }
+    out
+}
+
+/// The values of the known metrics in a previous file (labels ignored: one
+/// file is one job's).
+fn previous(text: &str) -> BTreeMap<String, f64> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let (series, value) = l.rsplit_once(' ')?;
+            let name = series.split('{').next()?.trim();
+            METRICS.iter().any(|(m, _, _)| *m == name).then_some(())?;
+            Some((name.to_owned(), value.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn counters_carry_over_and_labels_are_escaped() {
+        let mut values = BTreeMap::new();
+        values.insert("redlock_runs_total".to_owned(), 4.0);
+        let text = render("a\"b\\c", &values);
+        assert!(text.contains("redlock_runs_total{key=\"a\\\"b\\\\c\"} 4\n"), "{text}");
+        assert_eq!(previous(&text).get("redlock_runs_total"), Some(&4.0));
+    }
+}

@@ -1,0 +1,260 @@
+//! The run history (issue 13): entries written by every `run`, merged from
+//! the servers by `history`, skips counted, `check`'s verdicts, and the
+//! `--metrics-file` for node_exporter.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::harness::{Fleet, Output, RedisServer, Redlock, lock_key, unique_key};
+
+/// The README's count bound and retention ("Run history").
+const MAX_ENTRIES: usize = 100;
+const RETENTION_MS: i64 = 7 * 24 * 3600 * 1000;
+
+fn history_key(key: &str) -> String {
+    format!("{}:history", lock_key(key))
+}
+
+fn skips_key(key: &str) -> String {
+    format!("{}:skips", lock_key(key))
+}
+
+/// `run --key KEY -- sh -c SCRIPT`: the output.
+fn run(fleet: &Fleet, key: &str, script: &str) -> Output {
+    Redlock::on(fleet).args(["run", "--key", key, "--", "sh", "-c", script]).run()
+}
+
+/// `history --json` with the expected exit code: the object.
+fn history(fleet: &Fleet, key: &str, code: i32) -> serde_json::Value {
+    let out = Redlock::on(fleet).args(["history", "--key", key, "--json"]).run();
+    out.expect(code);
+    out.json()
+}
+
+/// The entries' (outcome, exit code) pairs, newest first.
+fn outcomes(history: &serde_json::Value) -> Vec<(String, u64)> {
+    history["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["outcome"].as_str().unwrap().to_owned(), e["exit_code"].as_u64().unwrap()))
+        .collect()
+}
+
+/// Asserts that `key` on `server` expires within the retention, and not long before it.
+fn assert_retained(server: &RedisServer, key: &str) {
+    let pttl = server.pttl(key);
+    assert!(
+        pttl > RETENTION_MS - 60_000 && pttl <= RETENTION_MS,
+        "{key}: PTTL {pttl}, want about {RETENTION_MS}"
+    );
+}
+
+#[test]
+fn history_survives_one_server_down_and_one_restarted_empty() {
+    let mut fleet = Fleet::start(3);
+    let key = unique_key("history");
+    run(&fleet, &key, "true").expect(0);
+    run(&fleet, &key, "exit 3").expect(3);
+    run(&fleet, &key, "kill -TERM $$").expect(143);
+    let want =
+        vec![("signaled".to_owned(), 143), ("exited".to_owned(), 3), ("exited".to_owned(), 0)];
+    let all = history(&fleet, &key, 0);
+    assert_eq!(outcomes(&all), want, "{all}");
+    let newest = &all["entries"][0];
+    assert!(newest["fence"].as_u64().is_some(), "{newest}");
+    assert!(newest["pid"].as_u64().is_some() && newest["host"].as_str().is_some(), "{newest}");
+    for server in &fleet.servers {
+        assert_retained(server, &history_key(&key));
+    }
+    let text = Redlock::on(&fleet).args(["history", "--key", &key]).run();
+    text.expect(0);
+    assert!(text.stdout.contains("killed by SIGTERM") && text.stdout.contains("exit 3"));
+
+    // One server down: the others have every entry.
+    fleet.servers[0].stop();
+    assert_eq!(outcomes(&history(&fleet, &key, 0)), want);
+    // Back, empty: the union still has them, without duplicates.
+    fleet.servers[0].start_again();
+    assert_eq!(fleet.servers[0].dbsize(), 0);
+    assert_eq!(outcomes(&history(&fleet, &key, 0)), want);
+    // A run while one server is down is recorded on the others, with no warning.
+    fleet.servers[2].stop();
+    run(&fleet, &key, "true").expect(0).stderr_lacks("history:");
+    fleet.servers[2].start_again();
+    assert_eq!(outcomes(&history(&fleet, &key, 0)).len(), 4);
+    // Fewer than a quorum answer: what they have is shown, and it says so.
+    fleet.servers[1].stop();
+    fleet.servers[2].stop();
+    let partial = history(&fleet, &key, 69);
+    assert_eq!(partial["complete"], false);
+    Redlock::on(&fleet).args(["check", "--key", &key, "--max-age", "1h"]).run().expect(2);
+}
+
+#[test]
+fn history_keeps_the_newest_hundred_entries() {
+    let server = RedisServer::start();
+    let fleet = Fleet { servers: vec![server] };
+    let key = unique_key("bound");
+    let list = history_key(&key);
+    let server = &fleet.servers[0];
+    for i in 0..MAX_ENTRIES {
+        let entry = format!(
+            r#"{{"token":"old-{i}","host":"h","pid":1,"start_ms":{i},"duration_ms":1,"outcome":"exited","exit_code":0,"fence":null}}"#
+        );
+        let _: i64 = server.cmd(&["LPUSH", &list, &entry]);
+    }
+    run(&fleet, &key, "true").expect(0);
+    let len: i64 = server.cmd(&["LLEN", &list]);
+    assert_eq!(len, i64::try_from(MAX_ENTRIES).unwrap(), "the list is trimmed");
+    let oldest: Vec<String> = server.cmd(&["LRANGE", &list, "-1", "-1"]);
+    assert!(oldest[0].contains("\"old-1\""), "the oldest entry went: {oldest:?}");
+    let out = Redlock::on(&fleet).args(["history", "--key", &key, "-n", "100", "--json"]).run();
+    out.expect(0);
+    let entries = out.json()["entries"].as_array().unwrap().clone();
+    assert_eq!(entries.len(), MAX_ENTRIES);
+    assert_ne!(entries[0]["host"], "h", "the real run is the newest");
+    Redlock::on(&fleet).args(["history", "--key", &key, "-n", "101"]).run().expect(64);
+}
+
+#[test]
+fn skips_are_counted_not_listed() {
+    let fleet = Fleet::start(3);
+    let key = unique_key("skips");
+    let held = Redlock::on(&fleet).args(["acquire", "--key", &key, "--ttl", "30s"]).run();
+    held.expect(0);
+    for _ in 0..3 {
+        Redlock::on(&fleet)
+            .args(["run", "-n", "-E", "0", "--key", &key, "--", "true"])
+            .run()
+            .expect(0)
+            .stderr_lacks("history:");
+    }
+    let h = history(&fleet, &key, 0);
+    assert_eq!(h["skips"]["count"], 3, "{h}");
+    assert!(h["skips"]["last_holder"].as_str().unwrap().contains("is held by"), "{h}");
+    assert_eq!(h["entries"].as_array().unwrap().len(), 0, "no entry per skip");
+    for server in &fleet.servers {
+        assert_retained(server, &skips_key(&key));
+    }
+    let text = Redlock::on(&fleet).args(["history", "--key", &key]).run();
+    text.expect(0);
+    assert!(text.stdout.contains("skips: 3 since"), "{}", text.stdout);
+}
+
+/// `check`: the line and the exit code.
+fn check(fleet: &Fleet, key: &str, more: &[&str], code: i32) -> String {
+    let out = Redlock::on(fleet).args(["check", "--key", key]).args(more).run();
+    out.expect(code);
+    out.line().to_owned()
+}
+
+#[test]
+fn check_says_fresh_stale_failed_and_unknown() {
+    let mut fleet = Fleet::start(3);
+    let key = unique_key("check");
+    let line = check(&fleet, &key, &["--max-age", "1h"], 2);
+    assert!(line.starts_with(&format!("UNKNOWN - {key} has no recorded run")), "{line}");
+
+    run(&fleet, &key, "true").expect(0);
+    let line = check(&fleet, &key, &["--max-age", "1h", "--require-success"], 0);
+    assert!(line.starts_with(&format!("OK - {key} ran ")), "{line}");
+    assert!(line.ends_with(", exit 0"), "{line}");
+
+    run(&fleet, &key, "exit 3").expect(3);
+    check(&fleet, &key, &["--max-age", "1h"], 0);
+    let line = check(&fleet, &key, &["--max-age", "1h", "--require-success"], 1);
+    assert!(line.starts_with("WARNING - ") && line.contains("exit 3"), "{line}");
+    let json = Redlock::on(&fleet)
+        .args(["check", "--key", &key, "--max-age", "1h", "--require-success", "--json"])
+        .run();
+    json.expect(1);
+    assert_eq!(json.json()["status"], "failed");
+
+    // A successful run two hours ago, and nothing since.
+    let stale = unique_key("stale");
+    let two_hours_ago = SystemTime::now() - Duration::from_secs(2 * 3600);
+    let start_ms = two_hours_ago.duration_since(UNIX_EPOCH).unwrap().as_millis();
+    let entry = format!(
+        r#"{{"token":"t","host":"web-3","pid":1,"start_ms":{start_ms},"duration_ms":1,"outcome":"exited","exit_code":0,"fence":null}}"#
+    );
+    for server in &fleet.servers {
+        let _: i64 = server.cmd(&["LPUSH", &history_key(&stale), &entry]);
+    }
+    let line = check(&fleet, &stale, &["--max-age", "1h"], 1);
+    assert_eq!(
+        line,
+        format!("WARNING - {stale} ran 2h ago on web-3, exit 0; older than --max-age 1h")
+    );
+    check(&fleet, &stale, &["--max-age", "3h"], 0);
+
+    // A run still going started within --max-age: OK, though the last
+    // finished one is stale.
+    let holding = Redlock::on(&fleet).args(["acquire", "--key", &stale, "--ttl", "30s"]).run();
+    holding.expect(0);
+    let line = check(&fleet, &stale, &["--max-age", "1h", "--require-success"], 0);
+    assert!(line.starts_with(&format!("OK - {stale} is running on ")), "{line}");
+
+    // The servers cannot say.
+    fleet.servers[0].stop();
+    fleet.servers[1].stop();
+    let line = check(&fleet, &key, &["--max-age", "1h"], 2);
+    assert!(line.starts_with("UNKNOWN - "), "{line}");
+}
+
+/// The metrics file, parsed by a real Prometheus text-format parser: each
+/// sample's value by metric name.
+fn metrics(path: &std::path::Path) -> std::collections::HashMap<String, f64> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let lines = text.lines().map(|l| Ok(l.to_owned()));
+    let scrape = prometheus_parse::Scrape::parse(lines).unwrap();
+    scrape
+        .samples
+        .into_iter()
+        .map(|s| {
+            let v = match s.value {
+                prometheus_parse::Value::Counter(v)
+                | prometheus_parse::Value::Gauge(v)
+                | prometheus_parse::Value::Untyped(v) => v,
+                other => panic!("{}: unexpected {other:?}\n{text}", s.metric),
+            };
+            assert!(s.labels.get("key").is_some(), "{}: no key label\n{text}", s.metric);
+            (s.metric, v)
+        })
+        .collect()
+}
+
+#[test]
+fn the_metrics_file_parses_and_its_counters_survive_across_runs() {
+    let fleet = Fleet::start(1);
+    let key = unique_key("metrics");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("job.prom");
+    let file = path.display().to_string();
+    let run_with = |script: &str| {
+        Redlock::on(&fleet)
+            .args(["run", "-n", "-E", "0", "--metrics-file", &file, "--key", &key, "--"])
+            .args(["sh", "-c", script])
+            .run()
+    };
+    run_with("exit 0").expect(0);
+    let m = metrics(&path);
+    assert_eq!((m["redlock_runs_total"], m["redlock_last_ran"]), (1.0, 1.0), "{m:?}");
+    assert_eq!(m["redlock_last_exit_code"], 0.0);
+    run_with("exit 4").expect(4);
+    // A skip: the lock is held elsewhere.
+    let held = Redlock::on(&fleet).args(["acquire", "--key", &key]).run();
+    held.expect(0);
+    run_with("true").expect(0);
+    let m = metrics(&path);
+    assert_eq!(m["redlock_runs_total"], 2.0, "{m:?}");
+    assert_eq!(m["redlock_skips_total"], 1.0, "{m:?}");
+    assert_eq!(m["redlock_last_ran"], 0.0, "{m:?}");
+    assert_eq!(m["redlock_last_exit_code"], 4.0, "the last run's code outlives a skip");
+    assert!(m["redlock_last_end_timestamp_seconds"] >= m["redlock_last_start_timestamp_seconds"]);
+    assert!(m["redlock_last_duration_seconds"] >= 0.0 && m["redlock_last_wait_seconds"] >= 0.0);
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["job.prom"], "no temporary file left behind");
+}
