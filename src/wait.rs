@@ -2,7 +2,8 @@
 //! backoff between rounds, never sleeping past the holder's remaining TTL,
 //! and never past the `--wait` deadline. A waiter subscribes to the key's
 //! release channel on every server after its first busy answer, so that a
-//! release wakes it at once; a missed message costs one backoff step.
+//! release wakes it at once; a missed message costs one backoff step, and
+//! a lost subscription is made again on a backoff of its own.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,6 +19,7 @@ use crate::error::Error;
 use crate::exit;
 use crate::lock::{Attempt, Fleet, Lock};
 use crate::output::{Level, Log};
+use crate::server::{Failure, Server};
 use crate::signals::Signals;
 use crate::token::Token;
 
@@ -104,19 +106,34 @@ impl Default for Backoff {
 /// Every server announces the same release (its token), so the waiter
 /// wakes once per release, not once per server: a second wake would cost
 /// an attempt doomed to meet the next holder.
+///
+/// Never a storm (issue 11): a wake is only a shortcut through the
+/// waiter's pause, never its only clock. When notifications are lost (the
+/// pub/sub connection dropped or killed, the server down or restarted),
+/// the waiter keeps its jittered backoff, capped by the holder's TTL, and
+/// the listener subscribes again on a backoff of its own; when they are
+/// refused for good (an ACL user without channel permissions, a password
+/// the server refuses) the listener ends, and a waiter left with no
+/// listener at all waits on its pause alone, never on a channel that
+/// reports "closed" at once forever (the busy-poll of 31,479 attempts in
+/// 3 s that issue 11 measured).
 struct Wake {
     /// The last release heard: its token.
     released: watch::Receiver<Vec<u8>>,
     listeners: Vec<JoinHandle<()>>,
 }
 
+/// How long a subscription must have lasted for the next re-subscription to
+/// start again from the first backoff step: a connection that a server or a
+/// proxy kills as soon as it subscribes is retried ever more slowly.
+const STEADY_SUBSCRIPTION: Duration = MAX_PAUSE;
+
 impl Wake {
     /// Subscribes to `key`'s release channel, in the background, on the
     /// first `servers - quorum + 1` servers: a release that succeeds is
     /// announced by a quorum, and every quorum includes one of them.
     /// Listening to more only multiplies the messages (contention bench: 8
-    /// waiters on 5 servers, 555-613 -> 693-722 sections/s). A server that
-    /// cannot subscribe just never wakes us; backoff covers what we miss.
+    /// waiters on 5 servers, 555-613 -> 693-722 sections/s).
     fn subscribe(fleet: &Fleet, key: &str, log: &Log) -> Wake {
         let (tx, released) = watch::channel(Vec::new());
         let tx = Arc::new(tx);
@@ -128,25 +145,49 @@ impl Wake {
             .map(|server| {
                 let (server, tx, channel, log) =
                     (Arc::clone(server), Arc::clone(&tx), channel.clone(), *log);
-                tokio::spawn(async move {
-                    match server.subscribe(&channel).await {
-                        Ok(pubsub) => {
-                            let mut messages = pubsub.into_on_message();
-                            while let Some(message) = messages.next().await {
-                                let token = message.get_payload_bytes().to_vec();
-                                tx.send_if_modified(|last| {
-                                    let new = *last != token;
-                                    *last = token;
-                                    new
-                                });
-                            }
-                        }
-                        Err(e) => log.debug(&format!("no release notifications: {e}")),
-                    }
-                })
+                tokio::spawn(async move { listen(&server, &channel, &tx, &log).await })
             })
             .collect();
         Wake { released, listeners }
+    }
+}
+
+/// Forwards the releases announced on `channel` of `server` to `tx`,
+/// subscribing again (with jittered backoff) whenever the subscription
+/// fails or ends. Ends only when the server refuses for good (auth, ACL),
+/// or when the wait is over and [`Wake`] aborts it: the loop has no
+/// deadline of its own because it lives exactly as long as the wait, whose
+/// deadline bounds it.
+async fn listen(server: &Server, channel: &str, tx: &watch::Sender<Vec<u8>>, log: &Log) {
+    let mut backoff = Backoff::new();
+    loop {
+        match server.subscribe(channel).await {
+            Ok(pubsub) => {
+                let since = Instant::now();
+                let mut messages = pubsub.into_on_message();
+                while let Some(message) = messages.next().await {
+                    let token = message.get_payload_bytes().to_vec();
+                    tx.send_if_modified(|last| {
+                        let new = *last != token;
+                        *last = token;
+                        new
+                    });
+                }
+                if since.elapsed() >= STEADY_SUBSCRIPTION {
+                    backoff = Backoff::new();
+                }
+                log.debug(&format!(
+                    "{}: release notifications ended; subscribing again",
+                    server.name()
+                ));
+            }
+            Err(e) if matches!(e.failure, Failure::Auth(_) | Failure::NoPerm(_)) => {
+                log.debug(&format!("no release notifications (waiting on backoff alone): {e}"));
+                return;
+            }
+            Err(e) => log.debug(&format!("no release notifications for now: {e}")),
+        }
+        tokio::time::sleep(backoff.next_pause()).await;
     }
 }
 

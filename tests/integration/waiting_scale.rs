@@ -1,0 +1,130 @@
+//! Waiting at scale (issue 11): a waiter whose release notifications are
+//! unavailable falls back to its backoff and never storms the servers.
+//! Each storm scenario counts the lock commands of one waiter over a
+//! 3 s `--wait` (its `acquire_attempt` events, and the servers'
+//! `INFO commandstats` where they are up) and allows fewer than 40.
+
+use std::time::Duration;
+
+use crate::harness::{Fleet, Output, RedisServer, Redlock, unique_key};
+
+/// The most lock commands one waiter may send in a 3 s wait.
+const STORM: usize = 40;
+
+/// The attempts a `-vv --log-format json` run reported.
+fn attempts(out: &Output) -> usize {
+    out.stderr.lines().filter(|l| l.contains(r#""event":"acquire_attempt""#)).count()
+}
+
+/// Lock commands (scripts and SETs) a server ran since its last `CONFIG RESETSTAT`.
+fn lock_commands(server: &RedisServer) -> usize {
+    let info: String = server.cmd(&["INFO", "commandstats"]);
+    info.lines()
+        .filter(|l| {
+            ["cmdstat_evalsha:", "cmdstat_eval:", "cmdstat_set:", "cmdstat_fcall:"]
+                .iter()
+                .any(|p| l.starts_with(p))
+        })
+        .filter_map(|l| l.split("calls=").nth(1)?.split(',').next()?.parse::<usize>().ok())
+        .sum()
+}
+
+/// A 3 s wait of `waiter` on `key`, with every attempt logged.
+fn wait_3s(waiter: Redlock, key: &str) -> crate::harness::Running {
+    waiter
+        .args(["-vv", "--log-format", "json", "run", "-k", key, "--wait", "3s", "--", "true"])
+        .spawn()
+}
+
+fn assert_no_storm(out: &Output, what: &str) {
+    out.expect(75);
+    let n = attempts(out);
+    if n >= STORM {
+        out.fail(&format!("{what}: {n} attempts in a 3s wait (at most {STORM})"));
+    }
+}
+
+#[test]
+fn killing_the_pubsub_connections_mid_wait_is_no_storm() {
+    let fleet = Fleet::start(3);
+    let key = unique_key("storm-kill");
+    Redlock::on(&fleet).args(["acquire", "-k", &key, "--ttl", "20s"]).run().expect(0);
+    let waiter = wait_3s(Redlock::on(&fleet), &key);
+    fleet.servers[0].await_waiters(&key, 1);
+    for s in &fleet.servers {
+        let _: redis::Value = s.cmd(&["CONFIG", "RESETSTAT"]);
+        let _: redis::Value = s.cmd(&["CLIENT", "KILL", "TYPE", "pubsub"]);
+    }
+    let out = waiter.wait();
+    assert_no_storm(&out, "pub/sub connections killed");
+    let sent: usize = fleet.servers.iter().map(lock_commands).sum::<usize>() / fleet.servers.len();
+    assert!(sent < STORM, "{sent} lock commands per server after the kill");
+}
+
+#[test]
+fn the_only_server_down_for_the_whole_wait_is_no_storm() {
+    let mut server = RedisServer::start();
+    let url = server.url();
+    server.stop();
+    let key = unique_key("storm-down");
+    let out = wait_3s(Redlock::new(&url), &key).wait();
+    out.expect(69);
+    let n = attempts(&out);
+    if n >= STORM {
+        out.fail(&format!("server down: {n} attempts in a 3s wait (at most {STORM})"));
+    }
+}
+
+#[test]
+fn a_server_restarted_mid_wait_is_no_storm() {
+    let mut server = RedisServer::start_with(&["--appendonly", "yes", "--appendfsync", "always"]);
+    let key = unique_key("storm-restart");
+    Redlock::new(&server.url()).args(["acquire", "-k", &key, "--ttl", "20s"]).run().expect(0);
+    let waiter = wait_3s(Redlock::new(&server.url()), &key);
+    server.await_waiters(&key, 1);
+    server.shutdown(true);
+    server.start_again();
+    let _: redis::Value = server.cmd(&["CONFIG", "RESETSTAT"]);
+    let out = waiter.wait();
+    assert_no_storm(&out, "server restarted");
+    let sent = lock_commands(&server);
+    assert!(sent < STORM, "{sent} lock commands after the restart");
+}
+
+#[test]
+fn a_user_without_channel_permissions_is_no_storm() {
+    let server = RedisServer::start();
+    let _: redis::Value =
+        server.cmd(&["ACL", "SETUSER", "nochan", "on", ">pw", "~*", "resetchannels", "+@all"]);
+    let url = format!("redis://nochan:pw@127.0.0.1:{}", server.port);
+    let key = unique_key("storm-acl");
+    Redlock::new(&server.url()).args(["acquire", "-k", &key, "--ttl", "20s"]).run().expect(0);
+    let _: redis::Value = server.cmd(&["CONFIG", "RESETSTAT"]);
+    let out = wait_3s(Redlock::new(&url), &key).wait();
+    assert_no_storm(&out, "no channel permissions");
+    let sent = lock_commands(&server);
+    assert!(sent < STORM, "{sent} lock commands from a waiter that cannot subscribe");
+}
+
+#[test]
+fn a_waiter_subscribes_again_after_its_pubsub_connection_is_killed() {
+    let server = RedisServer::start();
+    let key = unique_key("resubscribe");
+    let token = Redlock::new(&server.url())
+        .args(["acquire", "-k", &key, "--ttl", "20s"])
+        .run()
+        .expect(0)
+        .line()
+        .to_owned();
+    let waiter = Redlock::new(&server.url())
+        .args(["-vv", "run", "-k", &key, "--wait", "15s", "--", "true"])
+        .spawn();
+    server.await_waiters(&key, 1);
+    let _: redis::Value = server.cmd(&["CLIENT", "KILL", "TYPE", "pubsub"]);
+    // On today's main the waiter never subscribes again: this times out.
+    server.await_waiters(&key, 1);
+    std::thread::sleep(Duration::from_millis(1500));
+    Redlock::new(&server.url()).args(["release", "-k", &key, "--token", &token]).run().expect(0);
+    let out = waiter.wait();
+    out.expect(0).stderr_has("subscribing again").stderr_has("woken by a release");
+}
