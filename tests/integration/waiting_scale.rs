@@ -128,3 +128,16 @@ fn a_waiter_subscribes_again_after_its_pubsub_connection_is_killed() {
     let out = waiter.wait();
     out.expect(0).stderr_has("subscribing again").stderr_has("woken by a release");
 }
+
+#[test]
+fn doctor_says_when_the_user_cannot_subscribe_and_what_it_costs() {
+    let server = RedisServer::start();
+    let _: redis::Value =
+        server.cmd(&["ACL", "SETUSER", "nosub", "on", ">pw", "~*", "&*", "+@all", "-subscribe"]);
+    let url = format!("redis://nosub:pw@127.0.0.1:{}", server.port);
+    let out = Redlock::new(&url).args(["doctor"]).run();
+    out.expect(1);
+    if !out.stdout.contains("SUBSCRIBE refused") || !out.stdout.contains("not woken by releases") {
+        out.fail("doctor should say that SUBSCRIBE is refused and what it costs");
+    }
+}
