@@ -1042,7 +1042,7 @@ async fn contend(
     };
     drop(set);
     if !keep {
-        withdraw(&server, &conn, key, &call.args[0]).await;
+        withdraw(&server, &conn, key, &call.keys[0], &call.args[0]).await;
     }
 }
 
@@ -1057,10 +1057,13 @@ async fn contend(
 /// more from it than it already holds, so the delete goes on a fresh one;
 /// it could overtake only bytes of the dead connection still unread in the
 /// server's buffer, a window of one turn of the server's event loop.
-async fn withdraw(server: &Server, conn: &Conn, key: &str, token: &[u8]) {
+///
+/// `key` is the user's key, for messages; `lock_key` its name on the
+/// server ([`KeyLayout`]), which is what is deleted.
+async fn withdraw(server: &Server, conn: &Conn, key: &str, lock_key: &str, token: &[u8]) {
     let mut pipe = redis::pipe();
     pipe.cmd("SCRIPT").arg("LOAD").arg(WITHDRAW_LUA).ignore();
-    pipe.cmd("EVALSHA").arg(SCRIPTS.withdraw.get_hash()).arg(1).arg(key).arg(token);
+    pipe.cmd("EVALSHA").arg(SCRIPTS.withdraw.get_hash()).arg(1).arg(lock_key).arg(token);
     let send = async |c: &mut MultiplexedConnection| pipe.query_async::<Value>(c).await;
     let first = server.call_on(conn, Op::Withdraw, key.as_bytes(), server.deadline(), send).await;
     if let Err(e) = first

@@ -5,7 +5,8 @@
 //! release wakes it at once; a missed message costs one backoff step, and
 //! a lost subscription is made again on a backoff of its own.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
@@ -120,8 +121,24 @@ impl Default for Backoff {
 struct Wake {
     /// The last release heard: its token.
     released: watch::Receiver<Vec<u8>>,
-    listeners: Vec<JoinHandle<()>>,
 }
+
+/// The release listeners of one channel on one fleet: one pub/sub
+/// connection per server listened to, shared by every wait of the process
+/// on that key (issue 11: each `wait::acquire` used to open its own).
+struct Ears {
+    /// Where the listeners put the last release heard.
+    tx: Arc<watch::Sender<Vec<u8>>>,
+    /// The listener of each server listened to, by index in the fleet.
+    listeners: Vec<Option<JoinHandle<()>>>,
+}
+
+/// Every channel this process listens to, keyed by channel and servers.
+/// Listeners stay subscribed after the wait that started them, so a
+/// process that waits again (the library in a loop) reuses them; they end
+/// with the process or its runtime. One entry per key waited on: a process
+/// that waits on unboundedly many keys keeps that many subscriptions.
+static EARS: LazyLock<Mutex<HashMap<String, Ears>>> = LazyLock::new(Mutex::default);
 
 /// How long a subscription must have lasted for the next re-subscription to
 /// start again from the first backoff step: a connection that a server or a
@@ -129,35 +146,44 @@ struct Wake {
 const STEADY_SUBSCRIPTION: Duration = MAX_PAUSE;
 
 impl Wake {
-    /// Subscribes to `key`'s release channel, in the background, on the
+    /// Listens to `key`'s release channel, in the background, on the
     /// first `servers - quorum + 1` servers: a release that succeeds is
     /// announced by a quorum, and every quorum includes one of them.
     /// Listening to more only multiplies the messages (contention bench: 8
-    /// waiters on 5 servers, 555-613 -> 693-722 sections/s).
+    /// waiters on 5 servers, 555-613 -> 693-722 sections/s). A listener
+    /// already running in this process is reused; one that ended (its
+    /// runtime gone, or refused by the server's ACL) is started again.
     fn subscribe(fleet: &Fleet, key: &str, log: &Log) -> Wake {
-        let (tx, released) = watch::channel(Vec::new());
-        let tx = Arc::new(tx);
         let channel = crate::lock::release_channel(key);
         let n = fleet.servers().len();
         let ears = (n + 1).saturating_sub(fleet.quorum()).min(n);
-        let listeners = fleet.servers()[..ears]
-            .iter()
-            .map(|server| {
+        let servers = &fleet.servers()[..ears];
+        let id = servers.iter().fold(channel.clone(), |id, s| format!("{id}\n{}", s.name()));
+        // A panic elsewhere while holding the lock leaves the map usable.
+        let mut all = EARS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let entry = all.entry(id).or_insert_with(|| Ears {
+            tx: Arc::new(watch::channel(Vec::new()).0),
+            listeners: Vec::new(),
+        });
+        entry.listeners.resize_with(ears, || None);
+        for (slot, server) in entry.listeners.iter_mut().zip(servers) {
+            if slot.as_ref().is_none_or(JoinHandle::is_finished) {
                 let (server, tx, channel, log) =
-                    (Arc::clone(server), Arc::clone(&tx), channel.clone(), *log);
-                tokio::spawn(async move { listen(&server, &channel, &tx, &log).await })
-            })
-            .collect();
-        Wake { released, listeners }
+                    (Arc::clone(server), Arc::clone(&entry.tx), channel.clone(), *log);
+                *slot =
+                    Some(tokio::spawn(async move { listen(&server, &channel, &tx, &log).await }));
+            }
+        }
+        Wake { released: entry.tx.subscribe() }
     }
 }
 
 /// Forwards the releases announced on `channel` of `server` to `tx`,
 /// subscribing again (with jittered backoff) whenever the subscription
 /// fails or ends. Ends only when the server refuses for good (auth, ACL),
-/// or when the wait is over and [`Wake`] aborts it: the loop has no
-/// deadline of its own because it lives exactly as long as the wait, whose
-/// deadline bounds it.
+/// or with its runtime. It has no deadline of its own: it sends nothing but
+/// a SUBSCRIBE per backoff step (at most about one a second once grown),
+/// and it is what keeps later waits of the process woken promptly.
 async fn listen(server: &Server, channel: &str, tx: &watch::Sender<Vec<u8>>, log: &Log) {
     let mut backoff = Backoff::new();
     loop {
@@ -188,14 +214,6 @@ async fn listen(server: &Server, channel: &str, tx: &watch::Sender<Vec<u8>>, log
             Err(e) => log.debug(&format!("no release notifications for now: {e}")),
         }
         tokio::time::sleep(backoff.next_pause()).await;
-    }
-}
-
-impl Drop for Wake {
-    fn drop(&mut self) {
-        for listener in &self.listeners {
-            listener.abort();
-        }
     }
 }
 
@@ -330,8 +348,8 @@ pub async fn acquire(
             wake.get_or_insert_with(|| Wake::subscribe(fleet, key, log));
         }
         let released = async {
-            // Every listener gone (none could subscribe): only the pause
-            // is left, never a wake that fires at once forever.
+            // No listener (yet), or none left: only the pause is left,
+            // never a wake that fires at once forever.
             let heard = match wake.as_mut() {
                 Some(wake) => wake.released.changed().await.is_ok(),
                 None => false,

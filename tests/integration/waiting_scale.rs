@@ -141,3 +141,71 @@ fn doctor_says_when_the_user_cannot_subscribe_and_what_it_costs() {
         out.fail("doctor should say that SUBSCRIBE is refused and what it costs");
     }
 }
+
+#[test]
+fn withdrawing_a_losing_attempt_publishes_nothing() {
+    let fleet = Fleet::start(3);
+    let key = unique_key("quiet-withdraw");
+    // Another client holds a quorum (servers 1 and 2); the attempt gets a
+    // vote on server 3 and withdraws it.
+    for s in &fleet.servers[..2] {
+        let _: redis::Value =
+            s.cmd(&["SET", &crate::harness::lock_key(&key), "other", "PX", "20000"]);
+    }
+    for s in &fleet.servers {
+        let _: redis::Value = s.cmd(&["CONFIG", "RESETSTAT"]);
+    }
+    Redlock::on(&fleet).args(["run", "-n", "-k", &key, "--", "true"]).run().expect(75);
+    // The vote is withdrawn (on today's main it was left behind until its
+    // TTL: the withdrawal deleted the user's key, not `redlock:{KEY}`).
+    assert_eq!(fleet.values(&crate::harness::lock_key(&key))[2], None, "the vote is withdrawn");
+    let info: String = fleet.servers[2].cmd(&["INFO", "commandstats"]);
+    assert!(info.contains("cmdstat_evalsha:"), "the withdrawal ran:\n{info}");
+    for s in &fleet.servers {
+        let info: String = s.cmd(&["INFO", "commandstats"]);
+        assert!(!info.contains("cmdstat_publish:"), "a withdrawal published:\n{info}");
+    }
+}
+
+#[test]
+fn a_process_keeps_one_pubsub_connection_per_server_however_often_it_waits() {
+    use redlock::config::{Request, Wait};
+    let fleet = Fleet::start(3);
+    let key = unique_key("one-ear");
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let servers = fleet
+        .urls()
+        .split(',')
+        .map(|u| {
+            let url = redlock::server::ServerUrl::parse(u).unwrap();
+            redlock::server::Server::new(url, Duration::from_secs(1), &Default::default()).unwrap()
+        })
+        .collect();
+    let lib = redlock::lock::Fleet::new(servers, 2, 0.01);
+    let log = redlock::output::Log::new(0, true, redlock::cli::LogFormat::Text);
+    let request = Request {
+        key: key.clone(),
+        ttl: Duration::from_secs(10),
+        wait: Wait::For(Duration::from_secs(5)),
+        fence: false,
+    };
+    for _ in 0..3 {
+        // A holder whose lock expires by itself: each wait subscribes.
+        Redlock::on(&fleet).args(["acquire", "-k", &key, "--ttl", "300ms"]).run().expect(0);
+        let lock = rt.block_on(redlock::wait::acquire(&lib, &request, &log, None)).unwrap();
+        rt.block_on(lib.release(&key, &lock.token)).unwrap();
+    }
+    let subscribes: usize = fleet
+        .servers
+        .iter()
+        .map(|s| {
+            let info: String = s.cmd(&["INFO", "commandstats"]);
+            info.lines()
+                .find_map(|l| l.strip_prefix("cmdstat_subscribe:calls="))
+                .and_then(|v| v.split(',').next()?.parse().ok())
+                .unwrap_or(0)
+        })
+        .sum();
+    // Two servers listened to (3 - quorum 2 + 1), once each, in three waits.
+    assert_eq!(subscribes, 2, "SUBSCRIBEs over three waits");
+}
