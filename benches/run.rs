@@ -221,6 +221,7 @@ fn worker(spec: &str) {
                 ttl: Duration::from_secs(10),
                 wait: Wait::For(left),
                 fence: true,
+                ordered: true,
             };
             let Ok(lock) = redlock::wait::acquire(&fleet, &request, &log, None).await else {
                 break;

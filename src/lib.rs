@@ -19,6 +19,7 @@
 //! - [`fence`]: fencing numbers: the rule the servers draw them by, and why
 //!   they increase from one holder to the next without persistence.
 //! - [`wait`]: retries with jittered backoff until acquired or the deadline.
+//! - [`queue`]: the wait queue on the servers, so waiters go in arrival order.
 //! - [`token`]: the lock token (128 random bits + host, pid, time).
 //! - [`clock`]: `CLOCK_BOOTTIME` instants and timers, so that suspended
 //!   time counts against a lock's validity.
@@ -79,6 +80,7 @@ pub mod guard;
 pub mod lock;
 pub mod output;
 pub mod procs;
+pub mod queue;
 pub mod quorum;
 pub mod server;
 pub mod signals;

@@ -815,6 +815,19 @@ impl KeyLayout {
     }
 }
 
+impl KeyLayout {
+    /// The server-side name of `part` of the wait queue of `key`
+    /// ([`crate::queue`]), in the slot of the fencing counter.
+    pub fn queue_key(self, key: &str, part: &str) -> String {
+        match self {
+            KeyLayout::Native => format!("redlock:{{{}}}:{part}", escape_tag(key)),
+            KeyLayout::Raw => {
+                format!("redlock:{{{}}}:{part}:{key}", cluster_tag(key).unwrap_or(key))
+            }
+        }
+    }
+}
+
 /// `key` with `%`, `{` and `}` percent-encoded: usable inside a hash tag.
 fn escape_tag(key: &str) -> String {
     let mut out = String::with_capacity(key.len());

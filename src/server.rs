@@ -155,6 +155,8 @@ pub enum Op {
     RaiseFence,
     /// Taking back the vote of a failed acquire attempt.
     Withdraw,
+    /// The wait queue ([`crate::queue`]).
+    Queue,
 }
 
 impl fmt::Display for Op {
@@ -169,6 +171,7 @@ impl fmt::Display for Op {
             Op::Doctor => "doctor",
             Op::RaiseFence => "raise-fence",
             Op::Withdraw => "withdraw",
+            Op::Queue => "queue",
         })
     }
 }

@@ -20,6 +20,7 @@ use crate::error::Error;
 use crate::exit;
 use crate::lock::{Attempt, Fleet, Lock};
 use crate::output::{Level, Log};
+use crate::queue::{self, Turn};
 use crate::server::{Failure, Server};
 use crate::signals::Signals;
 use crate::token::Token;
@@ -239,7 +240,7 @@ pub async fn acquire(
     log: &Log,
     mut signals: Option<&mut Signals>,
 ) -> Result<Lock, Error> {
-    let Request { key, ttl, wait, fence } = request;
+    let Request { key, ttl, wait, fence, ordered } = request;
     let (key, ttl) = (key.as_str(), *ttl);
     let shown = crate::display_key(key.as_bytes());
     let start = Instant::now();
@@ -255,10 +256,54 @@ pub async fn acquire(
     // with slow servers (`lock::patience`).
     let mut splits = 0u32;
     let mut wake: Option<Wake> = None;
+    // This wait's entry in the queue ([`crate::queue`]), once it has joined.
+    let member = Token::new().to_string();
+    let mut queued = false;
     loop {
+        // Not our turn: no attempt, only a refresh of our place. Exclusion
+        // does not rest on this check (the attempt is a plain majority
+        // round); it only keeps the waiters behind the head from attempting.
+        if *ordered {
+            let turn = if queued {
+                queue::join(fleet, key, &member).await
+            } else {
+                queue::peek(fleet, key).await
+            };
+            if let Turn::Behind { ahead } = turn {
+                let message = format!("{shown} has {ahead} waiter(s) queued ahead");
+                let last = Error::Busy { message, code: exit::BUSY };
+                if *wait == Wait::Once {
+                    return Err(last);
+                }
+                if !queued {
+                    queued = true;
+                    queue::join(fleet, key, &member).await;
+                }
+                let left =
+                    deadline.map_or(Duration::MAX, |d| d.saturating_duration_since(Instant::now()));
+                if left.is_zero() {
+                    return Err(last);
+                }
+                wait_report.waiting(log, key, &last, start.elapsed(), left);
+                let wake = wake.get_or_insert_with(|| Wake::subscribe(fleet, key, log));
+                let pause = backoff.next_pause().min(left);
+                tokio::select! {
+                    () = tokio::time::sleep(pause) => {}
+                    _ = wake.released.changed() => log.debug("woken by a release"),
+                    signal = next_signal(&mut signals) => {
+                        queue::leave(fleet, key, &member).await;
+                        return Err(interrupted(signal, key));
+                    }
+                }
+                continue;
+            }
+        }
         attempts += 1;
         let token = Token::new().to_string();
         let report = fleet.attempt(key, &token, ttl, *fence, splits).await;
+        if queued && matches!(report.attempt, Attempt::Acquired(_)) {
+            queue::leave(fleet, key, &member).await;
+        }
         let outcome = match &report.attempt {
             Attempt::Acquired(_) => "acquired",
             Attempt::Busy(_) => "busy",
@@ -310,6 +355,9 @@ pub async fn acquire(
             }
             Attempt::Unavailable(e) => {
                 if matches!(e, Error::Unavailable { config: true, .. }) {
+                    if queued {
+                        queue::leave(fleet, key, &member).await;
+                    }
                     return Err(e);
                 }
                 (e, None)
@@ -327,7 +375,15 @@ pub async fn acquire(
             None => Duration::MAX,
         };
         if left.is_zero() {
+            if queued {
+                queue::leave(fleet, key, &member).await;
+            }
             return Err(last);
+        }
+        // A busy waiter takes its place in the queue (`-n` does not wait).
+        if *ordered && !queued && !split && *wait != Wait::Once {
+            queued = true;
+            queue::join(fleet, key, &member).await;
         }
         let mut pause = backoff.next_pause().min(left);
         if let Some(holder_left) = holder_left {
@@ -362,13 +418,18 @@ pub async fn acquire(
             () = tokio::time::sleep(pause) => {}
             () = released => log.debug("woken by a release"),
             signal = next_signal(&mut signals) => {
-                return Err(Error::Interrupted(
-                    signal,
-                    format!("while waiting for {}", crate::display_key(key.as_bytes())),
-                ));
+                if queued {
+                    queue::leave(fleet, key, &member).await;
+                }
+                return Err(interrupted(signal, key));
             }
         }
     }
+}
+
+/// The error of a wait that `signal` ended.
+fn interrupted(signal: i32, key: &str) -> Error {
+    Error::Interrupted(signal, format!("while waiting for {}", crate::display_key(key.as_bytes())))
 }
 
 /// When the first progress line of a wait is written, and then how often.

@@ -487,6 +487,7 @@ mod tests {
             ttl,
             wait: Wait::Once,
             fence: false,
+            ordered: true,
             conflict_exit_code: exit::BUSY,
             keep: None,
             max_hold: None,

@@ -188,6 +188,7 @@ fn a_process_keeps_one_pubsub_connection_per_server_however_often_it_waits() {
         ttl: Duration::from_secs(10),
         wait: Wait::For(Duration::from_secs(5)),
         fence: false,
+        ordered: true,
     };
     for _ in 0..3 {
         // A holder whose lock expires by itself: each wait subscribes.
@@ -208,4 +209,102 @@ fn a_process_keeps_one_pubsub_connection_per_server_however_often_it_waits() {
         .sum();
     // Two servers listened to (3 - quorum 2 + 1), once each, in three waits.
     assert_eq!(subscribes, 2, "SUBSCRIBEs over three waits");
+}
+
+/// The queue's sorted sets of `key` (order, deadlines), as the README names them.
+fn queue_keys(key: &str) -> [String; 2] {
+    let lock = crate::harness::lock_key(key);
+    [format!("{lock}:queue"), format!("{lock}:queue-deadlines")]
+}
+
+#[test]
+fn waiters_run_in_the_order_they_began_to_wait_with_two_of_five_servers_down() {
+    let mut fleet = Fleet::start(5);
+    fleet.servers[3].stop();
+    fleet.servers[4].stop();
+    let key = unique_key("fifo");
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("ledger");
+    let token = Redlock::on(&fleet)
+        .args(["acquire", "-k", &key, "--ttl", "30s"])
+        .run()
+        .expect(0)
+        .line()
+        .to_owned();
+    let mut waiters = Vec::new();
+    for i in 0..6 {
+        let script =
+            format!("echo start {i} >> {0}; sleep 0.2; echo end {i} >> {0}", ledger.display());
+        waiters.push(
+            Redlock::on(&fleet).args(["run", "-k", &key, "--wait", "60s", "-c", &script]).spawn(),
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    Redlock::on(&fleet).args(["release", "-k", &key, "--token", &token]).run().expect(0);
+    for w in waiters {
+        w.wait().expect(0);
+    }
+    let got = std::fs::read_to_string(&ledger).unwrap();
+    let want: String = (0..6).map(|i| format!("start {i}\nend {i}\n")).collect();
+    assert_eq!(got, want, "start order, one at a time");
+}
+
+#[test]
+fn a_killed_queued_waiter_holds_up_the_next_one_at_most_its_entry_lifetime() {
+    let fleet = Fleet::start(3);
+    let key = unique_key("fifo-kill");
+    let token = Redlock::on(&fleet)
+        .args(["acquire", "-k", &key, "--ttl", "30s"])
+        .run()
+        .expect(0)
+        .line()
+        .to_owned();
+    let first =
+        Redlock::on(&fleet).args(["run", "-k", &key, "--wait", "60s", "--", "true"]).spawn();
+    let [order, _] = queue_keys(&key);
+    let start = std::time::Instant::now();
+    while fleet.servers[0].cmd::<i64>(&["ZCARD", &order]) < 1 {
+        assert!(start.elapsed() < Duration::from_secs(10), "the first waiter never queued");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let second =
+        Redlock::on(&fleet).args(["run", "-k", &key, "--wait", "60s", "--", "true"]).spawn();
+    while fleet.servers[0].cmd::<i64>(&["ZCARD", &order]) < 2 {
+        assert!(start.elapsed() < Duration::from_secs(10), "the second waiter never queued");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    crate::harness::send_signal(first.pid(), libc::SIGKILL);
+    Redlock::on(&fleet).args(["release", "-k", &key, "--token", &token]).run().expect(0);
+    let released = std::time::Instant::now();
+    second.wait().expect(0);
+    // The dead entry lives 5s after its last refresh, which was at most
+    // about 1s before the kill.
+    assert!(released.elapsed() < Duration::from_secs(7), "{:?}", released.elapsed());
+    drop(first.wait());
+}
+
+#[test]
+fn no_wait_does_not_jump_ahead_of_queued_waiters() {
+    let fleet = Fleet::start(3);
+    let key = unique_key("fifo-n");
+    let [order, deadlines] = queue_keys(&key);
+    // A waiter queued on every server, alive for 20s (server time), while
+    // the lock itself is free.
+    for s in &fleet.servers {
+        let (secs, _): (String, String) = s.cmd(&["TIME"]);
+        let now_ms = secs.parse::<u64>().unwrap() * 1000;
+        let _: redis::Value = s.cmd(&["ZADD", &order, &now_ms.to_string(), "someone"]);
+        let _: redis::Value =
+            s.cmd(&["ZADD", &deadlines, &(now_ms + 20_000).to_string(), "someone"]);
+    }
+    Redlock::on(&fleet)
+        .args(["run", "-n", "-k", &key, "--", "true"])
+        .run()
+        .expect(75)
+        .stderr_has("queued ahead");
+    // Ordering off: the free lock is taken.
+    Redlock::on(&fleet)
+        .args(["run", "-n", "--unordered", "-k", &key, "--", "true"])
+        .run()
+        .expect(0);
 }
