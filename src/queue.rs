@@ -187,26 +187,70 @@ fn parse(reply: Value) -> Result<View, String> {
     }
 }
 
-/// The servers' views of the queue for `status`: one per server.
+/// One waiter in the queue as `status` shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Waiter {
+    /// Its entry: the token-shaped member ([`crate::token::Token`]).
+    pub member: String,
+    /// When it joined, in ms since the Unix epoch on the servers' clocks
+    /// (the median of the servers that have it).
+    pub since_ms: u64,
+}
+
+/// The live entries of each server's queue of `key`, with the server time
+/// each joined: read-only (expired entries are skipped, not purged).
 pub async fn list(fleet: &Fleet, key: &str) -> Vec<Result<Vec<(String, u64)>, ServerError>> {
-    let [order, _] = keys(fleet.key_layout(), key);
+    let [order, deadlines] = keys(fleet.key_layout(), key);
     let calls = fleet.servers().iter().map(|server: &std::sync::Arc<Server>| {
-        let order = &order;
+        let (order, deadlines) = (&order, &deadlines);
         async move {
-            server
+            type Reply = ((u64, u64), Vec<(String, u64)>, Vec<(String, u64)>);
+            let ((secs, micros), joined, expiry): Reply = server
                 .call(Op::Queue, key.as_bytes(), async |c| {
-                    redis::cmd("ZRANGE")
+                    redis::pipe()
+                        .cmd("TIME")
+                        .cmd("ZRANGE")
                         .arg(order)
                         .arg(0)
                         .arg(-1)
                         .arg("WITHSCORES")
-                        .query_async::<Vec<(String, u64)>>(c)
+                        .cmd("ZRANGE")
+                        .arg(deadlines)
+                        .arg(0)
+                        .arg(-1)
+                        .arg("WITHSCORES")
+                        .query_async(c)
                         .await
                 })
-                .await
+                .await?;
+            let now = secs * 1000 + micros / 1000;
+            let live: std::collections::HashSet<&str> =
+                expiry.iter().filter(|(_, at)| *at > now).map(|(m, _)| m.as_str()).collect();
+            Ok(joined.into_iter().filter(|(m, _)| live.contains(m.as_str())).collect())
         }
     });
     futures_util::future::join_all(calls).await
+}
+
+/// The queue a quorum agrees on: the waiters queued on at least `quorum`
+/// servers, first-come first, by the median time they joined.
+pub fn agreed(lists: &[Result<Vec<(String, u64)>, ServerError>], quorum: usize) -> Vec<Waiter> {
+    let mut seen: std::collections::HashMap<&str, Vec<u64>> = std::collections::HashMap::new();
+    for list in lists.iter().filter_map(|l| l.as_ref().ok()) {
+        for (member, since) in list {
+            seen.entry(member).or_default().push(*since);
+        }
+    }
+    let mut waiters: Vec<Waiter> = seen
+        .into_iter()
+        .filter(|(_, times)| times.len() >= quorum)
+        .map(|(member, mut times)| {
+            times.sort_unstable();
+            Waiter { member: member.to_owned(), since_ms: times[times.len() / 2] }
+        })
+        .collect();
+    waiters.sort_by(|a, b| (a.since_ms, &a.member).cmp(&(b.since_ms, &b.member)));
+    waiters
 }
 
 #[cfg(test)]
@@ -241,6 +285,18 @@ mod tests {
             turn(&[view(-1, 1, "a"), view(-1, 1, "a"), view(-1, 0, "")], 2, ""),
             Turn::Behind { ahead: 1 }
         );
+    }
+
+    #[test]
+    fn status_shows_the_waiters_a_quorum_has_in_arrival_order() {
+        let lists = vec![
+            Ok(vec![("b".to_owned(), 20), ("a".to_owned(), 10), ("x".to_owned(), 5)]),
+            Ok(vec![("a".to_owned(), 11), ("b".to_owned(), 21)]),
+            Err(fake_error()),
+        ];
+        let q = agreed(&lists, 2);
+        assert_eq!(q.iter().map(|w| w.member.as_str()).collect::<Vec<_>>(), ["a", "b"]);
+        assert_eq!(q[0].since_ms, 11);
     }
 
     fn fake_error() -> ServerError {

@@ -308,3 +308,44 @@ fn no_wait_does_not_jump_ahead_of_queued_waiters() {
         .run()
         .expect(0);
 }
+
+#[test]
+fn status_shows_the_queue_in_order_with_host_pid_and_since() {
+    let fleet = Fleet::start(3);
+    let key = unique_key("status-queue");
+    let token = Redlock::on(&fleet)
+        .args(["acquire", "-k", &key, "--ttl", "30s"])
+        .run()
+        .expect(0)
+        .line()
+        .to_owned();
+    let [order, _] = queue_keys(&key);
+    let mut waiters = Vec::new();
+    for n in 1..=2 {
+        waiters.push(
+            Redlock::on(&fleet).args(["run", "-k", &key, "--wait", "60s", "--", "true"]).spawn(),
+        );
+        let start = std::time::Instant::now();
+        while fleet.servers[0].cmd::<i64>(&["ZCARD", &order]) < n {
+            assert!(start.elapsed() < Duration::from_secs(10), "waiter {n} never queued");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    let out = Redlock::on(&fleet).args(["status", "-k", &key, "--json"]).run();
+    let json = out.expect(0).json();
+    let queue = json["queue"].as_array().unwrap_or_else(|| out.fail("no queue"));
+    assert_eq!(queue.len(), 2, "{json}");
+    for (i, w) in waiters.iter().enumerate() {
+        assert_eq!(queue[i]["position"], i + 1);
+        assert_eq!(queue[i]["pid"], w.pid(), "{json}");
+        assert!(queue[i]["waiting_since"].as_str().is_some_and(|s| s.ends_with('Z')), "{json}");
+    }
+    let table = Redlock::on(&fleet).args(["status", "-k", &key]).run();
+    if !table.expect(0).stdout.contains("queued 2: ") {
+        table.fail("no queue in the table");
+    }
+    Redlock::on(&fleet).args(["release", "-k", &key, "--token", &token]).run().expect(0);
+    for w in waiters {
+        w.wait().expect(0);
+    }
+}
