@@ -3,7 +3,10 @@
 //! and never past the `--wait` deadline. A waiter subscribes to the key's
 //! release channel on every server after its first busy answer, so that a
 //! release wakes it at once; a missed message costs one backoff step, and
-//! a lost subscription is made again on a backoff of its own.
+//! a lost subscription is made again on a backoff of its own. With
+//! ordering on (the default; `--unordered` turns it off) a waiter also
+//! takes a place in the lock's queue ([`crate::queue`]) and attempts only
+//! when it is first on a quorum; `-n` is busy while anyone is queued.
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
@@ -285,11 +288,11 @@ pub async fn acquire(
                     return Err(last);
                 }
                 wait_report.waiting(log, key, &last, start.elapsed(), left);
-                let wake = wake.get_or_insert_with(|| Wake::subscribe(fleet, key, log));
+                wake.get_or_insert_with(|| Wake::subscribe(fleet, key, log));
                 let pause = backoff.next_pause().min(left);
                 tokio::select! {
                     () = tokio::time::sleep(pause) => {}
-                    _ = wake.released.changed() => log.debug("woken by a release"),
+                    () = released(&mut wake) => log.debug("woken by a release"),
                     signal = next_signal(&mut signals) => {
                         queue::leave(fleet, key, &member).await;
                         return Err(interrupted(signal, key));
@@ -403,20 +406,9 @@ pub async fn acquire(
         if !split {
             wake.get_or_insert_with(|| Wake::subscribe(fleet, key, log));
         }
-        let released = async {
-            // No listener (yet), or none left: only the pause is left,
-            // never a wake that fires at once forever.
-            let heard = match wake.as_mut() {
-                Some(wake) => wake.released.changed().await.is_ok(),
-                None => false,
-            };
-            if !heard {
-                std::future::pending::<()>().await;
-            }
-        };
         tokio::select! {
             () = tokio::time::sleep(pause) => {}
-            () = released => log.debug("woken by a release"),
+            () = released(&mut wake) => log.debug("woken by a release"),
             signal = next_signal(&mut signals) => {
                 if queued {
                     queue::leave(fleet, key, &member).await;
@@ -424,6 +416,18 @@ pub async fn acquire(
                 return Err(interrupted(signal, key));
             }
         }
+    }
+}
+
+/// The next release heard. With no listener (yet), or none left, never:
+/// only the pause is left, never a wake that fires at once forever.
+async fn released(wake: &mut Option<Wake>) {
+    let heard = match wake.as_mut() {
+        Some(wake) => wake.released.changed().await.is_ok(),
+        None => false,
+    };
+    if !heard {
+        std::future::pending::<()>().await;
     }
 }
 
