@@ -5,8 +5,8 @@
 //! hash slot (`redlock:{KEY}:queue` and `redlock:{KEY}:queue:deadlines`
 //! with the native key layout): each waiter's entry scored by the server's
 //! own `TIME` when it joined, and the server time at which it expires
-//! unless refreshed ([`LIFETIME`]). A waiter refreshes its entry at every
-//! wake-up (at least once per [`crate::wait::MAX_PAUSE`]), so a waiter that
+//! unless refreshed ([`LIFETIME`]). A waiter refreshes its entry at its
+//! wake-ups (at least every [`REFRESH`] plus one pause), so a waiter that
 //! dies (even SIGKILL) leaves the queue by itself within one lifetime,
 //! measured on the servers' clocks.
 //!
@@ -31,11 +31,17 @@ use redis::{Script, Value};
 use crate::lock::{Fleet, KeyLayout};
 use crate::server::{Op, Server, ServerError};
 
-/// How long an entry lives after its last refresh. A waiter refreshes at
-/// least once per backoff step (at most [`crate::wait::MAX_PAUSE`] plus a
-/// node timeout, at most 1 s each): five seconds leave room for two missed
-/// refreshes, and bound how long a dead waiter holds up the one behind it.
+/// How long an entry lives after its last refresh. A waiter refreshes once
+/// [`REFRESH`] has passed, at its next wake-up (at most one backoff step,
+/// [`crate::wait::MAX_PAUSE`], later) plus a queue round (at most a node
+/// timeout, 1 s by default): about 3 s at worst, so five seconds leave room
+/// for a late refresh, and bound how long a dead waiter holds up the one
+/// behind it. A `--node-timeout` above 2 s can let a live entry lapse when
+/// a quorum is that slow; the waiter then joins again at the back.
 pub const LIFETIME: Duration = Duration::from_secs(5);
+
+/// How often a waiter refreshes its entry at least (see [`LIFETIME`]).
+pub const REFRESH: Duration = Duration::from_secs(1);
 
 static SCRIPT: std::sync::LazyLock<Script> =
     std::sync::LazyLock::new(|| Script::new(include_str!("scripts/queue.lua")));

@@ -262,16 +262,33 @@ pub async fn acquire(
     // This wait's entry in the queue ([`crate::queue`]), once it has joined.
     let member = Token::new().to_string();
     let mut queued = false;
+    // Our place as last read from the servers, and when.
+    let mut guess: Option<(usize, Instant)> = None;
     loop {
         // Not our turn: no attempt, only a refresh of our place. Exclusion
         // does not rest on this check (the attempt is a plain majority
         // round); it only keeps the waiters behind the head from attempting.
         if *ordered {
-            let turn = if queued {
-                queue::join(fleet, key, &member).await
-            } else {
-                queue::peek(fleet, key).await
+            // Far back in the queue, a release heard moves us up one place
+            // without asking the servers; they are asked again once we
+            // might be next, and at least every REFRESH to keep the entry
+            // alive. The estimate only ever delays an attempt: the turn to
+            // attempt always comes from the servers.
+            let fresh = match guess {
+                Some((ahead, at)) if ahead >= 2 && at.elapsed() < queue::REFRESH => Some(ahead),
+                _ => None,
             };
+            let turn = match fresh {
+                Some(ahead) => Turn::Behind { ahead },
+                None if queued => queue::join(fleet, key, &member).await,
+                None => queue::peek(fleet, key).await,
+            };
+            if fresh.is_none() {
+                guess = match turn {
+                    Turn::Behind { ahead } => Some((ahead, Instant::now())),
+                    _ => None,
+                };
+            }
             if let Turn::Behind { ahead } = turn {
                 let message = format!("{shown} has {ahead} waiter(s) queued ahead");
                 let last = Error::Busy { message, code: exit::BUSY };
@@ -285,6 +302,7 @@ pub async fn acquire(
                 let left =
                     deadline.map_or(Duration::MAX, |d| d.saturating_duration_since(Instant::now()));
                 if left.is_zero() {
+                    queue::leave(fleet, key, &member).await;
                     return Err(last);
                 }
                 wait_report.waiting(log, key, &last, start.elapsed(), left);
@@ -292,7 +310,12 @@ pub async fn acquire(
                 let pause = backoff.next_pause().min(left);
                 tokio::select! {
                     () = tokio::time::sleep(pause) => {}
-                    () = released(&mut wake) => log.debug("woken by a release"),
+                    () = released(&mut wake) => {
+                        log.debug("woken by a release");
+                        if let Some((ahead, _)) = guess.as_mut() {
+                            *ahead = ahead.saturating_sub(1);
+                        }
+                    }
                     signal = next_signal(&mut signals) => {
                         queue::leave(fleet, key, &member).await;
                         return Err(interrupted(signal, key));
