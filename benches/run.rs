@@ -10,6 +10,10 @@
 //!   waiting path), a tiny critical section, release, on one key: sections
 //!   per second and overlaps.
 //!
+//! Handoff, overhead and contention are each measured twice, with the wait
+//! queue (the default) and `--unordered` (the baseline), and reported as
+//! a ratio.
+//!
 //! Run: `cargo bench --bench run` (env `ROUNDS`, default 100 handoffs;
 //! `CONTENTION_SECS`, default 10).
 
@@ -47,14 +51,31 @@ fn main() {
     let servers = Fleet::start(SERVERS);
     let urls = servers.urls();
     println!("{SERVERS} local redis-server processes");
-    handoff(&servers, &urls, env_or("ROUNDS", 100));
+    // Each figure of the wait queue (issue 11) beside its baseline, the
+    // unordered mode (`--unordered`), measured in the same run.
+    let rounds = env_or("ROUNDS", 100);
+    let ordered = handoff(&servers, &urls, rounds, &[]);
+    let unordered = handoff(&servers, &urls, rounds, &["--unordered"]);
+    println!(
+        "handoff ratio ordered/unordered: median {:.2}, p99 {:.2}",
+        ordered.0.as_secs_f64() / unordered.0.as_secs_f64(),
+        ordered.1.as_secs_f64() / unordered.1.as_secs_f64()
+    );
     overhead(&urls);
     memory(&urls);
-    contention(&servers, &urls, Duration::from_secs(env_or("CONTENTION_SECS", 10)));
+    let secs = Duration::from_secs(env_or("CONTENTION_SECS", 10));
+    let ordered = contention(&servers, &urls, secs, true);
+    let unordered = contention(&servers, &urls, secs, false);
+    println!(
+        "contention ratio ordered/unordered: sections/s {:.2}, script calls per section {:.2}",
+        ordered.0 / unordered.0,
+        ordered.1 / unordered.1
+    );
 }
 
 /// (a) The holder releases; how long until the waiting process holds it.
-fn handoff(servers: &Fleet, urls: &str, rounds: u64) {
+/// Returns the median and p99.
+fn handoff(servers: &Fleet, urls: &str, rounds: u64, extra: &[&str]) -> (Duration, Duration) {
     let rt = runtime();
     let fleet = common::fleet(urls);
     let mut samples = Vec::new();
@@ -66,6 +87,7 @@ fn handoff(servers: &Fleet, urls: &str, rounds: u64) {
         let mut waiter = Command::new(BIN)
             .env("REDLOCK_SERVERS", urls)
             .args(["acquire", "--key", &key, "--ttl", "10s", "--wait", "1m"])
+            .args(extra)
             .stdout(Stdio::piped())
             .spawn()
             .unwrap();
@@ -89,7 +111,10 @@ fn handoff(servers: &Fleet, urls: &str, rounds: u64) {
         }
     }
     rt.block_on(fleet.drain());
-    println!("handoff (release -> waiter holds the lock): {}", common::summary(samples));
+    samples.sort_unstable();
+    let figures = (common::percentile(&samples, 0.5), common::percentile(&samples, 0.99));
+    println!("handoff (release -> waiter holds the lock) {extra:?}: {}", common::summary(samples));
+    figures
 }
 
 /// (b) Whole-process overhead, by hyperfine.
@@ -100,6 +125,7 @@ fn overhead(urls: &str) {
         "true".to_owned(),
         format!("flock {} true", flock_file.display()),
         format!("{BIN} run --key bench-overhead -- true"),
+        format!("{BIN} run --unordered --key bench-overhead -- true"),
     ];
     let status = Command::new("hyperfine")
         .env("REDLOCK_SERVERS", urls)
@@ -118,11 +144,15 @@ fn overhead(urls: &str) {
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let median_ms = |i: usize| report["results"][i]["median"].as_f64().unwrap() * 1e3;
     println!(
-        "overhead (median): true {:.2} ms, flock {:.2} ms, redlock run {:.2} ms: {:.2} ms added over true",
+        "overhead (median): true {:.2} ms, flock {:.2} ms, redlock run {:.2} ms: {:.2} ms added over true; \
+         --unordered {:.2} ms: {:.2} ms added; ratio of the added times ordered/unordered {:.2}",
         median_ms(0),
         median_ms(1),
         median_ms(2),
-        median_ms(2) - median_ms(0)
+        median_ms(2) - median_ms(0),
+        median_ms(3),
+        median_ms(3) - median_ms(0),
+        (median_ms(2) - median_ms(0)) / (median_ms(3) - median_ms(0))
     );
 }
 
@@ -147,11 +177,14 @@ fn memory(urls: &str) {
     );
 }
 
-/// (d) 8 processes contend for one key through the library's waiting path.
-fn contention(servers: &Fleet, urls: &str, secs: Duration) {
+/// (d) 8 processes contend for one key through the library's waiting path,
+/// `ordered` or not. Returns sections/s and script calls per section (over
+/// all servers: acquire, queue, withdraw and release scripts).
+fn contention(servers: &Fleet, urls: &str, secs: Duration, ordered: bool) -> (f64, f64) {
     let calls_before = script_calls(servers);
     let dir = tempfile::tempdir().unwrap();
-    let spec = format!("{urls}|bench-contention|{}|{}", secs.as_secs(), dir.path().display());
+    let key = if ordered { "bench-contention-ordered" } else { "bench-contention-unordered" };
+    let spec = format!("{urls}|{key}|{}|{}|{ordered}", secs.as_secs(), dir.path().display());
     let workers: Vec<_> = (0..CONTENDERS)
         .map(|_| {
             Command::new(std::env::current_exe().unwrap())
@@ -176,15 +209,18 @@ fn contention(servers: &Fleet, urls: &str, secs: Duration) {
     }
     per_worker.sort_unstable();
     let calls = script_calls(servers) - calls_before;
+    let rate = sections as f64 / secs.as_secs_f64();
+    let per_section = calls as f64 / sections.max(1) as f64;
     println!(
-        "contention ({CONTENDERS} processes, one key, {}s): {sections} sections, {:.0}/s, \
-         {overlaps} overlaps, per process {}..{}, {:.1} script calls per section per server",
+        "contention ({CONTENDERS} processes, one key, {}s, ordered {ordered}): {sections} sections, \
+         {rate:.0}/s, {overlaps} overlaps, per process {}..{} (slowest/fastest {:.2}), \
+         {per_section:.1} script calls per section over {SERVERS} servers",
         secs.as_secs(),
-        sections as f64 / secs.as_secs_f64(),
         per_worker[0],
         per_worker[per_worker.len() - 1],
-        calls as f64 / sections.max(1) as f64 / SERVERS as f64,
+        per_worker[0] as f64 / per_worker[per_worker.len() - 1].max(1) as f64,
     );
+    (rate, per_section)
 }
 
 /// Scripts run so far, summed over the servers (EVALSHA calls).
@@ -209,6 +245,7 @@ fn script_calls(servers: &Fleet) -> u64 {
 fn worker(spec: &str) {
     let parts: Vec<&str> = spec.split('|').collect();
     let (urls, key, secs, dir) = (parts[0], parts[1], parts[2].parse().unwrap(), parts[3]);
+    let ordered = parts[4] == "true";
     let inside = std::path::Path::new(dir).join("inside");
     let fleet = common::fleet(urls);
     let log = Log::new(0, true, LogFormat::Text);
@@ -221,6 +258,7 @@ fn worker(spec: &str) {
                 ttl: Duration::from_secs(10),
                 wait: Wait::For(left),
                 fence: true,
+                ordered,
             };
             let Ok(lock) = redlock::wait::acquire(&fleet, &request, &log, None).await else {
                 break;

@@ -79,6 +79,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand run" -l drift-factor -d 
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l log-format -d 'Format of the messages on stderr' -r -f -a "text\t'One line of text per message'
 json\t'One JSON object per line'"
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s n -l no-wait -d 'Try once; fail at once when the lock is busy (as --wait 0)'
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l unordered -d 'Do not queue: attempt whenever woken, in no order (the behaviour before the wait queue) [default: first come, first served]'
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l no-fence -d 'Draw no fencing number (no REDLOCK_FENCE, no counter key on the servers)'
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s q -l quiet -d 'Say nothing on stderr but errors (no busy message)'
@@ -99,6 +100,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l drift-factor
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l log-format -d 'Format of the messages on stderr' -r -f -a "text\t'One line of text per message'
 json\t'One JSON object per line'"
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s n -l no-wait -d 'Try once; fail at once when the lock is busy (as --wait 0)'
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l unordered -d 'Do not queue: attempt whenever woken, in no order (the behaviour before the wait queue) [default: first come, first served]'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l no-fence -d 'Draw no fencing number (no counter key on the servers)'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l json -d 'Print {"token", "fence", "validity_ms"} instead of the token alone'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s v -l verbose -d 'Say more on stderr (repeat for more)'

@@ -162,6 +162,9 @@ pub struct Waiting {
     /// Wait at most DUR for the lock; 0 tries once, a bare number is seconds [default: wait until acquired]
     #[arg(short = 'w', long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true)]
     pub wait: Option<String>,
+    /// Do not queue: attempt whenever woken, in no order (the behaviour before the wait queue) [default: first come, first served]
+    #[arg(long)]
+    pub unordered: bool,
 }
 
 /// `redlock run`.

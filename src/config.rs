@@ -85,6 +85,8 @@ pub struct Request {
     pub wait: Wait,
     /// Draw a fencing number.
     pub fence: bool,
+    /// Wait in the queue, served in arrival order ([`crate::queue`]).
+    pub ordered: bool,
 }
 
 /// What `run` does to its child when the lock is lost.
@@ -107,6 +109,8 @@ pub struct Run {
     pub wait: Wait,
     /// Draw a fencing number.
     pub fence: bool,
+    /// Wait in the queue, served in arrival order.
+    pub ordered: bool,
     /// Exit code when busy.
     pub conflict_exit_code: u8,
     /// Minimum hold after acquisition.
@@ -133,7 +137,13 @@ pub const MAX_DEFAULT_GRACE: Duration = Duration::from_secs(10);
 impl Run {
     /// The lock to take.
     pub fn request(&self) -> Request {
-        Request { key: self.key.clone(), ttl: self.ttl, wait: self.wait, fence: self.fence }
+        Request {
+            key: self.key.clone(),
+            ttl: self.ttl,
+            wait: self.wait,
+            fence: self.fence,
+            ordered: self.ordered,
+        }
     }
 
     /// Time the command gets between the `--on-lost` (or `--max-hold`)
@@ -441,6 +451,7 @@ fn command(command: cli::Command) -> Result<(Command, Duration), Error> {
                 ttl,
                 wait: wait(&a.waiting)?,
                 fence: !a.no_fence,
+                ordered: !a.waiting.unordered,
                 conflict_exit_code: a.conflict_exit_code,
                 keep: optional("--keep", &a.keep)?,
                 max_hold: optional("--max-hold", &a.max_hold)?,
@@ -460,7 +471,13 @@ fn command(command: cli::Command) -> Result<(Command, Duration), Error> {
         }
         cli::Command::Acquire(a) => {
             let (key, ttl) = key_ttl(&a.lock)?;
-            let request = Request { key, ttl, wait: wait(&a.waiting)?, fence: !a.no_fence };
+            let request = Request {
+                key,
+                ttl,
+                wait: wait(&a.waiting)?,
+                fence: !a.no_fence,
+                ordered: !a.waiting.unordered,
+            };
             (Command::Acquire { request, json: a.json }, ttl)
         }
         cli::Command::Extend(a) => {

@@ -22,6 +22,7 @@
 //!   (`scripts/record.lua`, `skip.lua`, `history.lua`), merged across servers.
 //! - [`metrics`]: `run --metrics-file`, a Prometheus textfile written atomically.
 //! - [`wait`]: retries with jittered backoff until acquired or the deadline.
+//! - [`queue`]: the wait queue on the servers, so waiters go in arrival order.
 //! - [`token`]: the lock token (128 random bits + host, pid, time).
 //! - [`clock`]: `CLOCK_BOOTTIME` instants and timers, so that suspended
 //!   time counts against a lock's validity.
@@ -84,6 +85,7 @@ pub mod lock;
 pub mod metrics;
 pub mod output;
 pub mod procs;
+pub mod queue;
 pub mod quorum;
 pub mod server;
 pub mod signals;

@@ -834,6 +834,19 @@ impl KeyLayout {
     }
 }
 
+impl KeyLayout {
+    /// The server-side name of `part` of the wait queue of `key`
+    /// ([`crate::queue`]), in the slot of the fencing counter.
+    pub fn queue_key(self, key: &str, part: &str) -> String {
+        match self {
+            KeyLayout::Native => format!("redlock:{{{}}}:{part}", escape_tag(key)),
+            KeyLayout::Raw => {
+                format!("redlock:{{{}}}:{part}:{key}", cluster_tag(key).unwrap_or(key))
+            }
+        }
+    }
+}
+
 /// `key` with `%`, `{` and `}` percent-encoded: usable inside a hash tag.
 fn escape_tag(key: &str) -> String {
     let mut out = String::with_capacity(key.len());
@@ -1072,8 +1085,7 @@ async fn contend(
     };
     drop(set);
     if !keep {
-        let lock_key = call.keys.first().map_or("", String::as_str);
-        withdraw(&server, &conn, key, lock_key, &call.args[0]).await;
+        withdraw(&server, &conn, key, &call.keys[0], &call.args[0]).await;
     }
 }
 
@@ -1089,6 +1101,9 @@ async fn contend(
 /// more from it than it already holds, so the delete goes on a fresh one;
 /// it could overtake only bytes of the dead connection still unread in the
 /// server's buffer, a window of one turn of the server's event loop.
+///
+/// `key` is the user's key, for messages; `lock_key` its name on the
+/// server ([`KeyLayout`]), which is what is deleted.
 async fn withdraw(server: &Server, conn: &Conn, key: &str, lock_key: &str, token: &[u8]) {
     let mut pipe = redis::pipe();
     pipe.cmd("SCRIPT").arg("LOAD").arg(WITHDRAW_LUA).ignore();

@@ -159,6 +159,8 @@ pub enum Op {
     Record,
     /// Reading the history (`history`, `check`).
     History,
+    /// The wait queue ([`crate::queue`]).
+    Queue,
 }
 
 impl fmt::Display for Op {
@@ -175,6 +177,7 @@ impl fmt::Display for Op {
             Op::Withdraw => "withdraw",
             Op::Record => "record",
             Op::History => "history",
+            Op::Queue => "queue",
         })
     }
 }

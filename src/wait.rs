@@ -2,9 +2,14 @@
 //! backoff between rounds, never sleeping past the holder's remaining TTL,
 //! and never past the `--wait` deadline. A waiter subscribes to the key's
 //! release channel on every server after its first busy answer, so that a
-//! release wakes it at once; a missed message costs one backoff step.
+//! release wakes it at once; a missed message costs one backoff step, and
+//! a lost subscription is made again on a backoff of its own. With
+//! ordering on (the default; `--unordered` turns it off) a waiter also
+//! takes a place in the lock's queue ([`crate::queue`]) and attempts only
+//! when it is first on a quorum; `-n` is busy while anyone is queued.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
@@ -18,6 +23,8 @@ use crate::error::Error;
 use crate::exit;
 use crate::lock::{Attempt, Fleet, Lock};
 use crate::output::{Level, Log};
+use crate::queue::{self, Turn};
+use crate::server::{Failure, Server};
 use crate::signals::Signals;
 use crate::token::Token;
 
@@ -104,57 +111,113 @@ impl Default for Backoff {
 /// Every server announces the same release (its token), so the waiter
 /// wakes once per release, not once per server: a second wake would cost
 /// an attempt doomed to meet the next holder.
+///
+/// Never a storm (issue 11): a wake is only a shortcut through the
+/// waiter's pause, never its only clock. When notifications are lost (the
+/// pub/sub connection dropped or killed, the server down or restarted),
+/// the waiter keeps its jittered backoff, capped by the holder's TTL, and
+/// the listener subscribes again on a backoff of its own; when they are
+/// refused for good (an ACL user without channel permissions, a password
+/// the server refuses) the listener ends, and a waiter left with no
+/// listener at all waits on its pause alone, never on a channel that
+/// reports "closed" at once forever (the busy-poll of 31,479 attempts in
+/// 3 s that issue 11 measured).
 struct Wake {
     /// The last release heard: its token.
     released: watch::Receiver<Vec<u8>>,
-    listeners: Vec<JoinHandle<()>>,
 }
 
+/// The release listeners of one channel on one fleet: one pub/sub
+/// connection per server listened to, shared by every wait of the process
+/// on that key (issue 11: each `wait::acquire` used to open its own).
+struct Ears {
+    /// Where the listeners put the last release heard.
+    tx: Arc<watch::Sender<Vec<u8>>>,
+    /// The listener of each server listened to, by index in the fleet.
+    listeners: Vec<Option<JoinHandle<()>>>,
+}
+
+/// Every channel this process listens to, keyed by channel and servers.
+/// Listeners stay subscribed after the wait that started them, so a
+/// process that waits again (the library in a loop) reuses them; they end
+/// with the process or its runtime. One entry per key waited on: a process
+/// that waits on unboundedly many keys keeps that many subscriptions.
+static EARS: LazyLock<Mutex<HashMap<String, Ears>>> = LazyLock::new(Mutex::default);
+
+/// How long a subscription must have lasted for the next re-subscription to
+/// start again from the first backoff step: a connection that a server or a
+/// proxy kills as soon as it subscribes is retried ever more slowly.
+const STEADY_SUBSCRIPTION: Duration = MAX_PAUSE;
+
 impl Wake {
-    /// Subscribes to `key`'s release channel, in the background, on the
+    /// Listens to `key`'s release channel, in the background, on the
     /// first `servers - quorum + 1` servers: a release that succeeds is
     /// announced by a quorum, and every quorum includes one of them.
     /// Listening to more only multiplies the messages (contention bench: 8
-    /// waiters on 5 servers, 555-613 -> 693-722 sections/s). A server that
-    /// cannot subscribe just never wakes us; backoff covers what we miss.
+    /// waiters on 5 servers, 555-613 -> 693-722 sections/s). A listener
+    /// already running in this process is reused; one that ended (its
+    /// runtime gone, or refused by the server's ACL) is started again.
     fn subscribe(fleet: &Fleet, key: &str, log: &Log) -> Wake {
-        let (tx, released) = watch::channel(Vec::new());
-        let tx = Arc::new(tx);
         let channel = crate::lock::release_channel(key);
         let n = fleet.servers().len();
         let ears = (n + 1).saturating_sub(fleet.quorum()).min(n);
-        let listeners = fleet.servers()[..ears]
-            .iter()
-            .map(|server| {
+        let servers = &fleet.servers()[..ears];
+        let id = servers.iter().fold(channel.clone(), |id, s| format!("{id}\n{}", s.name()));
+        // A panic elsewhere while holding the lock leaves the map usable.
+        let mut all = EARS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let entry = all.entry(id).or_insert_with(|| Ears {
+            tx: Arc::new(watch::channel(Vec::new()).0),
+            listeners: Vec::new(),
+        });
+        entry.listeners.resize_with(ears, || None);
+        for (slot, server) in entry.listeners.iter_mut().zip(servers) {
+            if slot.as_ref().is_none_or(JoinHandle::is_finished) {
                 let (server, tx, channel, log) =
-                    (Arc::clone(server), Arc::clone(&tx), channel.clone(), *log);
-                tokio::spawn(async move {
-                    match server.subscribe(&channel).await {
-                        Ok(pubsub) => {
-                            let mut messages = pubsub.into_on_message();
-                            while let Some(message) = messages.next().await {
-                                let token = message.get_payload_bytes().to_vec();
-                                tx.send_if_modified(|last| {
-                                    let new = *last != token;
-                                    *last = token;
-                                    new
-                                });
-                            }
-                        }
-                        Err(e) => log.debug(&format!("no release notifications: {e}")),
-                    }
-                })
-            })
-            .collect();
-        Wake { released, listeners }
+                    (Arc::clone(server), Arc::clone(&entry.tx), channel.clone(), *log);
+                *slot =
+                    Some(tokio::spawn(async move { listen(&server, &channel, &tx, &log).await }));
+            }
+        }
+        Wake { released: entry.tx.subscribe() }
     }
 }
 
-impl Drop for Wake {
-    fn drop(&mut self) {
-        for listener in &self.listeners {
-            listener.abort();
+/// Forwards the releases announced on `channel` of `server` to `tx`,
+/// subscribing again (with jittered backoff) whenever the subscription
+/// fails or ends. Ends only when the server refuses for good (auth, ACL),
+/// or with its runtime. It has no deadline of its own: it sends nothing but
+/// a SUBSCRIBE per backoff step (at most about one a second once grown),
+/// and it is what keeps later waits of the process woken promptly.
+async fn listen(server: &Server, channel: &str, tx: &watch::Sender<Vec<u8>>, log: &Log) {
+    let mut backoff = Backoff::new();
+    loop {
+        match server.subscribe(channel).await {
+            Ok(pubsub) => {
+                let since = Instant::now();
+                let mut messages = pubsub.into_on_message();
+                while let Some(message) = messages.next().await {
+                    let token = message.get_payload_bytes().to_vec();
+                    tx.send_if_modified(|last| {
+                        let new = *last != token;
+                        *last = token;
+                        new
+                    });
+                }
+                if since.elapsed() >= STEADY_SUBSCRIPTION {
+                    backoff = Backoff::new();
+                }
+                log.debug(&format!(
+                    "{}: release notifications ended; subscribing again",
+                    server.name()
+                ));
+            }
+            Err(e) if matches!(e.failure, Failure::Auth(_) | Failure::NoPerm(_)) => {
+                log.debug(&format!("no release notifications (waiting on backoff alone): {e}"));
+                return;
+            }
+            Err(e) => log.debug(&format!("no release notifications for now: {e}")),
         }
+        tokio::time::sleep(backoff.next_pause()).await;
     }
 }
 
@@ -180,7 +243,7 @@ pub async fn acquire(
     log: &Log,
     mut signals: Option<&mut Signals>,
 ) -> Result<Lock, Error> {
-    let Request { key, ttl, wait, fence } = request;
+    let Request { key, ttl, wait, fence, ordered } = request;
     let (key, ttl) = (key.as_str(), *ttl);
     let shown = crate::display_key(key.as_bytes());
     let start = Instant::now();
@@ -196,10 +259,77 @@ pub async fn acquire(
     // with slow servers (`lock::patience`).
     let mut splits = 0u32;
     let mut wake: Option<Wake> = None;
+    // This wait's entry in the queue ([`crate::queue`]), once it has joined.
+    let member = Token::new().to_string();
+    let mut queued = false;
+    // Our place as last read from the servers, and when.
+    let mut guess: Option<(usize, Instant)> = None;
     loop {
+        // Not our turn: no attempt, only a refresh of our place. Exclusion
+        // does not rest on this check (the attempt is a plain majority
+        // round); it only keeps the waiters behind the head from attempting.
+        if *ordered {
+            // Far back in the queue, a release heard moves us up one place
+            // without asking the servers; they are asked again once we
+            // might be next, and at least every REFRESH to keep the entry
+            // alive. The estimate only ever delays an attempt: the turn to
+            // attempt always comes from the servers.
+            let fresh = match guess {
+                Some((ahead, at)) if ahead >= 2 && at.elapsed() < queue::REFRESH => Some(ahead),
+                _ => None,
+            };
+            let turn = match fresh {
+                Some(ahead) => Turn::Behind { ahead },
+                None if queued => queue::join(fleet, key, &member).await,
+                None => queue::peek(fleet, key).await,
+            };
+            if fresh.is_none() {
+                guess = match turn {
+                    Turn::Behind { ahead } => Some((ahead, Instant::now())),
+                    _ => None,
+                };
+            }
+            if let Turn::Behind { ahead } = turn {
+                let message = format!("{shown} has {ahead} waiter(s) queued ahead");
+                let last = Error::Busy { message, code: exit::BUSY };
+                if *wait == Wait::Once {
+                    return Err(last);
+                }
+                if !queued {
+                    queued = true;
+                    queue::join(fleet, key, &member).await;
+                }
+                let left =
+                    deadline.map_or(Duration::MAX, |d| d.saturating_duration_since(Instant::now()));
+                if left.is_zero() {
+                    queue::leave(fleet, key, &member).await;
+                    return Err(last);
+                }
+                wait_report.waiting(log, key, &last, start.elapsed(), left);
+                wake.get_or_insert_with(|| Wake::subscribe(fleet, key, log));
+                let pause = backoff.next_pause().min(left);
+                tokio::select! {
+                    () = tokio::time::sleep(pause) => {}
+                    () = released(&mut wake) => {
+                        log.debug("woken by a release");
+                        if let Some((ahead, _)) = guess.as_mut() {
+                            *ahead = ahead.saturating_sub(1);
+                        }
+                    }
+                    signal = next_signal(&mut signals) => {
+                        queue::leave(fleet, key, &member).await;
+                        return Err(interrupted(signal, key));
+                    }
+                }
+                continue;
+            }
+        }
         attempts += 1;
         let token = Token::new().to_string();
         let report = fleet.attempt(key, &token, ttl, *fence, splits).await;
+        if queued && matches!(report.attempt, Attempt::Acquired(_)) {
+            queue::leave(fleet, key, &member).await;
+        }
         let outcome = match &report.attempt {
             Attempt::Acquired(_) => "acquired",
             Attempt::Busy(_) => "busy",
@@ -251,6 +381,9 @@ pub async fn acquire(
             }
             Attempt::Unavailable(e) => {
                 if matches!(e, Error::Unavailable { config: true, .. }) {
+                    if queued {
+                        queue::leave(fleet, key, &member).await;
+                    }
                     return Err(e);
                 }
                 (e, None)
@@ -268,7 +401,15 @@ pub async fn acquire(
             None => Duration::MAX,
         };
         if left.is_zero() {
+            if queued {
+                queue::leave(fleet, key, &member).await;
+            }
             return Err(last);
+        }
+        // A busy waiter takes its place in the queue (`-n` does not wait).
+        if *ordered && !queued && !split && *wait != Wait::Once {
+            queued = true;
+            queue::join(fleet, key, &member).await;
         }
         let mut pause = backoff.next_pause().min(left);
         if let Some(holder_left) = holder_left {
@@ -288,28 +429,34 @@ pub async fn acquire(
         if !split {
             wake.get_or_insert_with(|| Wake::subscribe(fleet, key, log));
         }
-        let released = async {
-            // Every listener gone (none could subscribe): only the pause
-            // is left, never a wake that fires at once forever.
-            let heard = match wake.as_mut() {
-                Some(wake) => wake.released.changed().await.is_ok(),
-                None => false,
-            };
-            if !heard {
-                std::future::pending::<()>().await;
-            }
-        };
         tokio::select! {
             () = tokio::time::sleep(pause) => {}
-            () = released => log.debug("woken by a release"),
+            () = released(&mut wake) => log.debug("woken by a release"),
             signal = next_signal(&mut signals) => {
-                return Err(Error::Interrupted(
-                    signal,
-                    format!("while waiting for {}", crate::display_key(key.as_bytes())),
-                ));
+                if queued {
+                    queue::leave(fleet, key, &member).await;
+                }
+                return Err(interrupted(signal, key));
             }
         }
     }
+}
+
+/// The next release heard. With no listener (yet), or none left, never:
+/// only the pause is left, never a wake that fires at once forever.
+async fn released(wake: &mut Option<Wake>) {
+    let heard = match wake.as_mut() {
+        Some(wake) => wake.released.changed().await.is_ok(),
+        None => false,
+    };
+    if !heard {
+        std::future::pending::<()>().await;
+    }
+}
+
+/// The error of a wait that `signal` ended.
+fn interrupted(signal: i32, key: &str) -> Error {
+    Error::Interrupted(signal, format!("while waiting for {}", crate::display_key(key.as_bytes())))
 }
 
 /// When the first progress line of a wait is written, and then how often.

@@ -47,7 +47,14 @@ pub struct Probe {
     pub appendfsync: Option<String>,
     /// The `save` setting, when CONFIG GET is allowed.
     pub save: Option<String>,
+    /// Why the server refused `SUBSCRIBE` to a release channel for this
+    /// user (NOPERM), when it did.
+    pub subscribe_refused: Option<String>,
 }
+
+/// The key whose release channel the probe subscribes to: doctor knows no
+/// key, so an ACL that allows only some keys' channels may refuse this one.
+const PROBE_KEY: &str = "doctor-probe";
 
 /// The verdict for the set.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -166,7 +173,17 @@ async fn probe(server: &Server) -> Result<Probe, ServerError> {
         appendonly: field("aof_enabled") == "1",
         appendfsync: config("appendfsync").await,
         save: config("save").await,
+        subscribe_refused: subscribe_refused(server).await,
     })
+}
+
+/// Whether the server refuses this user `SUBSCRIBE` (Redis 7 ACL users get
+/// no channels by default); other failures are the PINGs' business.
+async fn subscribe_refused(server: &Server) -> Option<String> {
+    match server.subscribe(&crate::lock::release_channel(PROBE_KEY)).await {
+        Err(ServerError { failure: Failure::NoPerm(why), .. }) => Some(why),
+        _ => None,
+    }
 }
 
 /// Turns probes into warnings and notes.
@@ -229,6 +246,25 @@ pub fn assess(
                 p.clock_offset_ms,
                 crate::fmt_duration(fence::WINDOW)
             ));
+        }
+        // What a refused SUBSCRIBE costs (crate::wait): waiters still take
+        // the lock, but hear of a release only at their next backoff step.
+        if let Some(why) = &p.subscribe_refused {
+            let cost = "waiters are not woken by releases and retry on backoff alone \
+                        (up to 1s late after each release, about one attempt a second)";
+            if why.contains("command") {
+                a.warnings.push(format!(
+                    "{}: SUBSCRIBE refused for this user ({why}): {cost}; grant +subscribe",
+                    p.server
+                ));
+            } else {
+                a.notes.push(format!(
+                    "{}: SUBSCRIBE to {} refused for this user ({why}): unless the ACL allows the \
+                     channels redlock:released:KEY of your keys, {cost}",
+                    p.server,
+                    crate::lock::release_channel(PROBE_KEY)
+                ));
+            }
         }
         let rdb = p.save.as_deref().is_some_and(|s| !s.trim().is_empty());
         match (p.appendonly, p.appendfsync.as_deref(), rdb) {
@@ -426,6 +462,19 @@ mod tests {
             appendfsync: Some("always".into()),
             ..Probe::default()
         }
+    }
+
+    #[test]
+    fn a_refused_subscribe_is_a_warning_or_a_note_with_its_cost() {
+        let mut p = healthy("a", "1");
+        p.subscribe_refused =
+            Some("User u has no permissions to run the 'subscribe' command".into());
+        let a = assess(&[p.clone()], &[], Duration::from_secs(30), 0.01);
+        assert!(a.warnings[0].contains("not woken by releases"), "{a:?}");
+        p.subscribe_refused =
+            Some("User u has no permissions to access one of the channels".into());
+        let a = assess(&[p], &[], Duration::from_secs(30), 0.01);
+        assert!(a.warnings.is_empty() && a.notes[0].contains("not woken by releases"), "{a:?}");
     }
 
     #[test]

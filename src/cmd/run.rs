@@ -516,6 +516,7 @@ mod tests {
             ttl,
             wait: Wait::Once,
             fence: false,
+            ordered: true,
             conflict_exit_code: exit::BUSY,
             keep: None,
             max_hold: None,

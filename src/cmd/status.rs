@@ -3,21 +3,26 @@
 //! to tell (then the text says "unknown" and the JSON's `held` is null).
 
 use std::io::Write;
-use std::time::Duration;
+use std::time::{Duration, UNIX_EPOCH};
 
 use serde_json::json;
 
 use crate::error::Error;
 use crate::exit;
 use crate::lock::{Fleet, ServerView, Status, describe_value};
+use crate::queue::Waiter;
 use crate::quorum::Failures;
 use crate::token::Token;
 
 /// Reads the key everywhere and prints a table (or JSON) on stdout.
 pub async fn status(fleet: &Fleet, key: &str, json: bool) -> Result<u8, Error> {
-    let status = fleet.status(key).await;
-    let text =
-        if json { render_json(key, &status).to_string() } else { render_table(key, &status) };
+    let (status, lists) = tokio::join!(fleet.status(key), crate::queue::list(fleet, key));
+    let queue = crate::queue::agreed(&lists, fleet.quorum());
+    let text = if json {
+        render_json(key, &status, &queue).to_string()
+    } else {
+        render_table(key, &status, &queue)
+    };
     // A closed stdout (`| head -0`) loses only the report; the verdict is the exit code.
     let _ = writeln!(std::io::stdout().lock(), "{text}");
     match (&status.holder, status.known) {
@@ -55,7 +60,19 @@ fn ttl_ms(ttl: Option<Duration>) -> serde_json::Value {
     ttl.map_or(serde_json::Value::Null, |d| json!(crate::millis(d)))
 }
 
-fn render_table(key: &str, status: &Status) -> String {
+/// One queued waiter's facts: host, pid (from its token-shaped entry) and
+/// since when it waits.
+fn waiter_facts(w: &Waiter) -> (Option<String>, Option<u32>, String) {
+    let token = w.member.parse::<Token>().ok();
+    let since = UNIX_EPOCH + Duration::from_millis(w.since_ms);
+    (
+        token.as_ref().map(|t| t.host.clone()),
+        token.as_ref().map(|t| t.pid),
+        humantime::format_rfc3339_millis(since).to_string(),
+    )
+}
+
+fn render_table(key: &str, status: &Status, queue: &[Waiter]) -> String {
     let rows: Vec<[String; 4]> = status
         .servers
         .iter()
@@ -127,10 +144,19 @@ fn render_table(key: &str, status: &Status) -> String {
             ));
         }
     }
+    for (i, w) in queue.iter().enumerate() {
+        let (host, pid, since) = waiter_facts(w);
+        out.push_str(&format!(
+            "\nqueued {}: {} pid {}, waiting since {since}",
+            i + 1,
+            host.as_deref().unwrap_or("?"),
+            pid.map_or_else(|| "?".to_owned(), |p| p.to_string())
+        ));
+    }
     out
 }
 
-fn render_json(key: &str, status: &Status) -> serde_json::Value {
+fn render_json(key: &str, status: &Status, queue: &[Waiter]) -> serde_json::Value {
     let servers: Vec<serde_json::Value> = status
         .servers
         .iter()
@@ -171,5 +197,9 @@ fn render_json(key: &str, status: &Status) -> serde_json::Value {
         "ttl_ms": status.holder.as_ref().map_or(serde_json::Value::Null, |(_, ttl)| ttl_ms(*ttl)),
         "holder": holder,
         "servers": servers,
+        "queue": queue.iter().enumerate().map(|(i, w)| {
+            let (host, pid, since) = waiter_facts(w);
+            json!({ "position": i + 1, "host": host, "pid": pid, "waiting_since": since })
+        }).collect::<Vec<_>>(),
     })
 }

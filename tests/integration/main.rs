@@ -23,3 +23,4 @@ mod secrets;
 mod tls;
 mod unguarded;
 mod waiting;
+mod waiting_scale;
