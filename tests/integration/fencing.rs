@@ -98,8 +98,8 @@ fn json_events_parse_and_follow_the_documented_order() {
     let key = unique_key("events");
     let start = Instant::now();
     let out = Redlock::on(&fleet)
-        .args(["--log-format", "json", "run", "--key", &key, "--ttl", "300ms"])
-        .args(["--", "sh", "-c", "sleep 0.5; exit 4"])
+        .args(["--log-format", "json", "run", "--key", &key, "--ttl", "1s"])
+        .args(["--", "sh", "-c", "sleep 1.2; exit 4"])
         .run();
     out.expect(4);
     let mut names: Vec<String> = Vec::new();

@@ -104,7 +104,7 @@ fn no_output_of_any_subcommand_shows_the_password() {
                 vec!["status", "--key", &key],
                 vec!["status", "--key", &key, "--json"],
                 vec!["release", "--key", &key, "--token", &token],
-                vec!["run", "--key", &key, "--ttl", "300ms", "--", "sh", "-c", "sleep 0.2"],
+                vec!["run", "--key", &key, "--ttl", "2s", "--", "sh", "-c", "sleep 0.2"],
                 vec!["doctor"],
                 vec!["doctor", "--json"],
                 vec!["release", "--key", &key, "--force"],
