@@ -10,8 +10,9 @@
 //!   the environment over the file over the defaults, each value with its origin.
 //! - [`server`]: one Redis server: URL (password never shown), lazy
 //!   connection, calls bounded by the node timeout, errors naming the server.
-//! - `scripts/*.lua`: the atomic acquire (with the fence draw),
-//!   compare-and-extend, compare-and-delete, raise-fence and status scripts.
+//! - `scripts/*.lua`: the atomic acquire (with the fence draw), withdraw,
+//!   compare-and-extend (never shortening), set-TTL (`--keep`),
+//!   compare-and-delete, raise-fence, status, queue and history scripts.
 //! - [`quorum`]: the pure tally and validity arithmetic, and the parallel
 //!   fan-out that stops as soon as the verdict is settled.
 //! - [`lock`]: the Redlock operations over a [`lock::Fleet`] of servers, and
@@ -29,7 +30,10 @@
 //! - [`watchdog`]: renewal every `ttl/3` and the validity deadline; reports
 //!   the lock's health, runs no process logic.
 //! - [`child`]: the supervised command in its own process group; signals,
-//!   parent-death signal and guard, leftovers, exit status to exit code.
+//!   job control, parent-death signal, leftovers, exit status to exit code.
+//! - [`guard`]: the dead-man's switch that kills the job at the lock's
+//!   deadline even while redlock is frozen, stopped or dead.
+//! - [`procs`]: the process table read from `/proc` without allocating.
 //! - [`signals`]: OS signals as typed events (signal-hook, handler enqueues only).
 //! - [`cmd`]: one module per subcommand.
 //! - [`error`], [`exit`]: the error type and the exit codes it maps to.
@@ -42,19 +46,20 @@
 //! current holder) to every server at once, each call bounded by the node
 //! timeout (default a tenth of the TTL, at most 1 s). The lock is held when a
 //! quorum (N/2+1 unless set) said yes and time is left:
-//! `validity = ttl - elapsed - (ttl * drift_factor + 2ms)`, measured with the
-//! monotonic clock from before the first request. The round ends as soon as
+//! `validity = ttl - elapsed - (ttl * drift_factor + 2ms)`, measured on the
+//! boot clock (suspended time counts) from before the first request. The round ends as soon as
 //! the answer cannot change, so a hung server costs nothing once a quorum has
-//! answered. If the lock was not won, the token is deleted on every server,
-//! including the ones that said no or did not answer (their SET may still
-//! land). Extending and releasing are compare-and-set scripts: they touch the
+//! answered. If the lock was not won, the token is withdrawn on every server
+//! that may hold it, on the connection of its attempt and after it, so a
+//! SET still in flight cannot land after its withdrawal. Extending and releasing are compare-and-set scripts: they touch the
 //! key only while it still holds this token, so an expired lock taken by
 //! someone else is never extended or deleted. Outcomes are three, never a
 //! bool: won (a quorum said yes), refused (so many said no that no quorum is
 //! possible: busy, or not ours), unreachable (too many failed to answer).
 //!
 //! `run` starts the command only once the lock is held, in its own process
-//! group with a parent-death signal and a guard that kills the group if
+//! group with a parent-death signal and a guard (a second process) that
+//! kills the job at the lock's deadline unless redlock renewed it, or when
 //! redlock dies, and gives it `REDLOCK_KEY`, `REDLOCK_TOKEN` and
 //! `REDLOCK_FENCE`. A watchdog renews every `ttl/3` and keeps the validity
 //! deadline; failed renewals are retried at once with backoff. If the lock

@@ -279,6 +279,28 @@ pub struct Status {
     pub quorum: usize,
 }
 
+impl Status {
+    /// The servers that could not be read, with their errors.
+    pub fn failures(&self) -> quorum::Failures {
+        quorum::Failures(
+            self.servers
+                .iter()
+                .filter_map(|(_, view)| match view {
+                    ServerView::Error(e) => Some(e.clone()),
+                    _ => None,
+                })
+                .collect(),
+        )
+    }
+
+    /// The error for a read that cannot tell held from free; `what` names
+    /// what needed to know.
+    pub fn unknown(&self, what: String) -> Error {
+        let failures = self.failures();
+        Error::Unavailable { what, config: failures.any_config(), failures }
+    }
+}
+
 impl Fleet {
     /// A fleet of servers deciding with `quorum` and `drift_factor`, with
     /// the keys in redlock's own namespace ([`KeyLayout::Native`]).
@@ -680,16 +702,8 @@ impl Fleet {
     pub async fn force_release(&self, key: &str, any_value: bool) -> Result<usize, Error> {
         let shown = crate::display_key(key.as_bytes());
         let status = self.status(key).await;
-        let failures: Vec<ServerError> = status
-            .servers
-            .iter()
-            .filter_map(|(_, v)| match v {
-                ServerView::Error(e) => Some(e.clone()),
-                _ => None,
-            })
-            .collect();
-        if failures.len() > self.servers.len() - self.quorum {
-            let failures = quorum::Failures(failures);
+        let failures = status.failures();
+        if failures.0.len() > self.servers.len() - self.quorum {
             return Err(Error::Unavailable {
                 what: format!(
                     "release --force {shown}: {} of {} servers answered, quorum {}",

@@ -20,10 +20,9 @@ use crate::clock::{BootInstant, Clock};
 use crate::config::{OnLost, Run};
 use crate::error::Error;
 use crate::exit;
-use crate::lock::{Fleet, Lock, ServerView};
+use crate::lock::{Fleet, Lock};
 use crate::output::{Level, Log};
 use crate::procs;
-use crate::quorum::Failures;
 use crate::signals::{self, Signals};
 use crate::token::Token;
 use crate::watchdog::{self, Health};
@@ -214,24 +213,10 @@ async fn reentry(fleet: &Fleet, key: &str, signals: &mut Signals) -> Result<bool
         }
     };
     if status.holder.is_none() && !status.known {
-        let failures = Failures(
-            status
-                .servers
-                .iter()
-                .filter_map(|(_, view)| match view {
-                    ServerView::Error(e) => Some(e.clone()),
-                    _ => None,
-                })
-                .collect(),
-        );
-        return Err(Error::Unavailable {
-            what: format!(
-                "re-entry on {}: cannot tell whether this job still holds the lock",
-                crate::display_key(key.as_bytes())
-            ),
-            config: failures.any_config(),
-            failures,
-        });
+        return Err(status.unknown(format!(
+            "re-entry on {}: cannot tell whether this job still holds the lock",
+            crate::display_key(key.as_bytes())
+        )));
     }
     Ok(status.holder.is_some_and(|(value, _)| value == token))
 }

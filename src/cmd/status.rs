@@ -11,7 +11,6 @@ use crate::error::Error;
 use crate::exit;
 use crate::lock::{Fleet, ServerView, Status, describe_value};
 use crate::queue::Waiter;
-use crate::quorum::Failures;
 use crate::token::Token;
 
 /// Reads the key everywhere and prints a table (or JSON) on stdout.
@@ -28,27 +27,11 @@ pub async fn status(fleet: &Fleet, key: &str, json: bool) -> Result<u8, Error> {
     match (&status.holder, status.known) {
         (Some(_), _) => Ok(exit::OK),
         (None, true) => Ok(exit::FREE_OR_WARNINGS),
-        (None, false) => {
-            let failures = Failures(
-                status
-                    .servers
-                    .iter()
-                    .filter_map(|(_, v)| match v {
-                        ServerView::Error(e) => Some(e.clone()),
-                        _ => None,
-                    })
-                    .collect(),
-            );
-            Err(Error::Unavailable {
-                what: format!(
-                    "status {}: too few servers answered to tell held from free (quorum {})",
-                    crate::display_key(key.as_bytes()),
-                    status.quorum
-                ),
-                config: failures.any_config(),
-                failures,
-            })
-        }
+        (None, false) => Err(status.unknown(format!(
+            "status {}: too few servers answered to tell held from free (quorum {})",
+            crate::display_key(key.as_bytes()),
+            status.quorum
+        ))),
     }
 }
 
