@@ -179,6 +179,9 @@ pub struct RunArgs {
     /// Draw no fencing number (no REDLOCK_FENCE, no counter key on the servers)
     #[arg(long)]
     pub no_fence: bool,
+    /// At most N holders at once (N places; 1 is the ordinary lock). Every holder of the key must use the same N
+    #[arg(long, value_name = "N", default_value_t = 1, value_hint = ValueHint::Other)]
+    pub limit: u32,
     /// Exit code when the lock is busy; with 0 (cron) the busy message shows only with -v
     #[arg(short = 'E', long, value_name = "CODE", default_value_t = crate::exit::BUSY, value_hint = ValueHint::Other)]
     pub conflict_exit_code: u8,
@@ -258,7 +261,10 @@ pub struct AcquireArgs {
     /// Draw no fencing number (no counter key on the servers)
     #[arg(long)]
     pub no_fence: bool,
-    /// Print {"token", "fence", "validity_ms"} instead of the token alone
+    /// At most N holders at once (N places; 1 is the ordinary lock). Every holder of the key must use the same N
+    #[arg(long, value_name = "N", default_value_t = 1, value_hint = ValueHint::Other)]
+    pub limit: u32,
+    /// Print {"token", "fence", "validity_ms", "slot"} instead of the token alone
     #[arg(long)]
     pub json: bool,
 }
@@ -303,6 +309,9 @@ pub struct ReleaseArgs {
     /// Like --force, and delete a value that is not a redlock lock too (another client's, with --raw-key)
     #[arg(long)]
     pub force_any_value: bool,
+    /// The places to look at, for a key taken with --limit N [default: as many as the holders' tokens say]
+    #[arg(long, value_name = "N", value_hint = ValueHint::Other)]
+    pub limit: Option<u32>,
 }
 
 /// `redlock status`.
@@ -311,6 +320,9 @@ pub struct StatusArgs {
     /// The lock's key
     #[arg(long, short = 'k', allow_hyphen_values = true, value_hint = ValueHint::Other)]
     pub key: String,
+    /// The places to look at, for a key taken with --limit N [default: as many as the holders' tokens say]
+    #[arg(long, value_name = "N", value_hint = ValueHint::Other)]
+    pub limit: Option<u32>,
     /// Print one JSON object instead of a table
     #[arg(long)]
     pub json: bool,

@@ -87,6 +87,9 @@ pub struct Request {
     pub fence: bool,
     /// Wait in the queue, served in arrival order ([`crate::queue`]).
     pub ordered: bool,
+    /// At most this many holders at once (`--limit`; 1: the ordinary
+    /// lock; [`crate::slots`]).
+    pub limit: u32,
 }
 
 /// What `run` does to its child when the lock is lost.
@@ -111,6 +114,8 @@ pub struct Run {
     pub fence: bool,
     /// Wait in the queue, served in arrival order.
     pub ordered: bool,
+    /// At most this many holders at once (`--limit`).
+    pub limit: u32,
     /// Exit code when busy.
     pub conflict_exit_code: u8,
     /// Minimum hold after acquisition.
@@ -143,6 +148,7 @@ impl Run {
             wait: self.wait,
             fence: self.fence,
             ordered: self.ordered,
+            limit: self.limit,
         }
     }
 
@@ -189,6 +195,9 @@ pub enum Command {
         token: Option<String>,
         /// `--force-any-value`: force even a value redlock did not write.
         any_value: bool,
+        /// `--limit`: the places to free with `--force` (`None`: as the
+        /// holders' tokens say).
+        limit: Option<u32>,
     },
     /// `status`.
     Status {
@@ -196,6 +205,8 @@ pub enum Command {
         key: String,
         /// JSON output.
         json: bool,
+        /// `--limit`: the places to read (`None`: as the holders' tokens say).
+        limit: Option<u32>,
     },
     /// `history`.
     History {
@@ -452,6 +463,7 @@ fn command(command: cli::Command) -> Result<(Command, Duration), Error> {
                 wait: wait(&a.waiting)?,
                 fence: !a.no_fence,
                 ordered: !a.waiting.unordered,
+                limit: limit(a.limit)?,
                 conflict_exit_code: a.conflict_exit_code,
                 keep: optional("--keep", &a.keep)?,
                 max_hold: optional("--max-hold", &a.max_hold)?,
@@ -477,6 +489,7 @@ fn command(command: cli::Command) -> Result<(Command, Duration), Error> {
                 wait: wait(&a.waiting)?,
                 fence: !a.no_fence,
                 ordered: !a.waiting.unordered,
+                limit: limit(a.limit)?,
             };
             (Command::Acquire { request, json: a.json }, ttl)
         }
@@ -488,10 +501,12 @@ fn command(command: cli::Command) -> Result<(Command, Duration), Error> {
         cli::Command::Release(a) => {
             let key = nonempty("--key", a.key)?;
             let token = a.token.map(|t| nonempty("--token", t)).transpose()?;
-            (Command::Release { key, token, any_value: a.force_any_value }, DEFAULT_TTL)
+            let limit = a.limit.map(limit).transpose()?;
+            (Command::Release { key, token, any_value: a.force_any_value, limit }, DEFAULT_TTL)
         }
         cli::Command::Status(a) => {
-            (Command::Status { key: nonempty("--key", a.key)?, json: a.json }, DEFAULT_TTL)
+            let limit = a.limit.map(limit).transpose()?;
+            (Command::Status { key: nonempty("--key", a.key)?, json: a.json, limit }, DEFAULT_TTL)
         }
         cli::Command::History(a) => {
             if a.count == 0 || a.count > crate::history::MAX_ENTRIES {
@@ -517,6 +532,17 @@ fn command(command: cli::Command) -> Result<(Command, Duration), Error> {
         // The rows are filled in once the global options are validated.
         cli::Command::Config => (Command::ShowConfig(Vec::new()), DEFAULT_TTL),
     })
+}
+
+/// `--limit N`: 1 to [`crate::slots::MAX_LIMIT`].
+fn limit(n: u32) -> Result<u32, Error> {
+    if n == 0 || n > crate::slots::MAX_LIMIT {
+        return usage(format!(
+            "--limit {n}: must be between 1 and {} (1 is the ordinary lock)",
+            crate::slots::MAX_LIMIT
+        ));
+    }
+    Ok(n)
 }
 
 fn key_ttl(a: &cli::KeyTtl) -> Result<(String, Duration), Error> {

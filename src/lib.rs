@@ -22,6 +22,8 @@
 //! - [`history`]: the run history and skip counter kept beside each lock
 //!   (`scripts/record.lua`, `skip.lua`, `history.lua`), merged across servers.
 //! - [`metrics`]: `run --metrics-file`, a Prometheus textfile written atomically.
+//! - [`slots`]: `--limit N`: N places, each an ordinary lock, and why that
+//!   bounds the holders at exactly N where per-server sets do not.
 //! - [`wait`]: retries with jittered backoff until acquired or the deadline.
 //! - [`queue`]: the wait queue on the servers, so waiters go in arrival order.
 //! - [`token`]: the lock token (128 random bits + host, pid, time).
@@ -94,6 +96,7 @@ pub mod queue;
 pub mod quorum;
 pub mod server;
 pub mod signals;
+pub mod slots;
 pub mod token;
 pub mod wait;
 pub mod watchdog;

@@ -162,11 +162,16 @@ impl Holder {
             Some(d) => format!("expires in {}", crate::fmt_duration(d)),
             None => "has no expiry".to_owned(),
         };
-        format!(
-            "{} is held by {}, {expiry}",
-            crate::display_key(key.as_bytes()),
-            describe_value(&self.value)
-        )
+        let shown = crate::display_key(key.as_bytes());
+        match self.value.parse::<Token>().map(|t| t.limit()) {
+            // A `--limit` key ([`crate::slots`]): this is the place that
+            // frees soonest.
+            Ok(limit) if limit > 1 => format!(
+                "all {limit} places of {shown} are held; the first to free is held by {}, {expiry}",
+                describe_value(&self.value)
+            ),
+            _ => format!("{shown} is held by {}, {expiry}", describe_value(&self.value)),
+        }
     }
 }
 
@@ -455,7 +460,7 @@ impl Fleet {
             op: Op::Acquire,
             key: key.to_owned(),
             script: &SCRIPTS.acquire,
-            keys: vec![self.layout.lock_key(key), self.layout.fence_key(key)],
+            keys: vec![self.layout.held_key(key, token), self.layout.fence_key(key)],
             args: vec![
                 token.into(),
                 crate::millis(ttl).to_string().into(),
@@ -587,7 +592,7 @@ impl Fleet {
             op: Op::RaiseFence,
             key: key.to_owned(),
             script: &SCRIPTS.raise_fence,
-            keys: vec![self.layout.lock_key(key), self.layout.fence_key(key)],
+            keys: vec![self.layout.held_key(key, token), self.layout.fence_key(key)],
             args: vec![
                 token.into(),
                 fence.to_string().into_bytes(),
@@ -617,7 +622,7 @@ impl Fleet {
     /// server, never shortening it. The new validity counts from the start
     /// of the round and assumes only `ttl`.
     pub async fn extend(&self, key: &str, token: &str, ttl: Duration) -> Result<Lock, Error> {
-        let keys = vec![self.layout.lock_key(key), self.layout.fence_key(key)];
+        let keys = vec![self.layout.held_key(key, token), self.layout.fence_key(key)];
         let lifetime = crate::millis(crate::fence::lifetime(ttl)).to_string();
         self.retime(&SCRIPTS.extend, key, keys, token, ttl, vec![lifetime.into_bytes()]).await
     }
@@ -625,7 +630,7 @@ impl Fleet {
     /// Sets the TTL of a lock held by `token` to exactly `ttl` on every
     /// server, shortening it if need be (`run --keep`).
     pub async fn set_ttl(&self, key: &str, token: &str, ttl: Duration) -> Result<Lock, Error> {
-        let keys = vec![self.layout.lock_key(key)];
+        let keys = vec![self.layout.held_key(key, token)];
         self.retime(&SCRIPTS.set_ttl, key, keys, token, ttl, Vec::new()).await
     }
 
@@ -700,8 +705,18 @@ impl Fleet {
     /// `any_value`: with the key as given ([`KeyLayout::Raw`]) it may be
     /// another client's lock or an application's data.
     pub async fn force_release(&self, key: &str, any_value: bool) -> Result<usize, Error> {
+        self.force_release_of(key, 1, any_value).await
+    }
+
+    /// [`Fleet::force_release`] of place `slot` of a `--limit` lock.
+    pub async fn force_release_of(
+        &self,
+        key: &str,
+        slot: u32,
+        any_value: bool,
+    ) -> Result<usize, Error> {
         let shown = crate::display_key(key.as_bytes());
-        let status = self.status(key).await;
+        let status = self.status_of(key, slot).await;
         let failures = status.failures();
         if failures.0.len() > self.servers.len() - self.quorum {
             return Err(Error::Unavailable {
@@ -741,11 +756,16 @@ impl Fleet {
 
     /// Reads the key's value, TTL and fencing counter on every server.
     pub async fn status(&self, key: &str) -> Status {
+        self.status_of(key, 1).await
+    }
+
+    /// [`Fleet::status`] of place `slot` of a `--limit` lock ([`crate::slots`]).
+    pub async fn status_of(&self, key: &str, slot: u32) -> Status {
         let call = Call {
             op: Op::Status,
             key: key.to_owned(),
             script: &SCRIPTS.status,
-            keys: vec![self.layout.lock_key(key), self.layout.fence_key(key)],
+            keys: vec![self.layout.slot_key(key, slot), self.layout.fence_key(key)],
             args: Vec::new(),
         };
         let round = self.round(call, parse_status, |_| Vote::Yes).await;
@@ -783,7 +803,7 @@ impl Fleet {
             op: Op::Release,
             key: key.to_owned(),
             script: &SCRIPTS.release,
-            keys: vec![self.layout.lock_key(key)],
+            keys: vec![self.layout.held_key(key, token)],
             args: vec![token.into(), release_channel(key).into_bytes()],
         }
     }
@@ -858,6 +878,30 @@ impl KeyLayout {
                 format!("redlock:{{{}}}:{part}:{key}", cluster_tag(key).unwrap_or(key))
             }
         }
+    }
+}
+
+impl KeyLayout {
+    /// The server-side name of place `slot` (1-based) of the `--limit`
+    /// lock `key` ([`crate::slots`]): place 1 is the lock key itself, so
+    /// `--limit 1` is the ordinary lock; place S > 1 is
+    /// `redlock:{KEY}:slot:S` (raw: `redlock:{TAG}:slot:S:KEY`), in the
+    /// lock's Cluster hash slot like its other companions. With the key as
+    /// given, other Redlock clients exclude and are excluded by place 1
+    /// only: they count as one more holder, never as N.
+    pub fn slot_key(self, key: &str, slot: u32) -> String {
+        if slot <= 1 {
+            self.lock_key(key)
+        } else {
+            self.companion(key, &format!("slot:{slot}"))
+        }
+    }
+
+    /// The server-side name of the place that `token` holds (or tries):
+    /// the place written in a redlock token ([`Token::slot`]), place 1 for
+    /// any other value.
+    pub fn held_key(self, key: &str, token: &str) -> String {
+        self.slot_key(key, token.parse::<Token>().map_or(1, |t| t.slot()))
     }
 }
 

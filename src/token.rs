@@ -6,6 +6,13 @@
 //! `status` say who holds a lock. Nothing secret (command line, environment)
 //! goes in. Tokens written by other Redlock clients are still valid values:
 //! they just carry no holder facts.
+//!
+//! A holder of one of `N` places (`--limit N`, N > 1; [`crate::slots`])
+//! writes its place after the random part: `RANDOM-SofN.PID.MILLIS.HOST`.
+//! The place travels with the token, so `extend` and `release` given only
+//! `--key` and `--token` find the place's key, and every other holder that
+//! meets the token learns the `N` it was taken with (agreement on N). A
+//! token of an ordinary lock (N = 1) keeps the old form exactly.
 
 use std::fmt;
 use std::str::FromStr;
@@ -22,6 +29,9 @@ pub struct Token {
     pub created_ms: u64,
     /// The holder's host name (letters, digits, `-`, `.`, `_` only).
     pub host: String,
+    /// The place held and the limit it was taken with, `(slot, limit)`
+    /// with `1 <= slot <= limit`, when the limit is more than 1.
+    pub place: Option<(u32, u32)>,
 }
 
 impl Token {
@@ -35,7 +45,23 @@ impl Token {
             pid: std::process::id(),
             created_ms,
             host: hostname(),
+            place: None,
         }
+    }
+
+    /// The same token for place `slot` of `limit` (`None` when `limit` is 1).
+    pub fn at(self, slot: u32, limit: u32) -> Token {
+        Token { place: (limit > 1).then_some((slot, limit)), ..self }
+    }
+
+    /// The place this token holds: 1 for an ordinary lock.
+    pub fn slot(&self) -> u32 {
+        self.place.map_or(1, |(slot, _)| slot)
+    }
+
+    /// The limit this token was taken with: 1 for an ordinary lock.
+    pub fn limit(&self) -> u32 {
+        self.place.map_or(1, |(_, limit)| limit)
     }
 
     /// When the token was made, as a wall-clock time.
@@ -58,7 +84,11 @@ impl Default for Token {
 
 impl fmt::Display for Token {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:032x}.{}.{}.{}", self.random, self.pid, self.created_ms, self.host)
+        write!(f, "{:032x}", self.random)?;
+        if let Some((slot, limit)) = self.place {
+            write!(f, "-{slot}of{limit}")?;
+        }
+        write!(f, ".{}.{}.{}", self.pid, self.created_ms, self.host)
     }
 }
 
@@ -68,7 +98,11 @@ impl FromStr for Token {
     /// Reads a redlock token; any other value (another client's) is `Err`.
     fn from_str(s: &str) -> Result<Token, ()> {
         let mut parts = s.splitn(4, '.');
-        let random = parts.next().ok_or(())?;
+        let first = parts.next().ok_or(())?;
+        let (random, place) = match first.split_once('-') {
+            Some((random, place)) => (random, Some(parse_place(place)?)),
+            None => (first, None),
+        };
         if random.len() != 32 || !random.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(());
         }
@@ -79,8 +113,23 @@ impl FromStr for Token {
         if host.is_empty() || host != sanitize_host(host) {
             return Err(());
         }
-        Ok(Token { random, pid, created_ms, host: host.to_owned() })
+        Ok(Token { random, pid, created_ms, host: host.to_owned(), place })
     }
+}
+
+/// Reads `SofN` (`1 <= S <= N`, `N >= 2`): a place in a token.
+fn parse_place(raw: &str) -> Result<(u32, u32), ()> {
+    let (slot, limit) = raw.split_once("of").ok_or(())?;
+    let digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
+    if !digits(slot) || !digits(limit) {
+        return Err(());
+    }
+    let (slot, limit): (u32, u32) =
+        (slot.parse().map_err(|_| ())?, limit.parse().map_err(|_| ())?);
+    if slot == 0 || slot > limit || limit < 2 {
+        return Err(());
+    }
+    Ok((slot, limit))
 }
 
 /// This machine's host name, reduced to characters that are safe in a token.
@@ -120,6 +169,22 @@ mod tests {
         let t: Token =
             "0123456789abcdef0123456789abcdef.42.1700000000000.web-1.example.com".parse().unwrap();
         assert_eq!((t.pid, t.host.as_str()), (42, "web-1.example.com"));
+        assert_eq!((t.slot(), t.limit()), (1, 1));
+    }
+
+    #[test]
+    fn places_round_trip_and_limit_one_keeps_the_old_form() {
+        let plain = Token::new();
+        assert_eq!(plain.clone().at(1, 1).to_string(), plain.to_string());
+        let t = plain.clone().at(2, 3);
+        let text = t.to_string();
+        assert!(text.starts_with(&format!("{:032x}-2of3.", plain.random)), "{text}");
+        assert_eq!(text.parse::<Token>(), Ok(t.clone()));
+        assert_eq!((t.slot(), t.limit()), (2, 3));
+        for bad in ["0of3", "4of3", "1of1", "of3", "2of", "-1of3", "2of3x"] {
+            let s = format!("{:032x}-{bad}.1.2.h", plain.random);
+            assert!(s.parse::<Token>().is_err(), "{s}");
+        }
     }
 }
 
@@ -135,8 +200,8 @@ mod properties {
         }
 
         #[test]
-        fn tokens_round_trip(random: u128, pid: u32, created_ms: u64, host in "[a-z0-9][a-z0-9.-]{0,40}") {
-            let t = Token { random, pid, created_ms, host };
+        fn tokens_round_trip(random: u128, pid: u32, created_ms: u64, host in "[a-z0-9][a-z0-9.-]{0,40}", limit in 1u32..200, slot in 1u32..200) {
+            let t = Token { random, pid, created_ms, host, place: None }.at(slot.min(limit), limit);
             prop_assert_eq!(t.to_string().parse::<Token>(), Ok(t));
         }
     }

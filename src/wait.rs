@@ -243,8 +243,8 @@ pub async fn acquire(
     log: &Log,
     mut signals: Option<&mut Signals>,
 ) -> Result<Lock, Error> {
-    let Request { key, ttl, wait, fence, ordered } = request;
-    let (key, ttl) = (key.as_str(), *ttl);
+    let Request { key, wait, ordered, .. } = request;
+    let key = key.as_str();
     let shown = crate::display_key(key.as_bytes());
     let start = Instant::now();
     let deadline = match wait {
@@ -325,8 +325,7 @@ pub async fn acquire(
             }
         }
         attempts += 1;
-        let token = Token::new().to_string();
-        let report = fleet.attempt(key, &token, ttl, *fence, splits).await;
+        let report = crate::slots::attempt(fleet, request, splits).await;
         if queued && matches!(report.attempt, Attempt::Acquired(_)) {
             queue::leave(fleet, key, &member).await;
         }
@@ -380,7 +379,7 @@ pub async fn acquire(
                 (Error::Split(message), split.expires)
             }
             Attempt::Unavailable(e) => {
-                if matches!(e, Error::Unavailable { config: true, .. }) {
+                if matches!(e, Error::Unavailable { config: true, .. } | Error::Usage(_)) {
                     if queued {
                         queue::leave(fleet, key, &member).await;
                     }

@@ -28,6 +28,7 @@ pub async fn acquire(fleet: &Fleet, request: &Request, json: bool, log: &Log) ->
             "token": lock.token,
             "fence": lock.fence,
             "validity_ms": crate::millis(lock.validity),
+            "slot": crate::slots::slot_of(&lock.token),
         })
         .to_string()
     } else {

@@ -56,10 +56,10 @@ pub async fn execute(config: Config) -> Result<u8, Error> {
         Command::Extend { key, token, ttl } => {
             extend::extend(&fleet, &key, &token, ttl, &log).await
         }
-        Command::Release { key, token, any_value } => {
-            release::release(&fleet, &key, token.as_deref(), any_value, &log).await
+        Command::Release { key, token, any_value, limit } => {
+            release::release(&fleet, &key, token.as_deref(), any_value, limit, &log).await
         }
-        Command::Status { key, json } => status::status(&fleet, &key, json).await,
+        Command::Status { key, json, limit } => status::status(&fleet, &key, json, limit).await,
         Command::Run(run) => run::run(std::sync::Arc::clone(&fleet), run, &log).await,
         Command::History { key, count, json } => history::history(&fleet, &key, count, json).await,
         Command::Check { key, max_age, require_success, json } => {

@@ -1,6 +1,7 @@
 //! `redlock release`: give a lock back with its token, or delete it whoever
 //! holds it with `--force` (a value that is not a redlock token only with
-//! `--force-any-value`).
+//! `--force-any-value`). `--force` frees every place of a `--limit` key
+//! ([`crate::slots::force_release`]).
 
 use crate::error::Error;
 use crate::exit;
@@ -8,12 +9,14 @@ use crate::lock::Fleet;
 use crate::output::Log;
 
 /// Releases the lock; `token: None` forces, and `any_value` deletes even a
-/// value that redlock did not write.
+/// value that redlock did not write; `limit` says how many places to free
+/// (`None`: as many as the holders' tokens say).
 pub async fn release(
     fleet: &Fleet,
     key: &str,
     token: Option<&str>,
     any_value: bool,
+    limit: Option<u32>,
     log: &Log,
 ) -> Result<u8, Error> {
     match token {
@@ -22,7 +25,7 @@ pub async fn release(
             super::released(log, key, &servers);
         }
         None => {
-            let deleted = fleet.force_release(key, any_value).await?;
+            let deleted = crate::slots::force_release(fleet, key, limit, any_value).await?;
             log.info(&format!(
                 "force-released {}: deleted on {deleted}/{} servers",
                 crate::display_key(key.as_bytes()),

@@ -96,7 +96,14 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
         return Err(Error::Interrupted(signal, "before the command started".to_owned()));
     }
     let fence = lock.fence.map(|f| f.to_string());
-    let mut env = vec![("REDLOCK_KEY", cfg.key.as_str()), ("REDLOCK_TOKEN", lock.token.as_str())];
+    // Which of the `--limit` places the command holds, 1-based (1 for an
+    // ordinary lock): a job can pick its share of the work by it.
+    let slot = crate::slots::slot_of(&lock.token).to_string();
+    let mut env = vec![
+        ("REDLOCK_KEY", cfg.key.as_str()),
+        ("REDLOCK_TOKEN", lock.token.as_str()),
+        ("REDLOCK_SLOT", slot.as_str()),
+    ];
     if let Some(fence) = &fence {
         env.push(("REDLOCK_FENCE", fence));
     }
@@ -207,7 +214,7 @@ async fn reentry(fleet: &Fleet, key: &str, signals: &mut Signals) -> Result<bool
         return Ok(false);
     }
     let status = tokio::select! {
-        status = fleet.status(key) => status,
+        status = fleet.status_of(key, crate::slots::slot_of(&token)) => status,
         signal = signals.recv() => {
             return Err(Error::Interrupted(signal, "while checking the lock held by this job".into()));
         }
@@ -502,6 +509,7 @@ mod tests {
             wait: Wait::Once,
             fence: false,
             ordered: true,
+            limit: 1,
             conflict_exit_code: exit::BUSY,
             keep: None,
             max_hold: None,

@@ -1,6 +1,8 @@
 //! `redlock status`: per-server view of a key, the holder a quorum agrees
 //! on, and a verdict; exit 0 held, 1 free, 69 when too few servers answered
 //! to tell (then the text says "unknown" and the JSON's `held` is null).
+//! A `--limit` key lists every place: slot, token fingerprint, host, pid,
+//! since, fence and TTL of each holder; the key is held when any place is.
 
 use std::io::Write;
 use std::time::{Duration, UNIX_EPOCH};
@@ -13,26 +15,124 @@ use crate::lock::{Fleet, ServerView, Status, describe_value};
 use crate::queue::Waiter;
 use crate::token::Token;
 
-/// Reads the key everywhere and prints a table (or JSON) on stdout.
-pub async fn status(fleet: &Fleet, key: &str, json: bool) -> Result<u8, Error> {
-    let (status, lists) = tokio::join!(fleet.status(key), crate::queue::list(fleet, key));
+/// Reads the key everywhere and prints a table (or JSON) on stdout;
+/// `limit` is how many places to read (`None`: as the holders' tokens say).
+pub async fn status(
+    fleet: &Fleet,
+    key: &str,
+    json: bool,
+    limit: Option<u32>,
+) -> Result<u8, Error> {
+    let (places, lists) =
+        tokio::join!(crate::slots::status(fleet, key, limit), crate::queue::list(fleet, key));
     let queue = crate::queue::agreed(&lists, fleet.quorum());
+    let Some((_, first)) = places.first() else {
+        return Err(Error::Usage("status: no place read".to_owned()));
+    };
+    // The place shown in the single-lock fields: the first held one.
+    let status = places.iter().map(|(_, s)| s).find(|s| s.holder.is_some()).unwrap_or(first);
     let text = if json {
-        render_json(key, &status, &queue).to_string()
+        let mut out = render_json(key, status, &queue);
+        out["limit"] = json!(places.len());
+        out["holders"] = json!(places.iter().filter_map(|(n, s)| holder_json(*n, s)).collect::<Vec<_>>());
+        out.to_string()
+    } else if places.len() == 1 {
+        render_table(key, status, &queue)
     } else {
-        render_table(key, &status, &queue)
+        render_places(key, &places, &queue)
     };
     // A closed stdout (`| head -0`) loses only the report; the verdict is the exit code.
     let _ = writeln!(std::io::stdout().lock(), "{text}");
-    match (&status.holder, status.known) {
-        (Some(_), _) => Ok(exit::OK),
-        (None, true) => Ok(exit::FREE_OR_WARNINGS),
-        (None, false) => Err(status.unknown(format!(
+    let held = places.iter().any(|(_, s)| s.holder.is_some());
+    match places.iter().find(|(_, s)| s.holder.is_none() && !s.known) {
+        _ if held => Ok(exit::OK),
+        None => Ok(exit::FREE_OR_WARNINGS),
+        Some((_, unknown)) => Err(unknown.unknown(format!(
             "status {}: too few servers answered to tell held from free (quorum {})",
             crate::display_key(key.as_bytes()),
-            status.quorum
+            unknown.quorum
         ))),
     }
+}
+
+/// A short, stable name for a token in tables: the first 8 hex digits of
+/// its random part (of the value, for another client's).
+fn fingerprint(value: &str) -> String {
+    value.chars().take(8).collect()
+}
+
+/// One place's holder for `--json`, when the place is held.
+fn holder_json(slot: u32, status: &Status) -> Option<serde_json::Value> {
+    let (value, ttl) = status.holder.as_ref()?;
+    let token = value.parse::<Token>().ok();
+    Some(json!({
+        "slot": slot,
+        "token": value,
+        "fingerprint": fingerprint(value),
+        "host": token.as_ref().map(|t| t.host.clone()),
+        "pid": token.as_ref().map(|t| t.pid),
+        "acquired_at": token.as_ref().map(|t| humantime::format_rfc3339_millis(t.created()).to_string()),
+        "fence": status.fence,
+        "ttl_ms": ttl_ms(*ttl),
+    }))
+}
+
+/// The table of a `--limit` key: one row per place.
+fn render_places(key: &str, places: &[(u32, Status)], queue: &[Waiter]) -> String {
+    let header: [String; 7] =
+        ["SLOT", "TOKEN", "HOST", "PID", "SINCE", "FENCE", "TTL"].map(str::to_owned);
+    let rows: Vec<[String; 7]> = places
+        .iter()
+        .map(|(slot, s)| match &s.holder {
+            Some((value, ttl)) => {
+                let token = value.parse::<Token>().ok();
+                [
+                    slot.to_string(),
+                    fingerprint(value),
+                    token.as_ref().map_or_else(|| "?".to_owned(), |t| t.host.clone()),
+                    token.as_ref().map_or_else(|| "?".to_owned(), |t| t.pid.to_string()),
+                    token.as_ref().map_or_else(
+                        || "?".to_owned(),
+                        |t| humantime::format_rfc3339_seconds(t.created()).to_string(),
+                    ),
+                    s.fence.map_or_else(|| "-".to_owned(), |f| f.to_string()),
+                    ttl_text(*ttl),
+                ]
+            }
+            None => {
+                let state = if s.known { "free" } else { "unknown" };
+                [slot.to_string(), state.to_owned(), "-".into(), "-".into(), "-".into(), "-".into(), "-".into()]
+            }
+        })
+        .collect();
+    let width = |i: usize| rows.iter().chain([&header]).map(|r| r[i].len()).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..7).map(width).collect();
+    let mut out = String::new();
+    for r in std::iter::once(&header).chain(&rows) {
+        let cells: Vec<String> =
+            r.iter().zip(&widths).map(|(c, w)| format!("{c:w$}")).collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    let held = places.iter().filter(|(_, s)| s.holder.is_some()).count();
+    let quorum = places.first().map_or(0, |(_, s)| s.quorum);
+    let total = places.first().map_or(0, |(_, s)| s.servers.len());
+    out.push_str(&format!(
+        "{}: {held} of {} places of {} held (each on a quorum of {quorum} of {total} servers)",
+        if held > 0 { "held" } else { "free" },
+        places.len(),
+        crate::display_key(key.as_bytes()),
+    ));
+    for (i, w) in queue.iter().enumerate() {
+        let (host, pid, since) = waiter_facts(w);
+        out.push_str(&format!(
+            "\nqueued {}: {} pid {}, waiting since {since}",
+            i + 1,
+            host.as_deref().unwrap_or("?"),
+            pid.map_or_else(|| "?".to_owned(), |p| p.to_string())
+        ));
+    }
+    out
 }
 
 fn ttl_text(ttl: Option<Duration>) -> String {

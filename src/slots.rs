@@ -1,0 +1,242 @@
+//! `--limit N`: at most N holders of a key at once, as N places, each an
+//! ordinary Redlock lock.
+//!
+//! # Why N slot locks, and not one set per server
+//! The common Redis semaphore keeps, on each server, a set of at most N
+//! holders, and admits a holder that a quorum of servers let into their
+//! set (redis-semaphore's RedlockSemaphore, RedPulsar, redlock4j). That
+//! bound is not N. Each server admits N holders, so the servers together
+//! hold `servers * N` admissions, and a holder needs only `quorum` of them:
+//! up to `⌊servers * N / quorum⌋` holders can be admitted at once. With 3
+//! servers (quorum 2) and N = 2: holders admitted on {A,B}, {B,C} and
+//! {A,C} fill every set exactly to 2 and make three holders. Nothing
+//! intersects: two quorums share a server, but a set of size N has room
+//! for both of them there.
+//!
+//! Here place S of key K is its own key (`KeyLayout::slot_key`: place 1 is
+//! the lock key itself, so N = 1 is the ordinary lock, keys and all), and
+//! holding place S is holding that key by the plain Redlock rule: one
+//! value, `SET NX`, on a quorum. Two holders of the same place would need
+//! two quorums, which share a server, and that server's key holds one
+//! value (the acquire script's `SET NX` is atomic): so each place has at
+//! most one holder at any moment, under Redlock's own assumptions (bounded
+//! clock drift between the servers' TTLs and the client's validity, a
+//! server that lost its data restarts only after the longest TTL). A
+//! holder holds exactly one place, hence at most N holders. The bound
+//! breaks exactly where the lock breaks: a server restarted without its
+//! data before the TTL lapsed may grant the same place twice.
+//!
+//! # Agreement on N
+//! The place and N travel in the holder's token ([`Token::place`]), so
+//! every contender that meets a holder learns the N it was taken with. A
+//! contender that meets a holder with another N takes nothing and ends
+//! with a usage error naming both values (exit 64). Why the token and not
+//! a companion key holding N: the token is already renewed, released and
+//! expired with its place, and read by `status`; a companion key would
+//! need renewing by every holder (one more script per renewal) and would
+//! outlive or underlive the places it describes.
+//!
+//! Why contenders try the places in order, 1 first: a contender with a
+//! larger N than the holders' can only go past their last place after
+//! finding every place below busy, so it meets one of them (and stops)
+//! before it could raise the number of holders above theirs; and a
+//! contender of any N meets the holder of place 1 whenever there is one.
+//! What it does not catch: a contender with a smaller N than the holders'
+//! that finds a free place among its first N takes it, while holders on
+//! places above its N (which it never looks at) may make more holders
+//! than its N; the holders' larger bound still holds.
+//!
+//! # Waiting and cost
+//! One attempt of a waiter ([`attempt`]) tries places 1, 2, ... until it
+//! wins one: the cost of a round is one acquire round per place tried, N
+//! when every place is busy. Places low in the order are handed over
+//! first, which is harmless (they are equal) and keeps agreement as above.
+//! Contenders that start together split the votes of a place, withdraw,
+//! and try the next one; when every place splits, the wait's jittered
+//! backoff ([`crate::wait`]) sets them apart as for the lock. The waiters
+//! of all places share the key's queue and release channel (the release
+//! of any place is announced on the key's channel), so the waiter at the
+//! head of the queue wakes when any place frees, and takes it.
+//!
+//! # Fencing
+//! All places share the key's one fencing counter (`KeyLayout::fence_key`),
+//! so the argument of [`crate::fence`] carries over unchanged: any two
+//! quorums intersect whatever the place, so a holder that acquires after
+//! another's acquisition completed draws on a server whose counter is at
+//! least the earlier fence, and gets a larger one. Holders that acquire at
+//! the same time (each with a place of its own) are concurrent, and may
+//! be handed the same number; a store that must order them by fence must
+//! order holders that overlap, which no semaphore can.
+
+use std::time::Duration;
+
+use crate::config::Request;
+use crate::error::Error;
+use crate::lock::{Attempt, AttemptReport, Fleet, ServerView, Status};
+use crate::token::Token;
+
+/// The largest `--limit`: a busy round of a waiter costs one acquire round
+/// per place.
+pub const MAX_LIMIT: u32 = 1000;
+
+/// One attempt at any place of `request`'s key, in order from place 1,
+/// with a fresh token; the
+/// place won is in the lock's token ([`Token::slot`]). With `limit` 1 it
+/// is exactly [`Fleet::attempt`] on the lock key. `splits` is as for
+/// [`Fleet::attempt`].
+///
+/// When no place is won, the verdict is the one that tells a waiter the
+/// most: a split (some place has no holder: retrying may win it), then
+/// unavailable (some place could not be read), then busy, naming the
+/// holder whose place frees soonest so that the waiter never sleeps past
+/// it. A holder taken with another limit ends it with a usage error.
+pub async fn attempt(fleet: &Fleet, request: &Request, splits: u32) -> AttemptReport {
+    let Request { key, ttl, fence, limit, .. } = request;
+    let limit = (*limit).max(1);
+    let base = Token::new();
+    let try_place = async |i: u32| {
+        let slot = i + 1;
+        let token = base.clone().at(slot, limit).to_string();
+        agree(fleet.attempt(key, &token, *ttl, *fence, splits).await, key, limit)
+    };
+    let mut best = try_place(0).await;
+    for i in 1..limit {
+        if final_(&best.attempt) {
+            break;
+        }
+        let report = try_place(i).await;
+        if final_(&report.attempt) || rank(&report.attempt) > rank(&best.attempt) {
+            best = report;
+        }
+    }
+    best
+}
+
+/// True when an attempt ends the round: a place won, or an error that no
+/// other place can change (a limit that disagrees, a configuration error).
+fn final_(attempt: &Attempt) -> bool {
+    matches!(
+        attempt,
+        Attempt::Acquired(_)
+            | Attempt::Unavailable(Error::Usage(_) | Error::Unavailable { config: true, .. })
+    )
+}
+
+/// How much a failed attempt tells a waiter: a split (no holder), then
+/// unavailable, then busy by the holder that frees soonest.
+fn rank(attempt: &Attempt) -> (u8, Duration) {
+    match attempt {
+        Attempt::Split(_) => (3, Duration::ZERO),
+        Attempt::Unavailable(_) => (2, Duration::ZERO),
+        // Sooner is better: the inverse of the remaining time.
+        Attempt::Busy(h) => (1, Duration::MAX - h.remaining.unwrap_or(Duration::MAX)),
+        Attempt::Acquired(_) => (4, Duration::ZERO),
+    }
+}
+
+/// `report`, or a usage error when the place is held by a token taken
+/// with a limit other than `limit` (agreement on N; nothing was taken).
+fn agree(report: AttemptReport, key: &str, limit: u32) -> AttemptReport {
+    let theirs = match &report.attempt {
+        Attempt::Busy(holder) => match holder.value.parse::<Token>() {
+            Ok(t) if t.limit() != limit => t,
+            _ => return report,
+        },
+        _ => return report,
+    };
+    let message = format!(
+        "{}: held with --limit {} by {} pid {}, but this asks for --limit {limit}; \
+         every holder of a key must use the same limit (nothing taken)",
+        crate::display_key(key.as_bytes()),
+        theirs.limit(),
+        theirs.host,
+        theirs.pid,
+    );
+    AttemptReport { attempt: Attempt::Unavailable(Error::Usage(message)), servers: report.servers }
+}
+
+/// The place a lock token holds (1 for an ordinary lock or another
+/// client's value).
+pub fn slot_of(token: &str) -> u32 {
+    token.parse::<Token>().map_or(1, |t| t.slot())
+}
+
+/// The largest limit written in the tokens that `status` saw (1 when none).
+fn limit_seen(status: &Status) -> u32 {
+    status
+        .servers
+        .iter()
+        .filter_map(|(_, view)| match view {
+            ServerView::Held { value, .. } => value.parse::<Token>().ok(),
+            _ => None,
+        })
+        .map(|t| t.limit())
+        .max()
+        .unwrap_or(1)
+}
+
+/// Reads every place of `key`: places 1 to `limit`, or, when `limit` is
+/// `None`, to the largest limit written in the tokens found on place 1.
+/// (A key whose place 1 is free shows no other place then: pass `limit`.)
+pub async fn status(fleet: &Fleet, key: &str, limit: Option<u32>) -> Vec<(u32, Status)> {
+    let first = fleet.status_of(key, 1).await;
+    let limit = limit.unwrap_or_else(|| limit_seen(&first)).clamp(1, MAX_LIMIT);
+    let rest = futures_util::future::join_all((2..=limit).map(|s| fleet.status_of(key, s))).await;
+    std::iter::once((1, first)).chain((2..=limit).zip(rest)).collect()
+}
+
+/// `release --force` of every place of `key` (as [`status`] finds them).
+/// Returns how many servers had a place deleted, summed over the places.
+pub async fn force_release(
+    fleet: &Fleet,
+    key: &str,
+    limit: Option<u32>,
+    any_value: bool,
+) -> Result<usize, Error> {
+    let limit = match limit {
+        Some(n) => n,
+        None => limit_seen(&fleet.status_of(key, 1).await),
+    };
+    let mut deleted = 0;
+    for slot in 1..=limit.clamp(1, MAX_LIMIT) {
+        deleted += fleet.force_release_of(key, slot, any_value).await?;
+    }
+    Ok(deleted)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lock::Holder;
+
+    #[test]
+    fn a_split_beats_unavailable_beats_the_soonest_busy() {
+        let busy = |ms| {
+            Attempt::Busy(Holder { value: "v".into(), remaining: Some(Duration::from_millis(ms)) })
+        };
+        let never = Attempt::Busy(Holder { value: "v".into(), remaining: None });
+        assert!(rank(&busy(10)) > rank(&busy(20)));
+        assert!(rank(&busy(20)) > rank(&never));
+        let unavailable = Attempt::Unavailable(Error::Usage(String::new()));
+        assert!(rank(&unavailable) > rank(&busy(1)));
+    }
+
+    #[test]
+    fn a_holder_with_another_limit_is_a_usage_error() {
+        let theirs = Token::new().at(2, 3).to_string();
+        let report = |value: &str| AttemptReport {
+            attempt: Attempt::Busy(Holder { value: value.to_owned(), remaining: None }),
+            servers: Vec::new(),
+        };
+        match agree(report(&theirs), "k", 2).attempt {
+            Attempt::Unavailable(Error::Usage(m)) => {
+                assert!(m.contains("--limit 3") && m.contains("--limit 2"), "{m}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(agree(report(&theirs), "k", 3).attempt, Attempt::Busy(_)));
+        assert!(matches!(agree(report("foreign"), "k", 2).attempt, Attempt::Busy(_)));
+        let plain = Token::new().to_string();
+        assert!(matches!(agree(report(&plain), "k", 2).attempt, Attempt::Unavailable(_)));
+    }
+}
