@@ -259,6 +259,7 @@ fn worker(spec: &str) {
                 wait: Wait::For(left),
                 fence: true,
                 ordered,
+                limit: 1,
             };
             let Ok(lock) = redlock::wait::acquire(&fleet, &request, &log, None).await else {
                 break;

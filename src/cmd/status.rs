@@ -26,10 +26,12 @@ pub async fn status(
     let (places, lists) =
         tokio::join!(crate::slots::status(fleet, key, limit), crate::queue::list(fleet, key));
     let queue = crate::queue::agreed(&lists, fleet.quorum());
-    let Some((_, first)) = places.first() else {
+    if places.is_empty() {
         return Err(Error::Usage("status: no place read".to_owned()));
-    };
+    }
+    let places = own_fences(places);
     // The place shown in the single-lock fields: the first held one.
+    let first = &places[0].1;
     let status = places.iter().map(|(_, s)| s).find(|s| s.holder.is_some()).unwrap_or(first);
     let text = if json {
         let mut out = render_json(key, status, &queue);
@@ -53,6 +55,20 @@ pub async fn status(
             unknown.quorum
         ))),
     }
+}
+
+/// The places with each holder's fence only where it is known to be its
+/// own. All places share the key's one counter ([`crate::slots`]), so the
+/// counter a place's servers hold is the latest fence drawn for any place:
+/// it is a holder's own fence only while that holder is the only one.
+/// Each holder knows its own (`REDLOCK_FENCE`, `acquire --json`).
+fn own_fences(mut places: Vec<(u32, Status)>) -> Vec<(u32, Status)> {
+    if places.iter().filter(|(_, s)| s.holder.is_some()).count() > 1 {
+        for (_, s) in &mut places {
+            s.fence = None;
+        }
+    }
+    places
 }
 
 /// A short, stable name for a token in tables: the first 8 hex digits of

@@ -13,6 +13,7 @@ mod harness;
 mod history;
 mod hostile;
 mod keys;
+mod limit;
 mod manual;
 mod messages;
 mod network;

@@ -189,6 +189,7 @@ fn a_process_keeps_one_pubsub_connection_per_server_however_often_it_waits() {
         wait: Wait::For(Duration::from_secs(5)),
         fence: false,
         ordered: true,
+        limit: 1,
     };
     for _ in 0..3 {
         // A holder whose lock expires by itself: each wait subscribes.
