@@ -158,7 +158,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__acquire)
-            opts="-k -n -w -v -q -h -V --key --ttl --no-wait --wait --unordered --no-fence --json --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --verbose --quiet --log-format --raw-key --help --version"
+            opts="-k -n -w -v -q -h -V --key --ttl --no-wait --wait --unordered --no-fence --limit --json --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --verbose --quiet --log-format --raw-key --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -193,6 +193,13 @@ _redlock() {
                     return 0
                     ;;
                 -w)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --limit)
                     COMPREPLY=("${cur}")
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o nospace
@@ -804,7 +811,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__release)
-            opts="-k -t -v -q -h -V --key --token --force --force-any-value --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --verbose --quiet --log-format --raw-key --help --version"
+            opts="-k -t -v -q -h -V --key --token --force --force-any-value --limit --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --verbose --quiet --log-format --raw-key --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -832,6 +839,13 @@ _redlock() {
                     return 0
                     ;;
                 -t)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --limit)
                     COMPREPLY=("${cur}")
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o nospace
@@ -894,7 +908,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__run)
-            opts="-k -n -w -E -c -v -q -h -V --key --ttl --no-wait --wait --unordered --no-fence --conflict-exit-code --keep --max-hold --jitter --renew-every --on-lost --kill-after --metrics-file --command --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --verbose --quiet --log-format --raw-key --help --version"
+            opts="-k -n -w -E -c -v -q -h -V --key --ttl --no-wait --wait --unordered --no-fence --limit --conflict-exit-code --keep --max-hold --jitter --renew-every --on-lost --kill-after --metrics-file --command --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --verbose --quiet --log-format --raw-key --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -929,6 +943,13 @@ _redlock() {
                     return 0
                     ;;
                 -w)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --limit)
                     COMPREPLY=("${cur}")
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o nospace
@@ -1073,7 +1094,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__status)
-            opts="-k -v -q -h -V --key --json --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --verbose --quiet --log-format --raw-key --help --version"
+            opts="-k -v -q -h -V --key --limit --json --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --verbose --quiet --log-format --raw-key --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1087,6 +1108,13 @@ _redlock() {
                     return 0
                     ;;
                 -k)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --limit)
                     COMPREPLY=("${cur}")
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o nospace

@@ -52,6 +52,7 @@ complete -c redlock -n "__fish_redlock_needs_command" -f -a "help" -d 'Print thi
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s k -l key -d 'The lock\'s key (stored as redlock:{KEY}, or as given with --raw-key)' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l ttl -d 'How long the lock lives on the servers without renewal' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s w -l wait -d 'Wait at most DUR for the lock; 0 tries once, a bare number is seconds [default: wait until acquired]' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l limit -d 'At most N holders at once (N places; 1 is the ordinary lock). Every holder of the key must use the same N' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s E -l conflict-exit-code -d 'Exit code when the lock is busy; with 0 (cron) the busy message shows only with -v' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l keep -d 'Keep the lock until DUR after acquisition, even when the command ends sooner [default: release at exit]' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l max-hold -d 'Stop the command when it has held the lock this long, and exit 124 [default: no limit]' -r -f
@@ -89,6 +90,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand run" -s V -l version -d 
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s k -l key -d 'The lock\'s key (stored as redlock:{KEY}, or as given with --raw-key)' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l ttl -d 'How long the lock lives on the servers without renewal' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s w -l wait -d 'Wait at most DUR for the lock; 0 tries once, a bare number is seconds [default: wait until acquired]' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l limit -d 'At most N holders at once (N places; 1 is the ordinary lock). Every holder of the key must use the same N' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F
@@ -102,7 +104,7 @@ json\t'One JSON object per line'"
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s n -l no-wait -d 'Try once; fail at once when the lock is busy (as --wait 0)'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l unordered -d 'Do not queue: attempt whenever woken, in no order (the behaviour before the wait queue) [default: first come, first served]'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l no-fence -d 'Draw no fencing number (no counter key on the servers)'
-complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l json -d 'Print {"token", "fence", "validity_ms"} instead of the token alone'
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l json -d 'Print {"token", "fence", "validity_ms", "slot"} instead of the token alone'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s q -l quiet -d 'Say nothing on stderr but errors (no busy message)'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l raw-key -d 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock\'s namespace, redlock:{KEY}]'
@@ -128,6 +130,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand extend" -s h -l help -d 
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -s V -l version -d 'Print version'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -s k -l key -d 'The lock\'s key' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand release" -s t -l token -d 'The token printed by `acquire`' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand release" -l limit -d 'The places to look at, for a key taken with --limit N [default: as many as the holders\' tokens say]' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F
@@ -146,6 +149,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand release" -l raw-key -d '
 complete -c redlock -n "__fish_redlock_using_subcommand release" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -s V -l version -d 'Print version'
 complete -c redlock -n "__fish_redlock_using_subcommand status" -s k -l key -d 'The lock\'s key' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand status" -l limit -d 'The places to look at, for a key taken with --limit N [default: as many as the holders\' tokens say]' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F

@@ -79,6 +79,10 @@ const ENVIRONMENT: &[(&str, &str)] = &[
         "REDLOCK_FENCE",
         "Set by run for the command (unless \\-\\-no\\-fence): the fencing number of this acquisition, larger than that of every earlier acquisition of the key.",
     ),
+    (
+        "REDLOCK_SLOT",
+        "Set by run for the command: which of the \\-\\-limit N places it holds, 1 to N (1 for an ordinary lock).",
+    ),
     ("SHELL", "The shell that runs \\-c commands (default /bin/sh)."),
 ];
 
@@ -96,7 +100,7 @@ const FILES: &[(&str, &str)] = &[
 /// redlock-run(1)'s sections beyond the options: what README.md says about
 /// supervision and safety, for readers of the man page alone.
 const RUN_SECTIONS: &str = r#".SH "PROCESS GROUP AND SIGNALS"
-The command starts only once a quorum granted the lock, with REDLOCK_KEY, REDLOCK_TOKEN and REDLOCK_FENCE in its environment, in a process group of its own; it inherits stdin, stdout, stderr and the terminal.
+The command starts only once a quorum granted the lock, with REDLOCK_KEY, REDLOCK_TOKEN, REDLOCK_FENCE and REDLOCK_SLOT in its environment, in a process group of its own; it inherits stdin, stdout, stderr and the terminal.
 SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to redlock (Ctrl\-C at a terminal too) reach the command exactly once; redlock then waits for it, releases the lock and exits with its status (128+N when signal N ended it).
 When the command exits, whatever it left running in its group, and daemons that left the group with setsid (redlock adopts them as their reaper), are stopped: SIGTERM, then SIGKILL after up to 1s.
 The command's environment gets no password of redlock's: REDLOCK_PASSWORD is withheld and REDLOCK_SERVERS reaches it with passwords masked; a command that calls redlock itself uses \-\-password\-file.

@@ -890,11 +890,7 @@ impl KeyLayout {
     /// given, other Redlock clients exclude and are excluded by place 1
     /// only: they count as one more holder, never as N.
     pub fn slot_key(self, key: &str, slot: u32) -> String {
-        if slot <= 1 {
-            self.lock_key(key)
-        } else {
-            self.companion(key, &format!("slot:{slot}"))
-        }
+        if slot <= 1 { self.lock_key(key) } else { self.companion(key, &format!("slot:{slot}")) }
     }
 
     /// The server-side name of the place that `token` holds (or tries):

@@ -124,8 +124,7 @@ fn parse_place(raw: &str) -> Result<(u32, u32), ()> {
     if !digits(slot) || !digits(limit) {
         return Err(());
     }
-    let (slot, limit): (u32, u32) =
-        (slot.parse().map_err(|_| ())?, limit.parse().map_err(|_| ())?);
+    let (slot, limit): (u32, u32) = (slot.parse().map_err(|_| ())?, limit.parse().map_err(|_| ())?);
     if slot == 0 || slot > limit || limit < 2 {
         return Err(());
     }

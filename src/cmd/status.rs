@@ -17,12 +17,7 @@ use crate::token::Token;
 
 /// Reads the key everywhere and prints a table (or JSON) on stdout;
 /// `limit` is how many places to read (`None`: as the holders' tokens say).
-pub async fn status(
-    fleet: &Fleet,
-    key: &str,
-    json: bool,
-    limit: Option<u32>,
-) -> Result<u8, Error> {
+pub async fn status(fleet: &Fleet, key: &str, json: bool, limit: Option<u32>) -> Result<u8, Error> {
     let (places, lists) =
         tokio::join!(crate::slots::status(fleet, key, limit), crate::queue::list(fleet, key));
     let queue = crate::queue::agreed(&lists, fleet.quorum());
@@ -36,7 +31,8 @@ pub async fn status(
     let text = if json {
         let mut out = render_json(key, status, &queue);
         out["limit"] = json!(places.len());
-        out["holders"] = json!(places.iter().filter_map(|(n, s)| holder_json(*n, s)).collect::<Vec<_>>());
+        out["holders"] =
+            json!(places.iter().filter_map(|(n, s)| holder_json(*n, s)).collect::<Vec<_>>());
         out.to_string()
     } else if places.len() == 1 {
         render_table(key, status, &queue)
@@ -117,7 +113,15 @@ fn render_places(key: &str, places: &[(u32, Status)], queue: &[Waiter]) -> Strin
             }
             None => {
                 let state = if s.known { "free" } else { "unknown" };
-                [slot.to_string(), state.to_owned(), "-".into(), "-".into(), "-".into(), "-".into(), "-".into()]
+                [
+                    slot.to_string(),
+                    state.to_owned(),
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                ]
             }
         })
         .collect();
@@ -125,8 +129,7 @@ fn render_places(key: &str, places: &[(u32, Status)], queue: &[Waiter]) -> Strin
     let widths: Vec<usize> = (0..7).map(width).collect();
     let mut out = String::new();
     for r in std::iter::once(&header).chain(&rows) {
-        let cells: Vec<String> =
-            r.iter().zip(&widths).map(|(c, w)| format!("{c:w$}")).collect();
+        let cells: Vec<String> = r.iter().zip(&widths).map(|(c, w)| format!("{c:w$}")).collect();
         out.push_str(cells.join("  ").trim_end());
         out.push('\n');
     }

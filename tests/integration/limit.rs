@@ -2,59 +2,16 @@
 //! each an ordinary Redlock lock (src/slots.rs).
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::harness::ledger::{audit, section};
 use crate::harness::{Fleet, Redlock, lock_key, pid_in, process_alive, unique_key, wait_for_file};
 
 /// The server-side name of place `slot` of `key`, from the README: place 1
 /// is the lock key, place S the companion `redlock:{KEY}:slot:S`.
 fn slot_key(key: &str, slot: u32) -> String {
     if slot == 1 { lock_key(key) } else { format!("{}:slot:{slot}", lock_key(key)) }
-}
-
-/// A critical section for a semaphore: a ledger line on entry and exit
-/// with the place held, and a mkdir per place that fails if two holders
-/// share one.
-fn section(dir: &Path, pause: &str) -> String {
-    let d = dir.display();
-    format!(
-        "echo \"enter $REDLOCK_SLOT $(date +%s%N)\" >> {d}/ledger; \
-         mkdir {d}/inside-$REDLOCK_SLOT 2>/dev/null || echo overlap >> {d}/overlaps; \
-         sleep {pause}; rmdir {d}/inside-$REDLOCK_SLOT; \
-         echo \"exit $REDLOCK_SLOT $(date +%s%N)\" >> {d}/ledger"
-    )
-}
-
-/// Reads a ledger: the most holders inside at once and the number of
-/// complete sections. Panics when two holders shared a place.
-fn audit(dir: &Path) -> (usize, usize) {
-    let overlaps = std::fs::read_to_string(dir.join("overlaps")).unwrap_or_default();
-    assert!(overlaps.is_empty(), "two holders shared a place {} time(s)", overlaps.lines().count());
-    let ledger = std::fs::read_to_string(dir.join("ledger")).unwrap_or_default();
-    let mut events: Vec<(u128, bool, String)> = ledger
-        .lines()
-        .map(|l| {
-            let p: Vec<&str> = l.split(' ').collect();
-            (p[2].parse().unwrap(), p[0] == "enter", p[1].to_owned())
-        })
-        .collect();
-    // At equal times an exit sorts before an entry (false < true).
-    events.sort();
-    let (mut inside, mut most, mut sections) = (BTreeMap::<String, usize>::new(), 0, 0);
-    for (t, enter, slot) in &events {
-        if *enter {
-            *inside.entry(slot.clone()).or_default() += 1;
-            assert_eq!(inside[slot], 1, "place {slot} entered twice at {t}");
-        } else {
-            let n = inside.get_mut(slot).unwrap_or_else(|| panic!("exit of {slot} without entry"));
-            *n -= 1;
-            sections += 1;
-        }
-        most = most.max(inside.values().sum());
-    }
-    (most, sections)
 }
 
 #[test]
@@ -201,7 +158,11 @@ fn a_holder_with_another_limit_is_refused_and_nothing_is_taken() {
             .expect(64)
             .stderr_has("--limit 3")
             .stderr_has(&format!("--limit {limit}"));
-        assert!(start.elapsed() < Duration::from_secs(5), "the wait went on: {:?}", start.elapsed());
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "the wait went on: {:?}",
+            start.elapsed()
+        );
     }
     Redlock::on(&fleet).args(["acquire", "-n", "--key", &key]).run().expect(64);
     let after: Vec<_> = (1..=4).map(|s| fleet.values(&slot_key(&key, s))).collect();
@@ -307,4 +268,35 @@ fn a_waiter_takes_the_place_freed_as_soon_as_it_is_released() {
     assert!(released.elapsed() < Duration::from_secs(2), "woke after {:?}", released.elapsed());
     assert_eq!(std::fs::read_to_string(&ran).unwrap().trim(), "2");
     waiter.wait().expect(0);
+}
+
+#[test]
+fn the_backups_recipe_runs_at_most_three_at_once() {
+    let fleet = Fleet::start(3);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display();
+    let recipe = crate::readme::recipe("backups");
+    assert!(recipe.contains("backup --to \"store-$REDLOCK_SLOT\""), "{recipe}");
+    // The backup: a mkdir per store that fails when two share it, and a
+    // count of everyone inside.
+    let job = format!(
+        "mkdir {d}/store-$REDLOCK_SLOT || echo shared >> {d}/overlaps; \
+         ls {d} | grep -c store- >> {d}/inside; sleep 0.4; rmdir {d}/store-$REDLOCK_SLOT; \
+         echo $REDLOCK_SLOT >> {d}/slots"
+    );
+    let script = recipe
+        .replace("backups", &unique_key("backups"))
+        .replace("backup --to \"store-$REDLOCK_SLOT\"", &job);
+    let children: Vec<_> = (0..5).map(|_| crate::readme::sh(&fleet, &script)).collect();
+    for child in children {
+        let out = crate::readme::finished(child);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    assert!(!dir.path().join("overlaps").exists(), "two backups shared a store");
+    let inside = std::fs::read_to_string(dir.path().join("inside")).unwrap();
+    let most = inside.lines().filter_map(|l| l.trim().parse::<usize>().ok()).max().unwrap();
+    assert!(most <= 3, "{most} backups at once");
+    let slots = std::fs::read_to_string(dir.path().join("slots")).unwrap();
+    assert_eq!(slots.lines().count(), 5);
+    assert!(slots.lines().all(|s| ["1", "2", "3"].contains(&s)), "{slots}");
 }

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use harness::{Fleet, Redlock, lock_key, process_alive, unique_key};
+use harness::{Fleet, Redlock, ledger, lock_key, process_alive, unique_key};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -73,6 +73,40 @@ enum Fault {
     Down(Instant),
 }
 
+/// `n` threads that run `script` under `key` (with `extra` flags) until
+/// `deadline`, each run waiting at most 10 s, counting exit codes.
+fn contend(
+    n: usize,
+    urls: &str,
+    key: &str,
+    extra: &[&str],
+    script: &str,
+    deadline: Instant,
+    codes: &Arc<Mutex<BTreeMap<i32, usize>>>,
+) -> Vec<std::thread::JoinHandle<()>> {
+    (0..n)
+        .map(|_| {
+            let (urls, key, script, codes) =
+                (urls.to_owned(), key.to_owned(), script.to_owned(), Arc::clone(codes));
+            let extra: Vec<String> = extra.iter().map(|s| (*s).to_owned()).collect();
+            std::thread::spawn(move || {
+                while Instant::now() < deadline {
+                    let out = Redlock::new(&urls)
+                        .args(["--node-timeout", "200ms", "run", "--key", &key, "--ttl", "2s"])
+                        .args(&extra)
+                        .args(["--wait", "10s", "-c", &script])
+                        .run();
+                    let code = out.code();
+                    if ![0, 69, 70, 75].contains(&code) {
+                        out.fail("exited with an undocumented code");
+                    }
+                    *codes.lock().unwrap().entry(code).or_default() += 1;
+                }
+            })
+        })
+        .collect()
+}
+
 #[test]
 fn chaos_never_breaks_exclusion_and_keeps_progress() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
@@ -85,25 +119,21 @@ fn chaos_never_breaks_exclusion_and_keeps_progress() {
     let script = critical_section(dir.path(), "0.05");
     let deadline = Instant::now() + length;
     let codes: Arc<Mutex<BTreeMap<i32, usize>>> = Arc::default();
-    let contenders: Vec<_> = (0..6)
-        .map(|_| {
-            let (urls, key, script, codes) =
-                (urls.clone(), key.clone(), script.clone(), Arc::clone(&codes));
-            std::thread::spawn(move || {
-                while Instant::now() < deadline {
-                    let out = Redlock::new(&urls)
-                        .args(["--node-timeout", "200ms", "run", "--key", &key, "--ttl", "2s"])
-                        .args(["--wait", "10s", "-c", &script])
-                        .run();
-                    let code = out.code();
-                    if ![0, 69, 70, 75].contains(&code) {
-                        out.fail("exited with an undocumented code");
-                    }
-                    *codes.lock().unwrap().entry(code).or_default() += 1;
-                }
-            })
-        })
-        .collect();
+    let mut contenders = contend(6, &urls, &key, &[], &script, deadline, &codes);
+    // `--limit 3` on another key under the same chaos (src/slots.rs).
+    let limit_key = unique_key("chaos-limit");
+    let limit_dir = tempfile::tempdir().unwrap();
+    let limit_script = ledger::section(limit_dir.path(), "0.2");
+    let limit_codes: Arc<Mutex<BTreeMap<i32, usize>>> = Arc::default();
+    contenders.extend(contend(
+        6,
+        &urls,
+        &limit_key,
+        &["--limit", "3"],
+        &limit_script,
+        deadline,
+        &limit_codes,
+    ));
 
     // The chaos driver: at most two of five servers faulty at any time.
     // A stopped server (no persistence) comes back only after the longest
@@ -154,12 +184,18 @@ fn chaos_never_breaks_exclusion_and_keeps_progress() {
     }
     let sections = audit(dir.path());
     let codes = codes.lock().unwrap().clone();
+    let (most, limit_sections) = ledger::audit(limit_dir.path());
+    let limit_codes = limit_codes.lock().unwrap().clone();
     eprintln!(
-        "chaos {length:?}: {sections} critical sections, 0 overlaps, exit codes {codes:?}, \
+        "chaos {length:?}: {sections} critical sections, 0 overlaps, exit codes {codes:?}; \
+         --limit 3: {limit_sections} sections, at most {most} inside at once, exit codes {limit_codes:?}; \
          {hangs} hangs and {stops} delayed restarts injected"
     );
     let minimum = usize::try_from(length.as_secs()).unwrap();
     assert!(sections >= minimum, "only {sections} critical sections in {length:?}");
+    assert!(most <= 3, "{most} holders inside at once with --limit 3");
+    assert_eq!(most, 3, "--limit 3 never had 3 holders inside at once");
+    assert!(limit_sections >= minimum, "only {limit_sections} --limit sections in {length:?}");
     assert!(hangs + stops >= 10, "too little chaos: {hangs} hangs, {stops} stops");
 }
 

@@ -5,6 +5,7 @@
 #![allow(dead_code, unused_imports)]
 
 pub mod burst;
+pub mod ledger;
 pub mod proxy;
 pub mod pty;
 pub mod redis;
