@@ -296,6 +296,7 @@ fn the_backups_recipe_runs_at_most_three_at_once() {
     let inside = std::fs::read_to_string(dir.path().join("inside")).unwrap();
     let most = inside.lines().filter_map(|l| l.trim().parse::<usize>().ok()).max().unwrap();
     assert!(most <= 3, "{most} backups at once");
+    assert!(most >= 2, "the backups never ran side by side");
     let slots = std::fs::read_to_string(dir.path().join("slots")).unwrap();
     assert_eq!(slots.lines().count(), 5);
     assert!(slots.lines().all(|s| ["1", "2", "3"].contains(&s)), "{slots}");
