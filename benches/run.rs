@@ -260,6 +260,7 @@ fn worker(spec: &str) {
                 fence: true,
                 ordered,
                 limit: 1,
+                shared: false,
             };
             let Ok(lock) = redlock::wait::acquire(&fleet, &request, &log, None).await else {
                 break;

@@ -179,6 +179,9 @@ pub struct RunArgs {
     /// Draw no fencing number (no REDLOCK_FENCE, no counter key on the servers)
     #[arg(long)]
     pub no_fence: bool,
+    /// Hold the lock shared: any number of --shared holders at once, or one holder without it, never both
+    #[arg(long)]
+    pub shared: bool,
     /// At most N holders at once (N places; 1 is the ordinary lock). Every holder of the key must use the same N
     #[arg(long, value_name = "N", default_value_t = 1, value_hint = ValueHint::Other)]
     pub limit: u32,
@@ -261,6 +264,9 @@ pub struct AcquireArgs {
     /// Draw no fencing number (no counter key on the servers)
     #[arg(long)]
     pub no_fence: bool,
+    /// Hold the lock shared: any number of --shared holders at once, or one holder without it, never both
+    #[arg(long)]
+    pub shared: bool,
     /// At most N holders at once (N places; 1 is the ordinary lock). Every holder of the key must use the same N
     #[arg(long, value_name = "N", default_value_t = 1, value_hint = ValueHint::Other)]
     pub limit: u32,

@@ -90,6 +90,8 @@ pub struct Request {
     /// At most this many holders at once (`--limit`; 1: the ordinary
     /// lock; [`crate::slots`]).
     pub limit: u32,
+    /// Hold it shared (`--shared`; [`crate::shared`]).
+    pub shared: bool,
 }
 
 /// What `run` does to its child when the lock is lost.
@@ -116,6 +118,8 @@ pub struct Run {
     pub ordered: bool,
     /// At most this many holders at once (`--limit`).
     pub limit: u32,
+    /// Hold it shared (`--shared`).
+    pub shared: bool,
     /// Exit code when busy.
     pub conflict_exit_code: u8,
     /// Minimum hold after acquisition.
@@ -149,6 +153,7 @@ impl Run {
             fence: self.fence,
             ordered: self.ordered,
             limit: self.limit,
+            shared: self.shared,
         }
     }
 
@@ -463,7 +468,8 @@ fn command(command: cli::Command) -> Result<(Command, Duration), Error> {
                 wait: wait(&a.waiting)?,
                 fence: !a.no_fence,
                 ordered: !a.waiting.unordered,
-                limit: limit(a.limit)?,
+                limit: limit_or_shared(a.limit, a.shared)?,
+                shared: a.shared,
                 conflict_exit_code: a.conflict_exit_code,
                 keep: optional("--keep", &a.keep)?,
                 max_hold: optional("--max-hold", &a.max_hold)?,
@@ -489,7 +495,8 @@ fn command(command: cli::Command) -> Result<(Command, Duration), Error> {
                 wait: wait(&a.waiting)?,
                 fence: !a.no_fence,
                 ordered: !a.waiting.unordered,
-                limit: limit(a.limit)?,
+                limit: limit_or_shared(a.limit, a.shared)?,
+                shared: a.shared,
             };
             (Command::Acquire { request, json: a.json }, ttl)
         }
@@ -543,6 +550,19 @@ fn limit(n: u32) -> Result<u32, Error> {
         ));
     }
     Ok(n)
+}
+
+/// `--limit N` of a lock that may be `--shared`: the two do not mix (a
+/// shared lock has any number of shared holders or one exclusive; a
+/// bounded number of shared holders would be `--limit` on its own).
+fn limit_or_shared(n: u32, shared: bool) -> Result<u32, Error> {
+    if shared && n != 1 {
+        return usage(format!(
+            "--limit {n} with --shared: a shared lock has any number of shared holders; \
+             use one or the other"
+        ));
+    }
+    limit(n)
 }
 
 fn key_ttl(a: &cli::KeyTtl) -> Result<(String, Duration), Error> {

@@ -22,6 +22,8 @@
 //! - [`history`]: the run history and skip counter kept beside each lock
 //!   (`scripts/record.lua`, `skip.lua`, `history.lua`), merged across servers.
 //! - [`metrics`]: `run --metrics-file`, a Prometheus textfile written atomically.
+//! - [`shared`]: `--shared`: many shared holders or one exclusive, and why
+//!   a shared quorum and an exclusive one are never both granted.
 //! - [`slots`]: `--limit N`: N places, each an ordinary lock, and why that
 //!   bounds the holders at exactly N where per-server sets do not.
 //! - [`wait`]: retries with jittered backoff until acquired or the deadline.
@@ -95,6 +97,7 @@ pub mod procs;
 pub mod queue;
 pub mod quorum;
 pub mod server;
+pub mod shared;
 pub mod signals;
 pub mod slots;
 pub mod token;

@@ -177,6 +177,9 @@ impl Holder {
 
 /// Describes a lock value: the holder facts of a redlock token, or the raw value.
 pub fn describe_value(value: &str) -> String {
+    if value == crate::token::SHARED_MARKER {
+        return "shared holders (--shared)".to_owned();
+    }
     match value.parse::<Token>() {
         Ok(t) => format!(
             "{} pid {} (since {}, for {})",
@@ -333,6 +336,11 @@ impl Fleet {
     /// The quorum.
     pub fn quorum(&self) -> usize {
         self.quorum
+    }
+
+    /// The clock drift allowance, as a fraction of the TTL.
+    pub fn drift_factor(&self) -> f64 {
+        self.drift_factor
     }
 
     /// Waits for server calls that outlived their round's verdict, each

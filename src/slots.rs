@@ -91,6 +91,9 @@ pub const MAX_LIMIT: u32 = 1000;
 /// holder whose place frees soonest so that the waiter never sleeps past
 /// it. A holder taken with another limit ends it with a usage error.
 pub async fn attempt(fleet: &Fleet, request: &Request, splits: u32) -> AttemptReport {
+    if request.shared {
+        return crate::shared::attempt(fleet, request).await;
+    }
     let Request { key, ttl, fence, limit, .. } = request;
     let limit = (*limit).max(1);
     let base = Token::new();
@@ -138,6 +141,15 @@ fn rank(attempt: &Attempt) -> (u8, Duration) {
 /// with a limit other than `limit` (agreement on N; nothing was taken).
 fn agree(report: AttemptReport, key: &str, limit: u32) -> AttemptReport {
     let theirs = match &report.attempt {
+        Attempt::Busy(holder) if crate::shared::is_marker(&holder.value) && limit > 1 => {
+            let message = format!(
+                "{}: held by shared holders (--shared), but this asks for --limit {limit}; \
+                 every holder of a key must use the same mode (nothing taken)",
+                crate::display_key(key.as_bytes()),
+            );
+            let attempt = Attempt::Unavailable(Error::Usage(message));
+            return AttemptReport { attempt, servers: report.servers };
+        }
         Attempt::Busy(holder) => match holder.value.parse::<Token>() {
             Ok(t) if t.limit() != limit => t,
             _ => return report,

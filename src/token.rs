@@ -12,7 +12,8 @@
 //! The place travels with the token, so `extend` and `release` given only
 //! `--key` and `--token` find the place's key, and every other holder that
 //! meets the token learns the `N` it was taken with (agreement on N). A
-//! token of an ordinary lock (N = 1) keeps the old form exactly.
+//! token of an ordinary lock (N = 1) keeps the old form exactly. A shared
+//! holder (`--shared`, [`crate::shared`]) writes `RANDOM-shared.PID...`.
 
 use std::fmt;
 use std::str::FromStr;
@@ -32,7 +33,13 @@ pub struct Token {
     /// The place held and the limit it was taken with, `(slot, limit)`
     /// with `1 <= slot <= limit`, when the limit is more than 1.
     pub place: Option<(u32, u32)>,
+    /// True for a shared holder (`--shared`).
+    pub shared: bool,
 }
+
+/// The value the lock key holds while shared holders have it
+/// ([`crate::shared`]); never a token.
+pub const SHARED_MARKER: &str = "redlock-shared";
 
 impl Token {
     /// A fresh token for this process, now.
@@ -46,7 +53,13 @@ impl Token {
             created_ms,
             host: hostname(),
             place: None,
+            shared: false,
         }
+    }
+
+    /// The same token for a shared holder.
+    pub fn for_shared(self) -> Token {
+        Token { shared: true, place: None, ..self }
     }
 
     /// The same token for place `slot` of `limit` (`None` when `limit` is 1).
@@ -87,6 +100,8 @@ impl fmt::Display for Token {
         write!(f, "{:032x}", self.random)?;
         if let Some((slot, limit)) = self.place {
             write!(f, "-{slot}of{limit}")?;
+        } else if self.shared {
+            f.write_str("-shared")?;
         }
         write!(f, ".{}.{}.{}", self.pid, self.created_ms, self.host)
     }
@@ -99,9 +114,10 @@ impl FromStr for Token {
     fn from_str(s: &str) -> Result<Token, ()> {
         let mut parts = s.splitn(4, '.');
         let first = parts.next().ok_or(())?;
-        let (random, place) = match first.split_once('-') {
-            Some((random, place)) => (random, Some(parse_place(place)?)),
-            None => (first, None),
+        let (random, place, shared) = match first.split_once('-') {
+            Some((random, "shared")) => (random, None, true),
+            Some((random, place)) => (random, Some(parse_place(place)?), false),
+            None => (first, None, false),
         };
         if random.len() != 32 || !random.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(());
@@ -113,7 +129,7 @@ impl FromStr for Token {
         if host.is_empty() || host != sanitize_host(host) {
             return Err(());
         }
-        Ok(Token { random, pid, created_ms, host: host.to_owned(), place })
+        Ok(Token { random, pid, created_ms, host: host.to_owned(), place, shared })
     }
 }
 
@@ -180,6 +196,9 @@ mod tests {
         assert!(text.starts_with(&format!("{:032x}-2of3.", plain.random)), "{text}");
         assert_eq!(text.parse::<Token>(), Ok(t.clone()));
         assert_eq!((t.slot(), t.limit()), (2, 3));
+        let shared = plain.clone().for_shared();
+        assert!(shared.to_string().contains("-shared."));
+        assert_eq!(shared.to_string().parse::<Token>(), Ok(shared));
         for bad in ["0of3", "4of3", "1of1", "of3", "2of", "-1of3", "2of3x"] {
             let s = format!("{:032x}-{bad}.1.2.h", plain.random);
             assert!(s.parse::<Token>().is_err(), "{s}");
@@ -200,7 +219,7 @@ mod properties {
 
         #[test]
         fn tokens_round_trip(random: u128, pid: u32, created_ms: u64, host in "[a-z0-9][a-z0-9.-]{0,40}", limit in 1u32..200, slot in 1u32..200) {
-            let t = Token { random, pid, created_ms, host, place: None }.at(slot.min(limit), limit);
+            let t = Token { random, pid, created_ms, host, place: None, shared: false }.at(slot.min(limit), limit);
             prop_assert_eq!(t.to_string().parse::<Token>(), Ok(t));
         }
     }

@@ -15,7 +15,7 @@ pub async fn extend(
     ttl: Duration,
     log: &Log,
 ) -> Result<u8, Error> {
-    let lock = fleet.extend(key, token, ttl).await?;
+    let lock = crate::shared::extend(fleet, key, token, ttl).await?;
     log.info(&format!(
         "extended {} on {}/{} servers, valid for {}",
         crate::display_key(key.as_bytes()),

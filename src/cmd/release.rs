@@ -21,11 +21,13 @@ pub async fn release(
 ) -> Result<u8, Error> {
     match token {
         Some(token) => {
-            let servers = fleet.release(key, token).await?;
+            let servers = crate::shared::release(fleet, key, token).await?;
             super::released(log, key, &servers);
         }
         None => {
-            let deleted = crate::slots::force_release(fleet, key, limit, any_value).await?;
+            let shared = crate::shared::force_release(fleet, key).await;
+            let deleted =
+                shared + crate::slots::force_release(fleet, key, limit, any_value).await?;
             log.info(&format!(
                 "force-released {}: deleted on {deleted}/{} servers",
                 crate::display_key(key.as_bytes()),

@@ -462,7 +462,7 @@ async fn finish(fleet: &Fleet, cfg: &Run, lock: &Lock, log: &Log) {
         fleet.drain().await;
         let left = (lock.since + keep).saturating_duration_since(BootInstant::now());
         if left >= Duration::from_millis(1) {
-            match fleet.set_ttl(&lock.key, &lock.token, left).await {
+            match crate::shared::set_ttl(fleet, &lock.key, &lock.token, left).await {
                 Ok(_) => {
                     log.event(
                         Level::Info,
@@ -483,7 +483,7 @@ async fn finish(fleet: &Fleet, cfg: &Run, lock: &Lock, log: &Log) {
 }
 
 async fn release(fleet: &Fleet, lock: &Lock, log: &Log) {
-    match fleet.release(&lock.key, &lock.token).await {
+    match crate::shared::release(fleet, &lock.key, &lock.token).await {
         Ok(servers) => super::released(log, &lock.key, &servers),
         Err(e) => log.warn(&format!("release: {e}")),
     }
@@ -510,6 +510,7 @@ mod tests {
             fence: false,
             ordered: true,
             limit: 1,
+            shared: false,
             conflict_exit_code: exit::BUSY,
             keep: None,
             max_hold: None,

@@ -13,6 +13,7 @@ use crate::error::Error;
 use crate::exit;
 use crate::lock::{Fleet, ServerView, Status, describe_value};
 use crate::queue::Waiter;
+use crate::shared::SharedHolder;
 use crate::token::Token;
 
 /// Reads the key everywhere and prints a table (or JSON) on stdout;
@@ -25,15 +26,26 @@ pub async fn status(fleet: &Fleet, key: &str, json: bool, limit: Option<u32>) ->
         return Err(Error::Usage("status: no place read".to_owned()));
     }
     let places = own_fences(places);
+    // Shared holders ([`crate::shared`]) hold place 1 with the marker.
+    let marked = places[0].1.servers.iter().any(
+        |(_, v)| matches!(v, ServerView::Held { value, .. } if crate::shared::is_marker(value)),
+    );
+    let shared = if marked { crate::shared::holders(fleet, key).await } else { Vec::new() };
     // The place shown in the single-lock fields: the first held one.
     let first = &places[0].1;
     let status = places.iter().map(|(_, s)| s).find(|s| s.holder.is_some()).unwrap_or(first);
     let text = if json {
         let mut out = render_json(key, status, &queue);
         out["limit"] = json!(places.len());
-        out["holders"] =
-            json!(places.iter().filter_map(|(n, s)| holder_json(*n, s)).collect::<Vec<_>>());
+        out["holders"] = if marked {
+            json!(shared.iter().map(shared_json).collect::<Vec<_>>())
+        } else {
+            json!(places.iter().filter_map(|(n, s)| holder_json(*n, s)).collect::<Vec<_>>())
+        };
+        out["shared"] = json!(marked);
         out.to_string()
+    } else if marked {
+        render_shared(key, first, &shared, &queue)
     } else if places.len() == 1 {
         render_table(key, status, &queue)
     } else {
@@ -87,6 +99,38 @@ fn holder_json(slot: u32, status: &Status) -> Option<serde_json::Value> {
         "fence": status.fence,
         "ttl_ms": ttl_ms(*ttl),
     }))
+}
+
+/// One shared holder for `--json`.
+fn shared_json(h: &SharedHolder) -> serde_json::Value {
+    let token = h.token.parse::<Token>().ok();
+    json!({
+        "slot": null,
+        "shared": true,
+        "token": h.token,
+        "fingerprint": fingerprint(&h.token),
+        "host": token.as_ref().map(|t| t.host.clone()),
+        "pid": token.as_ref().map(|t| t.pid),
+        "acquired_at": token.as_ref().map(|t| humantime::format_rfc3339_millis(t.created()).to_string()),
+        "fence": null,
+        "ttl_ms": crate::millis(h.ttl),
+    })
+}
+
+/// The table of a key held shared: the per-server view of the lock key
+/// (the marker), then one row per shared holder.
+fn render_shared(key: &str, status: &Status, holders: &[SharedHolder], queue: &[Waiter]) -> String {
+    let mut out = render_table(key, status, queue);
+    out.push_str(&format!("\n{} shared holder(s):", holders.len()));
+    for h in holders {
+        out.push_str(&format!(
+            "\nshared  {}  {}, {} left",
+            fingerprint(&h.token),
+            describe_value(&h.token),
+            crate::fmt_duration(h.ttl)
+        ));
+    }
+    out
 }
 
 /// The table of a `--limit` key: one row per place.

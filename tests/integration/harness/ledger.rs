@@ -48,3 +48,61 @@ pub fn audit(dir: &Path) -> (usize, usize) {
     }
     (most, sections)
 }
+
+/// A critical section for `--shared`: `mode` is `shared` or `exclusive`;
+/// a ledger line on entry and exit, also when stopped by SIGTERM.
+pub fn rw_section(dir: &Path, mode: &str, pause: &str) -> String {
+    let d = dir.display();
+    format!(
+        "trap 'echo \"exit {mode} $(date +%s%N)\" >> {d}/ledger; exit 143' TERM; \
+         echo \"enter {mode} $(date +%s%N)\" >> {d}/ledger; sleep {pause}; \
+         echo \"exit {mode} $(date +%s%N)\" >> {d}/ledger"
+    )
+}
+
+/// What a `--shared` ledger shows.
+#[derive(Debug, Default)]
+pub struct RwAudit {
+    /// The most shared holders inside at once.
+    pub most_shared: usize,
+    /// Complete shared sections.
+    pub shared: usize,
+    /// Complete exclusive sections.
+    pub exclusive: usize,
+}
+
+/// Reads a `--shared` ledger; panics when an exclusive holder was inside
+/// with anyone else.
+pub fn rw_audit(dir: &Path) -> RwAudit {
+    let ledger = std::fs::read_to_string(dir.join("ledger")).unwrap_or_default();
+    let mut events: Vec<(u128, bool, String)> = ledger
+        .lines()
+        .map(|l| {
+            let p: Vec<&str> = l.split(' ').collect();
+            (p[2].parse().unwrap(), p[0] == "enter", p[1].to_owned())
+        })
+        .collect();
+    events.sort();
+    let (mut shared, mut exclusive) = (0usize, 0usize);
+    let mut audit = RwAudit::default();
+    for (t, enter, mode) in &events {
+        match (enter, mode.as_str()) {
+            (true, "shared") => shared += 1,
+            (true, _) => exclusive += 1,
+            (false, "shared") => {
+                shared -= 1;
+                audit.shared += 1;
+            }
+            (false, _) => {
+                exclusive -= 1;
+                audit.exclusive += 1;
+            }
+        }
+        assert!(
+            exclusive == 0 || (exclusive == 1 && shared == 0),
+            "at {t}: {exclusive} exclusive and {shared} shared holders inside"
+        );
+        audit.most_shared = audit.most_shared.max(shared);
+    }
+    audit
+}

@@ -1,0 +1,194 @@
+//! `--shared`: many shared holders or one exclusive, never both
+//! (src/shared.rs).
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::harness::ledger::{rw_audit, rw_section};
+use crate::harness::{Fleet, Redlock, lock_key, pid_in, process_alive, unique_key};
+
+fn readers_key(key: &str) -> String {
+    format!("{}:readers", lock_key(key))
+}
+
+#[test]
+fn shared_holders_overlap_and_an_exclusive_one_never_overlaps_anything() {
+    let fleet = Fleet::start(3);
+    let urls = fleet.urls();
+    let key = unique_key("rw");
+    let dir = tempfile::tempdir().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let codes: Arc<Mutex<BTreeMap<i32, usize>>> = Arc::default();
+    let workers: Vec<_> = (0..8)
+        .map(|i| {
+            let shared = i < 6;
+            let mode = if shared { "shared" } else { "exclusive" };
+            let script = rw_section(dir.path(), mode, "0.3");
+            let (urls, key, codes) = (urls.clone(), key.clone(), Arc::clone(&codes));
+            std::thread::spawn(move || {
+                while Instant::now() < deadline {
+                    let mut cmd = Redlock::new(&urls).args(["run", "--key", &key, "--ttl", "2s"]);
+                    if shared {
+                        cmd = cmd.args(["--shared"]);
+                    }
+                    let out = cmd.args(["--wait", "20s", "-c", &script]).run();
+                    if out.code() != 0 {
+                        out.fail("a run failed");
+                    }
+                    *codes.lock().unwrap().entry(out.code()).or_default() += 1;
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    let audit = rw_audit(dir.path());
+    eprintln!("shared: {audit:?}, codes {:?}", codes.lock());
+    assert!(audit.most_shared >= 2, "shared holders never overlapped: {audit:?}");
+    assert!(audit.exclusive >= 2, "exclusive holders barely ran: {audit:?}");
+    assert_eq!(fleet.values(&lock_key(&key)), vec![None; 3], "left held");
+    assert_eq!(fleet.values(&readers_key(&key)), vec![None; 3], "entries left");
+}
+
+#[test]
+fn an_exclusive_waiter_gets_in_while_shared_holders_keep_arriving() {
+    let fleet = Fleet::start(3);
+    let urls = fleet.urls();
+    let key = unique_key("rw-starve");
+    let dir = tempfile::tempdir().unwrap();
+    let stream_end = Instant::now() + Duration::from_secs(12);
+    // A new shared holder every 250 ms, each inside for 1 s: without the
+    // queue, the key would never be free of shared holders until the end.
+    let stream = {
+        let (urls, key, script) =
+            (urls.clone(), key.clone(), rw_section(dir.path(), "shared", "1"));
+        std::thread::spawn(move || {
+            let mut runs = Vec::new();
+            while Instant::now() < stream_end {
+                let urls = urls.clone();
+                let (key, script) = (key.clone(), script.clone());
+                runs.push(std::thread::spawn(move || {
+                    Redlock::new(&urls)
+                        .args(["run", "--shared", "--key", &key, "--ttl", "2s", "--wait", "30s"])
+                        .args(["-c", &script])
+                        .run()
+                        .expect(0);
+                }));
+                std::thread::sleep(Duration::from_millis(250));
+            }
+            for r in runs {
+                r.join().unwrap();
+            }
+        })
+    };
+    std::thread::sleep(Duration::from_secs(2));
+    let start = Instant::now();
+    Redlock::new(&urls)
+        .args(["run", "--key", &key, "--ttl", "2s", "--wait", "30s"])
+        .args(["-c", &rw_section(dir.path(), "exclusive", "0.2")])
+        .run()
+        .expect(0);
+    let waited = start.elapsed();
+    assert!(Instant::now() < stream_end, "the exclusive holder got in only after the stream ended");
+    assert!(waited < Duration::from_secs(6), "the exclusive holder waited {waited:?}");
+    stream.join().unwrap();
+    let audit = rw_audit(dir.path());
+    assert_eq!(audit.exclusive, 1);
+    assert!(audit.most_shared >= 2, "{audit:?}");
+}
+
+#[test]
+fn a_shared_run_that_loses_its_hold_stops_the_child_and_exits_70() {
+    let fleet = Fleet::start(3);
+    let key = unique_key("rw-lost");
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("pid");
+    let script = format!("echo $$ > {}; exec sleep 60", pid_file.display());
+    let running = Redlock::on(&fleet)
+        .args(["run", "--shared", "--key", &key, "--ttl", "1s", "-c", &script])
+        .spawn();
+    let child = pid_in(&pid_file);
+    for s in &fleet.servers {
+        let _: i64 = s.cmd(&["DEL", &readers_key(&key)]);
+    }
+    let start = Instant::now();
+    running.wait().expect(70).stderr_has("no shared hold");
+    assert!(start.elapsed() < Duration::from_secs(5), "stopped after {:?}", start.elapsed());
+    assert!(!process_alive(child), "the child outlived the lost hold");
+}
+
+#[test]
+fn modes_and_limits_do_not_mix() {
+    let fleet = Fleet::start(3);
+    let key = unique_key("rw-mix");
+    Redlock::on(&fleet)
+        .args(["run", "--shared", "--limit", "2", "--key", &key, "--", "true"])
+        .run()
+        .expect(64)
+        .stderr_has("--limit 2 with --shared");
+    assert_eq!(fleet.dbsizes(), vec![0; 3]);
+    let limited = Redlock::on(&fleet).args(["acquire", "--key", &key, "--limit", "2"]).run();
+    limited.expect(0);
+    Redlock::on(&fleet)
+        .args(["acquire", "--shared", "-n", "--key", &key])
+        .run()
+        .expect(64)
+        .stderr_has("--shared");
+    Redlock::on(&fleet).args(["release", "--key", &key, "--force"]).run().expect(0);
+    let shared = Redlock::on(&fleet).args(["acquire", "--shared", "--key", &key]).run();
+    shared.expect(0);
+    Redlock::on(&fleet)
+        .args(["acquire", "--limit", "2", "-n", "--key", &key])
+        .run()
+        .expect(64)
+        .stderr_has("shared holders");
+    // An exclusive contender is plainly busy, and says with whom.
+    Redlock::on(&fleet)
+        .args(["acquire", "-n", "--key", &key])
+        .run()
+        .expect(75)
+        .stderr_has("shared holders");
+}
+
+#[test]
+fn status_lists_shared_holders_and_force_frees_them() {
+    let fleet = Fleet::start(3);
+    let key = unique_key("rw-status");
+    let mut tokens = Vec::new();
+    let mut fences = Vec::new();
+    for _ in 0..2 {
+        let out = Redlock::on(&fleet).args(["acquire", "--shared", "--key", &key, "--json"]).run();
+        out.expect(0);
+        tokens.push(out.json()["token"].as_str().unwrap().to_owned());
+        fences.push(out.json()["fence"].as_u64().unwrap());
+    }
+    assert!(fences[1] > fences[0], "{fences:?}");
+    let out = Redlock::on(&fleet).args(["status", "--key", &key, "--json"]).run();
+    out.expect(0);
+    let json = out.json();
+    assert_eq!(json["shared"], true);
+    let mut listed: Vec<&str> =
+        json["holders"].as_array().unwrap().iter().map(|h| h["token"].as_str().unwrap()).collect();
+    listed.sort_unstable();
+    let mut expected: Vec<&str> = tokens.iter().map(String::as_str).collect();
+    expected.sort_unstable();
+    assert_eq!(listed, expected);
+    let table = Redlock::on(&fleet).args(["status", "--key", &key]).run();
+    assert!(table.stdout.contains("2 shared holder(s)"), "{}", table.stdout);
+    // A shared token extends and releases its own entry.
+    Redlock::on(&fleet)
+        .args(["extend", "--key", &key, "--token", &tokens[0], "--ttl", "60s"])
+        .run()
+        .expect(0);
+    Redlock::on(&fleet).args(["release", "--key", &key, "--token", &tokens[0]]).run().expect(0);
+    Redlock::on(&fleet).args(["release", "--key", &key, "--token", &tokens[0]]).run().expect(70);
+    // The exclusive holder after them gets a larger fence.
+    Redlock::on(&fleet).args(["release", "--key", &key, "--force"]).run().expect(0);
+    assert_eq!(fleet.values(&lock_key(&key)), vec![None; 3]);
+    assert_eq!(fleet.values(&readers_key(&key)), vec![None; 3]);
+    let out = Redlock::on(&fleet).args(["acquire", "--key", &key, "--json", "-n"]).run();
+    out.expect(0);
+    assert!(out.json()["fence"].as_u64().unwrap() > fences[1]);
+}
