@@ -135,6 +135,24 @@ fn chaos_never_breaks_exclusion_and_keeps_progress() {
         &limit_codes,
     ));
 
+    // `--shared` on a third key: four shared contenders and two
+    // exclusive ones (src/shared.rs).
+    let rw_key = unique_key("chaos-rw");
+    let rw_dir = tempfile::tempdir().unwrap();
+    let rw_codes: Arc<Mutex<BTreeMap<i32, usize>>> = Arc::default();
+    let shared_script = ledger::rw_section(rw_dir.path(), "shared", "0.2");
+    let exclusive_script = ledger::rw_section(rw_dir.path(), "exclusive", "0.1");
+    contenders.extend(contend(
+        4,
+        &urls,
+        &rw_key,
+        &["--shared"],
+        &shared_script,
+        deadline,
+        &rw_codes,
+    ));
+    contenders.extend(contend(2, &urls, &rw_key, &[], &exclusive_script, deadline, &rw_codes));
+
     // The chaos driver: at most two of five servers faulty at any time.
     // A stopped server (no persistence) comes back only after the longest
     // TTL in use has passed: the delayed restart Redlock requires.
@@ -186,16 +204,24 @@ fn chaos_never_breaks_exclusion_and_keeps_progress() {
     let codes = codes.lock().unwrap().clone();
     let (most, limit_sections) = ledger::audit(limit_dir.path());
     let limit_codes = limit_codes.lock().unwrap().clone();
+    let rw = ledger::rw_audit(rw_dir.path());
+    let rw_codes = rw_codes.lock().unwrap().clone();
     eprintln!(
         "chaos {length:?}: {sections} critical sections, 0 overlaps, exit codes {codes:?}; \
          --limit 3: {limit_sections} sections, at most {most} inside at once, exit codes {limit_codes:?}; \
-         {hangs} hangs and {stops} delayed restarts injected"
+         --shared: {} shared and {} exclusive sections, at most {} shared inside at once, never mixed, exit codes {rw_codes:?}; \
+         {hangs} hangs and {stops} delayed restarts injected",
+        rw.shared,
+        rw.exclusive,
+        rw.most_shared
     );
     let minimum = usize::try_from(length.as_secs()).unwrap();
     assert!(sections >= minimum, "only {sections} critical sections in {length:?}");
     assert!(most <= 3, "{most} holders inside at once with --limit 3");
     assert_eq!(most, 3, "--limit 3 never had 3 holders inside at once");
     assert!(limit_sections >= minimum, "only {limit_sections} --limit sections in {length:?}");
+    assert!(rw.most_shared >= 2, "shared holders never overlapped: {rw:?}");
+    assert!(rw.exclusive >= minimum / 10, "too few exclusive sections: {rw:?}");
     assert!(hangs + stops >= 10, "too little chaos: {hangs} hangs, {stops} stops");
 }
 
