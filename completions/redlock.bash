@@ -158,7 +158,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__acquire)
-            opts="-k -n -w -v -q -h -V --key --ttl --no-wait --wait --unordered --no-fence --limit --json --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --verbose --quiet --log-format --raw-key --help --version"
+            opts="-k -n -w -v -q -h -V --key --ttl --no-wait --wait --unordered --no-fence --shared --limit --json --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --verbose --quiet --log-format --raw-key --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -908,7 +908,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__run)
-            opts="-k -n -w -E -c -v -q -h -V --key --ttl --no-wait --wait --unordered --no-fence --limit --conflict-exit-code --keep --max-hold --jitter --renew-every --on-lost --kill-after --metrics-file --command --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --verbose --quiet --log-format --raw-key --help --version"
+            opts="-k -n -w -E -c -v -q -h -V --key --ttl --no-wait --wait --unordered --no-fence --shared --limit --conflict-exit-code --keep --max-hold --jitter --renew-every --on-lost --kill-after --metrics-file --command --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --verbose --quiet --log-format --raw-key --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

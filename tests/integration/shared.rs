@@ -192,3 +192,28 @@ fn status_lists_shared_holders_and_force_frees_them() {
     out.expect(0);
     assert!(out.json()["fence"].as_u64().unwrap() > fences[1]);
 }
+
+#[test]
+fn the_builds_and_deploys_recipe_never_mixes_them() {
+    let fleet = Fleet::start(3);
+    let dir = tempfile::tempdir().unwrap();
+    let recipe =
+        crate::readme::recipe("builds-deploys").replace("shared-cache", &unique_key("cache"));
+    let build_line = recipe.lines().find(|l| l.ends_with("make build")).unwrap();
+    let deploy_line = recipe.lines().find(|l| l.ends_with("./deploy.sh")).unwrap();
+    let (build, deploy) = (dir.path().join("build.sh"), dir.path().join("deploy.sh"));
+    std::fs::write(&build, rw_section(dir.path(), "shared", "0.5")).unwrap();
+    std::fs::write(&deploy, rw_section(dir.path(), "exclusive", "0.3")).unwrap();
+    let build_cmd = build_line.replace("make build", &format!("sh {}", build.display()));
+    let deploy_cmd = deploy_line.replace("./deploy.sh", &format!("sh {}", deploy.display()));
+    let mut children: Vec<_> = (0..3).map(|_| crate::readme::sh(&fleet, &build_cmd)).collect();
+    children.push(crate::readme::sh(&fleet, &deploy_cmd));
+    children.extend((0..3).map(|_| crate::readme::sh(&fleet, &build_cmd)));
+    for child in children {
+        let out = crate::readme::finished(child);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let audit = rw_audit(dir.path());
+    assert_eq!((audit.shared, audit.exclusive), (6, 1), "{audit:?}");
+    assert!(audit.most_shared >= 2, "the builds never ran side by side: {audit:?}");
+}

@@ -211,9 +211,7 @@ fn chaos_never_breaks_exclusion_and_keeps_progress() {
          --limit 3: {limit_sections} sections, at most {most} inside at once, exit codes {limit_codes:?}; \
          --shared: {} shared and {} exclusive sections, at most {} shared inside at once, never mixed, exit codes {rw_codes:?}; \
          {hangs} hangs and {stops} delayed restarts injected",
-        rw.shared,
-        rw.exclusive,
-        rw.most_shared
+        rw.shared, rw.exclusive, rw.most_shared
     );
     let minimum = usize::try_from(length.as_secs()).unwrap();
     assert!(sections >= minimum, "only {sections} critical sections in {length:?}");
