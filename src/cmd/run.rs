@@ -65,6 +65,15 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
         }
     }
     if reentry(&fleet, &cfg.key, &mut signals).await? {
+        // Inside a shared hold, an exclusive run would wait on its own
+        // holder for ever (and running it directly would not be exclusive).
+        if !cfg.shared && std::env::var("REDLOCK_TOKEN").is_ok_and(|t| crate::shared::is_shared(&t))
+        {
+            return Err(Error::Usage(format!(
+                "{}: this job holds it --shared; an exclusive run inside it would wait on itself",
+                crate::display_key(cfg.key.as_bytes())
+            )));
+        }
         log.info(&format!(
             "{} is already held by this job (REDLOCK_TOKEN); running the command directly",
             crate::display_key(cfg.key.as_bytes())
@@ -224,6 +233,13 @@ async fn reentry(fleet: &Fleet, key: &str, signals: &mut Signals) -> Result<bool
             "re-entry on {}: cannot tell whether this job still holds the lock",
             crate::display_key(key.as_bytes())
         )));
+    }
+    if crate::shared::is_shared(&token) {
+        // A shared holder's token is an entry beside the key, not its value.
+        let held = status.holder.is_some_and(|(value, _)| crate::shared::is_marker(&value));
+        return Ok(
+            held && crate::shared::holders(fleet, key).await.iter().any(|h| h.token == token)
+        );
     }
     Ok(status.holder.is_some_and(|(value, _)| value == token))
 }

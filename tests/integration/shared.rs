@@ -217,3 +217,18 @@ fn the_builds_and_deploys_recipe_never_mixes_them() {
     assert_eq!((audit.shared, audit.exclusive), (6, 1), "{audit:?}");
     assert!(audit.most_shared >= 2, "the builds never ran side by side: {audit:?}");
 }
+
+#[test]
+fn a_nested_run_inside_a_shared_hold_reenters_shared_and_refuses_exclusive() {
+    let fleet = Fleet::start(1);
+    let key = unique_key("rw-nested");
+    let bin = env!("CARGO_BIN_EXE_redlock");
+    let script = format!(
+        "{bin} run --shared --key {key} -- true && echo shared-ok; \
+         {bin} run --key {key} --wait 5s -- true; echo \"exclusive $?\""
+    );
+    let out = Redlock::on(&fleet).args(["run", "--shared", "--key", &key, "-c", &script]).run();
+    out.expect(0);
+    assert!(out.stdout.contains("shared-ok"), "{}", out.stdout);
+    assert!(out.stdout.contains("exclusive 64"), "{}", out.stdout);
+}
