@@ -15,7 +15,9 @@ use crate::token::Token;
 
 /// Reads the key everywhere and prints a table (or JSON) on stdout.
 pub async fn status(fleet: &Fleet, key: &str, json: bool) -> Result<u8, Error> {
-    let (status, lists) = tokio::join!(fleet.status(key), crate::queue::list(fleet, key));
+    let queue_keys = fleet.key_layout().queue_keys(key);
+    let lists = crate::queue::list(fleet.servers(), key, &queue_keys);
+    let (status, lists) = tokio::join!(fleet.status(key), lists);
     let queue = crate::queue::agreed(&lists, fleet.quorum());
     let text = if json {
         render_json(key, &status, &queue).to_string()
