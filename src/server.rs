@@ -252,6 +252,15 @@ impl Failure {
             return Failure::Refused;
         }
         let text = detail();
+        // Redis 6.2 wraps the error of a command a script called in
+        // `ERR Error running script (...): @user_script:36: WRONGTYPE ...`
+        // (7.0 passes the code through): the same failure either way.
+        if text.contains("WRONGTYPE") {
+            return Failure::WrongType;
+        }
+        if text.contains("OOM command not allowed") {
+            return Failure::Unfit(text);
+        }
         // Waiting cannot cure a command the server does not have (renamed
         // or disabled: `rename-command EVALSHA ""`) or a database it lacks.
         if text.contains("DB index is out of range") {
