@@ -21,6 +21,7 @@ mod readme;
 mod recipes;
 mod run;
 mod secrets;
+mod sentinel;
 mod tls;
 mod unguarded;
 mod waiting;
