@@ -32,8 +32,10 @@ pub struct Probe {
     pub server: String,
     /// Median PING round trip.
     pub rtt: Duration,
-    /// `redis_version`.
+    /// `redis_version` (on Valkey, the Redis version it is compatible with).
     pub version: String,
+    /// `valkey_version`, on Valkey.
+    pub valkey_version: Option<String>,
     /// `role` (master / slave).
     pub role: String,
     /// `run_id`: the same on two URLs means the same server.
@@ -186,6 +188,7 @@ async fn probe(server: &Server) -> Result<Probe, ServerError> {
         server: server.name().to_owned(),
         rtt,
         version: field("redis_version"),
+        valkey_version: info.get("valkey_version").map(|v| (*v).to_owned()),
         role: field("role"),
         run_id: field("run_id"),
         clock_offset_ms: (server_us - local_us) / 1000.0,
@@ -527,7 +530,10 @@ fn render_text(
             [
                 p.server.clone(),
                 format!("{:.2}ms", p.rtt.as_secs_f64() * 1000.0),
-                p.version.clone(),
+                match &p.valkey_version {
+                    Some(v) => format!("valkey {v}"),
+                    None => p.version.clone(),
+                },
                 p.role.clone(),
                 format!("{:+.1}ms", p.clock_offset_ms),
                 if p.maxmemory > 0 {
@@ -598,7 +604,8 @@ fn render_json(
         .map(|p| {
             json!({
                 "server": p.server, "reachable": true, "error": null,
-                "rtt_ms": p.rtt.as_secs_f64() * 1000.0, "version": p.version, "role": p.role,
+                "rtt_ms": p.rtt.as_secs_f64() * 1000.0, "version": p.version,
+                "valkey_version": p.valkey_version, "role": p.role,
                 "run_id": p.run_id, "clock_offset_ms": p.clock_offset_ms,
                 "maxmemory": p.maxmemory, "maxmemory_policy": p.policy,
                 "appendonly": p.appendonly, "appendfsync": p.appendfsync, "save": p.save,
