@@ -238,6 +238,9 @@ pub struct Group {
     tls: Tls,
     /// One client per Sentinel, in URL order.
     sentinels: Vec<(String, Client)>,
+    /// Each Sentinel's open connection, kept for the next question (a
+    /// `run` asks again before each renewal), dropped when it fails.
+    open: Vec<std::sync::Mutex<Option<MultiplexedConnection>>>,
 }
 
 /// The master found, with a connection to it.
@@ -263,7 +266,8 @@ impl Group {
                     .map_err(|e| format!("{name}: Sentinel {address}: {e}"))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Group { url, tls: tls.clone(), sentinels })
+        let open = sentinels.iter().map(|_| std::sync::Mutex::new(None)).collect();
+        Ok(Group { url, tls: tls.clone(), sentinels, open })
     }
 
     /// The Sentinels' addresses.
@@ -283,16 +287,29 @@ impl Group {
         config: &AsyncConnectionConfig,
     ) -> Result<Answer, Failure> {
         let (_, client) = &self.sentinels[index];
-        let mut conn = client
-            .get_multiplexed_async_connection_with_config(config)
-            .await
-            .map_err(|e| Failure::from_redis(&e))?;
+        // A poisoned slot only means a panic mid-assignment of an Option.
+        let slot = || self.open[index].lock().unwrap_or_else(|p| p.into_inner());
+        let cached = slot().clone();
+        let mut conn = match cached {
+            Some(conn) => conn,
+            None => {
+                let conn = client
+                    .get_multiplexed_async_connection_with_config(config)
+                    .await
+                    .map_err(|e| Failure::from_redis(&e))?;
+                *slot() = Some(conn.clone());
+                conn
+            }
+        };
         let reply: Option<(String, u16)> = redis::cmd("SENTINEL")
             .arg("get-master-addr-by-name")
             .arg(&self.url.service)
             .query_async(&mut conn)
             .await
-            .map_err(|e| Failure::from_redis(&e))?;
+            .map_err(|e| {
+                *slot() = None;
+                Failure::from_redis(&e)
+            })?;
         Ok(match reply {
             Some((host, port)) => Answer::Master(host, port),
             None => Answer::Unknown,

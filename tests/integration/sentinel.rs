@@ -34,11 +34,20 @@ fn acquire_status_run_and_doctor_through_a_sentinel_url() {
     Redlock::new(&url).args(["release", "--key", &key, "--token", &token]).run().expect(0);
     assert_eq!(master.get(&lock_key(&key)), None);
 
+    let connections =
+        || -> Vec<u64> { group.sentinels.iter().map(|s| s.connections_received()).collect() };
+    let before = connections();
     let out = Redlock::new(&url)
         .args(["run", "--key", &key, "--ttl", "1s", "--", "sh", "-c", "sleep 1.5; echo ran"])
         .run();
     out.expect(0);
     assert_eq!(out.line(), "ran");
+    // The master is confirmed again before each renewal (about 5 here), on
+    // one kept connection per Sentinel, not a new one each time (the
+    // count includes the test's own INFO).
+    for (b, a) in before.iter().zip(connections()) {
+        assert!(a - b <= 3, "{} connections to one Sentinel for one run", a - b);
+    }
 
     let doctor = Redlock::new(&url).args(["doctor"]).run();
     assert!(matches!(doctor.code(), 0 | 1), "{}", doctor.stdout);

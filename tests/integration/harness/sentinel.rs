@@ -128,6 +128,16 @@ impl Sentinel {
         addr.map(|(_, port)| port)
     }
 
+    /// How many connections the Sentinel has accepted so far (this call's
+    /// own included).
+    pub fn connections_received(&self) -> u64 {
+        let info: String = self.cmd(&["INFO", "stats"]);
+        info.lines()
+            .find_map(|l| l.strip_prefix("total_connections_received:"))
+            .and_then(|v| v.trim().parse().ok())
+            .expect("total_connections_received in INFO stats")
+    }
+
     /// Kills the Sentinel.
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
