@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant};
 
 use crate::harness::sentinel::{SERVICE, Sentinel, SentinelGroup};
-use crate::harness::{Fleet, Redlock, lock_key, pid_in, process_alive, unique_key};
+use crate::harness::{Fleet, RedisServer, Redlock, lock_key, pid_in, process_alive, unique_key};
 
 /// The token `acquire` printed, once it exits 0.
 fn acquire(servers: &str, key: &str, ttl: &str) -> String {
@@ -196,4 +196,20 @@ fn a_sentinel_that_names_a_replica_gets_no_vote() {
         .expect(69)
         .stderr_has("whose role is \"slave\", not master");
     assert_eq!(replica.get(&lock_key(&key)), None, "written on a replica");
+}
+
+#[test]
+fn a_replica_s_readonly_reply_is_retried_as_unavailable_not_a_lasting_error() {
+    let master = RedisServer::start();
+    let replica = RedisServer::start_with(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
+    let key = unique_key("readonly");
+    // A plain URL naming a replica: READONLY is what a demoted master
+    // answers too. It is retried like a broken connection (reconnecting, so
+    // that a Sentinel group asks for the new master) until the wait ends
+    // (69), and said in one line.
+    let out = Redlock::new(&replica.url()).args(["acquire", "--wait", "1s", "--key", &key]).run();
+    out.expect(69).stderr_has("the server is a replica now");
+    assert!(out.elapsed >= Duration::from_millis(900), "ended before the wait: {:?}", out.elapsed);
+    assert!(out.stderr.lines().all(|l| l.starts_with("redlock: ")), "{}", out.stderr);
+    assert_eq!(master.get(&lock_key(&key)), None);
 }
