@@ -13,7 +13,8 @@
 //!
 //! Resolution, each time the server layer opens a connection (the first
 //! call, and every call after a connection failure or a `READONLY` reply,
-//! which drops the connection): every Sentinel is asked
+//! which drops the connection; and when the Sentinels, asked again at most
+//! once a node timeout, name another master): every Sentinel is asked
 //! `SENTINEL get-master-addr-by-name` at once; each address named is tried
 //! in the order the answers arrive, and kept only if the server there says
 //! `master` to `ROLE`. A Sentinel's view can lag a failover, and a demoted
