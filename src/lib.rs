@@ -10,6 +10,9 @@
 //!   the environment over the file over the defaults, each value with its origin.
 //! - [`server`]: one Redis server: URL (password never shown), lazy
 //!   connection, calls bounded by the node timeout, errors naming the server.
+//! - [`sentinel`]: `redis+sentinel://` groups: the Sentinels asked for the
+//!   master, its `ROLE` checked, asked again after a failure, a `READONLY`
+//!   reply, or once a node timeout has passed.
 //! - `scripts/*.lua`: the atomic acquire (with the fence draw), withdraw,
 //!   compare-and-extend (never shortening), set-TTL (`--keep`),
 //!   compare-and-delete, raise-fence, status, queue and history scripts.
@@ -92,6 +95,7 @@ pub mod output;
 pub mod procs;
 pub mod queue;
 pub mod quorum;
+pub mod sentinel;
 pub mod server;
 pub mod signals;
 pub mod token;

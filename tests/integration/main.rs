@@ -3,6 +3,7 @@
 //! The one integration-test binary: the real `redlock` against real
 //! `redis-server` processes started by [`harness`].
 
+mod compat;
 mod config_file;
 mod docs;
 mod doctor;
@@ -20,6 +21,7 @@ mod readme;
 mod recipes;
 mod run;
 mod secrets;
+mod sentinel;
 mod tls;
 mod unguarded;
 mod waiting;

@@ -8,6 +8,7 @@ pub mod burst;
 pub mod proxy;
 pub mod pty;
 pub mod redis;
+pub mod sentinel;
 pub mod tls;
 
 use std::ffi::OsStr;
