@@ -419,16 +419,6 @@ impl Child {
     /// once the orphans that already exited are reaped.
     fn leftovers(&self) -> (bool, Vec<i32>) {
         reap_orphans(&self.spare());
-        // Once the command is reaped, everything of the job descends from
-        // redlock: a process whose parent exits is reparented to redlock,
-        // the subreaper, so the job's live processes are redlock's children
-        // or their descendants. With no child but the guard nothing is left,
-        // and the scan of the whole process table (about a millisecond on
-        // a quiet host, far more on a busy one) is not needed.
-        let guard = self.guard.as_ref().map(Guard::pid);
-        if self.reaped && children().is_some_and(|c| c.iter().all(|&pid| Some(pid) == guard)) {
-            return (false, Vec::new());
-        }
         self.job()
     }
 
@@ -459,18 +449,6 @@ impl Child {
         }
         true
     }
-}
-
-/// The children of this process, from `/proc/self/task/*/children`
-/// (every thread's: an orphan is reparented to one thread of the
-/// subreaper); `None` when the kernel does not provide these files.
-fn children() -> Option<Vec<i32>> {
-    let mut pids = Vec::new();
-    for task in std::fs::read_dir("/proc/self/task").ok()? {
-        let text = std::fs::read_to_string(task.ok()?.path().join("children")).ok()?;
-        pids.extend(text.split_ascii_whitespace().filter_map(|p| p.parse::<i32>().ok()));
-    }
-    Some(pids)
 }
 
 /// How long [`Child::stop_leftovers`] keeps killing after the grace.

@@ -15,7 +15,7 @@
 //!   reply, or once a node timeout has passed.
 //! - `scripts/*.lua`: the atomic acquire (with the fence draw), withdraw,
 //!   compare-and-extend (never shortening), set-TTL (`--keep`),
-//!   compare-and-delete, raise-fence, status, queue and history scripts.
+//!   compare-and-delete, raise-fence, status and history scripts.
 //! - [`quorum`]: the pure tally and validity arithmetic, and the parallel
 //!   fan-out that stops as soon as the verdict is settled.
 //! - [`lock`]: the Redlock operations over a [`lock::Fleet`] of servers, and
@@ -26,7 +26,8 @@
 //!   (`scripts/record.lua`, `skip.lua`, `history.lua`), merged across servers.
 //! - [`metrics`]: `run --metrics-file`, a Prometheus textfile written atomically.
 //! - [`wait`]: retries with jittered backoff until acquired or the deadline.
-//! - [`queue`]: the wait queue on the servers, so waiters go in arrival order.
+//! - [`queue`]: the wait queue on the servers (kept by the acquire script), so
+//!   waiters go in arrival order.
 //! - [`token`]: the lock token (128 random bits + host, pid, time).
 //! - [`clock`]: `CLOCK_BOOTTIME` instants and timers, so that suspended
 //!   time counts against a lock's validity.

@@ -1,12 +1,13 @@
 //! Taking a lock with retries: one attempt per round, jittered exponential
 //! backoff between rounds, never sleeping past the holder's remaining TTL,
 //! and never past the `--wait` deadline. A waiter subscribes to the key's
-//! release channel on every server after its first busy answer, so that a
-//! release wakes it at once; a missed message costs one backoff step, and
-//! a lost subscription is made again on a backoff of its own. With
-//! ordering on (the default; `--unordered` turns it off) a waiter also
-//! takes a place in the lock's queue ([`crate::queue`]) and attempts only
-//! when it is first on a quorum; `-n` is busy while anyone is queued.
+//! release channel after its first busy answer, so that a release wakes it
+//! at once; a missed message costs one backoff step, and a lost
+//! subscription is made again on a backoff of its own. With ordering on
+//! (the default; `--unordered` turns it off) its attempts also keep its
+//! place in the lock's queue ([`crate::queue`]): it attempts when a release
+//! names it first, and otherwise only to refresh its place; `-n` is busy
+//! while a quorum has a queue.
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
