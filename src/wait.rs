@@ -423,6 +423,7 @@ pub async fn acquire(
         if !split {
             wake.get_or_insert_with(|| Wake::subscribe(fleet, key, log));
         }
+        let holder_expiry = holder_left.map(|d| Instant::now() + d.max(Duration::from_millis(1)));
         // Until the next attempt: at the end of a pause, or at a release
         // when no waiter is ahead of us. Far back in the queue a release
         // only moves us up, and a pause ends in an attempt only to refresh
@@ -437,9 +438,13 @@ pub async fn acquire(
                 return Err(last);
             }
             let mut pause = backoff.next_pause().min(left);
-            if let Some(holder_left) = holder_left {
-                // Never sleep past the moment the holder's lock expires.
-                pause = pause.min(holder_left.max(Duration::from_millis(1)));
+            if let Some(expiry) = holder_expiry {
+                // Never sleep past the moment the holder's lock expires
+                // (once it has, the pauses are the backoff's alone).
+                let until = expiry.saturating_duration_since(Instant::now());
+                if !until.is_zero() {
+                    pause = pause.min(until);
+                }
             }
             log.debug(&format!(
                 "attempt {attempts}: {last}; next in at most {}",
