@@ -372,9 +372,11 @@ impl Fleet {
     }
 
     /// Runs `call` on every server; `read` checks the reply's shape and
-    /// `vote` counts it. Rounds that keep the lock (extend, raise-fence) end
-    /// as soon as the verdict is settled; release and status rounds hear
-    /// every server. Acquire rounds have their own rule ([`Fleet::attempt`]).
+    /// `vote` counts it. Extend, raise-fence and release rounds end as soon
+    /// as the verdict is settled (a release is done once a quorum deleted:
+    /// nobody can hold the token's quorum any more), the calls still in
+    /// flight finishing in the background before the process exits; status
+    /// rounds hear every server. Acquire rounds have their own rule ([`Fleet::attempt`]).
     /// The run history ([`crate::history`]) sends its own scripts through it.
     pub(crate) async fn round<T: Send + 'static>(
         &self,
@@ -393,7 +395,7 @@ impl Fleet {
         read: fn(Value) -> Result<T, String>,
         vote: impl Fn(&T) -> Vote,
     ) -> Round<T> {
-        let early = matches!(call.op, Op::Extend | Op::RaiseFence);
+        let early = matches!(call.op, Op::Extend | Op::RaiseFence | Op::Release);
         let op = call.op;
         let shown = call.key.clone();
         let call = Arc::new(call);
@@ -746,7 +748,9 @@ impl Fleet {
     }
 
     /// Deletes the key on every server where `token` holds it, announcing
-    /// the release to waiters. Returns each server's part.
+    /// the release to waiters. Returns once a quorum has deleted it (the
+    /// other servers' deletes go on in the background, see
+    /// [`Fleet::drain`]), with each server's part.
     pub async fn release(&self, key: &str, token: &str) -> Result<Vec<ServerResult>, Error> {
         let round = self.round(self.release_call(key, token), parse_int, done_here).await;
         let shown = crate::display_key(key.as_bytes());
