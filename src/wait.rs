@@ -458,7 +458,10 @@ pub async fn acquire(
                     }
                 }
                 release = released(&mut wake) => {
-                    log.debug(&format!("woken by a release, first {:?} (we are {member})", release.first));
+                    log.debug(&format!(
+                        "woken by a release; first in line: {}",
+                        release.first.as_deref().unwrap_or("(not said)")
+                    ));
                     let first = release.first.as_deref().filter(|f| !f.is_empty());
                     heard = Some(release.token.clone());
                     chases = 0;
