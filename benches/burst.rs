@@ -8,8 +8,13 @@
 //! median, p99 and max, and the lock commands the servers executed (acquire
 //! and withdrawal scripts, from `INFO commandstats`).
 //!
-//! Run: `cargo bench --bench burst` (env `CONTENDERS`, `TICKS`, and
-//! `BACKLOG` for the servers' `tcp-backlog`, default Redis's 511).
+//! It also reports the servers' side of a tick: the peak of connected
+//! clients on any server (`INFO clients`, sampled every 20 ms) and the CPU
+//! time the 5 servers spent (`INFO cpu`).
+//!
+//! Run: `cargo bench --bench burst` (env `CONTENDERS`, `TICKS`, `BACKLOG`
+//! for the servers' `tcp-backlog`, default Redis's 511, and `JITTER`, e.g.
+//! `5s`, to run the contenders with `--jitter`).
 //! Everything shares this machine's CPUs: the servers here compete with a
 //! thousand starting processes, which real servers do not.
 
@@ -43,6 +48,20 @@ fn lock_commands(server: &RedisServer) -> u64 {
         .sum()
 }
 
+/// A number field of `INFO section` on `server`.
+fn info_field(server: &RedisServer, section: &str, field: &str) -> f64 {
+    let info: String = server.cmd(&["INFO", section]);
+    info.lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// CPU seconds (user + system) `server` has used so far.
+fn cpu_seconds(server: &RedisServer) -> f64 {
+    info_field(server, "cpu", "used_cpu_user") + info_field(server, "cpu", "used_cpu_sys")
+}
+
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
@@ -51,6 +70,7 @@ fn main() {
     let contenders = env_or("CONTENDERS", 1000);
     let ticks = env_or("TICKS", 5);
     let backlog = std::env::var("BACKLOG").unwrap_or_else(|_| "511".to_owned());
+    let jitter = std::env::var("JITTER").ok();
     let servers = Fleet {
         servers: (0..SERVERS)
             .map(|_| RedisServer::start_with(&["--tcp-backlog", &backlog]))
@@ -59,18 +79,40 @@ fn main() {
     let urls = servers.urls();
     let key = format!("bench-burst-{}", std::process::id());
     println!(
-        "{contenders} contenders at once, {ticks} ticks, {SERVERS} local redis-server (tcp-backlog {backlog}), {} CPUs",
+        "{contenders} contenders at once{}, {ticks} ticks, {SERVERS} local redis-server (tcp-backlog {backlog}), {} CPUs",
+        jitter.as_ref().map_or(String::new(), |j| format!(" with --jitter {j}")),
         std::thread::available_parallelism().map_or(0, usize::from)
     );
     println!(
-        "| tick | runs | exit codes | decision p50 | p99 | max | lock commands | per contender |"
+        "| tick | runs | exit codes | decision p50 | p99 | max | lock commands | per contender | peak clients | server CPU |"
     );
-    println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     let mut exactly_one = 0;
     for t in 0..ticks {
         let before: u64 = servers.servers.iter().map(lock_commands).sum();
-        let args = ["--log-format", "json", "run", "-n", "-E", "0", "--key", &key];
-        let tick = burst::tick(BIN, contenders, &args, &[("REDLOCK_SERVERS", &urls)], || {});
+        let cpu_before: f64 = servers.servers.iter().map(cpu_seconds).sum();
+        let mut args = vec!["--log-format", "json", "run", "-n", "-E", "0", "--key", &key];
+        if let Some(j) = &jitter {
+            args.extend(["--jitter", j]);
+        }
+        let sampling = std::sync::atomic::AtomicBool::new(true);
+        let (tick, peak) = std::thread::scope(|scope| {
+            // The sampler's own connection counts once; it is taken off.
+            let sampler = scope.spawn(|| {
+                let mut peak = 0.0f64;
+                while sampling.load(std::sync::atomic::Ordering::Relaxed) {
+                    for s in &servers.servers {
+                        peak = peak.max(info_field(s, "clients", "connected_clients") - 1.0);
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                peak
+            });
+            let tick = burst::tick(BIN, contenders, &args, &[("REDLOCK_SERVERS", &urls)], || {});
+            sampling.store(false, std::sync::atomic::Ordering::Relaxed);
+            (tick, sampler.join().unwrap())
+        });
+        let cpu: f64 = servers.servers.iter().map(cpu_seconds).sum::<f64>() - cpu_before;
         let after: u64 = servers.servers.iter().map(lock_commands).sum();
         let mut decided: Vec<Duration> = tick.parts.iter().map(|p| p.decided).collect();
         decided.sort();
@@ -84,7 +126,7 @@ fn main() {
         }
         let commands = after - before;
         println!(
-            "| {t} | {} | {} | {:.0} ms | {:.0} ms | {:.0} ms | {commands} | {:.1} |",
+            "| {t} | {} | {} | {:.0} ms | {:.0} ms | {:.0} ms | {commands} | {:.1} | {peak:.0} | {cpu:.2} s |",
             tick.runs,
             codes.join(", "),
             ms(common::percentile(&decided, 0.5)),

@@ -44,24 +44,7 @@ pub struct Config {
     pub command: Command,
 }
 
-/// TLS material for `rediss://` servers, read from the files given.
-#[derive(Clone, Default)]
-pub struct Tls {
-    /// PEM of the CA to trust instead of the public roots.
-    pub ca: Option<Vec<u8>>,
-    /// PEM client certificate and key.
-    pub client: Option<(Vec<u8>, Vec<u8>)>,
-}
-
-impl std::fmt::Debug for Tls {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Never print key material.
-        f.debug_struct("Tls")
-            .field("ca", &self.ca.is_some())
-            .field("client", &self.client.is_some())
-            .finish()
-    }
-}
+pub use crate::server::Tls;
 
 /// How long to wait for a busy lock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -390,7 +373,8 @@ fn shown(g: &config_file::Globals, quorum: usize, node_timeout: Duration) -> Vec
         [name.to_owned(), value, origin]
     };
     let path = |p: &Option<PathBuf>| p.as_ref().map_or("-".to_owned(), |p| p.display().to_string());
-    let servers: Vec<String> = g.servers.value.split(',').map(crate::server::redact).collect();
+    let servers: Vec<String> =
+        split_servers(&g.servers.value).into_iter().map(crate::server::redact).collect();
     let password = match (&g.password_file.value, std::env::var("REDLOCK_PASSWORD")) {
         (Some(p), _) => row("password-file", p.display().to_string(), &g.password_file.origin, ""),
         (None, Ok(pw)) if !pw.is_empty() => {
@@ -632,11 +616,33 @@ pub fn duration(flag: &str, raw: &str) -> Result<Duration, Error> {
     }
 }
 
+/// The entries of a comma-separated server list. A Sentinel URL lists its
+/// Sentinels with commas too (`redis+sentinel://h1:26379,h2:26379/svc`):
+/// its host list runs until the first `/` or `?` after the scheme.
+pub fn split_servers(raw: &str) -> Vec<&str> {
+    let mut out: Vec<&str> = Vec::new();
+    let mut start = 0;
+    for (i, _) in raw.match_indices(',').chain(std::iter::once((raw.len(), ""))) {
+        let entry = &raw[start..i];
+        let open_sentinel_hosts =
+            entry.trim_start().split_once("://").is_some_and(|(scheme, rest)| {
+                scheme.ends_with("+sentinel") && !rest.contains(['/', '?'])
+            });
+        if open_sentinel_hosts && i < raw.len() {
+            continue;
+        }
+        out.push(entry);
+        start = i + 1;
+    }
+    out
+}
+
 fn parse_servers(label: &str, raw: &str) -> Result<Vec<ServerUrl>, Error> {
     if raw.trim().is_empty() {
         return usage(format!("{label}: no server given"));
     }
-    raw.split(',')
+    split_servers(raw)
+        .into_iter()
         .map(|part| {
             let part = part.trim();
             if part.is_empty() {
@@ -707,6 +713,44 @@ mod tests {
         assert_eq!(waits(&["acquire", "-k", "k", "-n"]).0, Wait::Once);
         let m = usage_message(&["acquire", "-k", "k", "-n", "-w", "5"]);
         assert!(m.contains("--no-wait") && m.contains("--wait"), "{m}");
+    }
+
+    #[test]
+    fn sentinel_urls_keep_their_commas() {
+        assert_eq!(
+            split_servers("redis://a,redis+sentinel://u:p@h1:1,h2:2/svc/1,redis://b"),
+            ["redis://a", "redis+sentinel://u:p@h1:1,h2:2/svc/1", "redis://b"]
+        );
+        assert_eq!(split_servers("redis+sentinel://h1,h2"), ["redis+sentinel://h1,h2"]);
+        assert_eq!(split_servers("redis://a,,redis://b"), ["redis://a", "", "redis://b"]);
+        let c = config(&[
+            "--servers",
+            "redis+sentinel://h1:26379,h2:26379,h3/mymaster,redis://b,redis://c",
+            "status",
+            "-k",
+            "k",
+        ])
+        .unwrap();
+        assert_eq!(c.servers.len(), 3);
+        assert_eq!(c.quorum, 2);
+        assert_eq!(c.servers[0].name(), "sentinel:mymaster@h1:26379,h2:26379,h3:26379");
+        for (url, expect) in [
+            ("redis+sentinel://h1:26379", "no service name"),
+            ("redis+sentinel://h1:x/svc", "bad Sentinel address"),
+            ("redis+sentinel://h1/svc/x", "database"),
+            ("redis+sentinel://h1/svc?password=x", "unknown parameter"),
+        ] {
+            let m = usage_message(&["--servers", url, "status", "-k", "k"]);
+            assert!(m.contains(expect), "{url}: {m}");
+        }
+        let m = usage_message(&[
+            "--servers",
+            "redis+sentinel://:secret1@h1/svc?sentinel_password=secret2&x=1",
+            "status",
+            "-k",
+            "k",
+        ]);
+        assert!(!m.contains("secret1") && !m.contains("secret2"), "{m}");
     }
 
     #[test]

@@ -128,7 +128,7 @@ Validity is counted on CLOCK_BOOTTIME (time the machine spent suspended counts) 
 .SH "SERVERS: ACL AND PERSISTENCE"
 An ACL user needs, on its keys redlock:{KEY}, redlock:{KEY}:fence, redlock:{KEY}:history, redlock:{KEY}:skips, redlock:{KEY}:queue and redlock:{KEY}:queue\-deadlines, and on the release channels redlock:released:KEY (here every key starting with lock\-):
 .EX
-ACL SETUSER locker on >PASSWORD resetkeys ~redlock:{lock\-* resetchannels &redlock:released:lock\-* \-@all +evalsha +script|load +set +get +pttl +pexpire +del +time +publish +subscribe +lpush +ltrim +lrange +hincrby +hsetnx +hset +hgetall +zadd +zrem +zrank +zrange +zrangebyscore +zcard
+ACL SETUSER locker on >PASSWORD resetkeys ~redlock:{lock\-* resetchannels &redlock:released:lock\-* \-@all +evalsha +script|load +set +get +pttl +pexpire +del +time +publish +subscribe +lpush +ltrim +lrange +hincrby +hsetnx +hset +hgetall +zadd +zrem +zrank +zrange +zrangebyscore +zcard +zscore +exists
 .EE
 doctor also wants +ping +info +time +config|get.
 Give the password with \-\-password\-file or REDLOCK_PASSWORD rather than in the URL.

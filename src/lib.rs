@@ -10,9 +10,12 @@
 //!   the environment over the file over the defaults, each value with its origin.
 //! - [`server`]: one Redis server: URL (password never shown), lazy
 //!   connection, calls bounded by the node timeout, errors naming the server.
+//! - [`sentinel`]: `redis+sentinel://` groups: the Sentinels asked for the
+//!   master, its `ROLE` checked, asked again after a failure, a `READONLY`
+//!   reply, or once a node timeout has passed.
 //! - `scripts/*.lua`: the atomic acquire (with the fence draw), withdraw,
 //!   compare-and-extend (never shortening), set-TTL (`--keep`),
-//!   compare-and-delete, raise-fence, status, queue and history scripts.
+//!   compare-and-delete, raise-fence, status and history scripts.
 //! - [`quorum`]: the pure tally and validity arithmetic, and the parallel
 //!   fan-out that stops as soon as the verdict is settled.
 //! - [`lock`]: the Redlock operations over a [`lock::Fleet`] of servers, and
@@ -27,7 +30,8 @@
 //! - [`slots`]: `--limit N`: N places, each an ordinary lock, and why that
 //!   bounds the holders at exactly N where per-server sets do not.
 //! - [`wait`]: retries with jittered backoff until acquired or the deadline.
-//! - [`queue`]: the wait queue on the servers, so waiters go in arrival order.
+//! - [`queue`]: the wait queue on the servers (kept by the acquire script), so
+//!   waiters go in arrival order.
 //! - [`token`]: the lock token (128 random bits + host, pid, time).
 //! - [`clock`]: `CLOCK_BOOTTIME` instants and timers, so that suspended
 //!   time counts against a lock's validity.
@@ -96,6 +100,7 @@ pub mod output;
 pub mod procs;
 pub mod queue;
 pub mod quorum;
+pub mod sentinel;
 pub mod server;
 pub mod shared;
 pub mod signals;

@@ -21,6 +21,7 @@ use tokio_util::task::TaskTracker;
 use crate::clock::BootInstant;
 use crate::error::Error;
 use crate::fence;
+use crate::queue;
 use crate::quorum::{self, Answer, Failures, Listen, Outcome, Reply, Round, Standing, Tally, Vote};
 use crate::server::{Conn, Failure, Op, Server, ServerError};
 use crate::token::Token;
@@ -199,6 +200,27 @@ pub struct AttemptReport {
     pub attempt: Attempt,
     /// Each server's answer and latency.
     pub servers: Vec<ServerResult>,
+    /// How many waiters are queued ahead of this one, as a quorum of the
+    /// servers that did not grant it sees it; `None` without a place.
+    pub ahead: Option<usize>,
+}
+
+/// How an attempt takes part in the lock's wait queue ([`crate::queue`]).
+/// Exclusion never rests on it: the attempt is a plain majority round
+/// whatever the queue says.
+#[derive(Clone, Copy, Debug)]
+pub struct Place<'a> {
+    /// The waiter's entry, the same for every attempt of one wait.
+    pub member: &'a str,
+    /// Take (or refresh) the place where not granted; false for `-n`,
+    /// which never queues.
+    pub join: bool,
+    /// Only the first waiter may take a free key. False for the one
+    /// attempt after [`Attempt::Disordered`].
+    pub order: bool,
+    /// When the wait began, by this host's clock (ms since the Unix
+    /// epoch): the waiter's place in the queue ([`queue::SKEW`]).
+    pub since_ms: u64,
 }
 
 /// The verdict of one acquire round.
@@ -213,6 +235,16 @@ pub enum Attempt {
     Split(Split),
     /// Not enough servers answered; `config` is true when retrying cannot help.
     Unavailable(Error),
+    /// The key is free on a quorum, but another waiter is first in the
+    /// queue there, with `ahead` waiters before this one.
+    Queued {
+        /// Waiters ahead of this one (at least one).
+        ahead: usize,
+    },
+    /// The queue stood in the way, but no waiter is first on a quorum (the
+    /// servers joined waiters in different orders, or some lost their
+    /// queue): attempt again at once, without order.
+    Disordered,
 }
 
 /// An acquire round in which no value holds a quorum: contenders that
@@ -353,9 +385,11 @@ impl Fleet {
     }
 
     /// Runs `call` on every server; `read` checks the reply's shape and
-    /// `vote` counts it. Rounds that keep the lock (extend, raise-fence) end
-    /// as soon as the verdict is settled; release and status rounds hear
-    /// every server. Acquire rounds have their own rule ([`Fleet::attempt`]).
+    /// `vote` counts it. Extend, raise-fence and release rounds end as soon
+    /// as the verdict is settled (a release is done once a quorum deleted:
+    /// nobody can hold the token's quorum any more), the calls still in
+    /// flight finishing in the background before the process exits; status
+    /// rounds hear every server. Acquire rounds have their own rule ([`Fleet::attempt`]).
     /// The run history ([`crate::history`]) sends its own scripts through it.
     pub(crate) async fn round<T: Send + 'static>(
         &self,
@@ -374,7 +408,7 @@ impl Fleet {
         read: fn(Value) -> Result<T, String>,
         vote: impl Fn(&T) -> Vote,
     ) -> Round<T> {
-        let early = matches!(call.op, Op::Extend | Op::RaiseFence);
+        let early = matches!(call.op, Op::Extend | Op::RaiseFence | Op::Release);
         let op = call.op;
         let shown = call.key.clone();
         let call = Arc::new(call);
@@ -434,6 +468,7 @@ impl Fleet {
     /// drawing a fencing number where the lock is granted when `fence` is
     /// true. On anything but success, the token is withdrawn everywhere it
     /// may have been set, including on the servers that did not answer.
+    /// It ignores the wait queue: see [`Fleet::attempt`] for a waiter's.
     pub async fn try_acquire(
         &self,
         key: &str,
@@ -441,7 +476,7 @@ impl Fleet {
         ttl: Duration,
         fence: bool,
     ) -> AttemptReport {
-        self.attempt(key, token, ttl, fence, 0).await
+        self.attempt(key, token, ttl, fence, 0, None).await
     }
 
     /// [`Fleet::try_acquire`] by a contender whose last `splits` rounds in
@@ -455,6 +490,12 @@ impl Fleet {
     /// (`contend`) withdraws on the connection its attempt used, after
     /// it, and [`Fleet::drain`] waits for those tasks before the process
     /// exits.
+    ///
+    /// With a `place`, the same round keeps the wait queue: a free key is
+    /// granted only to the first waiter (or to anyone while nobody waits),
+    /// a waiter not granted takes or refreshes its place, and one granted
+    /// leaves the queue where it was granted (and returns there if the
+    /// attempt is withdrawn). One round per attempt, queue included.
     pub async fn attempt(
         &self,
         key: &str,
@@ -462,21 +503,33 @@ impl Fleet {
         ttl: Duration,
         fence: bool,
         splits: u32,
+        place: Option<Place<'_>>,
     ) -> AttemptReport {
         let start = BootInstant::now();
+        let [order, deadlines] = self.layout.queue_keys(key);
+        let numbers = format!(
+            "{} {} {} {} {} {} {} {} {}",
+            crate::millis(ttl),
+            if fence { fence::proposal(SystemTime::now()).to_string() } else { "-".to_owned() },
+            fence::WINDOW.as_micros(),
+            crate::millis(fence::lifetime(ttl)),
+            u8::from(place.is_some_and(|p| p.join)),
+            u8::from(place.is_some_and(|p| p.order)),
+            queue::LIFETIME.as_millis(),
+            place.map_or(0, |p| p.since_ms),
+            queue::SKEW.as_millis(),
+        );
         let call = Arc::new(Call {
             op: Op::Acquire,
             key: key.to_owned(),
             script: &SCRIPTS.acquire,
-            keys: vec![self.layout.held_key(key, token), self.layout.fence_key(key)],
-            args: vec![
-                token.into(),
-                crate::millis(ttl).to_string().into(),
-                if fence { fence::proposal(SystemTime::now()).to_string() } else { String::new() }
-                    .into(),
-                fence::WINDOW.as_micros().to_string().into(),
-                crate::millis(fence::lifetime(ttl)).to_string().into(),
+            keys: vec![
+                self.layout.held_key(key, token),
+                self.layout.fence_key(key),
+                order,
+                deadlines,
             ],
+            args: vec![token.into(), place.map_or("", |p| p.member).into(), numbers.into_bytes()],
         });
         // The verdict every server task waits for: Some(true) keeps the
         // votes, Some(false) withdraws them. Dropped unsent (this future
@@ -490,19 +543,41 @@ impl Fleet {
             (Op::Acquire, key),
             |server, answer| contend(server, Arc::clone(&call), answer, verdict_rx.clone()),
             |r| match r {
-                Granted::Yes(_) => Vote::Yes,
+                Granted::Yes(..) => Vote::Yes,
                 Granted::No { .. } => Vote::No,
             },
             |tally, replies, elapsed| patience(tally, replies, elapsed, quorum, splits),
         )
         .await;
         let servers = self.results(&round, |r| match r {
-            Granted::Yes(_) => "granted",
-            Granted::No { .. } => "held",
+            Granted::Yes(..) => "granted",
+            Granted::No { holder: Some(_), .. } => "held",
+            Granted::No { holder: None, .. } => "queued",
         });
-        let attempt = self.conclude_acquire(key, token, ttl, fence, start, &round).await;
+        let views: Vec<queue::View> = round
+            .replies
+            .iter()
+            .filter_map(|r| match r {
+                Reply::Answered(Granted::No { queue, .. }) => Some(queue.clone()),
+                _ => None,
+            })
+            .collect();
+        let mut attempt = self.conclude_acquire(key, token, ttl, fence, start, &round).await;
+        if let Some(place) = place
+            && Votes::of(&round.replies).queued > 0
+            && !matches!(attempt, Attempt::Acquired(_) | Attempt::Busy(_))
+        {
+            // The queue refused us somewhere and no holder explains the
+            // rest: wait behind the waiter first on a quorum, or, when
+            // none is, attempt again without order.
+            attempt = match queue::turn(&views, self.quorum, place.member) {
+                queue::Turn::Behind { ahead } => Attempt::Queued { ahead },
+                queue::Turn::Head | queue::Turn::Unordered => Attempt::Disordered,
+            };
+        }
         verdict.send_replace(Some(matches!(attempt, Attempt::Acquired(_))));
-        AttemptReport { attempt, servers }
+        let ahead = place.and_then(|p| queue::ahead(&views, self.quorum, p.member));
+        AttemptReport { attempt, servers, ahead }
     }
 
     async fn conclude_acquire(
@@ -544,10 +619,14 @@ impl Fleet {
                     }),
                 }
             }
-            Standing::Held(i) => {
-                let (value, _, remaining) = votes.others[i];
-                Attempt::Busy(Holder { value: value.to_owned(), remaining })
-            }
+            Standing::Held(i) => match votes.others.get(i) {
+                Some(&(value, _, remaining)) => {
+                    Attempt::Busy(Holder { value: value.to_owned(), remaining })
+                }
+                // The queue has a quorum: [`Fleet::attempt`] says whose
+                // turn it is.
+                None => Attempt::Disordered,
+            },
             Standing::Split => {
                 let mut counts = votes.counts();
                 if votes.ours > 0 {
@@ -585,7 +664,7 @@ impl Fleet {
             .replies
             .iter()
             .filter_map(|r| match r {
-                Reply::Answered(Granted::Yes(Some(f))) => Some(*f),
+                Reply::Answered(Granted::Yes(Some(f), _)) => Some(*f),
                 _ => None,
             })
             .collect();
@@ -687,7 +766,9 @@ impl Fleet {
     }
 
     /// Deletes the key on every server where `token` holds it, announcing
-    /// the release to waiters. Returns each server's part.
+    /// the release to waiters. Returns once a quorum has deleted it (the
+    /// other servers' deletes go on in the background, see
+    /// [`Fleet::drain`]), with each server's part.
     pub async fn release(&self, key: &str, token: &str) -> Result<Vec<ServerResult>, Error> {
         let round = self.round(self.release_call(key, token), parse_int, done_here).await;
         let shown = crate::display_key(key.as_bytes());
@@ -811,7 +892,8 @@ impl Fleet {
             op: Op::Release,
             key: key.to_owned(),
             script: &SCRIPTS.release,
-            keys: vec![self.layout.held_key(key, token)],
+            keys: [vec![self.layout.held_key(key, token)], self.layout.queue_keys(key).to_vec()]
+                .concat(),
             args: vec![token.into(), release_channel(key).into_bytes()],
         }
     }
@@ -877,15 +959,10 @@ impl KeyLayout {
 }
 
 impl KeyLayout {
-    /// The server-side name of `part` of the wait queue of `key`
-    /// ([`crate::queue`]), in the slot of the fencing counter.
-    pub fn queue_key(self, key: &str, part: &str) -> String {
-        match self {
-            KeyLayout::Native => format!("redlock:{{{}}}:{part}", escape_tag(key)),
-            KeyLayout::Raw => {
-                format!("redlock:{{{}}}:{part}:{key}", cluster_tag(key).unwrap_or(key))
-            }
-        }
+    /// The server-side names of the wait queue of `key` ([`crate::queue`]):
+    /// its order and its deadlines, in the lock's slot.
+    pub fn queue_keys(self, key: &str) -> [String; 2] {
+        [self.companion(key, "queue"), self.companion(key, "queue-deadlines")]
     }
 }
 
@@ -899,6 +976,12 @@ impl KeyLayout {
     /// only: they count as one more holder, never as N.
     pub fn slot_key(self, key: &str, slot: u32) -> String {
         if slot <= 1 { self.lock_key(key) } else { self.companion(key, &format!("slot:{slot}")) }
+    }
+
+    /// The server-side name of the `--shared` holders of `key`
+    /// (`redlock:{KEY}:readers`; [`crate::shared`]).
+    pub fn readers_key(self, key: &str) -> String {
+        self.companion(key, "readers")
     }
 
     /// The server-side name of the place that `token` holds (or tries):
@@ -991,15 +1074,19 @@ struct Votes<'a> {
     /// Every other value seen: the value, how many servers hold it, and its
     /// shortest remaining TTL among them (`None`: no expiry).
     others: Vec<(&'a str, usize, Option<Duration>)>,
+    /// Servers where the key is free but another waiter is first in the
+    /// queue: they count as one more value, "the queue".
+    queued: usize,
 }
 
 impl<'a> Votes<'a> {
     fn of(replies: &'a [Reply<Granted>]) -> Votes<'a> {
-        let mut votes = Votes { ours: 0, others: Vec::new() };
+        let mut votes = Votes { ours: 0, others: Vec::new(), queued: 0 };
         for reply in replies {
             match reply {
-                Reply::Answered(Granted::Yes(_)) => votes.ours += 1,
-                Reply::Answered(Granted::No { holder, pttl }) => {
+                Reply::Answered(Granted::Yes(..)) => votes.ours += 1,
+                Reply::Answered(Granted::No { holder: None, .. }) => votes.queued += 1,
+                Reply::Answered(Granted::No { holder: Some(holder), pttl, .. }) => {
                     let ttl = ttl_of(*pttl);
                     match votes.others.iter_mut().find(|(v, _, _)| v == holder) {
                         Some((_, n, t)) => {
@@ -1020,9 +1107,14 @@ impl<'a> Votes<'a> {
         votes
     }
 
-    /// How many servers each other value holds.
+    /// How many servers each other value holds, the queue last when it
+    /// refused any.
     fn counts(&self) -> Vec<usize> {
-        self.others.iter().map(|(_, n, _)| *n).collect()
+        let mut counts: Vec<usize> = self.others.iter().map(|(_, n, _)| *n).collect();
+        if self.queued > 0 {
+            counts.push(self.queued);
+        }
+        counts
     }
 }
 
@@ -1128,18 +1220,34 @@ async fn contend(
             .await?;
         parse_acquire(reply).map_err(|msg| server.bad_reply(Op::Acquire, key, msg))
     });
+    // The queue entry a grant here removed, to put back on a withdrawal.
+    let mut entry = None;
+    // Whether this server refused (and so kept or refreshed our entry).
+    let refused = |result: &Result<Granted, ServerError>| matches!(result, Ok(Granted::No { .. }));
     let keep = tokio::select! {
         result = &mut set => {
             // "Held by another value": this attempt set nothing here. Any
             // other answer (granted, an error, a timeout) may have set it.
-            let set_here = !matches!(result, Ok(Granted::No { .. }));
+            let refused_here = refused(&result);
+            if let Ok(Granted::Yes(_, removed)) = &result {
+                entry = *removed;
+            }
             answer.send(result);
-            !set_here || decided(&mut verdict).await
+            let won = decided(&mut verdict).await;
+            if refused_here {
+                if won {
+                    leave_here(&server, &conn, &call).await;
+                }
+                return;
+            }
+            won
         }
         keep = decided(&mut verdict) => {
             if keep {
                 // Won without this server: let its vote land all the same.
-                let _ = set.await;
+                if refused(&set.await) {
+                    leave_here(&server, &conn, &call).await;
+                }
                 return;
             }
             false
@@ -1147,14 +1255,29 @@ async fn contend(
     };
     drop(set);
     if !keep {
-        withdraw(&server, &conn, key, &call.keys[0], &call.args[0]).await;
+        withdraw(&server, &conn, &call, entry).await;
     }
 }
 
-/// Deletes `token` from `lock_key` (the server-side name of the lock `key`
-/// shown in messages) on `conn`, the connection of the attempt
-/// being withdrawn. The script is sent as SCRIPT LOAD and EVALSHA in one
-/// pipeline, so it never needs a second round trip (after NOSCRIPT) that
+/// Takes the waiter's entry out of this server's queue, after an attempt
+/// that won elsewhere but was refused here (and so kept or refreshed the
+/// entry, which would otherwise stand first for others until it expires).
+/// Best effort, on the attempt's connection: after the attempt.
+async fn leave_here(server: &Server, conn: &Conn, call: &Call) {
+    let member = &call.args[1];
+    if member.is_empty() {
+        return;
+    }
+    let mut pipe = redis::pipe();
+    pipe.cmd("ZREM").arg(&call.keys[2]).arg(member).ignore();
+    pipe.cmd("ZREM").arg(&call.keys[3]).arg(member).ignore();
+    let send = async |c: &mut MultiplexedConnection| pipe.query_async::<()>(c).await;
+    let _ = server.call_on(conn, Op::Queue, call.key().as_bytes(), server.deadline(), send).await;
+}
+
+/// Deletes the token of `call`, a failed attempt, from its lock key on
+/// `conn`, the connection of the attempt being withdrawn. The script is
+/// sent as SCRIPT LOAD and EVALSHA in one pipeline, so it never needs a second round trip (after NOSCRIPT) that
 /// a process exiting could cut off: once written, both run on the server
 /// even if this process is gone by then. Best effort: errors change
 /// nothing about the verdict, which is already known.
@@ -1164,12 +1287,26 @@ async fn contend(
 /// it could overtake only bytes of the dead connection still unread in the
 /// server's buffer, a window of one turn of the server's event loop.
 ///
-/// `key` is the user's key, for messages; `lock_key` its name on the
-/// server ([`KeyLayout`]), which is what is deleted.
-async fn withdraw(server: &Server, conn: &Conn, key: &str, lock_key: &str, token: &[u8]) {
+/// `entry` is the waiter's queue entry (join score, deadline) that the
+/// grant being withdrawn removed: it goes back, so that a head whose
+/// attempt failed keeps its place.
+async fn withdraw(server: &Server, conn: &Conn, call: &Call, entry: Option<(u64, u64)>) {
+    let key = call.key();
+    let (member, (score, deadline)) = match entry {
+        Some(entry) => (call.args[1].as_slice(), entry),
+        None => (&b""[..], (0, 0)),
+    };
     let mut pipe = redis::pipe();
     pipe.cmd("SCRIPT").arg("LOAD").arg(WITHDRAW_LUA).ignore();
-    pipe.cmd("EVALSHA").arg(SCRIPTS.withdraw.get_hash()).arg(1).arg(lock_key).arg(token);
+    pipe.cmd("EVALSHA")
+        .arg(SCRIPTS.withdraw.get_hash())
+        .arg(3)
+        .arg(&call.keys[0])
+        .arg(&call.keys[2])
+        .arg(&call.keys[3])
+        .arg(&call.args[0])
+        .arg(member)
+        .arg(format!("{score} {deadline}"));
     let send = async |c: &mut MultiplexedConnection| pipe.query_async::<Value>(c).await;
     let first = server.call_on(conn, Op::Withdraw, key.as_bytes(), server.deadline(), send).await;
     if let Err(e) = first
@@ -1182,29 +1319,51 @@ async fn withdraw(server: &Server, conn: &Conn, key: &str, lock_key: &str, token
 /// One server's answer to the acquire script.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Granted {
-    /// Set; with the fence drawn there when fencing is on.
-    Yes(Option<u64>),
-    /// Held by `holder` for another `pttl` ms (-1: no expiry).
+    /// Set; with the fence drawn there when fencing is on, and the
+    /// waiter's queue entry that the grant removed there (its join score
+    /// and deadline), which a withdrawal puts back.
+    Yes(Option<u64>, Option<(u64, u64)>),
+    /// Not set: held by `holder` for another `pttl` ms (-1: no expiry), or,
+    /// with no holder, free but another waiter's turn; and the queue there.
     No {
-        /// The holder's value.
-        holder: String,
+        /// The holder's value; `None` when the key is free there.
+        holder: Option<String>,
         /// Its PTTL.
         pttl: i64,
+        /// The queue as this server sees it after the attempt.
+        queue: queue::View,
     },
 }
 
 /// Reads the acquire script's reply.
 fn parse_acquire(reply: Value) -> Result<Granted, String> {
-    match reply {
-        Value::Array(items) => match items.as_slice() {
-            [Value::Int(1), Value::Int(fence)] => Ok(Granted::Yes(u64::try_from(*fence).ok())),
-            [Value::Int(0), Value::BulkString(holder), Value::Int(pttl)] => Ok(Granted::No {
-                holder: String::from_utf8_lossy(holder).into_owned(),
+    let bad = |reply: &Value| format!("unexpected acquire reply {reply:?}");
+    let Value::Array(items) = &reply else { return Err(bad(&reply)) };
+    match items.as_slice() {
+        [Value::Int(1), Value::Int(fence), Value::Int(score), Value::Int(deadline)] => {
+            let entry = u64::try_from(*score).ok().zip(u64::try_from(*deadline).ok());
+            Ok(Granted::Yes(u64::try_from(*fence).ok(), entry))
+        }
+        [Value::Int(0), holder, Value::Int(pttl), Value::Int(rank), Value::Int(len), first] => {
+            let text = |v: &Value| match v {
+                Value::BulkString(b) => Some(String::from_utf8_lossy(b).into_owned()),
+                _ => None,
+            };
+            let (Some(holder), Some(first)) = (text(holder), text(first)) else {
+                return Err(bad(&reply));
+            };
+            Ok(Granted::No {
+                // A key that exists has a PTTL of -1 or more: -2 is "free".
+                holder: (*pttl != -2).then_some(holder),
                 pttl: *pttl,
-            }),
-            other => Err(format!("unexpected acquire reply {other:?}")),
-        },
-        other => Err(format!("unexpected acquire reply {other:?}")),
+                queue: queue::View {
+                    rank: usize::try_from(*rank).ok(),
+                    len: usize::try_from(*len).map_err(|_| bad(&reply))?,
+                    first,
+                },
+            })
+        }
+        _ => Err(bad(&reply)),
     }
 }
 
@@ -1298,12 +1457,26 @@ mod tests {
 
     #[test]
     fn a_split_names_no_holder_and_says_how_the_votes_lie() {
-        let no = |holder: &str, pttl| Reply::Answered(Granted::No { holder: holder.into(), pttl });
-        let replies =
-            vec![no("a", 900), no("a", 500), no("b", -1), Reply::Answered(Granted::Yes(None))];
-        let votes = Votes::of(&replies);
+        let queue = queue::View { rank: None, len: 0, first: String::new() };
+        let no = |holder: Option<&str>, pttl| {
+            let holder = holder.map(str::to_owned);
+            Reply::Answered(Granted::No { holder, pttl, queue: queue.clone() })
+        };
+        let replies = || {
+            vec![
+                no(Some("a"), 900),
+                no(Some("a"), 500),
+                no(Some("b"), -1),
+                Reply::Answered(Granted::Yes(None, None)),
+            ]
+        };
+        let replies_now = replies();
+        let votes = Votes::of(&replies_now);
         assert_eq!(votes.ours, 1);
         assert_eq!(votes.counts(), vec![2, 1]);
+        let mut with_queue = replies();
+        with_queue.extend([no(None, -2), no(None, -2)]);
+        assert_eq!(Votes::of(&with_queue).counts(), vec![2, 1, 2], "the queue counts last");
         assert_eq!(votes.others[0].2, Some(Duration::from_millis(500)), "the shortest expiry");
         assert_eq!(votes.others[1].2, None, "no expiry");
         let split =
@@ -1316,13 +1489,22 @@ mod tests {
 
     #[test]
     fn acquire_reply_is_read_strictly() {
-        let yes = Value::Array(vec![Value::Int(1), Value::Int(7)]);
-        assert_eq!(parse_acquire(yes), Ok(Granted::Yes(Some(7))));
-        let unfenced = Value::Array(vec![Value::Int(1), Value::Int(-1)]);
-        assert_eq!(parse_acquire(unfenced), Ok(Granted::Yes(None)));
-        let busy =
-            Value::Array(vec![Value::Int(0), Value::BulkString(b"t".to_vec()), Value::Int(5)]);
-        assert_eq!(parse_acquire(busy), Ok(Granted::No { holder: "t".into(), pttl: 5 }));
+        let int = Value::Int;
+        let text = |s: &str| Value::BulkString(s.as_bytes().to_vec());
+        let yes = Value::Array(vec![int(1), int(7), int(10), int(20)]);
+        assert_eq!(parse_acquire(yes), Ok(Granted::Yes(Some(7), Some((10, 20)))));
+        let unfenced = Value::Array(vec![int(1), int(-1), int(-1), int(-1)]);
+        assert_eq!(parse_acquire(unfenced), Ok(Granted::Yes(None, None)));
+        let busy = Value::Array(vec![int(0), text("t"), int(5), int(1), int(2), text("w")]);
+        let queue = queue::View { rank: Some(1), len: 2, first: "w".into() };
+        let held = Granted::No { holder: Some("t".into()), pttl: 5, queue: queue.clone() };
+        assert_eq!(parse_acquire(busy), Ok(held));
+        let queued = Value::Array(vec![int(0), text(""), int(-2), int(1), int(2), text("w")]);
+        assert_eq!(parse_acquire(queued), Ok(Granted::No { holder: None, pttl: -2, queue }));
+        let raw_empty_value =
+            Value::Array(vec![int(0), text(""), int(-1), int(-1), int(0), text("")]);
+        assert!(matches!(parse_acquire(raw_empty_value), Ok(Granted::No { holder: Some(_), .. })));
+        assert!(parse_acquire(Value::Array(vec![int(1), int(7)])).is_err());
         assert!(parse_acquire(Value::Okay).is_err());
     }
 }

@@ -2,49 +2,55 @@
 //! to wait, across hosts (issue 11, item 1).
 //!
 //! Each server keeps the queue of the lock in two sorted sets in the lock's
-//! hash slot (`redlock:{KEY}:queue` and `redlock:{KEY}:queue:deadlines`
-//! with the native key layout): each waiter's entry scored by the server's
-//! own `TIME` when it joined, and the server time at which it expires
-//! unless refreshed ([`LIFETIME`]). A waiter refreshes its entry at its
-//! wake-ups (at least every [`REFRESH`] plus one pause), so a waiter that
-//! dies (even SIGKILL) leaves the queue by itself within one lifetime,
-//! measured on the servers' clocks.
+//! hash slot ([`crate::lock::KeyLayout::queue_keys`]): each waiter's entry
+//! scored by the server's own `TIME` when it joined, and the server time at
+//! which it expires unless refreshed ([`LIFETIME`]). The queue is kept by
+//! the acquire round itself (`scripts/acquire.lua`), so that waiting in
+//! order costs no round of its own: an attempt on a free key is granted
+//! only to the waiter first in the queue there (or to anyone while nobody
+//! waits), a waiter not granted takes or refreshes its place, and one
+//! granted leaves the queue (and goes back in its place when its attempt
+//! is withdrawn). A waiter attempts at its wake-ups (at least every
+//! [`REFRESH`] plus one pause), so a waiter that dies (even SIGKILL) leaves
+//! the queue by itself within one lifetime, measured on the servers'
+//! clocks.
 //!
 //! A waiter's turn is decided by a quorum: it is the head when it is first
 //! on a quorum of servers. Two waiters cannot both be first on a quorum
 //! (the quorums intersect in a server where only one of them is first),
-//! so at most one waiter attempts the lock per release.
+//! so at most one waiter takes the lock per release, and the others are
+//! refused by the queue, not by a split.
 //!
 //! Exclusion never depends on the queue: the head still takes the lock by
 //! the plain majority rule, and anybody else's attempt is refused the same
-//! way. A queue that cannot be read from a quorum, or on which no waiter
-//! is first on a quorum (servers that joined waiters in different orders,
-//! a server restarted empty), is [`Turn::Unordered`]: every waiter then
-//! attempts as it would without a queue, which costs order and wake-ups,
+//! way. When no waiter is first on a quorum (servers that joined waiters in
+//! different orders, a server restarted empty), the waiter attempts once
+//! without order ([`crate::lock::Attempt::Disordered`]), which costs order,
 //! never safety.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::StreamExt;
-use redis::{Script, Value};
-
-use crate::lock::{Fleet, KeyLayout};
 use crate::server::{Op, Server, ServerError};
 
 /// How long an entry lives after its last refresh. A waiter refreshes once
 /// [`REFRESH`] has passed, at its next wake-up (at most one backoff step,
-/// [`crate::wait::MAX_PAUSE`], later) plus a queue round (at most a node
+/// [`crate::wait::MAX_PAUSE`], later) plus an attempt (at most a node
 /// timeout, 1 s by default): about 3 s at worst, so five seconds leave room
 /// for a late refresh, and bound how long a dead waiter holds up the one
 /// behind it. A `--node-timeout` above 2 s can let a live entry lapse when
 /// a quorum is that slow; the waiter then joins again at the back.
 pub const LIFETIME: Duration = Duration::from_secs(5);
 
+/// How far a server lets a waiter's place (the time it began to wait, by
+/// its own clock) differ from the server's clock. Waiters whose clocks are
+/// in step get the same order on every server, so that every server names
+/// the same first waiter in its release announcements; a waiter on a clock
+/// further off is placed by the server's clock, within this window.
+pub const SKEW: Duration = Duration::from_millis(100);
+
 /// How often a waiter refreshes its entry at least (see [`LIFETIME`]).
 pub const REFRESH: Duration = Duration::from_secs(1);
-
-static SCRIPT: std::sync::LazyLock<Script> =
-    std::sync::LazyLock::new(|| Script::new(include_str!("scripts/queue.lua")));
 
 /// A waiter's place, as a quorum of servers sees it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -72,89 +78,39 @@ pub struct View {
     pub first: String,
 }
 
-/// The server-side names of the queue of `key`: order and deadlines, in
-/// the lock's hash slot.
-pub fn keys(layout: KeyLayout, key: &str) -> [String; 2] {
-    [layout.queue_key(key, "queue"), layout.queue_key(key, "queue-deadlines")]
-}
-
-/// Runs the queue script with `op` for `member` on every server at once,
-/// and returns as soon as a quorum has answered (or every server has
-/// answered or failed): a slow or frozen minority never delays a waiter's
-/// turn, as it never delays an acquisition. Calls still in flight are
-/// dropped; an entry they would have refreshed or removed on a minority
-/// changes nothing that a quorum decides, and expires by itself.
-pub async fn round(
-    fleet: &Fleet,
+/// Removes `member`'s entry from the queue (`order`, `deadlines`) on
+/// every server, best effort: an entry left behind expires.
+pub async fn leave(
+    servers: &[Arc<Server>],
     key: &str,
-    op: &str,
+    [order, deadlines]: &[String; 2],
     member: &str,
-) -> Vec<Result<View, ServerError>> {
-    let [order, deadlines] = keys(fleet.key_layout(), key);
-    let life = LIFETIME.as_millis().to_string();
-    let calls = fleet.servers().iter().map(|server| {
-        let (order, deadlines, life) = (&order, &deadlines, &life);
-        async move {
-            let reply = server
-                .call(Op::Queue, key.as_bytes(), async |c| {
-                    SCRIPT
-                        .key(order)
-                        .key(deadlines)
-                        .arg(op)
-                        .arg(member)
-                        .arg(life)
-                        .invoke_async::<Value>(c)
-                        .await
-                })
-                .await?;
-            parse(reply).map_err(|msg| server.bad_reply(Op::Queue, key, msg))
-        }
+) {
+    let calls = servers.iter().map(|server| async move {
+        let _ = server
+            .call(Op::Queue, key.as_bytes(), async |c| {
+                redis::pipe()
+                    .cmd("ZREM")
+                    .arg(order)
+                    .arg(member)
+                    .ignore()
+                    .cmd("ZREM")
+                    .arg(deadlines)
+                    .arg(member)
+                    .ignore()
+                    .query_async::<()>(c)
+                    .await
+            })
+            .await;
     });
-    let mut pending: futures_util::stream::FuturesUnordered<_> = calls.collect();
-    let mut views = Vec::new();
-    let mut answered = 0;
-    while answered < fleet.quorum()
-        && let Some(view) = pending.next().await
-    {
-        answered += usize::from(view.is_ok());
-        views.push(view);
-    }
-    views
+    futures_util::future::join_all(calls).await;
 }
 
-/// Joins (or refreshes) `member`'s entry and says whose turn it is.
-pub async fn join(fleet: &Fleet, key: &str, member: &str) -> Turn {
-    turn(&round(fleet, key, "join", member).await, fleet.quorum(), member)
-}
-
-/// Whose turn it is for a newcomer that does not queue (`-n`, or a first
-/// attempt): [`Turn::Head`] when the queue is empty on a quorum.
-pub async fn peek(fleet: &Fleet, key: &str) -> Turn {
-    turn(&round(fleet, key, "peek", "").await, fleet.quorum(), "")
-}
-
-/// Removes `member`'s entry (best effort: an entry left behind expires).
-pub async fn leave(fleet: &Fleet, key: &str, member: &str) {
-    let _ = round(fleet, key, "leave", member).await;
-}
-
-/// Decides the turn of `member` (empty: a newcomer not queued) from the
-/// servers' views (those of the first quorum to answer, and any failures).
-/// Pure, for tests.
-pub fn turn(views: &[Result<View, ServerError>], quorum: usize, member: &str) -> Turn {
-    let views: Vec<&View> = views.iter().filter_map(|v| v.as_ref().ok()).collect();
+/// Decides the turn of `member` from the queue views of the servers
+/// that answered without granting it.
+pub fn turn(views: &[View], quorum: usize, member: &str) -> Turn {
     if views.len() < quorum {
         return Turn::Unordered;
-    }
-    if member.is_empty() {
-        // A newcomer waits only behind a queue that a quorum holds (the
-        // quorum-th longest): entries on a minority are leftovers.
-        let mut lens: Vec<usize> = views.iter().map(|v| v.len).collect();
-        lens.sort_unstable_by(|a, b| b.cmp(a));
-        return match lens[quorum - 1] {
-            0 => Turn::Head,
-            ahead => Turn::Behind { ahead },
-        };
     }
     let first_here = views.iter().filter(|v| v.first == member).count();
     if first_here >= quorum {
@@ -167,30 +123,19 @@ pub fn turn(views: &[Result<View, ServerError>], quorum: usize, member: &str) ->
     if !someone_first {
         return Turn::Unordered;
     }
-    let mut ranks: Vec<usize> = views.iter().map(|v| v.rank.unwrap_or(v.len)).collect();
-    ranks.sort_unstable();
-    Turn::Behind { ahead: ranks[quorum - 1].max(1) }
+    Turn::Behind { ahead: ahead(views, quorum, member).unwrap_or(1).max(1) }
 }
 
-/// Reads the script's reply: `{rank, len, first}`.
-fn parse(reply: Value) -> Result<View, String> {
-    let bad = || format!("unexpected queue reply {reply:?}");
-    let Value::Array(items) = &reply else { return Err(bad()) };
-    match items.as_slice() {
-        [Value::Int(rank), Value::Int(len), first] => {
-            let first = match first {
-                Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
-                Value::SimpleString(s) => s.clone(),
-                _ => return Err(bad()),
-            };
-            Ok(View {
-                rank: usize::try_from(*rank).ok(),
-                len: usize::try_from(*len).map_err(|_| bad())?,
-                first,
-            })
-        }
-        _ => Err(bad()),
+/// How many waiters are ahead of `member`, as a quorum sees it: the
+/// quorum-th smallest of its ranks (a server where it is not queued counts
+/// it last). `None` when fewer than a quorum of views, or no member.
+pub fn ahead(views: &[View], quorum: usize, member: &str) -> Option<usize> {
+    if member.is_empty() || views.len() < quorum {
+        return None;
     }
+    let mut ranks: Vec<usize> = views.iter().map(|v| v.rank.unwrap_or(v.len)).collect();
+    ranks.sort_unstable();
+    Some(ranks[quorum - 1])
 }
 
 /// One waiter in the queue as `status` shows it.
@@ -205,9 +150,12 @@ pub struct Waiter {
 
 /// The live entries of each server's queue of `key`, with the server time
 /// each joined: read-only (expired entries are skipped, not purged).
-pub async fn list(fleet: &Fleet, key: &str) -> Vec<Result<Vec<(String, u64)>, ServerError>> {
-    let [order, deadlines] = keys(fleet.key_layout(), key);
-    let calls = fleet.servers().iter().map(|server: &std::sync::Arc<Server>| {
+pub async fn list(
+    servers: &[Arc<Server>],
+    key: &str,
+    [order, deadlines]: &[String; 2],
+) -> Vec<Result<Vec<(String, u64)>, ServerError>> {
+    let calls = servers.iter().map(|server| {
         let (order, deadlines) = (&order, &deadlines);
         async move {
             type Reply = ((u64, u64), Vec<(String, u64)>, Vec<(String, u64)>);
@@ -263,8 +211,8 @@ pub fn agreed(lists: &[Result<Vec<(String, u64)>, ServerError>], quorum: usize) 
 mod tests {
     use super::*;
 
-    fn view(rank: i64, len: usize, first: &str) -> Result<View, ServerError> {
-        Ok(View { rank: usize::try_from(rank).ok(), len, first: first.into() })
+    fn view(rank: i64, len: usize, first: &str) -> View {
+        View { rank: usize::try_from(rank).ok(), len, first: first.into() }
     }
 
     #[test]
@@ -277,20 +225,18 @@ mod tests {
 
     #[test]
     fn no_quorum_or_no_first_on_a_quorum_is_unordered() {
-        let down = [view(0, 1, "a"), Err(fake_error())];
+        let down = [view(0, 1, "a")];
         assert_eq!(turn(&down, 2, "a"), Turn::Unordered);
         let split = [view(0, 3, "a"), view(1, 3, "b"), view(2, 3, "c")];
         assert_eq!(turn(&split, 2, "a"), Turn::Unordered);
     }
 
     #[test]
-    fn a_newcomer_goes_first_only_on_an_empty_queue() {
-        assert_eq!(turn(&[view(-1, 0, ""), view(-1, 0, ""), view(-1, 1, "a")], 2, ""), Turn::Head);
-        assert_eq!(turn(&[view(-1, 0, ""), view(-1, 1, "a")], 2, ""), Turn::Head);
-        assert_eq!(
-            turn(&[view(-1, 1, "a"), view(-1, 1, "a"), view(-1, 0, "")], 2, ""),
-            Turn::Behind { ahead: 1 }
-        );
+    fn a_newcomer_waits_behind_a_queue_that_a_quorum_holds() {
+        let views = [view(-1, 2, "a"), view(-1, 1, "a"), view(-1, 3, "a")];
+        assert_eq!(turn(&views, 2, "n"), Turn::Behind { ahead: 2 });
+        assert_eq!(ahead(&views, 2, "n"), Some(2));
+        assert_eq!(turn(&[view(-1, 1, "a"), view(-1, 1, "b")], 2, "n"), Turn::Unordered);
     }
 
     #[test]

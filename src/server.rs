@@ -9,7 +9,27 @@ use std::time::Duration;
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Client, ErrorKind, IntoConnectionInfo, RedisError};
 
-use crate::config::Tls;
+use crate::sentinel::{Group, SentinelUrl};
+
+/// TLS material for `rediss://` (and `rediss+sentinel://`) servers, as read from
+/// the files given.
+#[derive(Clone, Default)]
+pub struct Tls {
+    /// PEM of the CA to trust instead of the public roots.
+    pub ca: Option<Vec<u8>>,
+    /// PEM client certificate and key.
+    pub client: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+impl std::fmt::Debug for Tls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print key material.
+        f.debug_struct("Tls")
+            .field("ca", &self.ca.is_some())
+            .field("client", &self.client.is_some())
+            .finish()
+    }
+}
 
 /// A validated server address: what to connect to and how to name it.
 #[derive(Clone)]
@@ -18,6 +38,8 @@ pub struct ServerUrl {
     secret: String,
     /// `host:port`, `rediss://host:port` or `unix:/path`, plus `/db` when not 0.
     name: String,
+    /// A Sentinel group's URL, parsed (`redis+sentinel://`).
+    sentinel: Option<SentinelUrl>,
 }
 
 impl ServerUrl {
@@ -29,6 +51,11 @@ impl ServerUrl {
             return Err(format!(
                 "server URL {shown:?} has no scheme; use redis://{shown} (or rediss:// for TLS, unix:///path for a socket)"
             ));
+        }
+        if raw.starts_with("redis+sentinel://") || raw.starts_with("rediss+sentinel://") {
+            let sentinel = SentinelUrl::parse(raw, &shown)?;
+            let name = sentinel.name();
+            return Ok(ServerUrl { secret: raw.to_owned(), name, sentinel: Some(sentinel) });
         }
         let url =
             url::Url::parse(raw).map_err(|e| format!("server URL {shown:?} is not a URL: {e}"))?;
@@ -62,19 +89,26 @@ impl ServerUrl {
             }
             other => {
                 return Err(format!(
-                    "server URL {shown:?} has scheme {other:?}; use redis://, rediss:// or unix://"
+                    "server URL {shown:?} has scheme {other:?}; use redis://, rediss://, unix:// or redis+sentinel://"
                 ));
             }
         };
         // Let the redis crate check the rest (database number, port range...).
         raw.into_connection_info()
             .map_err(|_| format!("server URL {shown:?} is not a valid Redis URL"))?;
-        Ok(ServerUrl { secret: raw.to_owned(), name })
+        Ok(ServerUrl { secret: raw.to_owned(), name, sentinel: None })
     }
 
     /// This URL with `password` when it carries none of its own (from
     /// `--password-file` or `REDLOCK_PASSWORD`).
     pub fn with_default_password(&self, password: &str) -> Result<ServerUrl, String> {
+        if let Some(sentinel) = &self.sentinel {
+            // The master's password; the Sentinels' is `?sentinel_password=`.
+            return Ok(ServerUrl {
+                sentinel: Some(sentinel.with_default_password(password)),
+                ..self.clone()
+            });
+        }
         let mut url = url::Url::parse(&self.secret)
             .map_err(|_| format!("server URL {:?} is not a URL", self.name))?;
         if url.scheme().contains("unix") {
@@ -89,7 +123,7 @@ impl ServerUrl {
             url.set_password(Some(password))
                 .map_err(|()| format!("server URL {:?} cannot take a password", self.name))?;
         }
-        Ok(ServerUrl { secret: url.into(), name: self.name.clone() })
+        Ok(ServerUrl { secret: url.into(), name: self.name.clone(), sentinel: None })
     }
 
     /// The display name: host and port, never a password.
@@ -125,7 +159,9 @@ pub fn redact(raw: &str) -> String {
         let query: Vec<String> = out[q + 1..]
             .split('&')
             .map(|pair| match pair.split_once('=') {
-                Some((k, _)) if k == "pass" || k == "password" => format!("{k}=***"),
+                Some((k, _)) if ["pass", "password", "sentinel_password"].contains(&k) => {
+                    format!("{k}=***")
+                }
                 _ => pair.to_owned(),
             })
             .collect();
@@ -224,7 +260,8 @@ impl Failure {
         )
     }
 
-    fn from_redis(e: &RedisError) -> Failure {
+    /// The failure a redis crate error stands for.
+    pub fn from_redis(e: &RedisError) -> Failure {
         let detail = || short_detail(&e.to_string());
         match e.code() {
             Some("NOAUTH") => {
@@ -252,6 +289,23 @@ impl Failure {
             return Failure::Refused;
         }
         let text = detail();
+        // Redis 6.2 wraps the error of a command a script called in
+        // `ERR Error running script (...): @user_script:36: WRONGTYPE ...`
+        // (7.0 passes the code through): the same failure either way.
+        if text.contains("WRONGTYPE") {
+            return Failure::WrongType;
+        }
+        if text.contains("OOM command not allowed") {
+            return Failure::Unfit(text);
+        }
+        // A replica refuses writes (a Sentinel failover demoted the server,
+        // or the URL names a replica). Counted as a broken connection: it is
+        // dropped, so that the next call connects afresh (and, for a
+        // Sentinel group, asks the Sentinels for the new master), and a
+        // wait retries it.
+        if e.code() == Some("READONLY") || text.contains("READONLY") {
+            return Failure::Connection(format!("the server is a replica now ({text})"));
+        }
         // Waiting cannot cure a command the server does not have (renamed
         // or disabled: `rename-command EVALSHA ""`) or a database it lacks.
         if text.contains("DB index is out of range") {
@@ -388,10 +442,42 @@ pub struct Conn {
     generation: u64,
 }
 
-/// One Redis server and its connection, opened on first use.
+/// What a server's URL leads to.
+enum Target {
+    /// One server at a fixed address.
+    Direct(Client),
+    /// The current master of a Sentinel group, found again at each connect.
+    Sentinel(Group),
+}
+
+/// A client for `raw` (a `redis://` or `rediss://` URL), with `tls` for
+/// `rediss://` when it gives a CA or a client certificate.
+pub fn open_client(raw: &str, tls: &Tls) -> Result<Client, String> {
+    let invalid = || "not a valid Redis URL".to_owned();
+    let info = raw.into_connection_info().map_err(|_| invalid())?;
+    // Skip CLIENT SETINFO on connect: one round trip less, and no NOPERM
+    // noise for an ACL user limited to the lock commands.
+    let settings = info.redis_settings().clone().set_skip_set_lib_name();
+    let info = info.set_redis_settings(settings);
+    if raw.starts_with("rediss:") && (tls.ca.is_some() || tls.client.is_some()) {
+        let certificates = redis::TlsCertificates {
+            client_tls: tls.client.as_ref().map(|(cert, key)| redis::ClientTlsConfig {
+                client_cert: cert.clone(),
+                client_key: key.clone(),
+            }),
+            root_cert: tls.ca.clone(),
+        };
+        Client::build_with_tls(info, certificates)
+            .map_err(|e| format!("TLS setup: {}", e.detail().unwrap_or("bad certificate or key")))
+    } else {
+        Client::open(info).map_err(|_| invalid())
+    }
+}
+
+/// One Redis server (or Sentinel group) and its connection, opened on first use.
 pub struct Server {
     url: ServerUrl,
-    client: Client,
+    target: Target,
     timeout: Duration,
     /// The current connection, if one is open.
     conn: Mutex<Option<Conn>>,
@@ -399,6 +485,19 @@ pub struct Server {
     /// meanwhile wait for that one open and share its connection (single
     /// flight) instead of opening their own; counts the opens.
     opening: tokio::sync::Mutex<u64>,
+    /// For a Sentinel group: which master the current connection goes to,
+    /// and when the Sentinels last named it.
+    verified: Mutex<Option<Verified>>,
+}
+
+/// A Sentinel group's master as last confirmed.
+struct Verified {
+    /// The connection it is for.
+    generation: u64,
+    /// The master's `host:port`.
+    address: String,
+    /// When the Sentinels (or, with none answering, `ROLE`) confirmed it.
+    at: tokio::time::Instant,
 }
 
 impl Server {
@@ -406,37 +505,23 @@ impl Server {
     /// `rediss://` servers use `tls` (a private CA, a client certificate).
     pub fn new(url: ServerUrl, timeout: Duration, tls: &Tls) -> Result<Server, String> {
         install_crypto_provider();
-        let invalid = || format!("server URL {:?} is not a valid Redis URL", url.name());
-        let info = url.secret.as_str().into_connection_info().map_err(|_| invalid())?;
-        // Skip CLIENT SETINFO on connect: one round trip less, and no NOPERM
-        // noise for an ACL user limited to the lock commands.
-        let settings = info.redis_settings().clone().set_skip_set_lib_name();
-        let info = info.set_redis_settings(settings);
-        let client =
-            if url.secret.starts_with("rediss:") && (tls.ca.is_some() || tls.client.is_some()) {
-                let certificates = redis::TlsCertificates {
-                    client_tls: tls.client.as_ref().map(|(cert, key)| redis::ClientTlsConfig {
-                        client_cert: cert.clone(),
-                        client_key: key.clone(),
-                    }),
-                    root_cert: tls.ca.clone(),
-                };
-                Client::build_with_tls(info, certificates).map_err(|e| {
-                    format!(
-                        "{}: TLS setup: {}",
-                        url.name(),
-                        e.detail().unwrap_or("bad certificate or key")
-                    )
-                })?
-            } else {
-                Client::open(info).map_err(|_| invalid())?
-            };
+        let target = match &url.sentinel {
+            Some(sentinel) => Target::Sentinel(Group::new(sentinel.clone(), tls)?),
+            None => Target::Direct(open_client(&url.secret, tls).map_err(|e| {
+                if e.starts_with("not a valid") {
+                    format!("server URL {:?} is not a valid Redis URL", url.name())
+                } else {
+                    format!("{}: {e}", url.name())
+                }
+            })?),
+        };
         Ok(Server {
             url,
-            client,
+            target,
             timeout,
             conn: Mutex::new(None),
             opening: tokio::sync::Mutex::new(0),
+            verified: Mutex::new(None),
         })
     }
 
@@ -458,13 +543,20 @@ impl Server {
     /// bounded by the node timeout.
     pub async fn subscribe(&self, channel: &str) -> Result<redis::aio::PubSub, ServerError> {
         let work = async {
-            let mut pubsub = self.client.get_async_pubsub().await?;
-            pubsub.subscribe(channel).await?;
-            Ok::<_, RedisError>(pubsub)
+            let client = match &self.target {
+                Target::Direct(client) => client.clone(),
+                // Pub/sub only wakes waiters early: the master found now
+                // is the one to listen on (a stale one costs a wake-up).
+                Target::Sentinel(group) => group.master(&self.connection_config()).await?.client,
+            };
+            let mut pubsub =
+                client.get_async_pubsub().await.map_err(|e| Failure::from_redis(&e))?;
+            pubsub.subscribe(channel).await.map_err(|e| Failure::from_redis(&e))?;
+            Ok::<_, Failure>(pubsub)
         };
         let failure = match tokio::time::timeout(self.timeout, work).await {
             Ok(Ok(pubsub)) => return Ok(pubsub),
-            Ok(Err(e)) => Failure::from_redis(&e),
+            Ok(Err(failure)) => failure,
             Err(_) => Failure::Timeout(self.timeout),
         };
         Err(self.error(Op::Subscribe, channel.as_bytes(), failure))
@@ -499,8 +591,8 @@ impl Server {
     ) -> Result<Conn, ServerError> {
         let failure = match tokio::time::timeout_at(deadline, self.open()).await {
             Ok(Ok(conn)) => return Ok(conn),
-            Ok(Err(e)) if e.is_timeout() => self.timed_out(),
-            Ok(Err(e)) => Failure::from_redis(&e),
+            Ok(Err(Failure::Timeout(_))) => self.timed_out(),
+            Ok(Err(failure)) => failure,
             Err(_) => self.timed_out(),
         };
         Err(self.error(op, key, failure))
@@ -536,22 +628,130 @@ impl Server {
     /// it is taken, so concurrent callers end up on one connection. A
     /// caller whose deadline passes while it opens drops the attempt (and
     /// the lock); the next caller tries afresh.
-    async fn open(&self) -> redis::RedisResult<Conn> {
-        if let Some(conn) = self.lock_conn().as_ref() {
-            return Ok(conn.clone());
+    async fn open(&self) -> Result<Conn, Failure> {
+        if let Some(conn) = self.current() {
+            return Ok(conn);
         }
         let mut opened = self.opening.lock().await;
-        if let Some(conn) = self.lock_conn().as_ref() {
-            return Ok(conn.clone());
+        if let Some(conn) = self.current() {
+            return Ok(conn);
         }
-        let config = AsyncConnectionConfig::new()
-            .set_connection_timeout(Some(self.timeout))
-            .set_response_timeout(Some(self.timeout));
-        let conn = self.client.get_multiplexed_async_connection_with_config(&config).await?;
+        let config = self.connection_config();
+        let conn = match &self.target {
+            Target::Direct(client) => {
+                client.get_multiplexed_async_connection_with_config(&config).await.map_err(|e| {
+                    if e.is_timeout() {
+                        Failure::Timeout(self.timeout)
+                    } else {
+                        Failure::from_redis(&e)
+                    }
+                })?
+            }
+            Target::Sentinel(group) => {
+                let current = self.lock_conn().clone();
+                if let Some(conn) = current
+                    && self.still_master(group, &conn, &config).await
+                {
+                    return Ok(conn);
+                }
+                // Asked afresh: the first call, each call after a failure
+                // or a READONLY reply dropped the connection, and each call
+                // after the Sentinels named another master.
+                let master = group.master(&config).await?;
+                *self.lock_verified() = Some(Verified {
+                    generation: *opened + 1,
+                    address: master.address,
+                    at: tokio::time::Instant::now(),
+                });
+                master.conn
+            }
+        };
         *opened += 1;
         let conn = Conn { conn, generation: *opened };
         *self.lock_conn() = Some(conn.clone());
         Ok(conn)
+    }
+
+    /// The current connection, if there is one and, for a Sentinel group,
+    /// its master was confirmed less than a node timeout ago.
+    ///
+    /// Why confirm again: a master can lose its role while redlock's
+    /// connection to it stays open and keeps working. After `SENTINEL
+    /// FAILOVER`, or a failover while it was cut off, the old master goes on
+    /// accepting writes until the Sentinels reconfigure it (seconds later),
+    /// while other clients, asking the Sentinels, already lock on the new
+    /// one: redlock's vote on the old master would be a second vote of the
+    /// same group. Asking again before a call, at most once a node timeout,
+    /// bounds that window to one node timeout past the Sentinels' switch.
+    fn current(&self) -> Option<Conn> {
+        let conn = self.lock_conn().clone()?;
+        match &self.target {
+            Target::Direct(_) => Some(conn),
+            Target::Sentinel(_) => {
+                let verified = self.lock_verified();
+                let fresh = verified.as_ref().is_some_and(|v| {
+                    v.generation == conn.generation && v.at.elapsed() < self.timeout
+                });
+                fresh.then_some(conn)
+            }
+        }
+    }
+
+    /// Whether the Sentinels still name the master `conn` goes to (and
+    /// records when they did); with no Sentinel answering, whether it still
+    /// says `master` to `ROLE`, so that a master outliving its Sentinels
+    /// keeps its vote. When false, the connection is dropped.
+    async fn still_master(
+        &self,
+        group: &Group,
+        conn: &Conn,
+        config: &AsyncConnectionConfig,
+    ) -> bool {
+        let address = self.lock_verified().as_ref().map(|v| v.address.clone());
+        let Some(address) = address else {
+            self.forget(conn.generation);
+            return false;
+        };
+        let same = match group.named(config).await {
+            Ok(named) => named.as_deref() == Some(address.as_str()),
+            Err(_) => {
+                let mut c = conn.conn.clone();
+                crate::sentinel::role(&mut c).await.is_ok_and(|role| role == "master")
+            }
+        };
+        if same {
+            if let Some(v) = self.lock_verified().as_mut() {
+                v.at = tokio::time::Instant::now();
+            }
+        } else {
+            self.forget(conn.generation);
+        }
+        same
+    }
+
+    fn lock_verified(&self) -> std::sync::MutexGuard<'_, Option<Verified>> {
+        // As for `lock_conn`: a poisoned Option is still an Option.
+        self.verified.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Connect and response timeouts: the node timeout.
+    fn connection_config(&self) -> AsyncConnectionConfig {
+        AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(self.timeout))
+            .set_response_timeout(Some(self.timeout))
+    }
+
+    /// The Sentinel group behind this server, if its URL names one.
+    pub fn sentinel(&self) -> Option<&Group> {
+        match &self.target {
+            Target::Sentinel(group) => Some(group),
+            Target::Direct(_) => None,
+        }
+    }
+
+    /// The node timeout.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
     }
 
     /// Drops the current connection if it is generation `generation`.
@@ -591,6 +791,10 @@ mod tests {
         assert_eq!(redact("redis://secret@h"), "redis://***@h");
         assert_eq!(redact("unix:///s.sock?db=1&pass=secret"), "unix:///s.sock?db=1&pass=***");
         assert_eq!(redact("redis://h:1"), "redis://h:1");
+        assert_eq!(
+            redact("redis+sentinel://u:pw@h1:1,h2:2/m?sentinel_password=sp"),
+            "redis+sentinel://u:***@h1:1,h2:2/m?sentinel_password=***"
+        );
     }
 
     #[test]

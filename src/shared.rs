@@ -39,9 +39,9 @@
 //! A stream of overlapping shared holders keeps the marker up for ever, so
 //! an exclusive waiter would starve if newcomers kept joining. They do
 //! not: an exclusive waiter that found the key busy takes its place in the
-//! key's wait queue ([`crate::queue`]), and a shared newcomer, like any
-//! contender, attempts only when nobody is queued ahead of it (it queues
-//! behind the exclusive waiter otherwise). The shared holders inside
+//! key's wait queue ([`crate::queue`], kept by the exclusive acquire
+//! script), and a shared newcomer reads the queue before it joins and
+//! does not join while anybody is queued ([`attempt`]). The shared holders inside
 //! finish, the marker goes with the last one, and the exclusive waiter,
 //! at the head, takes the lock. Like every order in redlock, this rests
 //! on the queue and so on the newcomers not passing `--unordered`;
@@ -66,7 +66,7 @@ use crate::config::Request;
 use crate::error::Error;
 use crate::fence;
 use crate::lock::{
-    Attempt, AttemptReport, Call, Fleet, Holder, KeyLayout, Lock, ServerResult, Split,
+    Attempt, AttemptReport, Call, Fleet, Holder, KeyLayout, Lock, Place, ServerResult, Split,
 };
 use crate::quorum::{self, Outcome, Reply, Round, Vote};
 use crate::server::Op;
@@ -94,7 +94,7 @@ static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
 /// The server-side name of the shared holders of `key`: a companion of
 /// the lock in its Cluster hash slot (`redlock:{KEY}:readers`).
 pub fn readers_key(layout: KeyLayout, key: &str) -> String {
-    layout.queue_key(key, "readers")
+    layout.readers_key(key)
 }
 
 /// True when `token` is a shared holder's.
@@ -138,8 +138,28 @@ fn done_here(n: &i64) -> Vote {
 /// One attempt to join the shared holders of `request`'s key, with a
 /// fresh token. Busy when an exclusive holder has the key on a quorum; a
 /// holder taken with `--limit` ends it with a usage error.
-pub async fn attempt(fleet: &Fleet, request: &Request) -> AttemptReport {
+///
+/// With `place` (an ordered wait), it first reads the key's wait queue
+/// and, when anyone is queued (an exclusive waiter: shared contenders
+/// never join), does not join: [`Attempt::Queued`], so that the exclusive
+/// waiter is served before newcomers.
+pub async fn attempt(fleet: &Fleet, request: &Request, place: Option<Place<'_>>) -> AttemptReport {
     let Request { key, ttl, fence, .. } = request;
+    if let Some(place) = place.filter(|p| p.order) {
+        let queue_keys = fleet.key_layout().queue_keys(key);
+        let lists = crate::queue::list(fleet.servers(), key, &queue_keys).await;
+        let ahead = crate::queue::agreed(&lists, fleet.quorum())
+            .iter()
+            .filter(|w| w.member != place.member)
+            .count();
+        if ahead > 0 {
+            return AttemptReport {
+                attempt: Attempt::Queued { ahead },
+                servers: Vec::new(),
+                ahead: Some(ahead),
+            };
+        }
+    }
     let (ttl, layout) = (*ttl, fleet.key_layout());
     let token = Token::new().for_shared().to_string();
     let start = BootInstant::now();
@@ -175,7 +195,7 @@ pub async fn attempt(fleet: &Fleet, request: &Request) -> AttemptReport {
         // Withdraw everywhere, the silent servers too.
         let _ = fleet.round(leave_call(layout, key, &token, ""), parse_int, done_here).await;
     }
-    AttemptReport { attempt, servers }
+    AttemptReport { attempt, servers, ahead: None }
 }
 
 /// The verdict of a join round.

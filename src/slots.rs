@@ -72,7 +72,7 @@ use std::time::Duration;
 
 use crate::config::Request;
 use crate::error::Error;
-use crate::lock::{Attempt, AttemptReport, Fleet, ServerView, Status};
+use crate::lock::{Attempt, AttemptReport, Fleet, Place, ServerView, Status};
 use crate::token::Token;
 
 /// The largest `--limit`: a busy round of a waiter costs one acquire round
@@ -82,17 +82,23 @@ pub const MAX_LIMIT: u32 = 1000;
 /// One attempt at any place of `request`'s key, in order from place 1,
 /// with a fresh token; the
 /// place won is in the lock's token ([`Token::slot`]). With `limit` 1 it
-/// is exactly [`Fleet::attempt`] on the lock key. `splits` is as for
-/// [`Fleet::attempt`].
+/// is exactly [`Fleet::attempt`] on the lock key. `splits` and `place`
+/// (the waiter's entry in the key's one queue, shared by the places) are
+/// as for [`Fleet::attempt`].
 ///
 /// When no place is won, the verdict is the one that tells a waiter the
 /// most: a split (some place has no holder: retrying may win it), then
 /// unavailable (some place could not be read), then busy, naming the
 /// holder whose place frees soonest so that the waiter never sleeps past
 /// it. A holder taken with another limit ends it with a usage error.
-pub async fn attempt(fleet: &Fleet, request: &Request, splits: u32) -> AttemptReport {
+pub async fn attempt(
+    fleet: &Fleet,
+    request: &Request,
+    splits: u32,
+    place: Option<Place<'_>>,
+) -> AttemptReport {
     if request.shared {
-        return crate::shared::attempt(fleet, request).await;
+        return crate::shared::attempt(fleet, request, place).await;
     }
     let Request { key, ttl, fence, limit, .. } = request;
     let limit = (*limit).max(1);
@@ -100,7 +106,7 @@ pub async fn attempt(fleet: &Fleet, request: &Request, splits: u32) -> AttemptRe
     let try_place = async |i: u32| {
         let slot = i + 1;
         let token = base.clone().at(slot, limit).to_string();
-        agree(fleet.attempt(key, &token, *ttl, *fence, splits).await, key, limit)
+        agree(fleet.attempt(key, &token, *ttl, *fence, splits, place).await, key, limit)
     };
     let mut best = try_place(0).await;
     for i in 1..limit {
@@ -121,6 +127,7 @@ fn final_(attempt: &Attempt) -> bool {
     matches!(
         attempt,
         Attempt::Acquired(_)
+            | Attempt::Disordered
             | Attempt::Unavailable(Error::Usage(_) | Error::Unavailable { config: true, .. })
     )
 }
@@ -133,7 +140,9 @@ fn rank(attempt: &Attempt) -> (u8, Duration) {
         Attempt::Unavailable(_) => (2, Duration::ZERO),
         // Sooner is better: the inverse of the remaining time.
         Attempt::Busy(h) => (1, Duration::MAX - h.remaining.unwrap_or(Duration::MAX)),
-        Attempt::Acquired(_) => (4, Duration::ZERO),
+        // Not our turn in the key's queue: wait for it, as for the lock.
+        Attempt::Queued { .. } => (4, Duration::ZERO),
+        Attempt::Acquired(_) | Attempt::Disordered => (5, Duration::ZERO),
     }
 }
 
@@ -148,7 +157,7 @@ fn agree(report: AttemptReport, key: &str, limit: u32) -> AttemptReport {
                 crate::display_key(key.as_bytes()),
             );
             let attempt = Attempt::Unavailable(Error::Usage(message));
-            return AttemptReport { attempt, servers: report.servers };
+            return AttemptReport { attempt, servers: report.servers, ahead: report.ahead };
         }
         Attempt::Busy(holder) => match holder.value.parse::<Token>() {
             Ok(t) if t.limit() != limit => t,
@@ -164,7 +173,11 @@ fn agree(report: AttemptReport, key: &str, limit: u32) -> AttemptReport {
         theirs.host,
         theirs.pid,
     );
-    AttemptReport { attempt: Attempt::Unavailable(Error::Usage(message)), servers: report.servers }
+    AttemptReport {
+        attempt: Attempt::Unavailable(Error::Usage(message)),
+        servers: report.servers,
+        ahead: report.ahead,
+    }
 }
 
 /// The place a lock token holds (1 for an ordinary lock or another
@@ -239,6 +252,7 @@ mod tests {
         let report = |value: &str| AttemptReport {
             attempt: Attempt::Busy(Holder { value: value.to_owned(), remaining: None }),
             servers: Vec::new(),
+            ahead: None,
         };
         match agree(report(&theirs), "k", 2).attempt {
             Attempt::Unavailable(Error::Usage(m)) => {

@@ -1,12 +1,13 @@
 //! Taking a lock with retries: one attempt per round, jittered exponential
 //! backoff between rounds, never sleeping past the holder's remaining TTL,
 //! and never past the `--wait` deadline. A waiter subscribes to the key's
-//! release channel on every server after its first busy answer, so that a
-//! release wakes it at once; a missed message costs one backoff step, and
-//! a lost subscription is made again on a backoff of its own. With
-//! ordering on (the default; `--unordered` turns it off) a waiter also
-//! takes a place in the lock's queue ([`crate::queue`]) and attempts only
-//! when it is first on a quorum; `-n` is busy while anyone is queued.
+//! release channel after its first busy answer, so that a release wakes it
+//! at once; a missed message costs one backoff step, and a lost
+//! subscription is made again on a backoff of its own. With ordering on
+//! (the default; `--unordered` turns it off) its attempts also keep its
+//! place in the lock's queue ([`crate::queue`]): it attempts when a release
+//! names it first, and otherwise only to refresh its place; `-n` is busy
+//! while a quorum has a queue.
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
@@ -21,12 +22,21 @@ use serde_json::json;
 use crate::config::{Request, Wait};
 use crate::error::Error;
 use crate::exit;
-use crate::lock::{Attempt, Fleet, Lock};
+use crate::lock::{Attempt, Fleet, Lock, Place};
 use crate::output::{Level, Log};
-use crate::queue::{self, Turn};
+use crate::queue;
 use crate::server::{Failure, Server};
 use crate::signals::Signals;
 use crate::token::Token;
+
+/// How many attempts a waiter makes, [`CHASE_PAUSE`] apart, when it finds
+/// the lock still held by the token whose release it just heard (the
+/// release reached some servers before others). Bounded per release heard,
+/// so that a release that failed on a quorum costs a few attempts, never a
+/// storm.
+const CHASES: u32 = 3;
+/// The pause before a chasing attempt: about one turn of the servers.
+const CHASE_PAUSE: Duration = Duration::from_millis(1);
 
 /// The first pause between attempts.
 pub const FIRST_PAUSE: Duration = Duration::from_millis(25);
@@ -107,10 +117,34 @@ impl Default for Backoff {
     }
 }
 
+/// A release as announced (`scripts/release.lua`): `FIRST\nTOKEN`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Release {
+    /// The waiter first in the queue where it was announced (empty: none);
+    /// `None` from a publisher that does not say (an older redlock).
+    first: Option<String>,
+    /// The released token.
+    token: Vec<u8>,
+}
+
+impl Release {
+    /// Reads an announcement.
+    fn parse(payload: &[u8]) -> Release {
+        match payload.iter().position(|&b| b == b'\n') {
+            Some(at) => Release {
+                first: Some(String::from_utf8_lossy(&payload[..at]).into_owned()),
+                token: payload[at + 1..].to_vec(),
+            },
+            None => Release { first: None, token: payload.to_vec() },
+        }
+    }
+}
+
 /// Wakes a waiter when a release of the key is announced on any server.
 /// Every server announces the same release (its token), so the waiter
 /// wakes once per release, not once per server: a second wake would cost
-/// an attempt doomed to meet the next holder.
+/// an attempt doomed to meet the next holder. The announcement names the
+/// waiter first in the queue, so that only it attempts.
 ///
 /// Never a storm (issue 11): a wake is only a shortcut through the
 /// waiter's pause, never its only clock. When notifications are lost (the
@@ -123,8 +157,8 @@ impl Default for Backoff {
 /// reports "closed" at once forever (the busy-poll of 31,479 attempts in
 /// 3 s that issue 11 measured).
 struct Wake {
-    /// The last release heard: its token.
-    released: watch::Receiver<Vec<u8>>,
+    /// The last release heard.
+    released: watch::Receiver<Release>,
 }
 
 /// The release listeners of one channel on one fleet: one pub/sub
@@ -132,7 +166,7 @@ struct Wake {
 /// on that key (issue 11: each `wait::acquire` used to open its own).
 struct Ears {
     /// Where the listeners put the last release heard.
-    tx: Arc<watch::Sender<Vec<u8>>>,
+    tx: Arc<watch::Sender<Release>>,
     /// The listener of each server listened to, by index in the fleet.
     listeners: Vec<Option<JoinHandle<()>>>,
 }
@@ -166,7 +200,7 @@ impl Wake {
         // A panic elsewhere while holding the lock leaves the map usable.
         let mut all = EARS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let entry = all.entry(id).or_insert_with(|| Ears {
-            tx: Arc::new(watch::channel(Vec::new()).0),
+            tx: Arc::new(watch::channel(Release::default()).0),
             listeners: Vec::new(),
         });
         entry.listeners.resize_with(ears, || None);
@@ -188,7 +222,7 @@ impl Wake {
 /// or with its runtime. It has no deadline of its own: it sends nothing but
 /// a SUBSCRIBE per backoff step (at most about one a second once grown),
 /// and it is what keeps later waits of the process woken promptly.
-async fn listen(server: &Server, channel: &str, tx: &watch::Sender<Vec<u8>>, log: &Log) {
+async fn listen(server: &Server, channel: &str, tx: &watch::Sender<Release>, log: &Log) {
     let mut backoff = Backoff::new();
     loop {
         match server.subscribe(channel).await {
@@ -196,10 +230,10 @@ async fn listen(server: &Server, channel: &str, tx: &watch::Sender<Vec<u8>>, log
                 let since = Instant::now();
                 let mut messages = pubsub.into_on_message();
                 while let Some(message) = messages.next().await {
-                    let token = message.get_payload_bytes().to_vec();
+                    let release = Release::parse(message.get_payload_bytes());
                     tx.send_if_modified(|last| {
-                        let new = *last != token;
-                        *last = token;
+                        let new = last.token != release.token;
+                        *last = release;
                         new
                     });
                 }
@@ -259,81 +293,43 @@ pub async fn acquire(
     // with slow servers (`lock::patience`).
     let mut splits = 0u32;
     let mut wake: Option<Wake> = None;
-    // This wait's entry in the queue ([`crate::queue`]), once it has joined.
+    // This wait's entry in the queue ([`crate::queue`]), kept by the
+    // attempts themselves; `joined` once one of them may have written it.
     let member = Token::new().to_string();
-    let mut queued = false;
-    // Our place as last read from the servers, and when.
-    let mut guess: Option<(usize, Instant)> = None;
+    let since_ms = crate::millis(
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default(),
+    );
+    let mut joined = false;
+    // False for the one attempt after the queue proved disordered.
+    let mut order = true;
+    // Waiters ahead of us as the last attempt saw it, and when. A release
+    // heard moves us up one place without asking the servers; the turn to
+    // take a free key always comes from the servers.
+    let mut ahead: Option<(usize, Instant)>;
+    // The token of the last release heard, and how many attempts since
+    // met it still holding (see `CHASES`).
+    let mut heard: Option<Vec<u8>> = None;
+    let mut chases = 0;
+    let queue_keys = fleet.key_layout().queue_keys(key);
+    let leave = async |joined: bool| {
+        if joined {
+            queue::leave(fleet.servers(), key, &queue_keys, &member).await;
+        }
+    };
     loop {
-        // Not our turn: no attempt, only a refresh of our place. Exclusion
-        // does not rest on this check (the attempt is a plain majority
-        // round); it only keeps the waiters behind the head from attempting.
-        if *ordered {
-            // Far back in the queue, a release heard moves us up one place
-            // without asking the servers; they are asked again once we
-            // might be next, and at least every REFRESH to keep the entry
-            // alive. The estimate only ever delays an attempt: the turn to
-            // attempt always comes from the servers.
-            let fresh = match guess {
-                Some((ahead, at)) if ahead >= 2 && at.elapsed() < queue::REFRESH => Some(ahead),
-                _ => None,
-            };
-            let turn = match fresh {
-                Some(ahead) => Turn::Behind { ahead },
-                None if queued => queue::join(fleet, key, &member).await,
-                None => queue::peek(fleet, key).await,
-            };
-            if fresh.is_none() {
-                guess = match turn {
-                    Turn::Behind { ahead } => Some((ahead, Instant::now())),
-                    _ => None,
-                };
-            }
-            if let Turn::Behind { ahead } = turn {
-                let message = format!("{shown} has {ahead} waiter(s) queued ahead");
-                let last = Error::Busy { message, code: exit::BUSY };
-                if *wait == Wait::Once {
-                    return Err(last);
-                }
-                if !queued {
-                    queued = true;
-                    queue::join(fleet, key, &member).await;
-                }
-                let left =
-                    deadline.map_or(Duration::MAX, |d| d.saturating_duration_since(Instant::now()));
-                if left.is_zero() {
-                    queue::leave(fleet, key, &member).await;
-                    return Err(last);
-                }
-                wait_report.waiting(log, key, &last, start.elapsed(), left);
-                wake.get_or_insert_with(|| Wake::subscribe(fleet, key, log));
-                let pause = backoff.next_pause().min(left);
-                tokio::select! {
-                    () = tokio::time::sleep(pause) => {}
-                    () = released(&mut wake) => {
-                        log.debug("woken by a release");
-                        if let Some((ahead, _)) = guess.as_mut() {
-                            *ahead = ahead.saturating_sub(1);
-                        }
-                    }
-                    signal = next_signal(&mut signals) => {
-                        queue::leave(fleet, key, &member).await;
-                        return Err(interrupted(signal, key));
-                    }
-                }
-                continue;
-            }
-        }
         attempts += 1;
-        let report = crate::slots::attempt(fleet, request, splits).await;
-        if queued && matches!(report.attempt, Attempt::Acquired(_)) {
-            queue::leave(fleet, key, &member).await;
-        }
+        let join = *wait != Wait::Once;
+        let place = ordered.then_some(Place { member: &member, join, order, since_ms });
+        let report = crate::slots::attempt(fleet, request, splits, place).await;
+        joined |= place.is_some() && join;
+        order = true;
         let outcome = match &report.attempt {
             Attempt::Acquired(_) => "acquired",
             Attempt::Busy(_) => "busy",
             Attempt::Split(_) => "split",
             Attempt::Unavailable(_) => "unavailable",
+            Attempt::Queued { .. } => "queued",
+            Attempt::Disordered => "disordered",
         };
         log.event(
             Level::Info,
@@ -370,9 +366,27 @@ pub async fn acquire(
                 );
                 return Ok(lock);
             }
+            Attempt::Disordered => {
+                // No waiter is first on a quorum: once more, without order.
+                order = false;
+                continue;
+            }
             Attempt::Busy(holder) => {
                 let message = holder.describe(key);
+                // Still held by the token we heard released: its release
+                // is on its way to the other servers. Attempt again soon,
+                // a few times per release heard, rather than wait a whole
+                // pause for a release already announced.
+                if heard.as_deref() == Some(holder.value.as_bytes()) && chases < CHASES {
+                    chases += 1;
+                    tokio::time::sleep(CHASE_PAUSE).await;
+                    continue;
+                }
                 (Error::Busy { message, code: exit::BUSY }, holder.remaining)
+            }
+            Attempt::Queued { ahead } => {
+                let message = format!("{shown} has {ahead} waiter(s) queued ahead");
+                (Error::Busy { message, code: exit::BUSY }, None)
             }
             Attempt::Split(split) => {
                 let message = format!("acquire {}", split.describe(key, fleet.quorum()));
@@ -380,14 +394,13 @@ pub async fn acquire(
             }
             Attempt::Unavailable(e) => {
                 if matches!(e, Error::Unavailable { config: true, .. } | Error::Usage(_)) {
-                    if queued {
-                        queue::leave(fleet, key, &member).await;
-                    }
+                    leave(joined).await;
                     return Err(e);
                 }
                 (e, None)
             }
         };
+        ahead = report.ahead.map(|n| (n, Instant::now()));
         let split = matches!(last, Error::Split(_));
         splits = if split { splits + 1 } else { 0 };
         // Nobody holds the lock: settle the split even when not waiting.
@@ -395,30 +408,11 @@ pub async fn acquire(
             Some(d) if split => Some(d.max(start + SETTLE_BOUND)),
             other => other,
         };
-        let left = match until {
-            Some(d) => d.saturating_duration_since(Instant::now()),
-            None => Duration::MAX,
-        };
+        let left = until.map_or(Duration::MAX, |d| d.saturating_duration_since(Instant::now()));
         if left.is_zero() {
-            if queued {
-                queue::leave(fleet, key, &member).await;
-            }
+            leave(joined).await;
             return Err(last);
         }
-        // A busy waiter takes its place in the queue (`-n` does not wait).
-        if *ordered && !queued && !split && *wait != Wait::Once {
-            queued = true;
-            queue::join(fleet, key, &member).await;
-        }
-        let mut pause = backoff.next_pause().min(left);
-        if let Some(holder_left) = holder_left {
-            // Never sleep past the moment the holder's lock expires.
-            pause = pause.min(holder_left.max(Duration::from_millis(1)));
-        }
-        log.debug(&format!(
-            "attempt {attempts}: {last}; retrying in {}",
-            crate::fmt_duration(pause)
-        ));
         // Settling a split is not waiting for a holder: `-n` says nothing.
         if !(split && *wait == Wait::Once) {
             wait_report.waiting(log, key, &last, start.elapsed(), left);
@@ -428,14 +422,62 @@ pub async fn acquire(
         if !split {
             wake.get_or_insert_with(|| Wake::subscribe(fleet, key, log));
         }
-        tokio::select! {
-            () = tokio::time::sleep(pause) => {}
-            () = released(&mut wake) => log.debug("woken by a release"),
-            signal = next_signal(&mut signals) => {
-                if queued {
-                    queue::leave(fleet, key, &member).await;
+        let holder_expiry = holder_left.map(|d| Instant::now() + d.max(Duration::from_millis(1)));
+        // Until the next attempt: at the end of a pause, or at a release
+        // when no waiter is ahead of us. Far back in the queue a release
+        // only moves us up, and a pause ends in an attempt only to refresh
+        // our place once REFRESH has passed.
+        loop {
+            let left = match until {
+                Some(d) => d.saturating_duration_since(Instant::now()),
+                None => Duration::MAX,
+            };
+            if left.is_zero() {
+                leave(joined).await;
+                return Err(last);
+            }
+            let mut pause = backoff.next_pause().min(left);
+            if let Some(expiry) = holder_expiry {
+                // Never sleep past the moment the holder's lock expires
+                // (once it has, the pauses are the backoff's alone).
+                let until = expiry.saturating_duration_since(Instant::now());
+                if !until.is_zero() {
+                    pause = pause.min(until);
                 }
-                return Err(interrupted(signal, key));
+            }
+            log.debug(&format!(
+                "attempt {attempts}: {last}; next in at most {}",
+                crate::fmt_duration(pause)
+            ));
+            tokio::select! {
+                () = tokio::time::sleep(pause) => {
+                    match ahead {
+                        Some((n, at)) if n > 0 && at.elapsed() < queue::REFRESH => continue,
+                        _ => break,
+                    }
+                }
+                release = released(&mut wake) => {
+                    log.debug(&format!(
+                        "woken by a release; first in line: {}",
+                        release.first.as_deref().unwrap_or("(not said)")
+                    ));
+                    let first = release.first.as_deref().filter(|f| !f.is_empty());
+                    heard = Some(release.token.clone());
+                    chases = 0;
+                    match first {
+                        // Another waiter's turn: we move up one place.
+                        Some(f) if *ordered && f != member => {
+                            if let Some((n, _)) = ahead.as_mut() {
+                                *n = n.saturating_sub(1).max(1);
+                            }
+                        }
+                        _ => break,
+                    }
+                }
+                signal = next_signal(&mut signals) => {
+                    leave(joined).await;
+                    return Err(interrupted(signal, key));
+                }
             }
         }
     }
@@ -443,14 +485,13 @@ pub async fn acquire(
 
 /// The next release heard. With no listener (yet), or none left, never:
 /// only the pause is left, never a wake that fires at once forever.
-async fn released(wake: &mut Option<Wake>) {
-    let heard = match wake.as_mut() {
-        Some(wake) => wake.released.changed().await.is_ok(),
-        None => false,
-    };
-    if !heard {
-        std::future::pending::<()>().await;
+async fn released(wake: &mut Option<Wake>) -> Release {
+    if let Some(wake) = wake.as_mut()
+        && wake.released.changed().await.is_ok()
+    {
+        return wake.released.borrow_and_update().clone();
     }
+    std::future::pending().await
 }
 
 /// The error of a wait that `signal` ended.

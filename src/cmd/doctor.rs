@@ -3,7 +3,9 @@
 //! Each server is probed in parallel (PINGs, INFO, TIME, CONFIG GET); the
 //! pure [`assess`] turns the probes into warnings (things that break the
 //! algorithm's assumptions) and notes (advice). Exit 0 fit, 1 warnings,
-//! 69 when fewer than a quorum of servers answer.
+//! 69 when fewer than a quorum of servers answer. A Sentinel group is
+//! checked too ([`check_group`]): its Sentinels reachable, agreeing on the
+//! master, and that master reachable and a master.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -17,6 +19,7 @@ use crate::exit;
 use crate::fence;
 use crate::lock::Fleet;
 use crate::quorum::Failures;
+use crate::sentinel::Answer;
 use crate::server::{Failure, Op, Server, ServerError};
 
 /// PINGs per server for the round-trip median.
@@ -29,8 +32,10 @@ pub struct Probe {
     pub server: String,
     /// Median PING round trip.
     pub rtt: Duration,
-    /// `redis_version`.
+    /// `redis_version` (on Valkey, the Redis version it is compatible with).
     pub version: String,
+    /// `valkey_version`, on Valkey.
+    pub valkey_version: Option<String>,
     /// `role` (master / slave).
     pub role: String,
     /// `run_id`: the same on two URLs means the same server.
@@ -85,7 +90,17 @@ pub async fn doctor(
             Err(e) => failures.push(e),
         }
     }
-    let a = assess(&probes, &failures, ttl, drift_factor);
+    let groups = futures_util::future::join_all(
+        fleet.servers().iter().filter(|s| s.sentinel().is_some()).map(|s| check_group(s)),
+    )
+    .await
+    .into_iter()
+    .flatten()
+    .collect::<Vec<_>>();
+    let mut a = assess(&probes, &failures, ttl, drift_factor);
+    for g in &groups {
+        assess_group(g, &mut a);
+    }
     let quorum = fleet.quorum();
     let verdict = if probes.len() < quorum {
         "unavailable"
@@ -95,9 +110,17 @@ pub async fn doctor(
         "warnings"
     };
     let text = if json {
-        render_json(&probes, &failures, &a, quorum, verdict).to_string()
+        let mut json = render_json(&probes, &failures, &a, quorum, verdict);
+        json["sentinels"] = groups.iter().map(GroupCheck::json).collect();
+        json.to_string()
     } else {
-        render_text(&probes, &failures, &a, quorum, fleet.servers().len(), verdict)
+        let lines: String = groups.iter().map(|g| format!("{}\n", g.line())).collect();
+        let text = render_text(&probes, &failures, &a, quorum, fleet.servers().len(), verdict);
+        // The group lines go after the table, before the warnings.
+        match text.find("clock spread") {
+            Some(at) => format!("{}{lines}{}", &text[..at], &text[at..]),
+            None => text,
+        }
     };
     let _ = writeln!(std::io::stdout().lock(), "{text}");
     match verdict {
@@ -165,6 +188,7 @@ async fn probe(server: &Server) -> Result<Probe, ServerError> {
         server: server.name().to_owned(),
         rtt,
         version: field("redis_version"),
+        valkey_version: info.get("valkey_version").map(|v| (*v).to_owned()),
         role: field("role"),
         run_id: field("run_id"),
         clock_offset_ms: (server_us - local_us) / 1000.0,
@@ -183,6 +207,157 @@ async fn subscribe_refused(server: &Server) -> Option<String> {
     match server.subscribe(&crate::lock::release_channel(PROBE_KEY)).await {
         Err(ServerError { failure: Failure::NoPerm(why), .. }) => Some(why),
         _ => None,
+    }
+}
+
+/// What the Sentinels of one group said, and what their master is.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GroupCheck {
+    /// The group's display name.
+    pub group: String,
+    /// The service name.
+    pub service: String,
+    /// Each Sentinel's address and answer: the master's `host:port`,
+    /// `None` when it does not monitor the service, or the error.
+    pub answers: Vec<(String, Result<Option<String>, String>)>,
+    /// The master most Sentinels name, if any does.
+    pub master: Option<String>,
+    /// That master's `ROLE`, or why it could not be read.
+    pub master_role: Result<String, String>,
+}
+
+impl GroupCheck {
+    /// The Sentinels' distinct answers (addresses), in order.
+    fn named(&self) -> Vec<&str> {
+        let mut named: Vec<&str> = Vec::new();
+        for (_, answer) in &self.answers {
+            if let Ok(Some(m)) = answer
+                && !named.contains(&m.as_str())
+            {
+                named.push(m);
+            }
+        }
+        named
+    }
+
+    fn answered(&self) -> usize {
+        self.answers.iter().filter(|(_, a)| a.is_ok()).count()
+    }
+
+    /// One line for the text report.
+    fn line(&self) -> String {
+        let head = format!(
+            "sentinel {}: {} of {} Sentinels answer",
+            self.service,
+            self.answered(),
+            self.answers.len()
+        );
+        match (self.named().as_slice(), &self.master_role) {
+            ([], _) => format!("{head}, none names a master"),
+            ([one], Ok(role)) => format!("{head}, agree on master {one} (role {role})"),
+            ([one], Err(e)) => format!("{head}, agree on master {one} ({e})"),
+            (many, _) => format!("{head}, disagree on the master: {}", many.join(" / ")),
+        }
+    }
+
+    fn json(&self) -> serde_json::Value {
+        json!({
+            "group": self.group,
+            "service": self.service,
+            "sentinels": self.answers.iter().map(|(address, answer)| match answer {
+                Ok(master) => json!({ "sentinel": address, "master": master, "error": null }),
+                Err(e) => json!({ "sentinel": address, "master": null, "error": e }),
+            }).collect::<Vec<_>>(),
+            "master": self.master,
+            "master_role": self.master_role.as_ref().ok(),
+            "master_error": self.master_role.as_ref().err(),
+        })
+    }
+}
+
+/// Asks each Sentinel of `server`'s group for the master, and the master
+/// (the one most of them name) for its role; each call bounded by the node
+/// timeout.
+pub async fn check_group(server: &Server) -> Option<GroupCheck> {
+    let group = server.sentinel()?;
+    let config = redis::AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(server.timeout()))
+        .set_response_timeout(Some(server.timeout()));
+    let timeout = server.timeout();
+    let asks = group.sentinels().enumerate().map(|(i, address)| {
+        let config = &config;
+        async move {
+            let answer = match tokio::time::timeout(timeout, group.ask(i, config)).await {
+                Ok(Ok(Answer::Master(host, port))) => Ok(Some(format!("{host}:{port}"))),
+                Ok(Ok(Answer::Unknown)) => Ok(None),
+                Ok(Err(failure)) => Err(failure.to_string()),
+                Err(_) => Err(Failure::Timeout(timeout).to_string()),
+            };
+            (address.to_owned(), answer)
+        }
+    });
+    let answers = futures_util::future::join_all(asks).await;
+    let mut check = GroupCheck {
+        group: server.name().to_owned(),
+        service: group.service().to_owned(),
+        answers,
+        master: None,
+        master_role: Err("no Sentinel names a master".to_owned()),
+    };
+    let named = check.named();
+    let count =
+        |m: &str| check.answers.iter().filter(|(_, a)| matches!(a, Ok(Some(x)) if x == m)).count();
+    let master = named.iter().max_by_key(|m| count(m)).map(|m| (*m).to_owned());
+    if let Some(master) = master {
+        check.master_role = match master.rsplit_once(':').map(|(h, p)| (h, p.parse::<u16>())) {
+            Some((host, Ok(port))) => {
+                match tokio::time::timeout(timeout, group.role_of(host, port, &config)).await {
+                    Ok(Ok((_, _, role))) => Ok(role),
+                    Ok(Err(failure)) => Err(failure.to_string()),
+                    Err(_) => Err(Failure::Timeout(timeout).to_string()),
+                }
+            }
+            _ => Err(format!("not an address: {master}")),
+        };
+        check.master = Some(master);
+    }
+    Some(check)
+}
+
+/// Adds a Sentinel group's problems to the assessment.
+pub fn assess_group(g: &GroupCheck, a: &mut Assessment) {
+    for (address, answer) in &g.answers {
+        match answer {
+            Err(e) => a.warnings.push(format!("{}: Sentinel {address}: {e}", g.group)),
+            Ok(None) => a
+                .warnings
+                .push(format!("{}: Sentinel {address} does not monitor {:?}", g.group, g.service)),
+            Ok(Some(_)) => {}
+        }
+    }
+    let named = g.named();
+    if named.len() > 1 {
+        a.warnings.push(format!(
+            "{}: the Sentinels disagree on the master ({}): a failover in progress, or a split",
+            g.group,
+            named.join(" / ")
+        ));
+    }
+    match (&g.master, &g.master_role) {
+        (Some(_), Ok(role)) if role == "master" => {}
+        (Some(m), Ok(role)) => a.warnings.push(format!(
+            "{}: {m}, which the Sentinels name as master, has role {role}: redlock will not use it",
+            g.group
+        )),
+        (Some(m), Err(e)) => a.warnings.push(format!("{}: master {m}: {e}", g.group)),
+        (None, _) => {}
+    }
+    if g.answers.len() < 3 {
+        a.notes.push(format!(
+            "{}: {} Sentinel(s) listed: list at least 3, so that the master is found with one down",
+            g.group,
+            g.answers.len()
+        ));
     }
 }
 
@@ -355,7 +530,10 @@ fn render_text(
             [
                 p.server.clone(),
                 format!("{:.2}ms", p.rtt.as_secs_f64() * 1000.0),
-                p.version.clone(),
+                match &p.valkey_version {
+                    Some(v) => format!("valkey {v}"),
+                    None => p.version.clone(),
+                },
                 p.role.clone(),
                 format!("{:+.1}ms", p.clock_offset_ms),
                 if p.maxmemory > 0 {
@@ -426,7 +604,8 @@ fn render_json(
         .map(|p| {
             json!({
                 "server": p.server, "reachable": true, "error": null,
-                "rtt_ms": p.rtt.as_secs_f64() * 1000.0, "version": p.version, "role": p.role,
+                "rtt_ms": p.rtt.as_secs_f64() * 1000.0, "version": p.version,
+                "valkey_version": p.valkey_version, "role": p.role,
                 "run_id": p.run_id, "clock_offset_ms": p.clock_offset_ms,
                 "maxmemory": p.maxmemory, "maxmemory_policy": p.policy,
                 "appendonly": p.appendonly, "appendfsync": p.appendfsync, "save": p.save,

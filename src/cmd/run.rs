@@ -184,7 +184,6 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
     // included; renewal never outlives the job.
     watchdog.abort();
     child.disarm_guard();
-    finish(&fleet, &cfg, &lock, log).await;
     let signaled = status.as_ref().is_ok_and(|s| s.signal().is_some());
     let shown = crate::display_key(cfg.key.as_bytes());
     let result = match stop {
@@ -200,7 +199,12 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
         ))),
         None => exit_status(status, &cfg.argv),
     };
-    report::finished(&fleet, &cfg, &lock, asked, &result, signaled, log).await;
+    // The release goes first on every server's connection; the history
+    // entry follows it in the same round trip instead of a round of its own.
+    tokio::join!(
+        finish(&fleet, &cfg, &lock, log),
+        report::finished(&fleet, &cfg, &lock, asked, &result, signaled, log)
+    );
     result
 }
 

@@ -19,8 +19,9 @@ use crate::token::Token;
 /// Reads the key everywhere and prints a table (or JSON) on stdout;
 /// `limit` is how many places to read (`None`: as the holders' tokens say).
 pub async fn status(fleet: &Fleet, key: &str, json: bool, limit: Option<u32>) -> Result<u8, Error> {
-    let (places, lists) =
-        tokio::join!(crate::slots::status(fleet, key, limit), crate::queue::list(fleet, key));
+    let queue_keys = fleet.key_layout().queue_keys(key);
+    let lists = crate::queue::list(fleet.servers(), key, &queue_keys);
+    let (places, lists) = tokio::join!(crate::slots::status(fleet, key, limit), lists);
     let queue = crate::queue::agreed(&lists, fleet.quorum());
     if places.is_empty() {
         return Err(Error::Usage("status: no place read".to_owned()));

@@ -1,15 +1,28 @@
 -- Compare-and-delete: remove the key only while this token holds it, and
--- tell waiters at once.
--- KEYS[1]: the lock key.
+-- tell waiters at once whose turn it is.
+-- KEYS[1]: the lock key; KEYS[2], KEYS[3]: the wait queue's order and
+-- deadlines (src/queue.rs).
 -- ARGV[1]: the holder's token (for release --force, the value just read
 -- there); ARGV[2]: the release channel of the key.
--- Returns 1 when the key was deleted (and the token published on ARGV[2], so
--- that a waiter hearing the same release from every server wakes once),
--- 0 when it is absent or held by another value. A key of another type fails
--- with WRONGTYPE and is left untouched.
+-- Returns 1 when the key was deleted, 0 when it is absent or held by another
+-- value. A deletion is announced on ARGV[2] as "FIRST\nTOKEN": the waiter
+-- first in the queue here ('' when none), so that only it attempts, and the
+-- token, so that a waiter hearing the same release from every server wakes
+-- once. A key of another type fails with WRONGTYPE and is left untouched.
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
-  redis.call('PUBLISH', ARGV[2], ARGV[1])
+  local first = ''
+  if redis.call('EXISTS', KEYS[2]) == 1 then
+    local t = redis.call('TIME')
+    local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    -- Waiters that stopped refreshing (dead, or gone) are not named.
+    for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)) do
+      redis.call('ZREM', KEYS[2], m)
+      redis.call('ZREM', KEYS[3], m)
+    end
+    first = redis.call('ZRANGE', KEYS[2], 0, 0)[1] or ''
+  end
+  redis.call('PUBLISH', ARGV[2], first .. '\n' .. ARGV[1])
   return 1
 end
 return 0

@@ -121,7 +121,8 @@ fn json_events_parse_and_follow_the_documented_order() {
                 );
             }
             "child_exited" => assert_eq!(event["exit_code"], 4),
-            "released" => assert_eq!(event["deleted"], 3),
+            // A release is done once a quorum deleted; the rest land after.
+            "released" => assert!(event["deleted"].as_u64().is_some_and(|n| n >= 2), "{line}"),
             _ => {}
         }
         if names.last() != Some(&name) {

@@ -3,6 +3,7 @@
 //! The one integration-test binary: the real `redlock` against real
 //! `redis-server` processes started by [`harness`].
 
+mod compat;
 mod config_file;
 mod docs;
 mod doctor;
@@ -21,6 +22,7 @@ mod readme;
 mod recipes;
 mod run;
 mod secrets;
+mod sentinel;
 mod shared;
 mod tls;
 mod unguarded;

@@ -9,6 +9,7 @@ pub mod ledger;
 pub mod proxy;
 pub mod pty;
 pub mod redis;
+pub mod sentinel;
 pub mod tls;
 
 use std::ffi::OsStr;

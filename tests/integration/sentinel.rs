@@ -1,0 +1,215 @@
+//! Sentinel-managed servers (issue 14, item 3), with real processes: a
+//! master, a replica and three Sentinels ([`SentinelGroup`]). The group is
+//! one member of the quorum; redlock finds its master through the
+//! Sentinels, follows a failover, and a `run` whose lock is on the group
+//! and two plain servers never runs its command unguarded across one.
+
+use std::time::{Duration, Instant};
+
+use crate::harness::sentinel::{SERVICE, Sentinel, SentinelGroup};
+use crate::harness::{Fleet, RedisServer, Redlock, lock_key, pid_in, process_alive, unique_key};
+
+/// The token `acquire` printed, once it exits 0.
+fn acquire(servers: &str, key: &str, ttl: &str) -> String {
+    let out = Redlock::new(servers).args(["acquire", "-n", "--key", key, "--ttl", ttl]).run();
+    out.expect(0);
+    out.line().to_owned()
+}
+
+#[test]
+fn acquire_status_run_and_doctor_through_a_sentinel_url() {
+    let group = SentinelGroup::start();
+    let url = group.url();
+    let key = unique_key("sentinel");
+    let token = acquire(&url, &key, "30s");
+    let master = group.master();
+    assert_eq!(master.get(&lock_key(&key)).as_deref(), Some(token.as_str()), "on the master");
+    let status = Redlock::new(&url).args(["status", "--key", &key, "--json"]).run();
+    status.expect(0);
+    let json = status.json();
+    assert_eq!(json["quorum"], 1, "the group is one member");
+    assert_eq!(json["holder"]["token"], token.as_str());
+    let name = json["servers"][0]["server"].as_str().unwrap_or_default().to_owned();
+    assert!(name.starts_with(&format!("sentinel:{SERVICE}@127.0.0.1:")), "{name}");
+    Redlock::new(&url).args(["release", "--key", &key, "--token", &token]).run().expect(0);
+    assert_eq!(master.get(&lock_key(&key)), None);
+
+    let connections =
+        || -> Vec<u64> { group.sentinels.iter().map(|s| s.connections_received()).collect() };
+    let before = connections();
+    let out = Redlock::new(&url)
+        .args(["run", "--key", &key, "--ttl", "1s", "--", "sh", "-c", "sleep 1.5; echo ran"])
+        .run();
+    out.expect(0);
+    assert_eq!(out.line(), "ran");
+    // The master is confirmed again before each renewal (about 5 here), on
+    // one kept connection per Sentinel, not a new one each time (the
+    // count includes the test's own INFO).
+    for (b, a) in before.iter().zip(connections()) {
+        assert!(a - b <= 3, "{} connections to one Sentinel for one run", a - b);
+    }
+
+    let doctor = Redlock::new(&url).args(["doctor"]).run();
+    assert!(matches!(doctor.code(), 0 | 1), "{}", doctor.stdout);
+    let line = format!(
+        "sentinel {SERVICE}: 3 of 3 Sentinels answer, agree on master 127.0.0.1:{}",
+        master.port
+    );
+    assert!(doctor.stdout.contains(&line), "{}", doctor.stdout);
+    let json = Redlock::new(&url).args(["doctor", "--json"]).run().json();
+    assert_eq!(json["sentinels"][0]["master"], format!("127.0.0.1:{}", master.port), "{json}");
+    assert_eq!(json["sentinels"][0]["master_role"], "master", "{json}");
+}
+
+#[test]
+fn a_wrong_service_or_dead_sentinels_are_reported_with_their_cause() {
+    let mut group = SentinelGroup::start();
+    let key = unique_key("sentinel-bad");
+    let wrong = group.url().replace(SERVICE, "no-such-service");
+    // Waiting cannot cure a name no Sentinel monitors: 69 at once.
+    Redlock::new(&wrong)
+        .args(["acquire", "--wait", "10s", "--key", &key])
+        .run()
+        .expect(69)
+        .within(Duration::from_secs(5))
+        .stderr_has("no Sentinel monitors the service \"no-such-service\"");
+    let doctor = Redlock::new(&wrong).args(["doctor"]).run();
+    doctor.expect(69);
+    for s in &mut group.sentinels {
+        s.stop();
+    }
+    Redlock::new(&group.url())
+        .args(["acquire", "-n", "--key", &key])
+        .run()
+        .expect(69)
+        .stderr_has("connection refused");
+}
+
+#[test]
+fn a_failover_during_a_run_keeps_the_lock_or_stops_the_command_and_redlock_follows_it() {
+    let group = SentinelGroup::start();
+    let plain = Fleet::start(2);
+    let servers = format!("{},{}", group.url(), plain.urls());
+    let key = unique_key("failover");
+    let dir = tempfile::tempdir().unwrap();
+    let (pid, token_file) = (dir.path().join("pid"), dir.path().join("token"));
+    let script = format!(
+        "echo \"$REDLOCK_TOKEN\" > {t}.tmp && mv {t}.tmp {t}; echo $$ > {p}; sleep 8",
+        t = token_file.display(),
+        p = pid.display()
+    );
+    let running = Redlock::new(&servers)
+        .args(["-v", "run", "--key", &key, "--ttl", "2s", "-c", &script])
+        .spawn();
+    let child = pid_in(&pid);
+    let token = std::fs::read_to_string(&token_file).unwrap().trim().to_owned();
+    let old = group.master().port;
+    let _: String = group.sentinels[0].cmd(&["SENTINEL", "FAILOVER", SERVICE]);
+    // Never unguarded: while the command runs, a quorum (2 of the 3
+    // members) holds its token. The plain servers are enough; the group
+    // counts when its current master has it.
+    let start = Instant::now();
+    let mut new_master_has_it = false;
+    let new = loop {
+        let held =
+            plain.values(&lock_key(&key)).iter().filter(|v| v.as_deref() == Some(&*token)).count();
+        assert!(
+            !process_alive(child) || held == 2,
+            "the command runs but {held} plain server(s) hold its lock"
+        );
+        let ports: Vec<Option<u16>> = group.sentinels.iter().map(|s| s.master_port()).collect();
+        if ports.iter().all(|p| p.is_some_and(|p| p != old)) {
+            break ports[0].unwrap();
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "no failover: {ports:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let new_master = group.servers.iter().find(|s| s.port == new).unwrap();
+    // Renewals (every 2s/3) reach the new master through the Sentinels:
+    // its PTTL goes up. (The demoted master replicates nothing to it any
+    // more, so only redlock's extend can raise it.)
+    let deadline = Instant::now() + Duration::from_secs(4);
+    let mut last_pttl = i64::MAX - 1000;
+    while process_alive(child) && Instant::now() < deadline {
+        let pttl = new_master.pttl(&lock_key(&key));
+        if pttl > last_pttl + 100 && new_master.get(&lock_key(&key)).as_deref() == Some(&*token) {
+            new_master_has_it = true;
+            break;
+        }
+        last_pttl = pttl;
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = running.wait();
+    eprintln!(
+        "failover run: exit {}, new master renewed: {new_master_has_it}\n{}",
+        out.code(),
+        out.stderr
+    );
+    match out.code() {
+        0 => assert!(
+            new_master_has_it,
+            "the run kept its lock, but never renewed it on the new master"
+        ),
+        70 => assert!(!process_alive(child), "exit 70 but the command {child} still runs"),
+        _ => out.fail("should keep its lock (0) or stop the command (70)"),
+    }
+    // A new lock through the group alone lands on the new master.
+    let key2 = unique_key("after-failover");
+    let token2 = acquire(&group.url(), &key2, "30s");
+    assert_eq!(new_master.get(&lock_key(&key2)).as_deref(), Some(token2.as_str()));
+}
+
+#[test]
+fn a_killed_master_is_replaced_and_redlock_reaches_the_new_one() {
+    let mut group = SentinelGroup::start();
+    let url = group.url();
+    let key = unique_key("killed-master");
+    acquire(&url, &key, "500ms");
+    let old = group.master().port;
+    let index = group.servers.iter().position(|s| s.port == old).unwrap();
+    group.servers[index].stop();
+    // While the Sentinels have not yet agreed, the group is unavailable
+    // (69 with -n), never a replica's vote.
+    let out = Redlock::new(&url).args(["acquire", "-n", "--key", &unique_key("during")]).run();
+    assert!(matches!(out.code(), 0 | 69), "{}", out.stderr);
+    let new = group.await_new_master(old);
+    let token = Redlock::new(&url).args(["acquire", "--wait", "20s", "--key", &key]).run();
+    token.expect(0);
+    let new_master = group.servers.iter().find(|s| s.port == new).unwrap();
+    assert_eq!(new_master.get(&lock_key(&key)).as_deref(), Some(token.line()));
+}
+
+#[test]
+fn a_sentinel_that_names_a_replica_gets_no_vote() {
+    let group = SentinelGroup::start();
+    let replica = group.servers.iter().find(|s| s.port != group.master().port).unwrap();
+    // A replica that would take the write: only the ROLE check keeps
+    // redlock from counting its vote.
+    let _: String = replica.cmd(&["CONFIG", "SET", "replica-read-only", "no"]);
+    let stray = Sentinel::start(replica.port);
+    assert_eq!(stray.master_port(), Some(replica.port));
+    let url = format!("redis+sentinel://{}/{SERVICE}", stray.address());
+    let key = unique_key("replica-vote");
+    Redlock::new(&url)
+        .args(["acquire", "-n", "--key", &key])
+        .run()
+        .expect(69)
+        .stderr_has("whose role is \"slave\", not master");
+    assert_eq!(replica.get(&lock_key(&key)), None, "written on a replica");
+}
+
+#[test]
+fn a_replica_s_readonly_reply_is_retried_as_unavailable_not_a_lasting_error() {
+    let master = RedisServer::start();
+    let replica = RedisServer::start_with(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
+    let key = unique_key("readonly");
+    // A plain URL naming a replica: READONLY is what a demoted master
+    // answers too. It is retried like a broken connection (reconnecting, so
+    // that a Sentinel group asks for the new master) until the wait ends
+    // (69), and said in one line.
+    let out = Redlock::new(&replica.url()).args(["acquire", "--wait", "1s", "--key", &key]).run();
+    out.expect(69).stderr_has("the server is a replica now");
+    assert!(out.elapsed >= Duration::from_millis(900), "ended before the wait: {:?}", out.elapsed);
+    assert!(out.stderr.lines().all(|l| l.starts_with("redlock: ")), "{}", out.stderr);
+    assert_eq!(master.get(&lock_key(&key)), None);
+}
