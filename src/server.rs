@@ -276,6 +276,20 @@ impl Failure {
             Some("OOM") => return Failure::Unfit(detail()),
             _ => {}
         }
+        // A Redis Cluster node answers for the hash slots it owns and
+        // redirects the rest. redlock does not route by slot (issue 14,
+        // item 4), and waiting cannot change which node owns the lock's
+        // slot: say what the server is, at once, instead of retrying.
+        let text = e.to_string();
+        if matches!(e.code(), Some("MOVED" | "ASK" | "CROSSSLOT" | "CLUSTERDOWN"))
+            || ["Moved:", "Ask:", "CrossSlot", "ClusterDown"].iter().any(|t| text.contains(t))
+        {
+            return Failure::Unfit(format!(
+                "a Redis Cluster node ({}): redlock cannot lock through a cluster yet; \
+                 give it independent servers (each cluster master's own address does not work either)",
+                detail()
+            ));
+        }
         if e.kind() == ErrorKind::AuthenticationFailed {
             // The crate reports the server's WRONGPASS in words of its own.
             return Failure::Auth("WRONGPASS: wrong user name or password".to_owned());

@@ -3,6 +3,7 @@
 //! The one integration-test binary: the real `redlock` against real
 //! `redis-server` processes started by [`harness`].
 
+mod cluster;
 mod compat;
 mod config_file;
 mod docs;
