@@ -199,3 +199,54 @@ fn a_handoff_among_four_waiters_costs_at_most_twenty_script_calls() {
     assert!(calls <= 4 * 20, "{calls} script calls for 4 handoffs over 5 servers");
     eprintln!("lock-script calls per handoff: {} (+{history} history writes)", calls as f64 / 4.0);
 }
+
+#[test]
+fn no_wait_while_others_queue_is_busy_and_takes_no_place() {
+    let fleet = Fleet::start(3);
+    let key = unique_key("q-nowait");
+    let dir = tempfile::tempdir().unwrap();
+    plant(&fleet, &[0, 1, 2], &key, "foreign", 1500);
+    let w = waiter(&fleet, &key, dir.path(), "W", "10s");
+    await_queued(&fleet, &[0, 1, 2], &key, 1);
+    Redlock::on(&fleet).args(["run", "-k", &key, "-n", "--", "true"]).run().expect(75);
+    for i in 0..3 {
+        assert_eq!(order(&fleet, i, &key).len(), 1, "server {i}: -n joined the queue");
+    }
+    w.wait().expect(0);
+}
+
+#[test]
+fn a_waiter_out_of_time_leaves_no_queue_behind() {
+    let fleet = Fleet::start(3);
+    let key = unique_key("q-deadline");
+    let dir = tempfile::tempdir().unwrap();
+    plant(&fleet, &[0, 1, 2], &key, "foreign", 3000);
+    let w = waiter(&fleet, &key, dir.path(), "W", "1s");
+    await_queued(&fleet, &[0, 1, 2], &key, 1);
+    w.wait().expect(75);
+    // The planted key (3 s) and the entry (one 5 s lifetime) expire.
+    std::thread::sleep(Duration::from_millis(5600));
+    // What may stay is the skip record (`:skips`, kept a week by design),
+    // and only with a TTL; the queue and the lock are gone.
+    for s in &fleet.servers {
+        let keys: Vec<String> = s.cmd(&["KEYS", "*"]);
+        for k in &keys {
+            assert!(k.ends_with(":skips"), "left behind: {k} in {keys:?}");
+            assert!(s.pttl(k) > 0, "{k} never expires");
+        }
+    }
+}
+
+#[test]
+fn a_queue_key_of_another_type_fails_fast_and_takes_nothing() {
+    let fleet = Fleet::start(3);
+    let key = unique_key("q-wrongtype");
+    let (q, _) = queue_keys(&key);
+    for s in &fleet.servers {
+        let _: redis::Value = s.cmd(&["SET", &q, "not-a-zset"]);
+    }
+    let out = Redlock::on(&fleet).args(["run", "-k", &key, "--wait", "2s", "--", "true"]).run();
+    eprintln!("wrongtype: code {} stderr {}", out.code(), out.stderr);
+    assert_ne!(out.code(), 0, "ran under a lock whose queue it could not read");
+    assert!(fleet.values(&lock_key(&key)).iter().all(|v| v.is_none()), "a vote was left");
+}
