@@ -250,3 +250,31 @@ fn a_queue_key_of_another_type_fails_fast_and_takes_nothing() {
     assert_ne!(out.code(), 0, "ran under a lock whose queue it could not read");
     assert!(fleet.values(&lock_key(&key)).iter().all(|v| v.is_none()), "a vote was left");
 }
+
+#[test]
+fn unordered_and_ordered_waiters_on_one_key_all_pass_alone() {
+    let fleet = Fleet::start(3);
+    let key = unique_key("q-mixed");
+    let dir = tempfile::tempdir().unwrap();
+    plant(&fleet, &[0, 1, 2], &key, "foreign", 1500);
+    let d = dir.path().display();
+    let mut running = Vec::new();
+    for n in 0..4 {
+        let body = format!(
+            "mkdir {d}/inside 2>/dev/null || echo overlap >> {d}/overlaps; \
+             echo M{n} >> {d}/order; sleep 0.05; rmdir {d}/inside"
+        );
+        let mut args = vec!["run", "-k", &key, "--ttl", "2s", "--wait", "15s"];
+        if n % 2 == 1 {
+            args.push("--unordered");
+        }
+        args.extend(["--", "sh", "-c", &body]);
+        running.push(Redlock::on(&fleet).args(args).spawn());
+    }
+    for r in running {
+        r.wait().expect(0);
+    }
+    let served = std::fs::read_to_string(dir.path().join("order")).unwrap();
+    assert_eq!(served.lines().count(), 4, "{served}");
+    no_overlaps(dir.path());
+}
