@@ -19,6 +19,7 @@ mod limit;
 mod manual;
 mod messages;
 mod network;
+mod queue_order;
 mod readme;
 mod recipes;
 mod run;
