@@ -18,6 +18,7 @@ mod limit;
 mod manual;
 mod messages;
 mod network;
+mod noscript;
 mod readme;
 mod recipes;
 mod run;

@@ -1,0 +1,247 @@
+//! No scripting required (issue 14, item 2): servers that refuse
+//! `EVALSHA`/`EVAL` (renamed away in their configuration, or an ACL user
+//! without `@scripting`) get the same lock through plain commands
+//! (`WATCH`/`MULTI`/`EXEC` on a connection of its own, src/noscript.rs).
+
+use std::time::{Duration, Instant};
+
+use crate::harness::redis::Build;
+use crate::harness::{Fleet, RedisServer, Redlock, fence_key, lock_key, unique_key};
+
+/// Generous bound for "promptly": far above the work, far below a hang.
+const PROMPT: Duration = Duration::from_secs(10);
+
+/// Configuration that takes scripting away: the commands renamed to "".
+const NO_SCRIPTS: &[&str] = &[
+    "--rename-command",
+    "EVALSHA",
+    "",
+    "--rename-command",
+    "EVAL",
+    "",
+    "--rename-command",
+    "SCRIPT",
+    "",
+];
+
+/// `n` servers of `build` with scripting renamed away.
+fn renamed(build: Build, n: usize) -> Fleet {
+    Fleet::start_build_with(build, n, NO_SCRIPTS)
+}
+
+/// `acquire -n --json`: the token and the fence.
+fn acquire(servers: &str, key: &str, ttl: &str) -> (String, u64) {
+    let out =
+        Redlock::new(servers).args(["acquire", "-n", "--json", "--ttl", ttl, "--key", key]).run();
+    out.expect(0);
+    let json = out.json();
+    let fence = json["fence"].as_u64().unwrap_or_else(|| out.fail("no fence"));
+    (json["token"].as_str().unwrap_or_else(|| out.fail("no token")).to_owned(), fence)
+}
+
+/// `run` against servers without scripting neither hangs nor fails: it
+/// takes the lock, runs the command, and releases.
+fn run_does_not_hang(fleet: &Fleet) {
+    let key = unique_key("noscript-run");
+    let started = Instant::now();
+    let out = Redlock::on(fleet)
+        .args(["run", "-n", "--ttl", "2s", "--key", &key, "--", "echo", "ran"])
+        .run();
+    out.expect(0).within(PROMPT);
+    assert_eq!(out.stdout.trim(), "ran", "{}", out.stderr);
+    assert!(started.elapsed() < PROMPT);
+    assert_eq!(fleet.values(&lock_key(&key)), vec![None; fleet.servers.len()]);
+}
+
+/// acquire, status, extend, set-TTL-free release: values and TTLs checked
+/// on every server; a wrong token changes nothing.
+fn cycle(fleet: &Fleet) {
+    let servers = fleet.urls();
+    let n = fleet.servers.len();
+    let key = unique_key("noscript-cycle");
+    Redlock::new(&servers).args(["status", "--key", &key]).run().expect(1);
+    let (token, _) = acquire(&servers, &key, "10s");
+    assert_eq!(fleet.values(&lock_key(&key)), vec![Some(token.clone()); n]);
+    let status = Redlock::new(&servers).args(["status", "--key", &key, "--json"]).run();
+    status.expect(0);
+    let json = status.json();
+    assert_eq!(json["held"], true);
+    assert_eq!(json["holder"]["token"], token.as_str());
+    Redlock::new(&servers)
+        .args(["extend", "--key", &key, "--token", "not-the-token", "--ttl", "60s"])
+        .run()
+        .expect(70);
+    Redlock::new(&servers)
+        .args(["release", "--key", &key, "--token", "not-the-token"])
+        .run()
+        .expect(70);
+    Redlock::new(&servers)
+        .args(["extend", "--key", &key, "--token", &token, "--ttl", "60s"])
+        .run()
+        .expect(0);
+    for s in &fleet.servers {
+        assert!(s.pttl(&lock_key(&key)) > 10_000, "extend raised the TTL on {}", s.name());
+        assert!(s.pttl(&fence_key(&key)) > 10_000, "extend kept the counter on {}", s.name());
+    }
+    // Busy: -n exits 75 and names the holder; the holder's keys untouched.
+    Redlock::new(&servers)
+        .args(["acquire", "-n", "--key", &key])
+        .run()
+        .expect(75)
+        .within(PROMPT)
+        .stderr_has("held by");
+    assert_eq!(fleet.values(&lock_key(&key)), vec![Some(token.clone()); n]);
+    Redlock::new(&servers).args(["release", "--key", &key, "--token", &token]).run().expect(0);
+    assert_eq!(fleet.values(&lock_key(&key)), vec![None; n]);
+    Redlock::new(&servers).args(["status", "--key", &key]).run().expect(1);
+}
+
+/// Fences strictly increase across holders and across `run`s.
+fn fences_increase(fleet: &Fleet) {
+    let servers = fleet.urls();
+    let key = unique_key("noscript-fence");
+    let mut last = 0;
+    for _ in 0..5 {
+        let (token, fence) = acquire(&servers, &key, "5s");
+        assert!(fence > last, "fence {fence} after {last}");
+        last = fence;
+        Redlock::new(&servers).args(["release", "--key", &key, "--token", &token]).run().expect(0);
+    }
+    for _ in 0..3 {
+        let out = Redlock::new(&servers)
+            .args([
+                "run",
+                "-n",
+                "--ttl",
+                "2s",
+                "--key",
+                &key,
+                "--",
+                "sh",
+                "-c",
+                "echo $REDLOCK_FENCE",
+            ])
+            .run();
+        out.expect(0);
+        let fence: u64 = out.stdout.trim().parse().unwrap_or_else(|_| out.fail("no fence"));
+        assert!(fence > last, "run's fence {fence} after {last}");
+        last = fence;
+    }
+}
+
+/// Every key redlock wrote expires: DBSIZE back to 0 once TTL plus linger
+/// have passed.
+fn everything_expires(fleet: &Fleet) {
+    let servers = fleet.urls();
+    let key = unique_key("noscript-expire");
+    let (token, _) = acquire(&servers, &key, "1s");
+    Redlock::new(&servers).args(["release", "--key", &key, "--token", &token]).run().expect(0);
+    acquire(&servers, &key, "1s");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while fleet.dbsizes().iter().any(|&n| n != 0) {
+        assert!(Instant::now() < deadline, "keys left: {:?}", fleet.dbsizes());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Two contenders looping `run` on one key are never inside together.
+fn two_contenders_never_both_hold(fleet: &Fleet) {
+    let key = unique_key("noscript-excl");
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("inside");
+    let log = dir.path().join("log");
+    let script = format!(
+        "if [ -e {m} ]; then echo OVERLAP >> {l}; fi; touch {m}; sleep 0.2; rm -f {m}; echo ok >> {l}",
+        m = marker.display(),
+        l = log.display()
+    );
+    let contenders: Vec<_> = (0..2)
+        .map(|_| {
+            let urls = fleet.urls();
+            let (key, script) = (key.clone(), script.clone());
+            std::thread::spawn(move || {
+                for _ in 0..4 {
+                    Redlock::new(&urls)
+                        .args([
+                            "run", "--ttl", "2s", "--wait", "20s", "--key", &key, "--", "sh", "-c",
+                            &script,
+                        ])
+                        .run()
+                        .expect(0);
+                }
+            })
+        })
+        .collect();
+    for c in contenders {
+        c.join().unwrap();
+    }
+    let log = std::fs::read_to_string(&log).unwrap();
+    assert!(!log.contains("OVERLAP"), "both held at once:\n{log}");
+    assert_eq!(log.lines().count(), 8, "{log}");
+}
+
+mod redis7_renamed {
+    use super::*;
+
+    #[test]
+    fn run_does_not_hang() {
+        super::run_does_not_hang(&renamed(Build::Redis7, 3));
+    }
+
+    #[test]
+    fn cycle() {
+        super::cycle(&renamed(Build::Redis7, 3));
+    }
+
+    #[test]
+    fn fences_increase() {
+        super::fences_increase(&renamed(Build::Redis7, 3));
+    }
+
+    #[test]
+    fn everything_expires() {
+        super::everything_expires(&renamed(Build::Redis7, 3));
+    }
+
+    #[test]
+    fn two_contenders_never_both_hold() {
+        super::two_contenders_never_both_hold(&renamed(Build::Redis7, 3));
+    }
+
+    /// A mixed fleet: two servers with scripts, one without.
+    #[test]
+    fn mixed_fleet() {
+        let mut servers: Vec<RedisServer> =
+            (0..2).map(|_| RedisServer::start_build(Build::Redis7, &[])).collect();
+        servers.push(RedisServer::start_build(Build::Redis7, NO_SCRIPTS));
+        let fleet = Fleet { servers };
+        super::cycle(&fleet);
+        super::fences_increase(&fleet);
+    }
+}
+
+mod valkey81_renamed {
+    use super::*;
+
+    #[test]
+    fn run_does_not_hang() {
+        super::run_does_not_hang(&renamed(Build::Valkey81, 3));
+    }
+
+    #[test]
+    fn cycle() {
+        super::cycle(&renamed(Build::Valkey81, 3));
+    }
+
+    #[test]
+    fn fences_increase_and_everything_expires() {
+        let fleet = renamed(Build::Valkey81, 3);
+        super::fences_increase(&fleet);
+        super::everything_expires(&fleet);
+    }
+
+    #[test]
+    fn two_contenders_never_both_hold() {
+        super::two_contenders_never_both_hold(&renamed(Build::Valkey81, 3));
+    }
+}
