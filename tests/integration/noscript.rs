@@ -144,6 +144,33 @@ fn everything_expires(fleet: &Fleet) {
     }
 }
 
+/// `run` with a TTL of 1s over a 2.5s command: renewed (extend) through
+/// the hold, released at the end; `--keep` shortens the lock (set-TTL).
+fn run_renews_and_releases(fleet: &Fleet) {
+    let servers = fleet.urls();
+    let key = unique_key("noscript-renew");
+    let out = Redlock::new(&servers)
+        .args(["run", "--ttl", "1s", "--key", &key, "--", "sh", "-c", "sleep 2.5; echo done"])
+        .run();
+    out.expect(0).within(PROMPT);
+    assert_eq!(out.stdout.trim(), "done", "{}", out.stderr);
+    assert_eq!(fleet.values(&lock_key(&key)), vec![None; fleet.servers.len()]);
+    Redlock::new(&servers)
+        .args(["run", "--ttl", "1s", "--keep", "20s", "--key", &key, "--", "true"])
+        .run()
+        .expect(0);
+    for s in &fleet.servers {
+        let pttl = s.pttl(&lock_key(&key));
+        assert!(pttl > 10_000 && pttl <= 20_000, "--keep on {}: {pttl}", s.name());
+    }
+    // What needs a script there ends at once, in one line.
+    let shared = Redlock::new(&servers)
+        .args(["run", "--shared", "--key", &unique_key("noscript-shared"), "--", "true"])
+        .run();
+    shared.expect(69).within(PROMPT).stderr_has("refuses scripts");
+    assert_eq!(shared.stderr.lines().count(), 1, "{}", shared.stderr);
+}
+
 /// Two contenders looping `run` on one key are never inside together.
 fn two_contenders_never_both_hold(fleet: &Fleet) {
     let key = unique_key("noscript-excl");
@@ -208,6 +235,11 @@ mod redis7_renamed {
         super::two_contenders_never_both_hold(&renamed(Build::Redis7, 3));
     }
 
+    #[test]
+    fn run_renews_and_releases() {
+        super::run_renews_and_releases(&renamed(Build::Redis7, 3));
+    }
+
     /// A mixed fleet: two servers with scripts, one without.
     #[test]
     fn mixed_fleet() {
@@ -243,5 +275,87 @@ mod valkey81_renamed {
     #[test]
     fn two_contenders_never_both_hold() {
         super::two_contenders_never_both_hold(&renamed(Build::Valkey81, 3));
+    }
+
+    #[test]
+    fn run_renews_and_releases() {
+        super::run_renews_and_releases(&renamed(Build::Valkey81, 3));
+    }
+}
+
+/// The README's no-scripting ACL on Redis 7.0: a user refused `EVALSHA`
+/// (NOPERM) gets every lock operation all the same.
+mod redis7_acl {
+    use super::*;
+
+    /// The README's `ACL SETUSER locker-noscript` line, split into arguments.
+    fn readme_acl() -> Vec<String> {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
+        let readme = std::fs::read_to_string(path).unwrap();
+        let line = readme
+            .lines()
+            .find(|l| l.starts_with("ACL SETUSER locker-noscript "))
+            .expect("the no-scripting ACL line");
+        line.split_whitespace().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn the_documented_acl_without_scripting_is_enough() {
+        let fleet = Fleet::start_build(Build::Redis7, 3);
+        let acl = readme_acl();
+        let args: Vec<&str> = acl.iter().map(String::as_str).collect();
+        for s in &fleet.servers {
+            let ok: String = s.cmd(&args);
+            assert_eq!(ok, "OK");
+        }
+        let urls: Vec<String> = fleet
+            .servers
+            .iter()
+            .map(|s| format!("redis://locker-noscript:CHANGE-ME@127.0.0.1:{}", s.port))
+            .collect();
+        let urls = urls.join(",");
+        // The user really is refused scripts.
+        let key = format!("lock-{}", unique_key("acl"));
+        let denied = redis::cmd("EVAL")
+            .arg("return 1")
+            .arg(0)
+            .query::<i64>(
+                &mut redis::Client::open(format!(
+                    "redis://locker-noscript:CHANGE-ME@127.0.0.1:{}",
+                    fleet.servers[0].port
+                ))
+                .unwrap()
+                .get_connection()
+                .unwrap(),
+            )
+            .unwrap_err();
+        assert_eq!(denied.code(), Some("NOPERM"), "{denied}");
+        let (token, first) = acquire(&urls, &key, "10s");
+        assert_eq!(fleet.values(&lock_key(&key)), vec![Some(token.clone()); 3]);
+        Redlock::new(&urls).args(["status", "--key", &key]).run().expect(0);
+        Redlock::new(&urls)
+            .args(["extend", "--key", &key, "--token", &token, "--ttl", "60s"])
+            .run()
+            .expect(0);
+        Redlock::new(&urls).args(["acquire", "-n", "--key", &key]).run().expect(75);
+        Redlock::new(&urls).args(["release", "--key", &key, "--token", &token]).run().expect(0);
+        assert_eq!(fleet.values(&lock_key(&key)), vec![None; 3]);
+        let out = Redlock::new(&urls)
+            .args([
+                "run",
+                "--ttl",
+                "1s",
+                "--key",
+                &key,
+                "--",
+                "sh",
+                "-c",
+                "sleep 1.5; echo $REDLOCK_FENCE",
+            ])
+            .run();
+        out.expect(0);
+        let fence: u64 = out.stdout.trim().parse().unwrap_or_else(|_| out.fail("no fence"));
+        assert!(fence > first, "fence {fence} after {first}");
+        assert_eq!(fleet.values(&lock_key(&key)), vec![None; 3]);
     }
 }
