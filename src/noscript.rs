@@ -16,7 +16,10 @@
 //! decide, write only if nothing changed. `WATCH k` makes the `EXEC` that
 //! follows fail (a nil reply, nothing written) when any watched key was
 //! written, deleted or expired since the `WATCH` (Redis docs,
-//! "Transactions": optimistic locking; expiry counts since Redis 6.0.9).
+//! "Transactions": optimistic locking; expiry counts since Redis 6.0.9:
+//! on older servers a lock that expires between the read and the `EXEC`
+//! can make an extend answer 1 for a key that is gone, which the next
+//! renewal then finds lost).
 //! So "read under WATCH, then `MULTI` ... `EXEC`" either applies the writes
 //! to exactly the state that was read, with no command of anyone else's in
 //! between (a transaction runs as one step, like a script), or applies
@@ -140,6 +143,16 @@ pub(crate) async fn invoke(server: &Server, call: &Call) -> RedisResult<Value> {
 /// Withdraws a failed acquire attempt's vote: deletes the lock key while it
 /// holds `token`, without a word to waiters (as `withdraw.lua`; there is no
 /// queue entry to put back, the no-script acquire keeps none).
+///
+/// The attempt ran on a connection of its own, now dropped, and this runs
+/// on a new one, so there is no order between them on one connection (as
+/// `lock::withdraw` has for scripts). Nothing is lost by it: an attempt cut
+/// off before its `EXEC` was sent wrote nothing (the server discards the
+/// transaction with the connection); one whose `EXEC` was sent was read by
+/// the server before it saw the close, which is before this new connection
+/// was accepted, except for bytes still unread in the server's buffer, a
+/// window of one turn of its event loop. Lost in that window, the vote
+/// stays until its TTL: a delay for the next holder, never a second one.
 pub(crate) async fn withdraw(server: &Server, lock_key: &str, token: &[u8]) -> RedisResult<Value> {
     let mut c = server.dedicated().await?;
     release(&mut c, lock_key, token, None).await

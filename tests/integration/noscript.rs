@@ -249,6 +249,7 @@ mod redis7_renamed {
         let fleet = Fleet { servers };
         super::cycle(&fleet);
         super::fences_increase(&fleet);
+        super::two_contenders_never_both_hold(&fleet);
     }
 }
 
