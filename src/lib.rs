@@ -16,6 +16,8 @@
 //! - `scripts/*.lua`: the atomic acquire (with the fence draw), withdraw,
 //!   compare-and-extend (never shortening), set-TTL (`--keep`),
 //!   compare-and-delete, raise-fence, status and history scripts.
+//! - [`noscript`]: the same operations without scripts (`WATCH`/`MULTI`/
+//!   `EXEC` on a connection of its own), for servers that refuse them.
 //! - [`quorum`]: the pure tally and validity arithmetic, and the parallel
 //!   fan-out that stops as soon as the verdict is settled.
 //! - [`lock`]: the Redlock operations over a [`lock::Fleet`] of servers, and
@@ -96,6 +98,7 @@ pub mod guard;
 pub mod history;
 pub mod lock;
 pub mod metrics;
+pub mod noscript;
 pub mod output;
 pub mod procs;
 pub mod queue;

@@ -73,8 +73,31 @@ impl Call {
         &self.key
     }
 
+    /// Runs the script on `c`, or, on a server that refuses scripts, the
+    /// same operation without them.
+    async fn invoke(
+        &self,
+        server: &Server,
+        c: &mut MultiplexedConnection,
+    ) -> redis::RedisResult<Value> {
+        // No-script hook (issue 14, item 2): a server that refused a script
+        // once takes the plain-command path from then on (src/noscript.rs,
+        // WATCH/MULTI/EXEC on a connection of its own); the refusal itself
+        // is answered there too, so the caller sees the script's reply.
+        if server.scripts_refused() {
+            return crate::noscript::invoke(server, self).await;
+        }
+        match self.run_script(c).await {
+            Err(e) if crate::noscript::refuses_scripts(&e) => {
+                server.refuse_scripts();
+                crate::noscript::invoke(server, self).await
+            }
+            reply => reply,
+        }
+    }
+
     /// Runs the script on `c`.
-    async fn invoke(&self, c: &mut MultiplexedConnection) -> redis::RedisResult<Value> {
+    async fn run_script(&self, c: &mut MultiplexedConnection) -> redis::RedisResult<Value> {
         let mut invocation = self.script.prepare_invoke();
         for k in &self.keys {
             invocation.key(k);
@@ -93,7 +116,8 @@ impl Call {
         read: fn(Value) -> Result<T, String>,
     ) -> Result<T, ServerError> {
         let key = self.key();
-        let reply = server.call(self.op, key.as_bytes(), async |c| self.invoke(c).await).await?;
+        let reply =
+            server.call(self.op, key.as_bytes(), async |c| self.invoke(server, c).await).await?;
         read(reply).map_err(|msg| server.bad_reply(self.op, key, msg))
     }
 }
@@ -1216,7 +1240,9 @@ async fn contend(
     };
     let mut set = Box::pin(async {
         let reply = server
-            .call_on(&conn, Op::Acquire, key.as_bytes(), deadline, async |c| call.invoke(c).await)
+            .call_on(&conn, Op::Acquire, key.as_bytes(), deadline, async |c| {
+                call.invoke(&server, c).await
+            })
             .await?;
         parse_acquire(reply).map_err(|msg| server.bad_reply(Op::Acquire, key, msg))
     });
@@ -1292,6 +1318,14 @@ async fn leave_here(server: &Server, conn: &Conn, call: &Call) {
 /// attempt failed keeps its place.
 async fn withdraw(server: &Server, conn: &Conn, call: &Call, entry: Option<(u64, u64)>) {
     let key = call.key();
+    // No-script hook: the same compare-and-delete without a script.
+    if server.scripts_refused() {
+        let send = async |_: &mut MultiplexedConnection| {
+            crate::noscript::withdraw(server, &call.keys[0], &call.args[0]).await
+        };
+        let _ = server.call(Op::Withdraw, key.as_bytes(), send).await;
+        return;
+    }
     let (member, (score, deadline)) = match entry {
         Some(entry) => (call.args[1].as_slice(), entry),
         None => (&b""[..], (0, 0)),

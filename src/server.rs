@@ -4,6 +4,7 @@
 
 use std::fmt;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
@@ -328,7 +329,9 @@ impl Failure {
                     .to_owned(),
             );
         }
-        if text.contains("unknown command") {
+        // Likewise an operation that needs a script on a server that
+        // refuses them (src/noscript.rs: `--shared`, the run history).
+        if text.contains("unknown command") || text.contains(crate::noscript::NEEDS_SCRIPTS) {
             return Failure::Unfit(text);
         }
         // rustls reports through io errors; its messages name certificates.
@@ -502,6 +505,12 @@ pub struct Server {
     /// For a Sentinel group: which master the current connection goes to,
     /// and when the Sentinels last named it.
     verified: Mutex<Option<Verified>>,
+    /// Set once the server refused a script (EVALSHA unknown, or NOPERM for
+    /// it): from then on every operation takes the no-script path
+    /// ([`crate::noscript`]) without trying the script first. Never unset:
+    /// a server's configuration rarely gains scripting while redlock runs,
+    /// and the no-script path is as safe, only slower.
+    scripts_refused: AtomicBool,
 }
 
 /// A Sentinel group's master as last confirmed.
@@ -536,7 +545,37 @@ impl Server {
             conn: Mutex::new(None),
             opening: tokio::sync::Mutex::new(0),
             verified: Mutex::new(None),
+            scripts_refused: AtomicBool::new(false),
         })
+    }
+
+    /// Whether this server refused scripts ([`Server::refuse_scripts`]).
+    pub fn scripts_refused(&self) -> bool {
+        self.scripts_refused.load(Ordering::Relaxed)
+    }
+
+    /// Remembers that this server refuses scripts, for the rest of the run.
+    pub fn refuse_scripts(&self) {
+        self.scripts_refused.store(true, Ordering::Relaxed);
+    }
+
+    /// A new connection of its own, shared with no other call: for
+    /// `WATCH`/`MULTI`/`EXEC` ([`crate::noscript`]), whose WATCH state is
+    /// the connection's, so that another call on the shared multiplexed
+    /// connection could run between WATCH and EXEC, inside the transaction
+    /// or with its own WATCH/UNWATCH, and break the compare-and-set. The
+    /// caller drops it when done (closing it). For a Sentinel group, the
+    /// master the Sentinels name now.
+    pub async fn dedicated(&self) -> redis::RedisResult<MultiplexedConnection> {
+        let config = self.connection_config();
+        match &self.target {
+            Target::Direct(client) => {
+                client.get_multiplexed_async_connection_with_config(&config).await
+            }
+            Target::Sentinel(group) => group.master(&config).await.map(|m| m.conn).map_err(|f| {
+                RedisError::from((ErrorKind::Io, "no Sentinel master", f.to_string()))
+            }),
+        }
     }
 
     /// The display name (no password).

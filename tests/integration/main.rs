@@ -19,6 +19,7 @@ mod limit;
 mod manual;
 mod messages;
 mod network;
+mod noscript;
 mod queue_order;
 mod readme;
 mod recipes;

@@ -426,6 +426,12 @@ impl Fleet {
         Fleet { servers: (0..n).map(|_| RedisServer::start_build(build, &[])).collect() }
     }
 
+    /// Starts `n` servers of build `build`, each with the extra
+    /// command-line configuration `extra` (e.g. `--rename-command EVAL ""`).
+    pub fn start_build_with(build: Build, n: usize, extra: &[&str]) -> Fleet {
+        Fleet { servers: (0..n).map(|_| RedisServer::start_build(build, extra)).collect() }
+    }
+
     /// The `--servers` value for all of them.
     pub fn urls(&self) -> String {
         self.servers.iter().map(RedisServer::url).collect::<Vec<_>>().join(",")

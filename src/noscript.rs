@@ -1,0 +1,401 @@
+//! The no-script path (issue 14, item 2): the lock's operations for a
+//! server that refuses scripts (`EVALSHA` renamed away or disabled, or an
+//! ACL user without `@scripting`), made of plain commands with the same
+//! guarantees as the scripts in `src/scripts/`.
+//!
+//! # When it is used
+//! The scripts stay the default: one round trip each. The first call whose
+//! script a server refuses ([`refuses_scripts`]) marks the [`Server`]
+//! ([`Server::refuse_scripts`]), and is answered here; every later call to
+//! that server comes here directly (`invoke`, the hook in
+//! `src/lock.rs`). The reply has the shape the script's would have, so the
+//! rest of redlock reads it unchanged.
+//!
+//! # How: WATCH, MULTI, EXEC on a connection of its own
+//! Each operation is a compare-and-set: read the lock (and its counter),
+//! decide, write only if nothing changed. `WATCH k` makes the `EXEC` that
+//! follows fail (a nil reply, nothing written) when any watched key was
+//! written, deleted or expired since the `WATCH` (Redis docs,
+//! "Transactions": optimistic locking; expiry counts since Redis 6.0.9:
+//! on older servers a lock that expires between the read and the `EXEC`
+//! can make an extend answer 1 for a key that is gone, which the next
+//! renewal then finds lost).
+//! So "read under WATCH, then `MULTI` ... `EXEC`" either applies the writes
+//! to exactly the state that was read, with no command of anyone else's in
+//! between (a transaction runs as one step, like a script), or applies
+//! nothing. That is the atomicity the scripts have: a script is one step
+//! from its first read to its last write; here the reads and writes are
+//! separated in time, but any change in between voids the writes.
+//!
+//! WATCH state belongs to the connection, so every operation runs on a
+//! fresh connection of its own ([`Server::dedicated`]), never on the shared
+//! multiplexed one: another task's commands there could land between
+//! `MULTI` and `EXEC` (inside our transaction) or `UNWATCH` our keys.
+//!
+//! # When EXEC returns nil
+//! Someone touched a watched key between our read and our `EXEC`: nothing
+//! was written. The operation reads again and decides again (the lock may
+//! now be held by another, and the answer is then "held"), at most
+//! `TRIES` (5) times; after that it fails like a server error, which the
+//! quorum counts as a lost vote (never as a grant).
+//!
+//! # When the connection fails in the middle
+//! Before `EXEC` was sent, the server drops the transaction (and the WATCH)
+//! with the connection: nothing was written. After `EXEC` was sent but
+//! before its reply, the writes may or may not have happened, exactly as a
+//! script whose reply was lost: redlock treats it as an error that may have
+//! set the key (an acquire round withdraws it; a release is retried by the
+//! user or expires with its TTL). Every call is bounded by the node
+//! timeout of the caller (`Server::call_on`), which drops the connection.
+//!
+//! # What the no-script path does not do
+//! - The wait queue (`src/queue.rs`) is skipped: waiters on such a server go
+//!   unordered; a release names no first waiter, so every waiter tries.
+//! - Shared locks (`--shared`) and the run history need their scripts: on a
+//!   no-script server they fail with one line naming it (history writes
+//!   then degrade to `run`'s usual warning).
+//! - Native compare-and-set commands (`SET k v IFEQ old` on Valkey 8.1 and
+//!   Redis 8.4, `DELIFEQ` on Valkey 9) are not used yet: WATCH/MULTI/EXEC
+//!   works on every server since Redis 2.2.
+
+use std::sync::LazyLock;
+
+use redis::aio::MultiplexedConnection;
+use redis::{ErrorKind, RedisError, RedisResult, Script, Value};
+
+use crate::lock::Call;
+use crate::server::Server;
+
+/// How many times an operation reads and decides again after `EXEC`
+/// returned nil (a watched key changed): each nil means another client
+/// wrote the lock, so a handful suffices for the answer to be "held".
+const TRIES: usize = 5;
+
+/// The words of the error for an operation that needs a script on a server
+/// that refuses them; the server layer counts it as a configuration
+/// failure (no retry cures it).
+pub const NEEDS_SCRIPTS: &str = "the server refuses scripts";
+
+/// The hashes of the scripts this module stands in for.
+struct Known {
+    acquire: String,
+    extend: String,
+    set_ttl: String,
+    release: String,
+    status: String,
+    raise_fence: String,
+}
+
+static KNOWN: LazyLock<Known> = LazyLock::new(|| {
+    let hash = |source: &str| Script::new(source).get_hash().to_owned();
+    Known {
+        acquire: hash(include_str!("scripts/acquire.lua")),
+        extend: hash(include_str!("scripts/extend.lua")),
+        set_ttl: hash(include_str!("scripts/set_ttl.lua")),
+        release: hash(include_str!("scripts/release.lua")),
+        status: hash(include_str!("scripts/status.lua")),
+        raise_fence: hash(include_str!("scripts/raise_fence.lua")),
+    }
+});
+
+/// Whether `e` says the server refuses scripts: an unknown `EVALSHA`,
+/// `EVAL` or `SCRIPT` (renamed away, or a build without Lua), or NOPERM for
+/// one of them (an ACL user with `-@scripting`). A NOPERM for a command a
+/// script calls, or any other error, is not a refusal.
+pub fn refuses_scripts(e: &RedisError) -> bool {
+    let text = e.to_string().to_ascii_lowercase();
+    let names_scripting =
+        ["'evalsha'", "'eval'", "'script'", "'script|load'"].iter().any(|name| text.contains(name));
+    names_scripting
+        && (text.contains("unknown command")
+            || e.code() == Some("NOPERM")
+            || text.contains("no permissions"))
+}
+
+/// Runs `call` (a script call) on `server` without scripts; the reply has
+/// the script's shape. Operations that need their script (the shared
+/// lock's, the history's) fail with one line.
+pub(crate) async fn invoke(server: &Server, call: &Call) -> RedisResult<Value> {
+    let hash = call.script.get_hash();
+    let known = &*KNOWN;
+    let mut c = server.dedicated().await?;
+    if hash == known.acquire {
+        acquire(&mut c, call).await
+    } else if hash == known.extend {
+        extend(&mut c, call).await
+    } else if hash == known.set_ttl {
+        set_ttl(&mut c, call).await
+    } else if hash == known.release {
+        release(&mut c, &call.keys[0], &call.args[0], Some(&call.args[1])).await
+    } else if hash == known.status {
+        status(&mut c, call).await
+    } else if hash == known.raise_fence {
+        raise_fence(&mut c, call).await
+    } else {
+        Err(RedisError::from((
+            ErrorKind::Client,
+            NEEDS_SCRIPTS,
+            format!("{} (--shared, the run history) has no way without EVALSHA", call.op),
+        )))
+    }
+}
+
+/// Withdraws a failed acquire attempt's vote: deletes the lock key while it
+/// holds `token`, without a word to waiters (as `withdraw.lua`; there is no
+/// queue entry to put back, the no-script acquire keeps none).
+///
+/// The attempt ran on a connection of its own, now dropped, and this runs
+/// on a new one, so there is no order between them on one connection (as
+/// `lock::withdraw` has for scripts). Nothing is lost by it: an attempt cut
+/// off before its `EXEC` was sent wrote nothing (the server discards the
+/// transaction with the connection); one whose `EXEC` was sent was read by
+/// the server before it saw the close, which is before this new connection
+/// was accepted, except for bytes still unread in the server's buffer, a
+/// window of one turn of its event loop. Lost in that window, the vote
+/// stays until its TTL: a delay for the next holder, never a second one.
+pub(crate) async fn withdraw(server: &Server, lock_key: &str, token: &[u8]) -> RedisResult<Value> {
+    let mut c = server.dedicated().await?;
+    release(&mut c, lock_key, token, None).await
+}
+
+/// The error after `TRIES` nil `EXEC`s in a row.
+fn contended(what: &str) -> RedisError {
+    RedisError::from((
+        ErrorKind::Client,
+        "contended",
+        format!("{what}: the lock changed under WATCH {TRIES} times in a row"),
+    ))
+}
+
+/// Whether an `EXEC` reply is nil: a watched key changed, nothing written.
+fn aborted(reply: &Value) -> bool {
+    matches!(reply, Value::Nil)
+}
+
+/// `WATCH keys`, then the lock's value and PTTL, read under that WATCH.
+async fn watch_lock(
+    c: &mut MultiplexedConnection,
+    keys: &[&str],
+) -> RedisResult<(Option<Vec<u8>>, i64)> {
+    let mut pipe = redis::pipe();
+    pipe.cmd("WATCH").arg(keys).ignore();
+    pipe.cmd("GET").arg(keys[0]).cmd("PTTL").arg(keys[0]);
+    pipe.query_async(c).await
+}
+
+/// `UNWATCH`: the operation writes nothing after all.
+async fn unwatch(c: &mut MultiplexedConnection) -> RedisResult<()> {
+    redis::cmd("UNWATCH").query_async(c).await
+}
+
+/// The acquire script's work without the queue: `SET NX PX` and the fence
+/// draw in one transaction.
+///
+/// `WATCH lock fence; GET lock; GET fence; TIME` then, if free, `MULTI;
+/// SET lock token NX PX ttl; SET fence draw PX life; EXEC`. Why this is the
+/// script's step: the EXEC applies only if neither the lock nor the counter
+/// changed since the WATCH, so the lock was free and the counter was the
+/// one read (or absent) at the moment of the writes. The draw is
+/// `max(counter + 1, clamp(proposal, now, now + window))` (src/fence.rs)
+/// with `now` read by `TIME` *after* the counter: if the counter was absent
+/// when read (expired, or lost), `now` is later than that, which is what
+/// the argument's lower bound (2) needs; if it was present, the draw is
+/// above it. `now` is at most one node timeout older than the EXEC, which
+/// only lowers the draw's upper bound (1). A nil EXEC: another client took
+/// the lock or drew a fence meanwhile; read and decide again.
+async fn acquire(c: &mut MultiplexedConnection, call: &Call) -> RedisResult<Value> {
+    let (lock, fence_key, token) = (&call.keys[0], &call.keys[1], &call.args[0]);
+    let numbers = String::from_utf8_lossy(&call.args[2]).into_owned();
+    let words: Vec<&str> = numbers.split(' ').collect();
+    let bad = || RedisError::from((ErrorKind::Client, "bad acquire arguments", numbers.clone()));
+    let [ttl, proposal, window, life, ..] = words.as_slice() else { return Err(bad()) };
+    let number = |w: &str| w.parse::<u64>().map_err(|_| bad());
+    let (ttl, window, life) = (number(ttl)?, number(window)?, number(life)?);
+    let proposal = if *proposal == "-" { None } else { Some(number(proposal)?) };
+    for _ in 0..TRIES {
+        let (value, pttl) = watch_lock(c, &[lock, fence_key]).await?;
+        if let Some(holder) = value {
+            unwatch(c).await?;
+            return Ok(refused(holder, pttl));
+        }
+        let mut tx = redis::pipe();
+        tx.atomic().cmd("SET").arg(lock).arg(token).arg("NX").arg("PX").arg(ttl);
+        let drawn = match proposal {
+            None => None,
+            Some(proposal) => {
+                let (counter, (secs, micros)): (Option<u64>, (u64, u64)) =
+                    redis::pipe().cmd("GET").arg(fence_key).cmd("TIME").query_async(c).await?;
+                let now = secs * 1_000_000 + micros;
+                let draw = proposal.clamp(now, now + window);
+                let drawn = draw.max(counter.unwrap_or(0) + 1);
+                tx.cmd("SET").arg(fence_key).arg(drawn).arg("PX").arg(life);
+                Some(drawn)
+            }
+        };
+        let reply: Value = tx.query_async(c).await?;
+        if aborted(&reply) {
+            continue;
+        }
+        // Under WATCH the key was free and untouched: `SET NX` has set it.
+        let fence = drawn.map_or(-1, |f| i64::try_from(f).unwrap_or(i64::MAX));
+        return Ok(Value::Array(vec![
+            Value::Int(1),
+            Value::Int(fence),
+            Value::Int(-1),
+            Value::Int(-1),
+        ]));
+    }
+    Err(contended("acquire"))
+}
+
+/// The acquire script's "not set" reply, without a queue.
+fn refused(holder: Vec<u8>, pttl: i64) -> Value {
+    Value::Array(vec![
+        Value::Int(0),
+        Value::BulkString(holder),
+        Value::Int(pttl),
+        Value::Int(-1),
+        Value::Int(0),
+        Value::BulkString(Vec::new()),
+    ])
+}
+
+/// extend.lua: `WATCH lock fence; GET lock; PTTL lock; PTTL fence` and,
+/// while the token holds the lock, `MULTI; PEXPIRE` (only those that would
+/// grow) `EXEC`. The EXEC runs even with nothing to raise: a non-nil reply
+/// proves that the token still held the lock at that moment, as the
+/// script's read does. Nil: the lock changed; decide again.
+async fn extend(c: &mut MultiplexedConnection, call: &Call) -> RedisResult<Value> {
+    let (lock, fence_key, token) = (&call.keys[0], &call.keys[1], &call.args[0]);
+    let millis = |i: usize| -> RedisResult<i64> {
+        String::from_utf8_lossy(&call.args[i]).parse().map_err(|_| {
+            RedisError::from((ErrorKind::Client, "bad extend arguments", format!("{i}")))
+        })
+    };
+    let (ttl, life) = (millis(1)?, millis(2)?);
+    for _ in 0..TRIES {
+        let (value, left) = watch_lock(c, &[lock, fence_key]).await?;
+        if value.as_deref() != Some(token.as_slice()) {
+            unwatch(c).await?;
+            return Ok(Value::Int(0));
+        }
+        let counter: i64 = redis::cmd("PTTL").arg(fence_key).query_async(c).await?;
+        // PTTL inside: a transaction with no command would not be sent at
+        // all, and its EXEC is the proof that the token still held the lock.
+        let mut tx = redis::pipe();
+        tx.atomic().cmd("PTTL").arg(lock);
+        if left >= 0 && left < ttl {
+            tx.cmd("PEXPIRE").arg(lock).arg(ttl).ignore();
+        }
+        if counter >= 0 && counter < life {
+            tx.cmd("PEXPIRE").arg(fence_key).arg(life).ignore();
+        }
+        let reply: Value = tx.query_async(c).await?;
+        if !aborted(&reply) {
+            return Ok(Value::Int(1));
+        }
+    }
+    Err(contended("extend"))
+}
+
+/// set_ttl.lua: `WATCH lock; GET lock` and, while the token holds it,
+/// `MULTI; PEXPIRE lock ttl; EXEC`. Nil: the lock changed; decide again.
+async fn set_ttl(c: &mut MultiplexedConnection, call: &Call) -> RedisResult<Value> {
+    let (lock, token, ttl) = (&call.keys[0], &call.args[0], &call.args[1]);
+    for _ in 0..TRIES {
+        let (value, _) = watch_lock(c, &[lock]).await?;
+        if value.as_deref() != Some(token.as_slice()) {
+            unwatch(c).await?;
+            return Ok(Value::Int(0));
+        }
+        let reply: Value =
+            redis::pipe().atomic().cmd("PEXPIRE").arg(lock).arg(ttl).query_async(c).await?;
+        if let Value::Array(items) = reply {
+            return Ok(items.into_iter().next().unwrap_or(Value::Int(0)));
+        }
+    }
+    Err(contended("set-ttl"))
+}
+
+/// release.lua (and withdraw.lua without `channel`): `WATCH lock; GET lock`
+/// and, while `token` holds it, `MULTI; DEL lock; PUBLISH channel
+/// "\ntoken"; EXEC`. The DEL applies only if the key still held the token
+/// at EXEC: never anyone else's lock. The announcement names no first
+/// waiter (there is no queue here), so every waiter tries. Nil: the key
+/// changed (expired, or taken); decide again, which then answers 0.
+async fn release(
+    c: &mut MultiplexedConnection,
+    lock: &str,
+    token: &[u8],
+    channel: Option<&[u8]>,
+) -> RedisResult<Value> {
+    for _ in 0..TRIES {
+        let (value, _) = watch_lock(c, &[lock]).await?;
+        if value.as_deref() != Some(token) {
+            unwatch(c).await?;
+            return Ok(Value::Int(0));
+        }
+        let mut tx = redis::pipe();
+        tx.atomic().cmd("DEL").arg(lock).ignore();
+        if let Some(channel) = channel {
+            let mut message = b"\n".to_vec();
+            message.extend_from_slice(token);
+            tx.cmd("PUBLISH").arg(channel).arg(message).ignore();
+        }
+        let reply: Value = tx.query_async(c).await?;
+        if !aborted(&reply) {
+            return Ok(Value::Int(1));
+        }
+    }
+    Err(contended("release"))
+}
+
+/// status.lua: `MULTI; GET lock; PTTL lock; GET fence; EXEC`, one
+/// consistent read (a transaction runs as one step; no WATCH needed, it
+/// writes nothing).
+async fn status(c: &mut MultiplexedConnection, call: &Call) -> RedisResult<Value> {
+    let reply: Value = redis::pipe()
+        .atomic()
+        .cmd("GET")
+        .arg(&call.keys[0])
+        .cmd("PTTL")
+        .arg(&call.keys[0])
+        .cmd("GET")
+        .arg(&call.keys[1])
+        .query_async(c)
+        .await?;
+    Ok(reply)
+}
+
+/// raise_fence.lua: `WATCH lock fence; GET lock; GET fence` and, while the
+/// token holds the lock, `MULTI; SET fence wanted PX life` (only when it
+/// raises the counter) `EXEC`. Never lowers: the comparison is with the
+/// counter as read, and the EXEC applies only if it is still that.
+async fn raise_fence(c: &mut MultiplexedConnection, call: &Call) -> RedisResult<Value> {
+    let (lock, fence_key, token) = (&call.keys[0], &call.keys[1], &call.args[0]);
+    let parse = |b: &[u8]| String::from_utf8_lossy(b).parse::<i64>().ok();
+    let wanted = parse(&call.args[1])
+        .ok_or_else(|| RedisError::from((ErrorKind::Client, "bad raise-fence arguments")))?;
+    for _ in 0..TRIES {
+        let (value, _) = watch_lock(c, &[lock, fence_key]).await?;
+        if value.as_deref() != Some(token.as_slice()) {
+            unwatch(c).await?;
+            return Ok(Value::Int(-1));
+        }
+        let counter: Option<Vec<u8>> = redis::cmd("GET").arg(fence_key).query_async(c).await?;
+        let current = counter.as_deref().and_then(parse).unwrap_or(0);
+        let mut tx = redis::pipe();
+        tx.atomic().cmd("PTTL").arg(lock);
+        let after = if wanted > current {
+            tx.cmd("SET").arg(fence_key).arg(wanted).arg("PX").arg(&call.args[2]).ignore();
+            wanted
+        } else {
+            current
+        };
+        let reply: Value = tx.query_async(c).await?;
+        if !aborted(&reply) {
+            return Ok(Value::Int(after));
+        }
+    }
+    Err(contended("raise-fence"))
+}
