@@ -451,7 +451,8 @@ impl Fleet {
         .await
     }
 
-    fn unavailable<T>(&self, what: String, round: &Round<T>) -> Error {
+    /// The error of a round that too few servers answered; `what` names it.
+    pub(crate) fn unavailable<T>(&self, what: String, round: &Round<T>) -> Error {
         let failures = round.failures();
         let config = failures.any_config();
         Error::Unavailable {
@@ -467,7 +468,7 @@ impl Fleet {
     }
 
     /// Each server's part in a round, described by `describe` when it answered.
-    fn results<T>(
+    pub(crate) fn results<T>(
         &self,
         round: &Round<T>,
         describe: impl Fn(&T) -> &'static str,
@@ -735,19 +736,24 @@ impl Fleet {
     pub async fn extend(&self, key: &str, token: &str, ttl: Duration) -> Result<Lock, Error> {
         let keys = vec![self.layout.held_key(key, token), self.layout.fence_key(key)];
         let lifetime = crate::millis(crate::fence::lifetime(ttl)).to_string();
-        self.retime(&SCRIPTS.extend, key, keys, token, ttl, vec![lifetime.into_bytes()]).await
+        let more = vec![lifetime.into_bytes()];
+        self.retime(&SCRIPTS.extend, key, keys, token, ttl, more, NOT_HELD).await
     }
 
     /// Sets the TTL of a lock held by `token` to exactly `ttl` on every
     /// server, shortening it if need be (`run --keep`).
     pub async fn set_ttl(&self, key: &str, token: &str, ttl: Duration) -> Result<Lock, Error> {
         let keys = vec![self.layout.held_key(key, token)];
-        self.retime(&SCRIPTS.set_ttl, key, keys, token, ttl, Vec::new()).await
+        self.retime(&SCRIPTS.set_ttl, key, keys, token, ttl, Vec::new(), NOT_HELD).await
     }
 
-    /// One compare-and-set round on the lock's TTL: [`Fleet::extend`] or
-    /// [`Fleet::set_ttl`].
-    async fn retime(
+    /// One compare-and-set round on a holder's TTL: [`Fleet::extend`],
+    /// [`Fleet::set_ttl`] and their shared twins ([`crate::shared`]).
+    /// `script` gets KEYS `keys` and ARGV token, ttl ms, then `more`, and
+    /// answers 1 where the token holds; `refused` says what a quorum of 0
+    /// means.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn retime(
         &self,
         script: &'static Script,
         key: &str,
@@ -755,6 +761,7 @@ impl Fleet {
         token: &str,
         ttl: Duration,
         more: Vec<Vec<u8>>,
+        refused: &str,
     ) -> Result<Lock, Error> {
         let start = BootInstant::now();
         let mut args = vec![token.into(), crate::millis(ttl).to_string().into()];
@@ -782,7 +789,7 @@ impl Fleet {
                 })
             }
             Outcome::Refused => Err(Error::Lost(format!(
-                "extend {shown}: the lock is not held by this token ({} of {} servers say so)",
+                "extend {shown}: {refused} ({} of {} servers say so)",
                 round.tally.no, round.tally.total
             ))),
             Outcome::Unreachable => Err(self.unavailable(format!("extend {shown}"), &round)),
@@ -794,14 +801,26 @@ impl Fleet {
     /// other servers' deletes go on in the background, see
     /// [`Fleet::drain`]), with each server's part.
     pub async fn release(&self, key: &str, token: &str) -> Result<Vec<ServerResult>, Error> {
-        let round = self.round(self.release_call(key, token), parse_int, done_here).await;
+        self.release_with(self.release_call(key, token), NOT_HELD).await
+    }
+
+    /// One compare-and-delete round, `call` answering 1 where it deleted:
+    /// [`Fleet::release`] and the shared release ([`crate::shared`]);
+    /// `refused` says what a quorum of 0 means.
+    pub(crate) async fn release_with(
+        &self,
+        call: Call,
+        refused: &str,
+    ) -> Result<Vec<ServerResult>, Error> {
+        let key = call.key.clone();
+        let round = self.round(call, parse_int, done_here).await;
         let shown = crate::display_key(key.as_bytes());
         match round.outcome() {
             Outcome::Won => {
                 Ok(self.results(&round, |n| if *n == 1 { "deleted" } else { "not held" }))
             }
             Outcome::Refused => Err(Error::Lost(format!(
-                "release {shown}: the lock is not held by this token ({} of {} servers say so)",
+                "release {shown}: {refused} ({} of {} servers say so)",
                 round.tally.no, round.tally.total
             ))),
             Outcome::Unreachable => Err(self.unavailable(format!("release {shown}"), &round)),
@@ -903,9 +922,12 @@ impl Fleet {
     }
 }
 
+/// What a quorum of "not held" answers to an extend or a release means.
+const NOT_HELD: &str = "the lock is not held by this token";
+
 /// The vote of a compare-and-extend or compare-and-delete reply: 1 when
 /// the server did it (the token held the key there), 0 when it did not.
-fn done_here(n: &i64) -> Vote {
+pub(crate) fn done_here(n: &i64) -> Vote {
     if *n == 1 { Vote::Yes } else { Vote::No }
 }
 
@@ -1402,7 +1424,7 @@ fn parse_acquire(reply: Value) -> Result<Granted, String> {
 }
 
 /// Reads an integer reply.
-fn parse_int(reply: Value) -> Result<i64, String> {
+pub(crate) fn parse_int(reply: Value) -> Result<i64, String> {
     match reply {
         Value::Int(n) => Ok(n),
         other => Err(format!("unexpected reply {other:?}")),

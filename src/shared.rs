@@ -67,6 +67,7 @@ use crate::error::Error;
 use crate::fence;
 use crate::lock::{
     Attempt, AttemptReport, Call, Fleet, Holder, KeyLayout, Lock, Place, ServerResult, Split,
+    done_here, parse_int,
 };
 use crate::quorum::{self, Outcome, Reply, Round, Vote};
 use crate::server::Op;
@@ -124,17 +125,6 @@ fn parse_join(reply: Value) -> Result<Joined, String> {
     }
 }
 
-fn parse_int(reply: Value) -> Result<i64, String> {
-    match reply {
-        Value::Int(n) => Ok(n),
-        other => Err(format!("unexpected reply {other:?}")),
-    }
-}
-
-fn done_here(n: &i64) -> Vote {
-    if *n == 1 { Vote::Yes } else { Vote::No }
-}
-
 /// One attempt to join the shared holders of `request`'s key, with a
 /// fresh token. Busy when an exclusive holder has the key on a quorum; a
 /// holder taken with `--limit` ends it with a usage error.
@@ -186,7 +176,7 @@ pub async fn attempt(fleet: &Fleet, request: &Request, place: Option<Place<'_>>)
             Joined::No { .. } => Vote::No,
         })
         .await;
-    let servers = results(fleet, &round, |j| match j {
+    let servers = fleet.results(&round, |j| match j {
         Joined::Yes(_) => "granted",
         Joined::No { .. } => "held",
     });
@@ -326,7 +316,7 @@ async fn raise(
             .await;
     match round.outcome() {
         Outcome::Won => Ok(fence),
-        _ => Err(unavailable(
+        _ => Err(fleet.unavailable(
             format!(
                 "acquire {} --shared: could not record fence {fence} on a quorum",
                 crate::display_key(key.as_bytes())
@@ -334,34 +324,6 @@ async fn raise(
             &round,
         )),
     }
-}
-
-fn unavailable<T>(what: String, round: &Round<T>) -> Error {
-    let failures = round.failures();
-    Error::Unavailable { what, config: failures.any_config(), failures }
-}
-
-/// Each server's part in a round.
-fn results<T>(
-    fleet: &Fleet,
-    round: &Round<T>,
-    describe: fn(&T) -> &'static str,
-) -> Vec<ServerResult> {
-    fleet
-        .servers()
-        .iter()
-        .zip(&round.replies)
-        .zip(&round.latency)
-        .map(|((server, reply), latency)| ServerResult {
-            server: server.name().to_owned(),
-            result: match reply {
-                Reply::Answered(v) => describe(v).to_owned(),
-                Reply::Failed(e) => format!("error: {}", e.failure),
-                Reply::NotAwaited => "not awaited".to_owned(),
-            },
-            latency_ms: latency.map(|d| d.as_secs_f64() * 1000.0),
-        })
-        .collect()
 }
 
 /// The shared release (or, with an empty `channel`, withdrawal) of `token`.
@@ -385,44 +347,16 @@ async fn retime(
     exact: bool,
 ) -> Result<Lock, Error> {
     let layout = fleet.key_layout();
-    let start = BootInstant::now();
-    let call = Call {
-        op: Op::Extend,
-        key: key.to_owned(),
-        script: &SCRIPTS.extend,
-        keys: vec![layout.lock_key(key), readers_key(layout, key), layout.fence_key(key)],
-        args: vec![
-            token.into(),
-            crate::millis(ttl).to_string().into_bytes(),
-            crate::millis(fence::lifetime(ttl)).to_string().into_bytes(),
-            if exact { "exact" } else { "" }.into(),
-        ],
-    };
-    let round = fleet.round(call, parse_int, done_here).await;
-    let shown = crate::display_key(key.as_bytes());
-    match round.outcome() {
-        Outcome::Won => {
-            let validity = quorum::validity(ttl, start.elapsed(), fleet.drift_factor())
-                .ok_or_else(|| {
-                    unavailable(format!("extend {shown}: too slow to leave any validity"), &round)
-                })?;
-            Ok(Lock {
-                key: key.to_owned(),
-                token: token.to_owned(),
-                ttl,
-                since: start,
-                validity,
-                granted: (round.tally.yes, round.tally.total),
-                fence: None,
-            })
-        }
-        Outcome::Refused => Err(Error::Lost(format!(
-            "extend {shown}: no shared hold of this token ({} of {} servers say so)",
-            round.tally.no, round.tally.total
-        ))),
-        Outcome::Unreachable => Err(unavailable(format!("extend {shown}"), &round)),
-    }
+    let keys = vec![layout.lock_key(key), readers_key(layout, key), layout.fence_key(key)];
+    let more = vec![
+        crate::millis(fence::lifetime(ttl)).to_string().into_bytes(),
+        if exact { "exact" } else { "" }.into(),
+    ];
+    fleet.retime(&SCRIPTS.extend, key, keys, token, ttl, more, NO_SHARED_HOLD).await
 }
+
+/// What a quorum of "no entry" answers to a shared extend or release means.
+const NO_SHARED_HOLD: &str = "no shared hold of this token";
 
 /// [`Fleet::extend`], for a shared holder's token too.
 pub async fn extend(fleet: &Fleet, key: &str, token: &str, ttl: Duration) -> Result<Lock, Error> {
@@ -448,19 +382,7 @@ pub async fn release(fleet: &Fleet, key: &str, token: &str) -> Result<Vec<Server
         return fleet.release(key, token).await;
     }
     let channel = crate::lock::release_channel(key);
-    let call = leave_call(fleet.key_layout(), key, token, &channel);
-    let round = fleet.round(call, parse_int, done_here).await;
-    let shown = crate::display_key(key.as_bytes());
-    match round.outcome() {
-        Outcome::Won => {
-            Ok(results(fleet, &round, |n| if *n == 1 { "deleted" } else { "not held" }))
-        }
-        Outcome::Refused => Err(Error::Lost(format!(
-            "release {shown}: no shared hold of this token ({} of {} servers say so)",
-            round.tally.no, round.tally.total
-        ))),
-        Outcome::Unreachable => Err(unavailable(format!("release {shown}"), &round)),
-    }
+    fleet.release_with(leave_call(fleet.key_layout(), key, token, &channel), NO_SHARED_HOLD).await
 }
 
 /// `release --force` of the shared holders of `key`: the marker and every
