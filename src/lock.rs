@@ -532,6 +532,13 @@ impl Fleet {
     ) -> AttemptReport {
         let start = BootInstant::now();
         let [order, deadlines] = self.layout.queue_keys(key);
+        let mut keys =
+            vec![self.layout.held_key(key, token), self.layout.fence_key(key), order, deadlines];
+        // A shared holder's token joins the shared holders instead
+        // ([`crate::shared`]): the same script, round and queue.
+        if is_shared(token) {
+            keys.push(self.layout.readers_key(key));
+        }
         let numbers = format!(
             "{} {} {} {} {} {} {} {} {}",
             crate::millis(ttl),
@@ -548,12 +555,7 @@ impl Fleet {
             op: Op::Acquire,
             key: key.to_owned(),
             script: &SCRIPTS.acquire,
-            keys: vec![
-                self.layout.held_key(key, token),
-                self.layout.fence_key(key),
-                order,
-                deadlines,
-            ],
+            keys,
             args: vec![token.into(), place.map_or("", |p| p.member).into(), numbers.into_bytes()],
         });
         // The verdict every server task waits for: Some(true) keeps the
@@ -700,11 +702,15 @@ impl Fleet {
         if !settled.write_back {
             return Ok(Some(fence));
         }
+        let mut keys = vec![self.layout.held_key(key, token), self.layout.fence_key(key)];
+        if is_shared(token) {
+            keys.push(self.layout.readers_key(key));
+        }
         let call = Call {
             op: Op::RaiseFence,
             key: key.to_owned(),
             script: &SCRIPTS.raise_fence,
-            keys: vec![self.layout.held_key(key, token), self.layout.fence_key(key)],
+            keys,
             args: vec![
                 token.into(),
                 fence.to_string().into_bytes(),
@@ -800,19 +806,11 @@ impl Fleet {
     /// the release to waiters. Returns once a quorum has deleted it (the
     /// other servers' deletes go on in the background, see
     /// [`Fleet::drain`]), with each server's part.
+    /// A shared holder's token leaves the shared holders
+    /// ([`Fleet::release_call`]).
     pub async fn release(&self, key: &str, token: &str) -> Result<Vec<ServerResult>, Error> {
-        self.release_with(self.release_call(key, token), NOT_HELD).await
-    }
-
-    /// One compare-and-delete round, `call` answering 1 where it deleted:
-    /// [`Fleet::release`] and the shared release ([`crate::shared`]);
-    /// `refused` says what a quorum of 0 means.
-    pub(crate) async fn release_with(
-        &self,
-        call: Call,
-        refused: &str,
-    ) -> Result<Vec<ServerResult>, Error> {
-        let key = call.key.clone();
+        let refused = if is_shared(token) { NO_SHARED_HOLD } else { NOT_HELD };
+        let call = self.release_call(key, token);
         let round = self.round(call, parse_int, done_here).await;
         let shown = crate::display_key(key.as_bytes());
         match round.outcome() {
@@ -925,6 +923,14 @@ impl Fleet {
 /// What a quorum of "not held" answers to an extend or a release means.
 const NOT_HELD: &str = "the lock is not held by this token";
 
+/// The same for a shared holder's token ([`crate::shared`]).
+pub(crate) const NO_SHARED_HOLD: &str = "no shared hold of this token";
+
+/// True when `token` is a shared holder's ([`crate::shared`]).
+pub fn is_shared(token: &str) -> bool {
+    token.parse::<Token>().is_ok_and(|t| t.shared)
+}
+
 /// The vote of a compare-and-extend or compare-and-delete reply: 1 when
 /// the server did it (the token held the key there), 0 when it did not.
 pub(crate) fn done_here(n: &i64) -> Vote {
@@ -933,7 +939,24 @@ pub(crate) fn done_here(n: &i64) -> Vote {
 
 impl Fleet {
     /// The compare-and-delete of `token` on `key`, announcing the release.
+    /// A shared holder's token ([`crate::shared`]) leaves the shared
+    /// holders instead: the withdrawal script, with the release channel.
     fn release_call(&self, key: &str, token: &str) -> Call {
+        if is_shared(token) {
+            let [order, deadlines] = self.layout.queue_keys(key);
+            return Call {
+                op: Op::Release,
+                key: key.to_owned(),
+                script: &SCRIPTS.withdraw,
+                keys: vec![
+                    self.layout.lock_key(key),
+                    order,
+                    deadlines,
+                    self.layout.readers_key(key),
+                ],
+                args: vec![token.into(), Vec::new(), Vec::new(), release_channel(key).into_bytes()],
+            };
+        }
         Call {
             op: Op::Release,
             key: key.to_owned(),
@@ -1352,17 +1375,22 @@ async fn withdraw(server: &Server, conn: &Conn, call: &Call, entry: Option<(u64,
         Some(entry) => (call.args[1].as_slice(), entry),
         None => (&b""[..], (0, 0)),
     };
+    // A shared attempt's call has the shared holders as a fifth key: the
+    // script then withdraws its entry there (announcing nothing).
+    let readers = call.keys.get(4);
     let mut pipe = redis::pipe();
     pipe.cmd("SCRIPT").arg("LOAD").arg(WITHDRAW_LUA).ignore();
     pipe.cmd("EVALSHA")
         .arg(SCRIPTS.withdraw.get_hash())
-        .arg(3)
+        .arg(3 + usize::from(readers.is_some()))
         .arg(&call.keys[0])
         .arg(&call.keys[2])
         .arg(&call.keys[3])
+        .arg(readers)
         .arg(&call.args[0])
         .arg(member)
-        .arg(format!("{score} {deadline}"));
+        .arg(format!("{score} {deadline}"))
+        .arg(readers.map(|_| ""));
     let send = async |c: &mut MultiplexedConnection| pipe.query_async::<Value>(c).await;
     let first = server.call_on(conn, Op::Withdraw, key.as_bytes(), server.deadline(), send).await;
     if let Err(e) = first

@@ -118,6 +118,14 @@ pub fn refuses_scripts(e: &RedisError) -> bool {
 pub(crate) async fn invoke(server: &Server, call: &Call) -> RedisResult<Value> {
     let hash = call.script.get_hash();
     let known = &*KNOWN;
+    // A shared holder's acquire and fence write-back use the lock's
+    // scripts with the shared holders as one more key: they have no
+    // transaction here.
+    let shared =
+        || call.args.first().is_some_and(|t| crate::lock::is_shared(&String::from_utf8_lossy(t)));
+    if (hash == known.acquire || hash == known.raise_fence) && shared() {
+        return Err(needs_scripts(call));
+    }
     let mut c = server.dedicated().await?;
     if hash == known.acquire {
         acquire(&mut c, call).await
@@ -132,12 +140,18 @@ pub(crate) async fn invoke(server: &Server, call: &Call) -> RedisResult<Value> {
     } else if hash == known.raise_fence {
         raise_fence(&mut c, call).await
     } else {
-        Err(RedisError::from((
-            ErrorKind::Client,
-            NEEDS_SCRIPTS,
-            format!("{} (--shared, the run history) has no way without EVALSHA", call.op),
-        )))
+        Err(needs_scripts(call))
     }
+}
+
+/// The error of an operation that needs its script (`--shared`, the run
+/// history) on a server that refuses scripts.
+fn needs_scripts(call: &Call) -> RedisError {
+    RedisError::from((
+        ErrorKind::Client,
+        NEEDS_SCRIPTS,
+        format!("{} (--shared, the run history) has no way without EVALSHA", call.op),
+    ))
 }
 
 /// Withdraws a failed acquire attempt's vote: deletes the lock key while it

@@ -272,6 +272,16 @@ impl Failure {
                 );
             }
             Some("WRONGPASS") => return Failure::Auth(detail()),
+            // A server that wants a password answers a command of more than
+            // ten words, before AUTH, with this instead of NOAUTH (the
+            // shared acquire has eleven: `scripts/acquire.lua`), and closes
+            // the connection.
+            _ if e.to_string().contains("unauthenticated multibulk") => {
+                return Failure::Auth(
+                    "NOAUTH: the server wants a password (in the URL, --password-file or REDLOCK_PASSWORD)"
+                        .to_owned(),
+                );
+            }
             Some("NOPERM") => return Failure::NoPerm(detail()),
             Some("WRONGTYPE") => return Failure::WrongType,
             Some("OOM") => return Failure::Unfit(detail()),

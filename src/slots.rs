@@ -82,7 +82,8 @@ pub const MAX_LIMIT: u32 = 1000;
 /// One attempt at any place of `request`'s key, in order from place 1,
 /// with a fresh token; the
 /// place won is in the lock's token ([`Token::slot`]). With `limit` 1 it
-/// is exactly [`Fleet::attempt`] on the lock key. `splits` and `place`
+/// is exactly [`Fleet::attempt`] on the lock key; with `--shared` (limit
+/// 1), the same with a shared holder's token ([`crate::shared`]). `splits` and `place`
 /// (the waiter's entry in the key's one queue, shared by the places) are
 /// as for [`Fleet::attempt`].
 ///
@@ -90,23 +91,20 @@ pub const MAX_LIMIT: u32 = 1000;
 /// most: a split (some place has no holder: retrying may win it), then
 /// unavailable (some place could not be read), then busy, naming the
 /// holder whose place frees soonest so that the waiter never sleeps past
-/// it. A holder taken with another limit ends it with a usage error.
+/// it. A holder taken with another limit or mode ends it with a usage error.
 pub async fn attempt(
     fleet: &Fleet,
     request: &Request,
     splits: u32,
     place: Option<Place<'_>>,
 ) -> AttemptReport {
-    if request.shared {
-        return crate::shared::attempt(fleet, request, place).await;
-    }
-    let Request { key, ttl, fence, limit, .. } = request;
+    let Request { key, ttl, fence, limit, shared, .. } = request;
     let limit = (*limit).max(1);
     let base = Token::new();
     let try_place = async |i: u32| {
-        let slot = i + 1;
-        let token = base.clone().at(slot, limit).to_string();
-        agree(fleet.attempt(key, &token, *ttl, *fence, splits, place).await, key, limit)
+        let token = if *shared { base.clone().for_shared() } else { base.clone().at(i + 1, limit) };
+        let report = fleet.attempt(key, &token.to_string(), *ttl, *fence, splits, place).await;
+        agree(report, key, limit, *shared)
     };
     let mut best = try_place(0).await;
     for i in 1..limit {
@@ -147,8 +145,9 @@ fn rank(attempt: &Attempt) -> (u8, Duration) {
 }
 
 /// `report`, or a usage error when the place is held by a token taken
-/// with a limit other than `limit` (agreement on N; nothing was taken).
-fn agree(report: AttemptReport, key: &str, limit: u32) -> AttemptReport {
+/// with a limit other than `limit`, or in another mode than `shared`
+/// (agreement on N; nothing was taken).
+fn agree(report: AttemptReport, key: &str, limit: u32, shared: bool) -> AttemptReport {
     let theirs = match &report.attempt {
         Attempt::Busy(holder) if crate::shared::is_marker(&holder.value) && limit > 1 => {
             let message = format!(
@@ -165,9 +164,14 @@ fn agree(report: AttemptReport, key: &str, limit: u32) -> AttemptReport {
         },
         _ => return report,
     };
+    let (ours, what) = if shared {
+        ("--shared".to_owned(), "mode")
+    } else {
+        (format!("--limit {limit}"), "limit")
+    };
     let message = format!(
-        "{}: held with --limit {} by {} pid {}, but this asks for --limit {limit}; \
-         every holder of a key must use the same limit (nothing taken)",
+        "{}: held with --limit {} by {} pid {}, but this asks for {ours}; \
+         every holder of a key must use the same {what} (nothing taken)",
         crate::display_key(key.as_bytes()),
         theirs.limit(),
         theirs.host,
@@ -254,15 +258,15 @@ mod tests {
             servers: Vec::new(),
             ahead: None,
         };
-        match agree(report(&theirs), "k", 2).attempt {
+        match agree(report(&theirs), "k", 2, false).attempt {
             Attempt::Unavailable(Error::Usage(m)) => {
                 assert!(m.contains("--limit 3") && m.contains("--limit 2"), "{m}");
             }
             other => panic!("{other:?}"),
         }
-        assert!(matches!(agree(report(&theirs), "k", 3).attempt, Attempt::Busy(_)));
-        assert!(matches!(agree(report("foreign"), "k", 2).attempt, Attempt::Busy(_)));
+        assert!(matches!(agree(report(&theirs), "k", 3, false).attempt, Attempt::Busy(_)));
+        assert!(matches!(agree(report("foreign"), "k", 2, false).attempt, Attempt::Busy(_)));
         let plain = Token::new().to_string();
-        assert!(matches!(agree(report(&plain), "k", 2).attempt, Attempt::Unavailable(_)));
+        assert!(matches!(agree(report(&plain), "k", 2, false).attempt, Attempt::Unavailable(_)));
     }
 }

@@ -22,7 +22,7 @@ use serde_json::json;
 use crate::config::{Request, Wait};
 use crate::error::Error;
 use crate::exit;
-use crate::lock::{Attempt, Fleet, Lock, Place};
+use crate::lock::{Attempt, Fleet, Lock, Place, is_shared};
 use crate::output::{Level, Log};
 use crate::queue;
 use crate::server::{Failure, Server};
@@ -295,7 +295,10 @@ pub async fn acquire(
     let mut wake: Option<Wake> = None;
     // This wait's entry in the queue ([`crate::queue`]), kept by the
     // attempts themselves; `joined` once one of them may have written it.
-    let member = Token::new().to_string();
+    // A shared wait's member says so, for the queue's turn of shared
+    // waiters (`scripts/acquire.lua`).
+    let member = if request.shared { Token::new().for_shared() } else { Token::new() };
+    let member = member.to_string();
     let since_ms = crate::millis(
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default(),
     );
@@ -377,7 +380,11 @@ pub async fn acquire(
                 // is on its way to the other servers. Attempt again soon,
                 // a few times per release heard, rather than wait a whole
                 // pause for a release already announced.
-                if heard.as_deref() == Some(holder.value.as_bytes()) && chases < CHASES {
+                // The marker of shared holders counts as the token heard:
+                // the last of them announced it as it went.
+                let chase = heard.as_deref() == Some(holder.value.as_bytes())
+                    || (heard.is_some() && crate::shared::is_marker(&holder.value));
+                if chase && chases < CHASES {
                     chases += 1;
                     tokio::time::sleep(CHASE_PAUSE).await;
                     continue;
@@ -465,8 +472,11 @@ pub async fn acquire(
                     heard = Some(release.token.clone());
                     chases = 0;
                     match first {
-                        // Another waiter's turn: we move up one place.
-                        Some(f) if *ordered && f != member => {
+                        // Another waiter's turn: we move up one place. A
+                        // shared waiter named first lets every shared
+                        // waiter with no exclusive one ahead go in with it
+                        // (`scripts/acquire.lua`): a shared waiter tries.
+                        Some(f) if *ordered && f != member && !(is_shared(f) && is_shared(&member)) => {
                             if let Some((n, _)) = ahead.as_mut() {
                                 *n = n.saturating_sub(1).max(1);
                             }

@@ -21,7 +21,7 @@ pub async fn release(
 ) -> Result<u8, Error> {
     match token {
         Some(token) => {
-            let servers = crate::shared::release(fleet, key, token).await?;
+            let servers = fleet.release(key, token).await?;
             super::released(log, key, &servers);
         }
         None => {

@@ -67,8 +67,7 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
     if reentry(&fleet, &cfg.key, &mut signals).await? {
         // Inside a shared hold, an exclusive run would wait on its own
         // holder for ever (and running it directly would not be exclusive).
-        if !cfg.shared && std::env::var("REDLOCK_TOKEN").is_ok_and(|t| crate::shared::is_shared(&t))
-        {
+        if !cfg.shared && std::env::var("REDLOCK_TOKEN").is_ok_and(|t| crate::lock::is_shared(&t)) {
             return Err(Error::Usage(format!(
                 "{}: this job holds it --shared; an exclusive run inside it would wait on itself",
                 crate::display_key(cfg.key.as_bytes())
@@ -238,7 +237,7 @@ async fn reentry(fleet: &Fleet, key: &str, signals: &mut Signals) -> Result<bool
             crate::display_key(key.as_bytes())
         )));
     }
-    if crate::shared::is_shared(&token) {
+    if crate::lock::is_shared(&token) {
         // A shared holder's token is an entry beside the key, not its value.
         let held = status.holder.is_some_and(|(value, _)| crate::shared::is_marker(&value));
         return Ok(
@@ -503,7 +502,7 @@ async fn finish(fleet: &Fleet, cfg: &Run, lock: &Lock, log: &Log) {
 }
 
 async fn release(fleet: &Fleet, lock: &Lock, log: &Log) {
-    match crate::shared::release(fleet, &lock.key, &lock.token).await {
+    match fleet.release(&lock.key, &lock.token).await {
         Ok(servers) => super::released(log, &lock.key, &servers),
         Err(e) => log.warn(&format!("release: {e}")),
     }

@@ -1,8 +1,10 @@
 -- Take the lock when the key is free and it is this waiter's turn, draw a
--- fencing number, and keep the wait queue (src/queue.rs), in one step.
+-- fencing number, and keep the wait queue (src/queue.rs), in one step; or,
+-- with KEYS[5], join the shared holders (`--shared`, src/shared.rs).
 -- KEYS[1]: the lock key; KEYS[2]: its fencing counter; KEYS[3], KEYS[4]: the
 -- queue's order and deadlines (sorted sets: member -> server time of joining,
--- and -> server time it expires, ms).
+-- and -> server time it expires, ms); KEYS[5], only for a shared holder: the
+-- shared holders (a sorted set: token -> server time its entry expires, ms).
 -- ARGV[1]: this attempt's token; ARGV[2]: the waiter's queue member, or ''
 -- to ignore the queue (--unordered); ARGV[3]: nine numbers, space-separated:
 --   ttl ms; the client's proposed fence (its clock in microseconds plus half
@@ -18,16 +20,23 @@
 -- the same order on every server (equal times by member), so that every
 -- server names the same first waiter; a client clock further off moves its
 -- waiter by at most the window.
--- (Ten words in all with EVALSHA, its SHA and the key count: Redis answers an
--- unauthenticated command of more than ten with a protocol error instead of
--- NOAUTH, hence the packed numbers.)
--- Returns {1, fence, score, deadline} when the key was set (fence -1 without
+-- A shared waiter's turn comes when no exclusive waiter is ahead of it (the
+-- shared ones ahead go in with it): members of shared waits carry
+-- '-shared.' (src/token.rs), and an exclusive waiter queued before a shared
+-- one is served first, so neither kind starves the other.
+-- (Ten words in all with EVALSHA, its SHA and the key count, for the
+-- exclusive lock: Redis answers an unauthenticated command of more than ten
+-- with a protocol error instead of NOAUTH, hence the packed numbers. The
+-- shared call has eleven; src/server.rs reads that protocol error as the
+-- NOAUTH it stands for.)
+-- Returns {1, fence, score, deadline} when granted (fence -1 without
 -- fencing; score and deadline are the waiter's entry, removed here because
 -- it is served, or -1 when it had none: a withdrawal puts it back), or
--- {0, holder, pttl, rank, len, first} when it was not: holder is the value
--- holding the key ('' when the key is free but another waiter is first),
--- pttl its expiry (-1: none; -2: free), rank the member's place (0 first, -1
--- not queued), len the waiters queued, first the first of them ('' none).
+-- {0, holder, pttl, rank, len, first} when not: holder is the value holding
+-- the key against this attempt ('' when the key is free, or held by shared
+-- holders only, but another waiter goes first), pttl its expiry (-1: none;
+-- -2: free), rank the member's place (0 first, -1 not queued), len the
+-- waiters queued, first the first of them ('' none).
 -- The fence draw, only where this server grants the lock:
 --   fence = max(counter + 1, clamp(proposal, now, now + window))
 -- with now this server's clock (TIME) in microseconds and an absent counter
@@ -78,17 +87,53 @@ local function place(holder, pttl)
   return {0, holder, pttl, redis.call('ZRANK', KEYS[3], member) or -1,
           redis.call('ZCARD', KEYS[3]), first}
 end
-if queued and order == '1' then
-  local first = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
-  if first and first ~= member then
-    local holder = redis.call('GET', KEYS[1])
-    if holder then
-      return place(holder, redis.call('PTTL', KEYS[1]))
-    end
-    return place('', -2)
+local shared = KEYS[5] ~= nil
+local marker = 'redlock-shared'
+-- Whose turn it is: not ours while the first waiter is another (for a
+-- shared waiter: while an exclusive waiter is ahead of it).
+local function blocked()
+  if not shared then
+    local first = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
+    return first and first ~= member
   end
+  local rank = redis.call('ZRANK', KEYS[3], member)
+  if rank == 0 then
+    return false
+  end
+  for _, m in ipairs(redis.call('ZRANGE', KEYS[3], 0, rank and rank - 1 or -1)) do
+    if not string.find(m, '-shared.', 1, true) then
+      return true
+    end
+  end
+  return false
 end
-if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ttl) then
+if queued and order == '1' and blocked() then
+  local holder = redis.call('GET', KEYS[1])
+  if holder and not (shared and holder == marker) then
+    return place(holder, redis.call('PTTL', KEYS[1]))
+  end
+  return place('', -2)
+end
+if shared then
+  -- While any shared holder's entry is live here, the lock key holds the
+  -- marker with a PTTL at least as long as the latest entry's: an exclusive
+  -- SET NX finds the key taken, and a shared join finds an exclusive token
+  -- and is refused. That is the whole exclusion (src/shared.rs).
+  local value = redis.call('GET', KEYS[1])
+  if value and value ~= marker then
+    return place(value, redis.call('PTTL', KEYS[1]))
+  end
+  local t = redis.call('TIME')
+  local at = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', at)
+  redis.call('ZADD', KEYS[5], at + tonumber(ttl), ARGV[1])
+  if not value then
+    redis.call('SET', KEYS[1], marker, 'PX', ttl)
+  elseif redis.call('PTTL', KEYS[1]) < tonumber(ttl) then
+    redis.call('PEXPIRE', KEYS[1], ttl)
+  end
+  redis.call('PEXPIRE', KEYS[5], redis.call('PTTL', KEYS[1]))
+elseif not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ttl) then
   return place(redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1]))
 end
 local score, deadline = -1, -1

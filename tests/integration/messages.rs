@@ -170,6 +170,18 @@ fn doctor_names_an_auth_error_as_such() {
     assert!(row.contains("auth error") && !row.contains("unreachable"), "{}", out.stdout);
 }
 
+/// A server with a password answers the eleven-word shared acquire, sent
+/// before any AUTH, with a protocol error instead of NOAUTH: it is still
+/// the missing password, at once, not a wait.
+#[test]
+fn a_missing_password_ends_a_shared_wait_at_once() {
+    let server = RedisServer::start_with(&["--requirepass", "pw"]);
+    let out = Redlock::new(&server.url_without_password())
+        .args(["run", "--shared", "-k", "k", "--wait", "1m", "--", "true"])
+        .run();
+    out.expect(69).stderr_has("NOAUTH").within(Duration::from_secs(10));
+}
+
 #[test]
 fn the_json_busy_warning_is_an_event() {
     let server = RedisServer::start();

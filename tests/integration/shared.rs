@@ -232,3 +232,76 @@ fn a_nested_run_inside_a_shared_hold_reenters_shared_and_refuses_exclusive() {
     assert!(out.stdout.contains("shared-ok"), "{}", out.stdout);
     assert!(out.stdout.contains("exclusive 64"), "{}", out.stdout);
 }
+
+/// Issue 12: a shared waiter takes a place in the key's queue like an
+/// exclusive one, so it is served in its turn: before an exclusive waiter
+/// that came after it.
+#[test]
+fn a_shared_waiter_is_served_before_an_exclusive_waiter_that_came_later() {
+    let fleet = Fleet::start(3);
+    let key = unique_key("rw-order");
+    let dir = tempfile::tempdir().unwrap();
+    let order = dir.path().join("order");
+    let holder = Redlock::on(&fleet)
+        .args(["run", "--key", &key, "--ttl", "2s", "--", "sleep", "1.5"])
+        .spawn();
+    let start = Instant::now();
+    while fleet.values(&lock_key(&key)).iter().flatten().count() < 3 {
+        assert!(start.elapsed() < Duration::from_secs(5), "the holder never held");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let append = |name: &str| format!("echo {name} >> {}; sleep 0.2", order.display());
+    let shared = Redlock::on(&fleet)
+        .args(["run", "--shared", "--key", &key, "--ttl", "2s", "--wait", "20s"])
+        .args(["-c", &append("shared")])
+        .spawn();
+    std::thread::sleep(Duration::from_millis(400));
+    let exclusive = Redlock::on(&fleet)
+        .args(["run", "--key", &key, "--ttl", "2s", "--wait", "20s", "-c", &append("exclusive")])
+        .spawn();
+    holder.wait().expect(0);
+    shared.wait().expect(0);
+    exclusive.wait().expect(0);
+    assert_eq!(std::fs::read_to_string(&order).unwrap(), "shared\nexclusive\n");
+}
+
+/// Issue 12: exclusive holders that keep coming, each queued behind the
+/// last, do not starve a shared waiter: its place comes up in turn.
+#[test]
+fn a_shared_waiter_gets_in_while_exclusive_holders_keep_arriving() {
+    let fleet = Fleet::start(3);
+    let urls = fleet.urls();
+    let key = unique_key("rw-starve-shared");
+    let dir = tempfile::tempdir().unwrap();
+    let stream_end = Instant::now() + Duration::from_secs(10);
+    // Three exclusive loopers: one holds, the others queue, and each
+    // queues again as soon as it is out.
+    let loopers: Vec<_> = (0..3)
+        .map(|_| {
+            let (urls, key) = (urls.clone(), key.clone());
+            let script = rw_section(dir.path(), "exclusive", "0.15");
+            std::thread::spawn(move || {
+                while Instant::now() < stream_end {
+                    Redlock::new(&urls)
+                        .args(["run", "--key", &key, "--ttl", "2s", "--wait", "30s", "-c", &script])
+                        .run()
+                        .expect(0);
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(2));
+    let start = Instant::now();
+    Redlock::new(&urls)
+        .args(["run", "--shared", "--key", &key, "--ttl", "2s", "--wait", "7s"])
+        .args(["-c", &rw_section(dir.path(), "shared", "0.1")])
+        .run()
+        .expect(0);
+    let waited = start.elapsed();
+    assert!(waited < Duration::from_secs(4), "the shared holder waited {waited:?}");
+    for l in loopers {
+        l.join().unwrap();
+    }
+    let audit = rw_audit(dir.path());
+    assert_eq!(audit.shared, 1, "{audit:?}");
+}
