@@ -25,8 +25,8 @@ use std::time::{Duration, Instant};
 
 use common::redis_harness::Fleet;
 use redlock::cli::LogFormat;
-use redlock::config::{Request, Wait};
 use redlock::lock::Attempt;
+use redlock::lock::{Request, Wait};
 use redlock::output::Log;
 
 const BIN: &str = env!("CARGO_BIN_EXE_redlock");

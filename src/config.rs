@@ -46,36 +46,7 @@ pub struct Config {
 
 pub use crate::server::Tls;
 
-/// How long to wait for a busy lock.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Wait {
-    /// Try once (`-n`).
-    Once,
-    /// Retry until this much time has passed (`--wait`).
-    For(Duration),
-    /// Retry until acquired.
-    Forever,
-}
-
-/// A lock to take: key, TTL, how long to wait, whether to fence.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Request {
-    /// The lock key.
-    pub key: String,
-    /// The lock TTL.
-    pub ttl: Duration,
-    /// Busy handling.
-    pub wait: Wait,
-    /// Draw a fencing number.
-    pub fence: bool,
-    /// Wait in the queue, served in arrival order ([`crate::queue`]).
-    pub ordered: bool,
-    /// At most this many holders at once (`--limit`; 1: the ordinary
-    /// lock; [`crate::slots`]).
-    pub limit: u32,
-    /// Hold it shared (`--shared`; [`crate::shared`]).
-    pub shared: bool,
-}
+use crate::lock::{Request, Wait};
 
 /// What `run` does to its child when the lock is lost.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

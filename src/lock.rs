@@ -53,6 +53,39 @@ static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     withdraw: Script::new(WITHDRAW_LUA),
 });
 
+/// How long to wait for a busy lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wait {
+    /// Try once (`-n`).
+    Once,
+    /// Retry until this much time has passed (`--wait`).
+    For(Duration),
+    /// Retry until acquired.
+    Forever,
+}
+
+/// A lock to take: key, TTL, how long to wait, whether to fence. Built by
+/// [`crate::config`] from the command line; the layers below take it as
+/// plain values.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Request {
+    /// The lock key.
+    pub key: String,
+    /// The lock TTL.
+    pub ttl: Duration,
+    /// Busy handling.
+    pub wait: Wait,
+    /// Draw a fencing number.
+    pub fence: bool,
+    /// Wait in the queue, served in arrival order ([`crate::queue`]).
+    pub ordered: bool,
+    /// At most this many holders at once (`--limit`; 1: the ordinary
+    /// lock; [`crate::slots`]).
+    pub limit: u32,
+    /// Hold it shared (`--shared`; [`crate::shared`]).
+    pub shared: bool,
+}
+
 /// One script call, the same on every server of a round.
 pub(crate) struct Call {
     /// What it does, for errors and for whether the round may end early.

@@ -70,8 +70,8 @@
 
 use std::time::Duration;
 
-use crate::config::Request;
 use crate::error::Error;
+use crate::lock::Request;
 use crate::lock::{Attempt, AttemptReport, Fleet, Place, ServerView, Status};
 use crate::token::Token;
 

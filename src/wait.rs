@@ -19,10 +19,10 @@ use tokio::task::JoinHandle;
 
 use serde_json::json;
 
-use crate::config::{Request, Wait};
 use crate::error::Error;
 use crate::exit;
 use crate::lock::{Attempt, Fleet, Lock, Place, is_shared};
+use crate::lock::{Request, Wait};
 use crate::output::{Level, Log};
 use crate::queue;
 use crate::server::{Failure, Server};

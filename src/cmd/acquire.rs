@@ -3,10 +3,10 @@
 
 use std::io::Write;
 
-use crate::config::Request;
 use crate::error::Error;
 use crate::exit;
 use crate::lock::Fleet;
+use crate::lock::Request;
 use crate::output::Log;
 use crate::signals::Signals;
 

@@ -513,7 +513,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use crate::cli::LogFormat;
-    use crate::config::Wait;
+    use crate::lock::Wait;
 
     /// Scenario 4 of "Never unguarded": the machine suspends for longer than
     /// the lock's validity (the clock jumps; nothing ran meanwhile), and on

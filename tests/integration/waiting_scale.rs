@@ -169,7 +169,7 @@ fn withdrawing_a_losing_attempt_publishes_nothing() {
 
 #[test]
 fn a_process_keeps_one_pubsub_connection_per_server_however_often_it_waits() {
-    use redlock::config::{Request, Wait};
+    use redlock::lock::{Request, Wait};
     let fleet = Fleet::start(3);
     let key = unique_key("one-ear");
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
