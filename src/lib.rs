@@ -16,7 +16,7 @@
 //! - `scripts/*.lua`: the atomic acquire (with the fence draw), withdraw,
 //!   compare-and-extend (never shortening), set-TTL (`--keep`),
 //!   compare-and-delete, raise-fence, status and history scripts.
-//! - [`noscript`]: the same operations without scripts (`WATCH`/`MULTI`/
+//! - [`lock::noscript`]: the same operations without scripts (`WATCH`/`MULTI`/
 //!   `EXEC` on a connection of its own), for servers that refuse them.
 //! - [`quorum`]: the pure tally and validity arithmetic, and the parallel
 //!   fan-out that stops as soon as the verdict is settled.
@@ -98,7 +98,6 @@ pub mod guard;
 pub mod history;
 pub mod lock;
 pub mod metrics;
-pub mod noscript;
 pub mod output;
 pub mod procs;
 pub mod queue;

@@ -219,6 +219,11 @@ impl fmt::Display for Op {
     }
 }
 
+/// The words of the error for an operation that needs a script on a server
+/// that refuses them ([`crate::lock::noscript`]); counted as a
+/// configuration failure (no retry cures it).
+pub const NEEDS_SCRIPTS: &str = "the server refuses scripts";
+
 /// Why one server call failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Failure {
@@ -340,8 +345,8 @@ impl Failure {
             );
         }
         // Likewise an operation that needs a script on a server that
-        // refuses them (src/noscript.rs: `--shared`, the run history).
-        if text.contains("unknown command") || text.contains(crate::noscript::NEEDS_SCRIPTS) {
+        // refuses them (src/lock/noscript.rs: `--shared`, the run history).
+        if text.contains("unknown command") || text.contains(NEEDS_SCRIPTS) {
             return Failure::Unfit(text);
         }
         // rustls reports through io errors; its messages name certificates.
@@ -517,7 +522,7 @@ pub struct Server {
     verified: Mutex<Option<Verified>>,
     /// Set once the server refused a script (EVALSHA unknown, or NOPERM for
     /// it): from then on every operation takes the no-script path
-    /// ([`crate::noscript`]) without trying the script first. Never unset:
+    /// ([`crate::lock::noscript`]) without trying the script first. Never unset:
     /// a server's configuration rarely gains scripting while redlock runs,
     /// and the no-script path is as safe, only slower.
     scripts_refused: AtomicBool,
@@ -570,7 +575,7 @@ impl Server {
     }
 
     /// A new connection of its own, shared with no other call: for
-    /// `WATCH`/`MULTI`/`EXEC` ([`crate::noscript`]), whose WATCH state is
+    /// `WATCH`/`MULTI`/`EXEC` ([`crate::lock::noscript`]), whose WATCH state is
     /// the connection's, so that another call on the shared multiplexed
     /// connection could run between WATCH and EXEC, inside the transaction
     /// or with its own WATCH/UNWATCH, and break the compare-and-set. The

@@ -58,45 +58,16 @@
 //!   Redis 8.4, `DELIFEQ` on Valkey 9) are not used yet: WATCH/MULTI/EXEC
 //!   works on every server since Redis 2.2.
 
-use std::sync::LazyLock;
-
 use redis::aio::MultiplexedConnection;
 use redis::{ErrorKind, RedisError, RedisResult, Script, Value};
 
-use crate::lock::Call;
-use crate::server::Server;
+use super::{Call, SCRIPTS, is_shared};
+use crate::server::{NEEDS_SCRIPTS, Server};
 
 /// How many times an operation reads and decides again after `EXEC`
 /// returned nil (a watched key changed): each nil means another client
 /// wrote the lock, so a handful suffices for the answer to be "held".
 const TRIES: usize = 5;
-
-/// The words of the error for an operation that needs a script on a server
-/// that refuses them; the server layer counts it as a configuration
-/// failure (no retry cures it).
-pub const NEEDS_SCRIPTS: &str = "the server refuses scripts";
-
-/// The hashes of the scripts this module stands in for.
-struct Known {
-    acquire: String,
-    extend: String,
-    set_ttl: String,
-    release: String,
-    status: String,
-    raise_fence: String,
-}
-
-static KNOWN: LazyLock<Known> = LazyLock::new(|| {
-    let hash = |source: &str| Script::new(source).get_hash().to_owned();
-    Known {
-        acquire: hash(include_str!("scripts/acquire.lua")),
-        extend: hash(include_str!("scripts/extend.lua")),
-        set_ttl: hash(include_str!("scripts/set_ttl.lua")),
-        release: hash(include_str!("scripts/release.lua")),
-        status: hash(include_str!("scripts/status.lua")),
-        raise_fence: hash(include_str!("scripts/raise_fence.lua")),
-    }
-});
 
 /// Whether `e` says the server refuses scripts: an unknown `EVALSHA`,
 /// `EVAL` or `SCRIPT` (renamed away, or a build without Lua), or NOPERM for
@@ -116,28 +87,27 @@ pub fn refuses_scripts(e: &RedisError) -> bool {
 /// the script's shape. Operations that need their script (the shared
 /// lock's, the history's) fail with one line.
 pub(crate) async fn invoke(server: &Server, call: &Call) -> RedisResult<Value> {
-    let hash = call.script.get_hash();
-    let known = &*KNOWN;
+    // Which script the call is: the lock's own, by identity.
+    let is = |script: &Script| std::ptr::eq(call.script, script);
     // A shared holder's acquire and fence write-back use the lock's
     // scripts with the shared holders as one more key: they have no
     // transaction here.
-    let shared =
-        || call.args.first().is_some_and(|t| crate::lock::is_shared(&String::from_utf8_lossy(t)));
-    if (hash == known.acquire || hash == known.raise_fence) && shared() {
+    let shared = || call.args.first().is_some_and(|t| is_shared(&String::from_utf8_lossy(t)));
+    if (is(&SCRIPTS.acquire) || is(&SCRIPTS.raise_fence)) && shared() {
         return Err(needs_scripts(call));
     }
     let mut c = server.dedicated().await?;
-    if hash == known.acquire {
+    if is(&SCRIPTS.acquire) {
         acquire(&mut c, call).await
-    } else if hash == known.extend {
+    } else if is(&SCRIPTS.extend) {
         extend(&mut c, call).await
-    } else if hash == known.set_ttl {
+    } else if is(&SCRIPTS.set_ttl) {
         set_ttl(&mut c, call).await
-    } else if hash == known.release {
+    } else if is(&SCRIPTS.release) {
         release(&mut c, &call.keys[0], &call.args[0], Some(&call.args[1])).await
-    } else if hash == known.status {
+    } else if is(&SCRIPTS.status) {
         status(&mut c, call).await
-    } else if hash == known.raise_fence {
+    } else if is(&SCRIPTS.raise_fence) {
         raise_fence(&mut c, call).await
     } else {
         Err(needs_scripts(call))

@@ -1,0 +1,718 @@
+//! The acquire round: one script call per server that takes the lock, keeps
+//! the wait queue and draws the fence; the verdict; the fence write-back;
+//! and the withdrawal of a failed attempt on the connection it used.
+
+use super::*;
+
+/// The result of one acquire round, with each server's part in it.
+#[derive(Debug)]
+pub struct AttemptReport {
+    /// The verdict.
+    pub attempt: Attempt,
+    /// Each server's answer and latency.
+    pub servers: Vec<ServerResult>,
+    /// How many waiters are queued ahead of this one, as a quorum of the
+    /// servers that did not grant it sees it; `None` without a place.
+    pub ahead: Option<usize>,
+}
+
+/// How an attempt takes part in the lock's wait queue ([`crate::queue`]).
+/// Exclusion never rests on it: the attempt is a plain majority round
+/// whatever the queue says.
+#[derive(Clone, Copy, Debug)]
+pub struct Place<'a> {
+    /// The waiter's entry, the same for every attempt of one wait.
+    pub member: &'a str,
+    /// Take (or refresh) the place where not granted; false for `-n`,
+    /// which never queues.
+    pub join: bool,
+    /// Only the first waiter may take a free key. False for the one
+    /// attempt after [`Attempt::Disordered`].
+    pub order: bool,
+    /// When the wait began, by this host's clock (ms since the Unix
+    /// epoch): the waiter's place in the queue ([`queue::SKEW`]).
+    pub since_ms: u64,
+}
+
+/// The verdict of one acquire round.
+#[derive(Debug)]
+pub enum Attempt {
+    /// The lock is ours.
+    Acquired(Lock),
+    /// Another value holds it on a quorum.
+    Busy(Holder),
+    /// Nobody holds it: the votes are split among values, none on a
+    /// quorum. Retrying (after a random pause) settles it.
+    Split(Split),
+    /// Not enough servers answered; `config` is true when retrying cannot help.
+    Unavailable(Error),
+    /// The key is free on a quorum, but another waiter is first in the
+    /// queue there, with `ahead` waiters before this one.
+    Queued {
+        /// Waiters ahead of this one (at least one).
+        ahead: usize,
+    },
+    /// The queue stood in the way, but no waiter is first on a quorum (the
+    /// servers joined waiters in different orders, or some lost their
+    /// queue): attempt again at once, without order.
+    Disordered,
+}
+
+/// An acquire round in which no value holds a quorum: contenders that
+/// started together (or leftovers of crashed ones) each hold a minority.
+#[derive(Clone, Debug)]
+pub struct Split {
+    /// How many servers each value holds, most first; ours among them when
+    /// any server granted us.
+    pub votes: Vec<usize>,
+    /// Servers that failed or were not awaited.
+    pub silent: usize,
+    /// The soonest another value's vote expires (`None`: none of them will).
+    pub expires: Option<Duration>,
+    /// The errors of the servers that failed.
+    pub failures: Failures,
+}
+
+impl Split {
+    /// One line: nobody holds `key`, and how the votes are spread.
+    pub fn describe(&self, key: &str, quorum: usize) -> String {
+        let total = self.votes.iter().sum::<usize>() + self.silent;
+        let counts: Vec<String> = self.votes.iter().map(usize::to_string).collect();
+        let counts = match counts.split_last() {
+            Some((last, [])) => last.clone(),
+            Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+            None => String::new(),
+        };
+        let silent = match self.silent {
+            0 => String::new(),
+            n => format!("; {n} did not answer: {}", self.failures),
+        };
+        format!(
+            "{}: no holder has a quorum ({quorum} of {total}); the votes are split among {} tokens ({counts} servers){silent}",
+            crate::display_key(key.as_bytes()),
+            self.votes.len(),
+        )
+    }
+}
+
+impl Fleet {
+    /// One acquire round: `SET key token NX PX ttl` on every server at once,
+    /// drawing a fencing number where the lock is granted when `fence` is
+    /// true. On anything but success, the token is withdrawn everywhere it
+    /// may have been set, including on the servers that did not answer.
+    /// It ignores the wait queue: see [`Fleet::attempt`] for a waiter's.
+    pub async fn try_acquire(
+        &self,
+        key: &str,
+        token: &str,
+        ttl: Duration,
+        fence: bool,
+    ) -> AttemptReport {
+        self.attempt(key, token, ttl, fence, 0, None).await
+    }
+
+    /// [`Fleet::try_acquire`] by a contender whose last `splits` rounds in
+    /// a row found the votes split (it waits longer for slow servers, see
+    /// `patience`).
+    ///
+    /// The verdict does not wait for what it does not need: the round
+    /// stops listening once [`quorum::standing`] is settled (or, in a
+    /// split, after `patience`), and the withdrawal runs in the
+    /// background. Nothing is left behind for that: each server's task
+    /// (`contend`) withdraws on the connection its attempt used, after
+    /// it, and [`Fleet::drain`] waits for those tasks before the process
+    /// exits.
+    ///
+    /// With a `place`, the same round keeps the wait queue: a free key is
+    /// granted only to the first waiter (or to anyone while nobody waits),
+    /// a waiter not granted takes or refreshes its place, and one granted
+    /// leaves the queue where it was granted (and returns there if the
+    /// attempt is withdrawn). One round per attempt, queue included.
+    pub async fn attempt(
+        &self,
+        key: &str,
+        token: &str,
+        ttl: Duration,
+        fence: bool,
+        splits: u32,
+        place: Option<Place<'_>>,
+    ) -> AttemptReport {
+        let start = BootInstant::now();
+        let [order, deadlines] = self.layout.queue_keys(key);
+        let mut keys =
+            vec![self.layout.held_key(key, token), self.layout.fence_key(key), order, deadlines];
+        // A shared holder's token joins the shared holders instead
+        // ([`crate::shared`]): the same script, round and queue.
+        if is_shared(token) {
+            keys.push(self.layout.readers_key(key));
+        }
+        let numbers = format!(
+            "{} {} {} {} {} {} {} {} {}",
+            crate::millis(ttl),
+            if fence { fence::proposal(SystemTime::now()).to_string() } else { "-".to_owned() },
+            fence::WINDOW.as_micros(),
+            crate::millis(fence::lifetime(ttl)),
+            u8::from(place.is_some_and(|p| p.join)),
+            u8::from(place.is_some_and(|p| p.order)),
+            queue::LIFETIME.as_millis(),
+            place.map_or(0, |p| p.since_ms),
+            queue::SKEW.as_millis(),
+        );
+        let call = Arc::new(Call {
+            op: Op::Acquire,
+            key: key.to_owned(),
+            script: &SCRIPTS.acquire,
+            keys,
+            args: vec![token.into(), place.map_or("", |p| p.member).into(), numbers.into_bytes()],
+        });
+        // The verdict every server task waits for: Some(true) keeps the
+        // votes, Some(false) withdraws them. Dropped unsent (this future
+        // was abandoned), it means withdraw.
+        let (verdict, verdict_rx) = watch::channel(None);
+        let quorum = self.quorum;
+        let round = quorum::fan_out(
+            &self.servers,
+            &self.tasks,
+            quorum,
+            (Op::Acquire, key),
+            |server, answer| contend(server, Arc::clone(&call), answer, verdict_rx.clone()),
+            |r| match r {
+                Granted::Yes(..) => Vote::Yes,
+                Granted::No { .. } => Vote::No,
+            },
+            |tally, replies, elapsed| patience(tally, replies, elapsed, quorum, splits),
+        )
+        .await;
+        let servers = self.results(&round, |r| match r {
+            Granted::Yes(..) => "granted",
+            Granted::No { holder: Some(_), .. } => "held",
+            Granted::No { holder: None, .. } => "queued",
+        });
+        let views: Vec<queue::View> = round
+            .replies
+            .iter()
+            .filter_map(|r| match r {
+                Reply::Answered(Granted::No { queue, .. }) => Some(queue.clone()),
+                _ => None,
+            })
+            .collect();
+        let mut attempt = self.conclude_acquire(key, token, ttl, fence, start, &round).await;
+        if let Some(place) = place
+            && Votes::of(&round.replies).queued > 0
+            && !matches!(attempt, Attempt::Acquired(_) | Attempt::Busy(_))
+        {
+            // The queue refused us somewhere and no holder explains the
+            // rest: wait behind the waiter first on a quorum, or, when
+            // none is, attempt again without order.
+            attempt = match queue::turn(&views, self.quorum, place.member) {
+                queue::Turn::Behind { ahead } => Attempt::Queued { ahead },
+                queue::Turn::Head | queue::Turn::Unordered => Attempt::Disordered,
+            };
+        }
+        verdict.send_replace(Some(matches!(attempt, Attempt::Acquired(_))));
+        let ahead = place.and_then(|p| queue::ahead(&views, self.quorum, p.member));
+        AttemptReport { attempt, servers, ahead }
+    }
+
+    async fn conclude_acquire(
+        &self,
+        key: &str,
+        token: &str,
+        ttl: Duration,
+        fence: bool,
+        start: BootInstant,
+        round: &Round<Granted>,
+    ) -> Attempt {
+        let shown = crate::display_key(key.as_bytes());
+        let votes = Votes::of(&round.replies);
+        // Servers not heard from count as silent: the verdict is final.
+        match quorum::standing(votes.ours, &votes.counts(), 0, self.quorum) {
+            Standing::Won => {
+                let fence =
+                    if fence { self.settle_fence(key, token, ttl, round).await } else { Ok(None) };
+                let elapsed = start.elapsed();
+                match (fence, quorum::validity(ttl, elapsed, self.drift_factor)) {
+                    (Ok(fence), Some(validity)) => Attempt::Acquired(Lock {
+                        key: key.to_owned(),
+                        token: token.to_owned(),
+                        ttl,
+                        since: start,
+                        validity,
+                        granted: (round.tally.yes, round.tally.total),
+                        fence,
+                    }),
+                    (Err(e), _) => Attempt::Unavailable(e),
+                    (Ok(_), None) => Attempt::Unavailable(Error::Unavailable {
+                        what: format!(
+                            "acquire {shown}: the quorum answered only after {}, leaving no validity out of a {} TTL",
+                            crate::fmt_duration(elapsed),
+                            crate::fmt_duration(ttl)
+                        ),
+                        failures: round.failures(),
+                        config: false,
+                    }),
+                }
+            }
+            Standing::Held(i) => match votes.others.get(i) {
+                Some(&(value, _, remaining)) => {
+                    Attempt::Busy(Holder { value: value.to_owned(), remaining })
+                }
+                // The queue has a quorum: [`Fleet::attempt`] says whose
+                // turn it is.
+                None => Attempt::Disordered,
+            },
+            Standing::Split => {
+                let mut counts = votes.counts();
+                if votes.ours > 0 {
+                    counts.push(votes.ours);
+                }
+                counts.sort_by_key(|n| std::cmp::Reverse(*n));
+                Attempt::Split(Split {
+                    silent: round.tally.total - counts.iter().sum::<usize>(),
+                    votes: counts,
+                    expires: votes.others.iter().filter_map(|(_, _, ttl)| *ttl).min(),
+                    failures: round.failures(),
+                })
+            }
+            Standing::Unreachable | Standing::Open => {
+                Attempt::Unavailable(self.unavailable(format!("acquire {shown}"), round))
+            }
+        }
+    }
+
+    /// The fence of a won round ([`fence::settle`]): the largest number
+    /// drawn by the granting servers heard. When fewer than a quorum drew
+    /// exactly it, it is first written back (compare the token, then raise)
+    /// until a quorum of the servers holding `token` has exactly that
+    /// counter: any later holder's quorum shares one of them, and `status`
+    /// reads the fence back from them. Why that makes every later fence
+    /// larger, without persistence: [`crate::fence`].
+    async fn settle_fence(
+        &self,
+        key: &str,
+        token: &str,
+        ttl: Duration,
+        round: &Round<Granted>,
+    ) -> Result<Option<u64>, Error> {
+        let drawn: Vec<u64> = round
+            .replies
+            .iter()
+            .filter_map(|r| match r {
+                Reply::Answered(Granted::Yes(Some(f), _)) => Some(*f),
+                _ => None,
+            })
+            .collect();
+        let Some(settled) = fence::settle(&drawn, self.quorum) else {
+            return Ok(None);
+        };
+        let fence = settled.fence;
+        if !settled.write_back {
+            return Ok(Some(fence));
+        }
+        let mut keys = vec![self.layout.held_key(key, token), self.layout.fence_key(key)];
+        if is_shared(token) {
+            keys.push(self.layout.readers_key(key));
+        }
+        let call = Call {
+            op: Op::RaiseFence,
+            key: key.to_owned(),
+            script: &SCRIPTS.raise_fence,
+            keys,
+            args: vec![
+                token.into(),
+                fence.to_string().into_bytes(),
+                crate::millis(fence::lifetime(ttl)).to_string().into(),
+            ],
+        };
+        // Yes only where the counter is now exactly the fence: a server that
+        // granted late may have drawn more, and would not give it back.
+        let raised = self
+            .round(call, parse_int, |n| {
+                if u64::try_from(*n) == Ok(fence) { Vote::Yes } else { Vote::No }
+            })
+            .await;
+        match raised.outcome() {
+            Outcome::Won => Ok(Some(fence)),
+            _ => Err(self.unavailable(
+                format!(
+                    "acquire {}: could not record fence {fence} on a quorum",
+                    crate::display_key(key.as_bytes())
+                ),
+                &raised,
+            )),
+        }
+    }
+}
+
+/// Who holds how many servers, from one acquire round's answers.
+struct Votes<'a> {
+    /// Servers that granted us.
+    ours: usize,
+    /// Every other value seen: the value, how many servers hold it, and its
+    /// shortest remaining TTL among them (`None`: no expiry).
+    others: Vec<(&'a str, usize, Option<Duration>)>,
+    /// Servers where the key is free but another waiter is first in the
+    /// queue: they count as one more value, "the queue".
+    queued: usize,
+}
+
+impl<'a> Votes<'a> {
+    fn of(replies: &'a [Reply<Granted>]) -> Votes<'a> {
+        let mut votes = Votes { ours: 0, others: Vec::new(), queued: 0 };
+        for reply in replies {
+            match reply {
+                Reply::Answered(Granted::Yes(..)) => votes.ours += 1,
+                Reply::Answered(Granted::No { holder: None, .. }) => votes.queued += 1,
+                Reply::Answered(Granted::No { holder: Some(holder), pttl, .. }) => {
+                    let ttl = ttl_of(*pttl);
+                    match votes.others.iter_mut().find(|(v, _, _)| v == holder) {
+                        Some((_, n, t)) => {
+                            *n += 1;
+                            // The shortest of a value's expiries, `None`
+                            // (never) counting as the longest.
+                            *t = match (*t, ttl) {
+                                (Some(a), Some(b)) => Some(a.min(b)),
+                                (a, b) => a.or(b),
+                            };
+                        }
+                        None => votes.others.push((holder, 1, ttl)),
+                    }
+                }
+                Reply::Failed(_) | Reply::NotAwaited => {}
+            }
+        }
+        votes
+    }
+
+    /// How many servers each other value holds, the queue last when it
+    /// refused any.
+    fn counts(&self) -> Vec<usize> {
+        let mut counts: Vec<usize> = self.others.iter().map(|(_, n, _)| *n).collect();
+        if self.queued > 0 {
+            counts.push(self.queued);
+        }
+        counts
+    }
+}
+
+/// The least an acquire round with split votes waits for its slowest
+/// servers, on top of the time it has already taken.
+const STRAGGLER_FLOOR: Duration = Duration::from_millis(2);
+
+/// When an acquire round may stop listening. As soon as its standing is
+/// settled (won, held by another value on a quorum, or split so that no
+/// value can reach a quorum whatever the pending servers say). When it is
+/// still open, the round waits for every pending server (each bounded by
+/// the node timeout) unless the answers already show contention (another
+/// value holds a vote) and a quorum of servers has answered: then it waits
+/// only as long again as it has taken so far, plus [`STRAGGLER_FLOOR`],
+/// doubled for each split round in a row (`splits`).
+///
+/// Why that is safe: a round cut short treats its pending servers as
+/// silent, so it can only end in a split, never in a wrong "won" or
+/// "busy": this contender withdraws and retries, and the others see no
+/// quorum for it. Why it is needed: in a burst with one server frozen,
+/// every split in which the frozen server could complete somebody's
+/// quorum would otherwise hold every contender for a whole node timeout,
+/// round after round. Why it doubles: a server that is slow but alive
+/// (another data centre) may be the one that completes a real holder's
+/// quorum; after a few split rounds the wait outgrows its latency and the
+/// holder shows, so a contender ends busy rather than at the settling
+/// bound. A server frozen for good costs at most one node timeout per
+/// round at the end of that doubling, as before.
+fn patience(
+    tally: &Tally,
+    replies: &[Reply<Granted>],
+    elapsed: Duration,
+    quorum: usize,
+    splits: u32,
+) -> Listen {
+    let votes = Votes::of(replies);
+    let counts = votes.counts();
+    let answered = votes.ours + counts.iter().sum::<usize>();
+    match quorum::standing(votes.ours, &counts, tally.pending(), quorum) {
+        Standing::Open if !counts.is_empty() && answered >= quorum => {
+            Listen::For((elapsed + STRAGGLER_FLOOR).saturating_mul(1 << splits.min(16)))
+        }
+        Standing::Open => Listen::On,
+        // A configuration error (a wrong password, a missing permission)
+        // ends the attempt, but the error should name every server it
+        // concerns: the others, which answer as fast, get as long again.
+        Standing::Unreachable
+            if tally.pending() > 0
+                && replies
+                    .iter()
+                    .any(|r| matches!(r, Reply::Failed(e) if e.failure.is_config())) =>
+        {
+            Listen::For(elapsed + STRAGGLER_FLOOR)
+        }
+        _ => Listen::Stop,
+    }
+}
+
+/// Waits for an acquire round's verdict: true keeps the votes, false
+/// withdraws them. A verdict that never comes (the round was abandoned)
+/// withdraws.
+async fn decided(verdict: &mut watch::Receiver<Option<bool>>) -> bool {
+    match verdict.wait_for(Option::is_some).await {
+        Ok(keep) => keep.unwrap_or(false),
+        Err(_) => false,
+    }
+}
+
+/// One server's part in an acquire round: the attempt, its answer to the
+/// round, then the verdict, and when the verdict is "withdraw", the
+/// withdrawal on the same connection, after the attempt.
+///
+/// The order is the point (issue 9, item 7). Redis executes one
+/// connection's commands in the order they arrive. The attempt's future is
+/// dropped (or done) before the withdrawal is sent, so every request it
+/// wrote (a request already handed to the connection is written even if
+/// its answer is no longer awaited; one that was not is never written) is
+/// ahead of the withdrawal, even when the server is frozen and answers
+/// both an hour later. The connection is the server's shared one, opened
+/// once for all callers ([`Server::connect`]); a timed-out attempt makes
+/// the server forget it for new calls, but this task keeps its handle.
+async fn contend(
+    server: Arc<Server>,
+    call: Arc<Call>,
+    answer: Answer<Granted>,
+    mut verdict: watch::Receiver<Option<bool>>,
+) {
+    let key = call.key();
+    let deadline = server.deadline();
+    // Nothing is sent before the connection is there: a verdict that comes
+    // first leaves nothing to withdraw on this server.
+    let conn = tokio::select! {
+        conn = server.connect(Op::Acquire, key.as_bytes(), deadline) => conn,
+        _ = decided(&mut verdict) => return,
+    };
+    let conn = match conn {
+        Ok(conn) => conn,
+        Err(e) => return answer.send(Err(e)),
+    };
+    let mut set = Box::pin(async {
+        let reply = server
+            .call_on(&conn, Op::Acquire, key.as_bytes(), deadline, async |c| {
+                call.invoke(&server, c).await
+            })
+            .await?;
+        parse_acquire(reply).map_err(|msg| server.bad_reply(Op::Acquire, key, msg))
+    });
+    // The queue entry a grant here removed, to put back on a withdrawal.
+    let mut entry = None;
+    // Whether this server refused (and so kept or refreshed our entry).
+    let refused = |result: &Result<Granted, ServerError>| matches!(result, Ok(Granted::No { .. }));
+    let keep = tokio::select! {
+        result = &mut set => {
+            // "Held by another value": this attempt set nothing here. Any
+            // other answer (granted, an error, a timeout) may have set it.
+            let refused_here = refused(&result);
+            if let Ok(Granted::Yes(_, removed)) = &result {
+                entry = *removed;
+            }
+            answer.send(result);
+            let won = decided(&mut verdict).await;
+            if refused_here {
+                if won {
+                    leave_here(&server, &conn, &call).await;
+                }
+                return;
+            }
+            won
+        }
+        keep = decided(&mut verdict) => {
+            if keep {
+                // Won without this server: let its vote land all the same.
+                if refused(&set.await) {
+                    leave_here(&server, &conn, &call).await;
+                }
+                return;
+            }
+            false
+        }
+    };
+    drop(set);
+    if !keep {
+        withdraw(&server, &conn, &call, entry).await;
+    }
+}
+
+/// Takes the waiter's entry out of this server's queue, after an attempt
+/// that won elsewhere but was refused here (and so kept or refreshed the
+/// entry, which would otherwise stand first for others until it expires).
+/// Best effort, on the attempt's connection: after the attempt.
+async fn leave_here(server: &Server, conn: &Conn, call: &Call) {
+    let member = &call.args[1];
+    if member.is_empty() {
+        return;
+    }
+    let mut pipe = redis::pipe();
+    pipe.cmd("ZREM").arg(&call.keys[2]).arg(member).ignore();
+    pipe.cmd("ZREM").arg(&call.keys[3]).arg(member).ignore();
+    let send = async |c: &mut MultiplexedConnection| pipe.query_async::<()>(c).await;
+    let _ = server.call_on(conn, Op::Queue, call.key().as_bytes(), server.deadline(), send).await;
+}
+
+/// Deletes the token of `call`, a failed attempt, from its lock key on
+/// `conn`, the connection of the attempt being withdrawn. The script is
+/// sent as SCRIPT LOAD and EVALSHA in one pipeline, so it never needs a second round trip (after NOSCRIPT) that
+/// a process exiting could cut off: once written, both run on the server
+/// even if this process is gone by then. Best effort: errors change
+/// nothing about the verdict, which is already known.
+///
+/// When the connection broke, the server has closed it or will read no
+/// more from it than it already holds, so the delete goes on a fresh one;
+/// it could overtake only bytes of the dead connection still unread in the
+/// server's buffer, a window of one turn of the server's event loop.
+///
+/// `entry` is the waiter's queue entry (join score, deadline) that the
+/// grant being withdrawn removed: it goes back, so that a head whose
+/// attempt failed keeps its place.
+async fn withdraw(server: &Server, conn: &Conn, call: &Call, entry: Option<(u64, u64)>) {
+    let key = call.key();
+    // No-script hook: the same compare-and-delete without a script.
+    if server.scripts_refused() {
+        let send = async |_: &mut MultiplexedConnection| {
+            crate::lock::noscript::withdraw(server, &call.keys[0], &call.args[0]).await
+        };
+        let _ = server.call(Op::Withdraw, key.as_bytes(), send).await;
+        return;
+    }
+    let (member, (score, deadline)) = match entry {
+        Some(entry) => (call.args[1].as_slice(), entry),
+        None => (&b""[..], (0, 0)),
+    };
+    // A shared attempt's call has the shared holders as a fifth key: the
+    // script then withdraws its entry there (announcing nothing).
+    let readers = call.keys.get(4);
+    let mut pipe = redis::pipe();
+    pipe.cmd("SCRIPT").arg("LOAD").arg(WITHDRAW_LUA).ignore();
+    pipe.cmd("EVALSHA")
+        .arg(SCRIPTS.withdraw.get_hash())
+        .arg(3 + usize::from(readers.is_some()))
+        .arg(&call.keys[0])
+        .arg(&call.keys[2])
+        .arg(&call.keys[3])
+        .arg(readers)
+        .arg(&call.args[0])
+        .arg(member)
+        .arg(format!("{score} {deadline}"))
+        .arg(readers.map(|_| ""));
+    let send = async |c: &mut MultiplexedConnection| pipe.query_async::<Value>(c).await;
+    let first = server.call_on(conn, Op::Withdraw, key.as_bytes(), server.deadline(), send).await;
+    if let Err(e) = first
+        && matches!(e.failure, Failure::Connection(_))
+    {
+        let _ = server.call(Op::Withdraw, key.as_bytes(), send).await;
+    }
+}
+
+/// One server's answer to the acquire script.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Granted {
+    /// Set; with the fence drawn there when fencing is on, and the
+    /// waiter's queue entry that the grant removed there (its join score
+    /// and deadline), which a withdrawal puts back.
+    Yes(Option<u64>, Option<(u64, u64)>),
+    /// Not set: held by `holder` for another `pttl` ms (-1: no expiry), or,
+    /// with no holder, free but another waiter's turn; and the queue there.
+    No {
+        /// The holder's value; `None` when the key is free there.
+        holder: Option<String>,
+        /// Its PTTL.
+        pttl: i64,
+        /// The queue as this server sees it after the attempt.
+        queue: queue::View,
+    },
+}
+
+/// Reads the acquire script's reply.
+fn parse_acquire(reply: Value) -> Result<Granted, String> {
+    let bad = |reply: &Value| format!("unexpected acquire reply {reply:?}");
+    let Value::Array(items) = &reply else { return Err(bad(&reply)) };
+    match items.as_slice() {
+        [Value::Int(1), Value::Int(fence), Value::Int(score), Value::Int(deadline)] => {
+            let entry = u64::try_from(*score).ok().zip(u64::try_from(*deadline).ok());
+            Ok(Granted::Yes(u64::try_from(*fence).ok(), entry))
+        }
+        [Value::Int(0), holder, Value::Int(pttl), Value::Int(rank), Value::Int(len), first] => {
+            let text = |v: &Value| match v {
+                Value::BulkString(b) => Some(String::from_utf8_lossy(b).into_owned()),
+                _ => None,
+            };
+            let (Some(holder), Some(first)) = (text(holder), text(first)) else {
+                return Err(bad(&reply));
+            };
+            Ok(Granted::No {
+                // A key that exists has a PTTL of -1 or more: -2 is "free".
+                holder: (*pttl != -2).then_some(holder),
+                pttl: *pttl,
+                queue: queue::View {
+                    rank: usize::try_from(*rank).ok(),
+                    len: usize::try_from(*len).map_err(|_| bad(&reply))?,
+                    first,
+                },
+            })
+        }
+        _ => Err(bad(&reply)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_split_names_no_holder_and_says_how_the_votes_lie() {
+        let queue = queue::View { rank: None, len: 0, first: String::new() };
+        let no = |holder: Option<&str>, pttl| {
+            let holder = holder.map(str::to_owned);
+            Reply::Answered(Granted::No { holder, pttl, queue: queue.clone() })
+        };
+        let replies = || {
+            vec![
+                no(Some("a"), 900),
+                no(Some("a"), 500),
+                no(Some("b"), -1),
+                Reply::Answered(Granted::Yes(None, None)),
+            ]
+        };
+        let replies_now = replies();
+        let votes = Votes::of(&replies_now);
+        assert_eq!(votes.ours, 1);
+        assert_eq!(votes.counts(), vec![2, 1]);
+        let mut with_queue = replies();
+        with_queue.extend([no(None, -2), no(None, -2)]);
+        assert_eq!(Votes::of(&with_queue).counts(), vec![2, 1, 2], "the queue counts last");
+        assert_eq!(votes.others[0].2, Some(Duration::from_millis(500)), "the shortest expiry");
+        assert_eq!(votes.others[1].2, None, "no expiry");
+        let split =
+            Split { votes: vec![2, 1, 1], silent: 1, expires: None, failures: Failures::default() };
+        assert_eq!(
+            split.describe("k", 3),
+            "k: no holder has a quorum (3 of 5); the votes are split among 3 tokens (2, 1 and 1 servers); 1 did not answer: no server answered in time"
+        );
+    }
+
+    #[test]
+    fn acquire_reply_is_read_strictly() {
+        let int = Value::Int;
+        let text = |s: &str| Value::BulkString(s.as_bytes().to_vec());
+        let yes = Value::Array(vec![int(1), int(7), int(10), int(20)]);
+        assert_eq!(parse_acquire(yes), Ok(Granted::Yes(Some(7), Some((10, 20)))));
+        let unfenced = Value::Array(vec![int(1), int(-1), int(-1), int(-1)]);
+        assert_eq!(parse_acquire(unfenced), Ok(Granted::Yes(None, None)));
+        let busy = Value::Array(vec![int(0), text("t"), int(5), int(1), int(2), text("w")]);
+        let queue = queue::View { rank: Some(1), len: 2, first: "w".into() };
+        let held = Granted::No { holder: Some("t".into()), pttl: 5, queue: queue.clone() };
+        assert_eq!(parse_acquire(busy), Ok(held));
+        let queued = Value::Array(vec![int(0), text(""), int(-2), int(1), int(2), text("w")]);
+        assert_eq!(parse_acquire(queued), Ok(Granted::No { holder: None, pttl: -2, queue }));
+        let raw_empty_value =
+            Value::Array(vec![int(0), text(""), int(-1), int(-1), int(0), text("")]);
+        assert!(matches!(parse_acquire(raw_empty_value), Ok(Granted::No { holder: Some(_), .. })));
+        assert!(parse_acquire(Value::Array(vec![int(1), int(7)])).is_err());
+        assert!(parse_acquire(Value::Okay).is_err());
+    }
+}

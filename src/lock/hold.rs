@@ -1,0 +1,185 @@
+//! Holding and letting go: extend, set the TTL (`--keep`), release and
+//! `release --force`, each a compare-and-set round on the holder's token.
+
+use super::*;
+
+impl Fleet {
+    /// Makes a lock held by `token` last at least `ttl` from now on every
+    /// server, never shortening it. The new validity counts from the start
+    /// of the round and assumes only `ttl`.
+    pub async fn extend(&self, key: &str, token: &str, ttl: Duration) -> Result<Lock, Error> {
+        let keys = vec![self.layout.held_key(key, token), self.layout.fence_key(key)];
+        let lifetime = crate::millis(crate::fence::lifetime(ttl)).to_string();
+        let more = vec![lifetime.into_bytes()];
+        self.retime(&SCRIPTS.extend, key, keys, token, ttl, more, NOT_HELD).await
+    }
+
+    /// Sets the TTL of a lock held by `token` to exactly `ttl` on every
+    /// server, shortening it if need be (`run --keep`).
+    pub async fn set_ttl(&self, key: &str, token: &str, ttl: Duration) -> Result<Lock, Error> {
+        let keys = vec![self.layout.held_key(key, token)];
+        self.retime(&SCRIPTS.set_ttl, key, keys, token, ttl, Vec::new(), NOT_HELD).await
+    }
+
+    /// One compare-and-set round on a holder's TTL: [`Fleet::extend`],
+    /// [`Fleet::set_ttl`] and their shared twins ([`crate::shared`]).
+    /// `script` gets KEYS `keys` and ARGV token, ttl ms, then `more`, and
+    /// answers 1 where the token holds; `refused` says what a quorum of 0
+    /// means.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn retime(
+        &self,
+        script: &'static Script,
+        key: &str,
+        keys: Vec<String>,
+        token: &str,
+        ttl: Duration,
+        more: Vec<Vec<u8>>,
+        refused: &str,
+    ) -> Result<Lock, Error> {
+        let start = BootInstant::now();
+        let mut args = vec![token.into(), crate::millis(ttl).to_string().into()];
+        args.extend(more);
+        let call = Call { op: Op::Extend, key: key.to_owned(), script, keys, args };
+        let round = self.round(call, parse_int, done_here).await;
+        let shown = crate::display_key(key.as_bytes());
+        match round.outcome() {
+            Outcome::Won => {
+                let validity = quorum::validity(ttl, start.elapsed(), self.drift_factor)
+                    .ok_or_else(|| {
+                        self.unavailable(
+                            format!("extend {shown}: too slow to leave any validity"),
+                            &round,
+                        )
+                    })?;
+                Ok(Lock {
+                    key: key.to_owned(),
+                    token: token.to_owned(),
+                    ttl,
+                    since: start,
+                    validity,
+                    granted: (round.tally.yes, round.tally.total),
+                    fence: None,
+                })
+            }
+            Outcome::Refused => Err(Error::Lost(format!(
+                "extend {shown}: {refused} ({} of {} servers say so)",
+                round.tally.no, round.tally.total
+            ))),
+            Outcome::Unreachable => Err(self.unavailable(format!("extend {shown}"), &round)),
+        }
+    }
+
+    /// Deletes the key on every server where `token` holds it, announcing
+    /// the release to waiters. Returns once a quorum has deleted it (the
+    /// other servers' deletes go on in the background, see
+    /// [`Fleet::drain`]), with each server's part.
+    /// A shared holder's token leaves the shared holders (the withdrawal
+    /// script, with the release channel).
+    pub async fn release(&self, key: &str, token: &str) -> Result<Vec<ServerResult>, Error> {
+        let refused = if is_shared(token) { NO_SHARED_HOLD } else { NOT_HELD };
+        let call = self.release_call(key, token);
+        let round = self.round(call, parse_int, done_here).await;
+        let shown = crate::display_key(key.as_bytes());
+        match round.outcome() {
+            Outcome::Won => {
+                Ok(self.results(&round, |n| if *n == 1 { "deleted" } else { "not held" }))
+            }
+            Outcome::Refused => Err(Error::Lost(format!(
+                "release {shown}: {refused} ({} of {} servers say so)",
+                round.tally.no, round.tally.total
+            ))),
+            Outcome::Unreachable => Err(self.unavailable(format!("release {shown}"), &round)),
+        }
+    }
+
+    /// Deletes the lock whoever holds it (`release --force`). Returns how
+    /// many servers had it.
+    ///
+    /// It reads every server first ([`Fleet::status`]) and then deletes,
+    /// per server, only the value it read there (compare-and-delete, so a
+    /// lock that changed hands in between is left alone). A value that is
+    /// not a redlock token is refused, and nothing is deleted, unless
+    /// `any_value`: with the key as given ([`KeyLayout::Raw`]) it may be
+    /// another client's lock or an application's data.
+    pub async fn force_release(&self, key: &str, any_value: bool) -> Result<usize, Error> {
+        self.force_release_of(key, 1, any_value).await
+    }
+
+    /// [`Fleet::force_release`] of place `slot` of a `--limit` lock.
+    pub async fn force_release_of(
+        &self,
+        key: &str,
+        slot: u32,
+        any_value: bool,
+    ) -> Result<usize, Error> {
+        let shown = crate::display_key(key.as_bytes());
+        let status = self.status_of(key, slot).await;
+        let failures = status.failures();
+        if failures.0.len() > self.servers.len() - self.quorum {
+            return Err(Error::Unavailable {
+                what: format!(
+                    "release --force {shown}: {} of {} servers answered, quorum {}",
+                    self.servers.len() - failures.0.len(),
+                    self.servers.len(),
+                    self.quorum
+                ),
+                config: failures.any_config(),
+                failures,
+            });
+        }
+        let mut values: Vec<(&str, Vec<Arc<Server>>)> = Vec::new();
+        for (server, (name, view)) in self.servers.iter().zip(&status.servers) {
+            let ServerView::Held { value, .. } = view else { continue };
+            if !any_value && value.parse::<Token>().is_err() {
+                return Err(Error::Usage(format!(
+                    "release --force {shown}: {name} holds a value that is not a redlock lock ({:?}); \
+                     nothing deleted (--force-any-value deletes it anyway)",
+                    crate::display_key(value.as_bytes())
+                )));
+            }
+            match values.iter_mut().find(|(v, _)| v == value) {
+                Some((_, servers)) => servers.push(Arc::clone(server)),
+                None => values.push((value, vec![Arc::clone(server)])),
+            }
+        }
+        let mut deleted = 0;
+        for (value, servers) in values {
+            let call = Call { op: Op::ForceRelease, ..self.release_call(key, value) };
+            let round = self.round_on(&servers, call, parse_int, |_| Vote::Yes).await;
+            deleted += round.replies.iter().filter(|r| matches!(r, Reply::Answered(1))).count();
+        }
+        Ok(deleted)
+    }
+}
+
+impl Fleet {
+    /// The compare-and-delete of `token` on `key`, announcing the release.
+    /// A shared holder's token ([`crate::shared`]) leaves the shared
+    /// holders instead: the withdrawal script, with the release channel.
+    fn release_call(&self, key: &str, token: &str) -> Call {
+        if is_shared(token) {
+            let [order, deadlines] = self.layout.queue_keys(key);
+            return Call {
+                op: Op::Release,
+                key: key.to_owned(),
+                script: &SCRIPTS.withdraw,
+                keys: vec![
+                    self.layout.lock_key(key),
+                    order,
+                    deadlines,
+                    self.layout.readers_key(key),
+                ],
+                args: vec![token.into(), Vec::new(), Vec::new(), release_channel(key).into_bytes()],
+            };
+        }
+        Call {
+            op: Op::Release,
+            key: key.to_owned(),
+            script: &SCRIPTS.release,
+            keys: [vec![self.layout.held_key(key, token)], self.layout.queue_keys(key).to_vec()]
+                .concat(),
+            args: vec![token.into(), release_channel(key).into_bytes()],
+        }
+    }
+}

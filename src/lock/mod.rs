@@ -1,0 +1,421 @@
+//! The Redlock operations over a set of servers: acquire, extend, release,
+//! force-release and status, each one parallel round of a Lua script.
+//!
+//! Every round goes through [`quorum::fan_out`], so each server call is
+//! bounded by the node timeout and the verdict comes from a [`quorum::Tally`]
+//! (an acquire round: from [`quorum::standing`], who holds how many
+//! servers); the per-server replies are kept for messages and `status`.
+//!
+//! Where the keys live is a [`KeyLayout`]: redlock's own namespace by
+//! default, the key as given for interop. Fencing numbers follow the rule
+//! and the argument in [`crate::fence`].
+//!
+//! This module holds the [`Fleet`], the script calls and the lock a
+//! command asks for ([`Request`]); by concept, the acquire round, its
+//! verdict and withdrawal are in `acquire`, extend/release/force in
+//! `hold`, `status` in `status`, and the key names in `keys`.
+
+mod acquire;
+mod hold;
+mod keys;
+pub mod noscript;
+mod status;
+
+pub use acquire::{Attempt, AttemptReport, Place, Split};
+pub use keys::{KeyLayout, release_channel};
+pub use status::{ServerView, Status};
+
+use std::sync::{Arc, LazyLock};
+use std::time::{Duration, SystemTime};
+
+use redis::aio::MultiplexedConnection;
+use redis::{Script, Value};
+use tokio::sync::watch;
+use tokio_util::task::TaskTracker;
+
+use crate::clock::BootInstant;
+use crate::error::Error;
+use crate::fence;
+use crate::queue;
+use crate::quorum::{self, Answer, Failures, Listen, Outcome, Reply, Round, Standing, Tally, Vote};
+use crate::server::{Conn, Failure, Op, Server, ServerError};
+use crate::token::Token;
+
+/// The Lua scripts, hashed once; `Script` sends EVALSHA and, when the
+/// server answers NOSCRIPT, SCRIPT LOAD and EVALSHA again (the README's ACL
+/// grants exactly those two).
+struct Scripts {
+    acquire: Script,
+    extend: Script,
+    set_ttl: Script,
+    release: Script,
+    status: Script,
+    raise_fence: Script,
+    withdraw: Script,
+}
+
+/// The withdrawal script's source: it is sent with every withdrawal (see
+/// [`withdraw`]).
+const WITHDRAW_LUA: &str = include_str!("../scripts/withdraw.lua");
+
+static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
+    acquire: Script::new(include_str!("../scripts/acquire.lua")),
+    extend: Script::new(include_str!("../scripts/extend.lua")),
+    set_ttl: Script::new(include_str!("../scripts/set_ttl.lua")),
+    release: Script::new(include_str!("../scripts/release.lua")),
+    status: Script::new(include_str!("../scripts/status.lua")),
+    raise_fence: Script::new(include_str!("../scripts/raise_fence.lua")),
+    withdraw: Script::new(WITHDRAW_LUA),
+});
+
+/// How long to wait for a busy lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wait {
+    /// Try once (`-n`).
+    Once,
+    /// Retry until this much time has passed (`--wait`).
+    For(Duration),
+    /// Retry until acquired.
+    Forever,
+}
+
+/// A lock to take: key, TTL, how long to wait, whether to fence. Built by
+/// [`crate::config`] from the command line; the layers below take it as
+/// plain values.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Request {
+    /// The lock key.
+    pub key: String,
+    /// The lock TTL.
+    pub ttl: Duration,
+    /// Busy handling.
+    pub wait: Wait,
+    /// Draw a fencing number.
+    pub fence: bool,
+    /// Wait in the queue, served in arrival order ([`crate::queue`]).
+    pub ordered: bool,
+    /// At most this many holders at once (`--limit`; 1: the ordinary
+    /// lock; [`crate::slots`]).
+    pub limit: u32,
+    /// Hold it shared (`--shared`; [`crate::shared`]).
+    pub shared: bool,
+}
+
+/// One script call, the same on every server of a round.
+pub(crate) struct Call {
+    /// What it does, for errors and for whether the round may end early.
+    pub(crate) op: Op,
+    /// The lock's key as the user gave it, for messages.
+    pub(crate) key: String,
+    /// The script.
+    pub(crate) script: &'static Script,
+    /// KEYS: the server-side names ([`KeyLayout`]).
+    pub(crate) keys: Vec<String>,
+    /// ARGV.
+    pub(crate) args: Vec<Vec<u8>>,
+}
+
+impl Call {
+    /// The key shown in messages: the user's, not its server-side name.
+    fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// Runs the script on `c`, or, on a server that refuses scripts, the
+    /// same operation without them.
+    async fn invoke(
+        &self,
+        server: &Server,
+        c: &mut MultiplexedConnection,
+    ) -> redis::RedisResult<Value> {
+        // No-script hook (issue 14, item 2): a server that refused a script
+        // once takes the plain-command path from then on (src/noscript.rs,
+        // WATCH/MULTI/EXEC on a connection of its own); the refusal itself
+        // is answered there too, so the caller sees the script's reply.
+        if server.scripts_refused() {
+            return crate::lock::noscript::invoke(server, self).await;
+        }
+        match self.run_script(c).await {
+            Err(e) if crate::lock::noscript::refuses_scripts(&e) => {
+                server.refuse_scripts();
+                crate::lock::noscript::invoke(server, self).await
+            }
+            reply => reply,
+        }
+    }
+
+    /// Runs the script on `c`.
+    async fn run_script(&self, c: &mut MultiplexedConnection) -> redis::RedisResult<Value> {
+        let mut invocation = self.script.prepare_invoke();
+        for k in &self.keys {
+            invocation.key(k);
+        }
+        for a in &self.args {
+            invocation.arg(a);
+        }
+        invocation.invoke_async(c).await
+    }
+
+    /// Runs the script on `server` (its connection, within the node
+    /// timeout) and reads the reply with `read`.
+    async fn on<T>(
+        &self,
+        server: &Server,
+        read: fn(Value) -> Result<T, String>,
+    ) -> Result<T, ServerError> {
+        let key = self.key();
+        let reply =
+            server.call(self.op, key.as_bytes(), async |c| self.invoke(server, c).await).await?;
+        read(reply).map_err(|msg| server.bad_reply(self.op, key, msg))
+    }
+}
+
+/// How one server took part in a round, for events and messages.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ServerResult {
+    /// The server's display name.
+    pub server: String,
+    /// `granted`, `held` (acquire), `deleted`, `not held` (release),
+    /// `not awaited`, or `error: ...`.
+    pub result: String,
+    /// Time to answer from the start of the round, in milliseconds.
+    pub latency_ms: Option<f64>,
+}
+
+/// The servers of one lock service and the rules for deciding over them.
+pub struct Fleet {
+    servers: Vec<Arc<Server>>,
+    quorum: usize,
+    drift_factor: f64,
+    layout: KeyLayout,
+    /// Server calls, including those still running after a verdict.
+    tasks: TaskTracker,
+}
+
+/// A lock this process holds.
+#[derive(Clone, Debug)]
+pub struct Lock {
+    /// The key.
+    pub key: String,
+    /// The value stored under the key on the servers that granted it.
+    pub token: String,
+    /// The TTL the servers were given.
+    pub ttl: Duration,
+    /// When the round that took (or last extended) the lock started, on
+    /// the boot clock (suspended time counts against validity).
+    pub since: BootInstant,
+    /// How long the lock is certainly held from `since`.
+    pub validity: Duration,
+    /// Servers that granted the lock, and the total.
+    pub granted: (usize, usize),
+    /// The fencing number of this acquisition, when fencing is on.
+    pub fence: Option<u64>,
+}
+
+impl Lock {
+    /// The instant after which the lock can no longer be trusted.
+    pub fn deadline(&self) -> BootInstant {
+        self.since + self.validity
+    }
+}
+
+/// Who holds a lock that we could not take, as the refusing servers saw it.
+#[derive(Clone, Debug)]
+pub struct Holder {
+    /// The holder's value (its token).
+    pub value: String,
+    /// The shortest remaining TTL reported for it; `None` when it never expires.
+    pub remaining: Option<Duration>,
+}
+
+impl Holder {
+    /// One line: who holds `key` and for how long.
+    pub fn describe(&self, key: &str) -> String {
+        let expiry = match self.remaining {
+            Some(d) => format!("expires in {}", crate::fmt_duration(d)),
+            None => "has no expiry".to_owned(),
+        };
+        let shown = crate::display_key(key.as_bytes());
+        match self.value.parse::<Token>().map(|t| t.limit()) {
+            // A `--limit` key ([`crate::slots`]): this is the place that
+            // frees soonest.
+            Ok(limit) if limit > 1 => format!(
+                "all {limit} places of {shown} are held; the first to free is held by {}, {expiry}",
+                describe_value(&self.value)
+            ),
+            _ => format!("{shown} is held by {}, {expiry}", describe_value(&self.value)),
+        }
+    }
+}
+
+/// Describes a lock value: the holder facts of a redlock token, or the raw value.
+pub fn describe_value(value: &str) -> String {
+    if value == crate::token::SHARED_MARKER {
+        return "shared holders (--shared)".to_owned();
+    }
+    match value.parse::<Token>() {
+        Ok(t) => format!(
+            "{} pid {} (since {}, for {})",
+            t.host,
+            t.pid,
+            humantime::format_rfc3339_seconds(t.created()),
+            crate::fmt_duration(t.held_for())
+        ),
+        Err(()) => format!("another client (value {:?})", crate::display_key(value.as_bytes())),
+    }
+}
+
+impl Fleet {
+    /// A fleet of servers deciding with `quorum` and `drift_factor`, with
+    /// the keys in redlock's own namespace ([`KeyLayout::Native`]).
+    pub fn new(servers: Vec<Server>, quorum: usize, drift_factor: f64) -> Fleet {
+        let servers = servers.into_iter().map(Arc::new).collect();
+        let layout = KeyLayout::Native;
+        Fleet { servers, quorum, drift_factor, layout, tasks: TaskTracker::new() }
+    }
+
+    /// The same fleet with its keys where `layout` puts them.
+    pub fn with_key_layout(self, layout: KeyLayout) -> Fleet {
+        Fleet { layout, ..self }
+    }
+
+    /// Where the keys live.
+    pub fn key_layout(&self) -> KeyLayout {
+        self.layout
+    }
+
+    /// The servers.
+    pub fn servers(&self) -> &[Arc<Server>] {
+        &self.servers
+    }
+
+    /// The quorum.
+    pub fn quorum(&self) -> usize {
+        self.quorum
+    }
+
+    /// The clock drift allowance, as a fraction of the TTL.
+    pub fn drift_factor(&self) -> f64 {
+        self.drift_factor
+    }
+
+    /// Waits for server calls that outlived their round's verdict, each
+    /// already bounded by the node timeout. Call before the process exits,
+    /// so that a straggler's SET or DEL is not cut off.
+    pub async fn drain(&self) {
+        self.tasks.close();
+        self.tasks.wait().await;
+        self.tasks.reopen();
+    }
+
+    /// Runs `call` on every server; `read` checks the reply's shape and
+    /// `vote` counts it. Extend, raise-fence and release rounds end as soon
+    /// as the verdict is settled (a release is done once a quorum deleted:
+    /// nobody can hold the token's quorum any more), the calls still in
+    /// flight finishing in the background before the process exits; status
+    /// rounds hear every server. Acquire rounds have their own rule ([`Fleet::attempt`]).
+    /// The run history ([`crate::history`]) sends its own scripts through it.
+    pub(crate) async fn round<T: Send + 'static>(
+        &self,
+        call: Call,
+        read: fn(Value) -> Result<T, String>,
+        vote: impl Fn(&T) -> Vote,
+    ) -> Round<T> {
+        self.round_on(&self.servers, call, read, vote).await
+    }
+
+    /// [`Fleet::round`] on some of the servers.
+    async fn round_on<T: Send + 'static>(
+        &self,
+        servers: &[Arc<Server>],
+        call: Call,
+        read: fn(Value) -> Result<T, String>,
+        vote: impl Fn(&T) -> Vote,
+    ) -> Round<T> {
+        let early = matches!(call.op, Op::Extend | Op::RaiseFence | Op::Release);
+        let op = call.op;
+        let shown = call.key.clone();
+        let call = Arc::new(call);
+        quorum::fan_out(
+            servers,
+            &self.tasks,
+            self.quorum,
+            (op, &shown),
+            |server, answer| {
+                let call = Arc::clone(&call);
+                async move { answer.send(call.on(&server, read).await) }
+            },
+            vote,
+            quorum::until_settled(early),
+        )
+        .await
+    }
+
+    /// The error of a round that too few servers answered; `what` names it.
+    pub(crate) fn unavailable<T>(&self, what: String, round: &Round<T>) -> Error {
+        let failures = round.failures();
+        let config = failures.any_config();
+        Error::Unavailable {
+            what: format!(
+                "{what}: {} of {} servers answered, quorum {}",
+                round.tally.yes + round.tally.no,
+                round.tally.total,
+                self.quorum
+            ),
+            failures,
+            config,
+        }
+    }
+
+    /// Each server's part in a round, described by `describe` when it answered.
+    pub(crate) fn results<T>(
+        &self,
+        round: &Round<T>,
+        describe: impl Fn(&T) -> &'static str,
+    ) -> Vec<ServerResult> {
+        self.servers
+            .iter()
+            .zip(&round.replies)
+            .zip(&round.latency)
+            .map(|((server, reply), latency)| ServerResult {
+                server: server.name().to_owned(),
+                result: match reply {
+                    Reply::Answered(v) => describe(v).to_owned(),
+                    Reply::Failed(e) => format!("error: {}", e.failure),
+                    Reply::NotAwaited => "not awaited".to_owned(),
+                },
+                latency_ms: latency.map(|d| d.as_secs_f64() * 1000.0),
+            })
+            .collect()
+    }
+}
+
+/// What a quorum of "not held" answers to an extend or a release means.
+const NOT_HELD: &str = "the lock is not held by this token";
+
+/// The same for a shared holder's token ([`crate::shared`]).
+pub(crate) const NO_SHARED_HOLD: &str = "no shared hold of this token";
+
+/// True when `token` is a shared holder's ([`crate::shared`]).
+pub fn is_shared(token: &str) -> bool {
+    token.parse::<Token>().is_ok_and(|t| t.shared)
+}
+
+/// The vote of a compare-and-extend or compare-and-delete reply: 1 when
+/// the server did it (the token held the key there), 0 when it did not.
+pub(crate) fn done_here(n: &i64) -> Vote {
+    if *n == 1 { Vote::Yes } else { Vote::No }
+}
+
+/// Reads an integer reply.
+pub(crate) fn parse_int(reply: Value) -> Result<i64, String> {
+    match reply {
+        Value::Int(n) => Ok(n),
+        other => Err(format!("unexpected reply {other:?}")),
+    }
+}
+
+/// A PTTL reply as a duration; `None` for "no expiry" (-1).
+fn ttl_of(pttl: i64) -> Option<Duration> {
+    u64::try_from(pttl).ok().map(Duration::from_millis)
+}
