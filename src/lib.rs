@@ -16,12 +16,14 @@
 //! - `scripts/*.lua`: the atomic acquire (with the fence draw), withdraw,
 //!   compare-and-extend (never shortening), set-TTL (`--keep`),
 //!   compare-and-delete, raise-fence, status and history scripts.
-//! - [`lock::noscript`]: the same operations without scripts (`WATCH`/`MULTI`/
-//!   `EXEC` on a connection of its own), for servers that refuse them.
 //! - [`quorum`]: the pure tally and validity arithmetic, and the parallel
 //!   fan-out that stops as soon as the verdict is settled.
-//! - [`lock`]: the Redlock operations over a [`lock::Fleet`] of servers, and
-//!   where a lock's keys live ([`lock::KeyLayout`]).
+//! - [`lock`]: the Redlock operations over a [`lock::Fleet`] of servers and
+//!   the lock a command asks for ([`lock::Request`]): the acquire round and
+//!   its withdrawal, extend/release, status, where a lock's keys live
+//!   ([`lock::KeyLayout`]), and [`lock::noscript`], the same operations
+//!   without scripts (`WATCH`/`MULTI`/`EXEC` on a connection of its own)
+//!   for servers that refuse them.
 //! - [`fence`]: fencing numbers: the rule the servers draw them by, and why
 //!   they increase from one holder to the next without persistence.
 //! - [`history`]: the run history and skip counter kept beside each lock
@@ -49,6 +51,15 @@
 //! - [`error`], [`exit`]: the error type and the exit codes it maps to.
 //! - [`output`]: messages on stderr, text or JSON.
 //! - [`docs`]: man pages and shell completions generated from [`cli`].
+//!
+//! Dependencies run one way, from the commands down: [`cmd`] uses
+//! [`config`] (which builds the values of the layers below: the servers,
+//! the [`lock::Fleet`], the [`lock::Request`]), then [`watchdog`], [`wait`],
+//! [`slots`], [`shared`] and [`history`], which use [`lock`], which uses
+//! [`fence`], [`token`], and [`queue`] and [`quorum`] over [`server`]
+//! (with [`sentinel`], one of the connection kinds it owns). No layer
+//! imports one above it: `server` knows nothing of `config`, `cli` or the
+//! key layout, and `lock` nothing of `config`.
 //!
 //! # Theory of operation
 //! A lock is a key set on N independent servers. To acquire it, redlock
