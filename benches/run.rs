@@ -8,14 +8,18 @@
 //!   watchdog renews;
 //! - contention: 8 processes, each looping wait-acquire (the library's
 //!   waiting path), a tiny critical section, release, on one key: sections
-//!   per second and overlaps.
+//!   per second and overlaps;
+//! - process loop: 8 loops of whole `redlock run --wait 1m -- true`
+//!   processes on one key, the way a shell script contends: sections per
+//!   second.
 //!
 //! Handoff, overhead and contention are each measured twice, with the wait
 //! queue (the default) and `--unordered` (the baseline), and reported as
 //! a ratio.
 //!
 //! Run: `cargo bench --bench run` (env `ROUNDS`, default 100 handoffs;
-//! `CONTENTION_SECS`, default 10).
+//! `CONTENTION_SECS`, default 10, for the contention and the process loop;
+//! `ONLY=loop,contention` picks figures).
 
 mod common;
 
@@ -54,23 +58,83 @@ fn main() {
     // Each figure of the wait queue (issue 11) beside its baseline, the
     // unordered mode (`--unordered`), measured in the same run.
     let rounds = env_or("ROUNDS", 100);
-    let ordered = handoff(&servers, &urls, rounds, &[]);
-    let unordered = handoff(&servers, &urls, rounds, &["--unordered"]);
-    println!(
-        "handoff ratio ordered/unordered: median {:.2}, p99 {:.2}",
-        ordered.0.as_secs_f64() / unordered.0.as_secs_f64(),
-        ordered.1.as_secs_f64() / unordered.1.as_secs_f64()
-    );
-    overhead(&urls);
-    memory(&urls);
     let secs = Duration::from_secs(env_or("CONTENTION_SECS", 10));
-    let ordered = contention(&servers, &urls, secs, true);
-    let unordered = contention(&servers, &urls, secs, false);
+    if wanted("handoff") {
+        let ordered = handoff(&servers, &urls, rounds, &[]);
+        let unordered = handoff(&servers, &urls, rounds, &["--unordered"]);
+        println!(
+            "handoff ratio ordered/unordered: median {:.2}, p99 {:.2}",
+            ordered.0.as_secs_f64() / unordered.0.as_secs_f64(),
+            ordered.1.as_secs_f64() / unordered.1.as_secs_f64()
+        );
+    }
+    if wanted("overhead") {
+        overhead(&urls);
+    }
+    if wanted("memory") {
+        memory(&urls);
+    }
+    if wanted("contention") {
+        let ordered = contention(&servers, &urls, secs, true);
+        let unordered = contention(&servers, &urls, secs, false);
+        println!(
+            "contention ratio ordered/unordered: sections/s {:.2}, script calls per section {:.2}",
+            ordered.0 / unordered.0,
+            ordered.1 / unordered.1
+        );
+    }
+    if wanted("loop") {
+        let ordered = process_loop(&urls, secs, &[]);
+        let unordered = process_loop(&urls, secs, &["--unordered"]);
+        println!("process loop ratio ordered/unordered: sections/s {:.2}", ordered / unordered);
+    }
+}
+
+/// Whether the figure `name` is measured: all of them, or those listed in
+/// `ONLY` (comma-separated: handoff, overhead, memory, contention, loop).
+fn wanted(name: &str) -> bool {
+    std::env::var("ONLY").map_or(true, |only| only.split(',').any(|n| n.trim() == name))
+}
+
+/// (e) 8 loops of whole `redlock run --wait 1m -- true` processes on one
+/// key for `secs`: sections (runs that exited 0) per second.
+fn process_loop(urls: &str, secs: Duration, extra: &[&str]) -> f64 {
+    let key = format!("bench-loop{}", extra.join(""));
+    let end = Instant::now() + secs;
+    let loops: Vec<_> = (0..CONTENDERS)
+        .map(|_| {
+            let (urls, key, extra) = (urls.to_owned(), key.clone(), extra.join(" "));
+            std::thread::spawn(move || {
+                let mut runs = 0u64;
+                while Instant::now() < end {
+                    let status = Command::new(BIN)
+                        .env("REDLOCK_SERVERS", &urls)
+                        .args(["run", "--key", &key, "--wait", "1m"])
+                        .args(extra.split_whitespace())
+                        .args(["--", "true"])
+                        .status()
+                        .unwrap();
+                    assert!(status.success(), "a run failed: {status}");
+                    runs += 1;
+                }
+                runs
+            })
+        })
+        .collect();
+    let mut per_loop: Vec<u64> = loops.into_iter().map(|l| l.join().unwrap()).collect();
+    per_loop.sort_unstable();
+    let sections: u64 = per_loop.iter().sum();
+    let rate = sections as f64 / secs.as_secs_f64();
     println!(
-        "contention ratio ordered/unordered: sections/s {:.2}, script calls per section {:.2}",
-        ordered.0 / unordered.0,
-        ordered.1 / unordered.1
+        "process loop ({CONTENDERS} loops of `redlock run --wait 1m{}{} -- true`, one key, {}s): \
+         {sections} sections, {rate:.0}/s, per loop {}..{}",
+        if extra.is_empty() { "" } else { " " },
+        extra.join(" "),
+        secs.as_secs(),
+        per_loop[0],
+        per_loop[per_loop.len() - 1],
     );
+    rate
 }
 
 /// (a) The holder releases; how long until the waiting process holds it.
