@@ -1,11 +1,17 @@
 //! `redlock doctor`: is this set of servers fit for Redlock?
 //!
-//! Each server is probed in parallel (PINGs, INFO, TIME, CONFIG GET); the
-//! pure [`assess`] turns the probes into warnings (things that break the
-//! algorithm's assumptions) and notes (advice). Exit 0 fit, 1 warnings,
-//! 69 when fewer than a quorum of servers answer. A Sentinel group is
-//! checked too ([`check_group`]): its Sentinels reachable, agreeing on the
-//! master, and that master reachable and a master.
+//! Each server is probed in parallel (PINGs, INFO, TIME, CONFIG GET, a
+//! SUBSCRIBE); the pure [`assess`] turns the probes into warnings (things
+//! that break the algorithm's assumptions) and notes (advice). Exit 0 fit,
+//! 1 warnings, 69 when fewer than a quorum of servers answer. A Sentinel
+//! group is checked too ([`check_group`]): its Sentinels reachable,
+//! agreeing on the master, and that master reachable and a master.
+//!
+//! Which command path redlock takes with each server ([`Path`]: scripts,
+//! or WATCH/MULTI/EXEC on a server that refuses them) is not guessed from
+//! the version or the ACL: doctor runs a read-only status round of a probe
+//! key through the fleet, which takes the same script/no-script dispatch
+//! as every lock operation, and reads what each server did.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -17,7 +23,7 @@ use serde_json::json;
 use crate::error::Error;
 use crate::exit;
 use crate::fence;
-use crate::lock::Fleet;
+use crate::lock::{Fleet, ServerView};
 use crate::quorum::Failures;
 use crate::sentinel::Answer;
 use crate::server::{Failure, Op, Server, ServerError};
@@ -52,14 +58,87 @@ pub struct Probe {
     pub appendfsync: Option<String>,
     /// The `save` setting, when CONFIG GET is allowed.
     pub save: Option<String>,
-    /// Why the server refused `SUBSCRIBE` to a release channel for this
-    /// user (NOPERM), when it did.
-    pub subscribe_refused: Option<String>,
+    /// INFO's `cluster_enabled:1`: a Redis Cluster node.
+    pub cluster_enabled: bool,
+    /// The Sentinel service, for a `redis+sentinel://` group (the probe
+    /// then reached the master the Sentinels name).
+    pub sentinel: Option<String>,
+    /// Whether this user may `SUBSCRIBE` to a release channel.
+    pub pubsub: PubSub,
+    /// The command path the status round took.
+    pub path: Path,
+    /// Why the status round's probe key was refused (NOPERM for the key:
+    /// an ACL that grants only the user's own keys); the path is known
+    /// all the same.
+    pub probe_key_refused: Option<String>,
+}
+
+/// Whether waiters can hear releases on a server ([`crate::wait`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum PubSub {
+    /// `SUBSCRIBE` to the probe's release channel worked.
+    #[default]
+    Allowed,
+    /// The server refused it: NOPERM (for the command or the channel), or
+    /// an unknown command (renamed away); the reason.
+    Refused(String),
+    /// It failed otherwise (a timeout, a lost connection): not known.
+    Unknown(String),
+}
+
+impl PubSub {
+    /// One word for the table and the JSON.
+    fn word(&self) -> &'static str {
+        match self {
+            PubSub::Allowed => "allowed",
+            PubSub::Refused(_) => "refused",
+            PubSub::Unknown(_) => "unknown",
+        }
+    }
+
+    /// Why it is not allowed, when it is not.
+    fn why(&self) -> Option<&str> {
+        match self {
+            PubSub::Allowed => None,
+            PubSub::Refused(why) | PubSub::Unknown(why) => Some(why),
+        }
+    }
+}
+
+/// How redlock's lock operations reach one server, as the status round
+/// found it (not as the version or the ACL suggest).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum Path {
+    /// Lua scripts (`EVALSHA`), the default: one round trip each.
+    #[default]
+    Scripts,
+    /// `WATCH`/`MULTI`/`EXEC` on a connection of its own: the server
+    /// refused scripts ([`crate::noscript`]).
+    Transaction,
+    /// The status round failed for another reason: the path is not known,
+    /// and redlock gets no vote from this server. What failed.
+    Unknown(String),
+}
+
+impl Path {
+    /// One word for the table and the JSON.
+    fn word(&self) -> &'static str {
+        match self {
+            Path::Scripts => "scripts",
+            Path::Transaction => "transaction",
+            Path::Unknown(_) => "unknown",
+        }
+    }
 }
 
 /// The key whose release channel the probe subscribes to: doctor knows no
 /// key, so an ACL that allows only some keys' channels may refuse this one.
 const PROBE_KEY: &str = "doctor-probe";
+
+/// What a refused `SUBSCRIBE` costs ([`crate::wait`]): waiters still take
+/// the lock, but hear of a release only at their next backoff step.
+const PUBSUB_COST: &str = "waiters are not woken by releases and retry on backoff alone \
+                           (up to 1s late after each release, about one attempt a second)";
 
 /// The verdict for the set.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -81,12 +160,22 @@ pub async fn doctor(
     drift_factor: f64,
     json: bool,
 ) -> Result<u8, Error> {
-    let results = futures_util::future::join_all(fleet.servers().iter().map(|s| probe(s))).await;
+    // The status round runs beside the probes: it is one more round trip
+    // (a few, on a server without scripts), on its own connection there.
+    let (results, status) = tokio::join!(
+        futures_util::future::join_all(fleet.servers().iter().map(|s| probe(s))),
+        fleet.status(PROBE_KEY)
+    );
     let mut probes = Vec::new();
     let mut failures = Vec::new();
-    for result in results {
+    for ((result, server), (_, view)) in
+        results.into_iter().zip(fleet.servers()).zip(status.servers)
+    {
         match result {
-            Ok(p) => probes.push(p),
+            Ok(mut p) => {
+                (p.path, p.probe_key_refused) = path(server, view);
+                probes.push(p);
+            }
             Err(e) => failures.push(e),
         }
     }
@@ -197,16 +286,51 @@ async fn probe(server: &Server) -> Result<Probe, ServerError> {
         appendonly: field("aof_enabled") == "1",
         appendfsync: config("appendfsync").await,
         save: config("save").await,
-        subscribe_refused: subscribe_refused(server).await,
+        cluster_enabled: field("cluster_enabled") == "1",
+        sentinel: server.sentinel().map(|g| g.service().to_owned()),
+        pubsub: pubsub(server).await,
+        // Filled in from the status round.
+        path: Path::Scripts,
+        probe_key_refused: None,
     })
 }
 
-/// Whether the server refuses this user `SUBSCRIBE` (Redis 7 ACL users get
-/// no channels by default); other failures are the PINGs' business.
-async fn subscribe_refused(server: &Server) -> Option<String> {
+/// Whether the server lets this user `SUBSCRIBE` (Redis 7 ACL users get
+/// no channels by default; a configuration can rename the command away).
+async fn pubsub(server: &Server) -> PubSub {
     match server.subscribe(&crate::lock::release_channel(PROBE_KEY)).await {
-        Err(ServerError { failure: Failure::NoPerm(why), .. }) => Some(why),
-        _ => None,
+        Ok(_) => PubSub::Allowed,
+        Err(ServerError { failure: Failure::NoPerm(why), .. }) => PubSub::Refused(why),
+        Err(ServerError { failure: Failure::Unfit(why), .. })
+            if why.contains("unknown command") =>
+        {
+            PubSub::Refused(why)
+        }
+        Err(e) => PubSub::Unknown(e.failure.to_string()),
+    }
+}
+
+/// The command path `server` took in the status round, from its answer
+/// there and whether it refused scripts on the way
+/// ([`Server::scripts_refused`], set by the same dispatch every lock
+/// operation goes through); and why the probe key was refused, when the
+/// ACL refused it (NOPERM for the key: the path taken is known all the
+/// same, the user's own keys may be allowed).
+fn path(server: &Server, view: ServerView) -> (Path, Option<String>) {
+    let taken = || if server.scripts_refused() { Path::Transaction } else { Path::Scripts };
+    match view {
+        ServerView::Error(ServerError { failure: Failure::NoPerm(why), .. })
+            if why.contains("key") && !why.contains("command") =>
+        {
+            (taken(), Some(why))
+        }
+        ServerView::Error(e) => {
+            // A refusal of scripts that the transaction then failed too
+            // (an ACL without +watch or +multi) says so.
+            let how = if server.scripts_refused() { "without scripts, " } else { "" };
+            (Path::Unknown(format!("{how}{}: {}", e.op, e.failure)), None)
+        }
+        _ => (taken(), None),
     }
 }
 
@@ -386,8 +510,45 @@ pub fn assess(
         }
         if p.role != "master" {
             a.warnings.push(format!(
-                "{}: role {}: a replica cannot take locks, and replication is asynchronous",
+                "{}: role {} (a replica): it refuses writes (READONLY), so redlock gets no vote \
+                 there, and replication is asynchronous; list masters only",
                 p.server, p.role
+            ));
+        }
+        // A cluster node answers only for the hash slots it owns; redlock
+        // does not route by slot (issue 14, item 4) and ends with exit 69
+        // at the first redirect (crate::server, `Failure::from_redis`).
+        if p.cluster_enabled {
+            a.warnings.push(format!(
+                "{}: a Redis Cluster node (cluster_enabled:1): redlock cannot lock through a \
+                 cluster yet (exit 69 at the first redirect); give it independent servers \
+                 without cluster-enabled",
+                p.server
+            ));
+        }
+        match &p.path {
+            Path::Scripts => {}
+            // What crate::noscript does not do (README, "Servers without
+            // scripting"): works, so a note.
+            Path::Transaction => a.notes.push(format!(
+                "{}: refuses scripts: redlock locks there with WATCH/MULTI/EXEC (a connection \
+                 and two or three round trips per operation); `--shared` and the run history \
+                 (`history`, `check`) need scripts and fail there, and its waiters go unordered \
+                 (no wait queue)",
+                p.server
+            )),
+            // A cluster node's status fails with the redirect: said above.
+            Path::Unknown(_) if p.cluster_enabled => {}
+            Path::Unknown(e) => a.warnings.push(format!(
+                "{}: a lock operation failed there ({e}): redlock gets no vote from it",
+                p.server
+            )),
+        }
+        if let Some(why) = &p.probe_key_refused {
+            a.notes.push(format!(
+                "{}: the ACL refuses this user the probe key ({why}): unless it allows the keys \
+                 of your locks (README, \"The smallest ACL\"), every lock operation fails there",
+                p.server
             ));
         }
         let evicting = p.policy.starts_with("allkeys-") || p.policy.starts_with("volatile-");
@@ -422,24 +583,28 @@ pub fn assess(
                 crate::fmt_duration(fence::WINDOW)
             ));
         }
-        // What a refused SUBSCRIBE costs (crate::wait): waiters still take
-        // the lock, but hear of a release only at their next backoff step.
-        if let Some(why) = &p.subscribe_refused {
-            let cost = "waiters are not woken by releases and retry on backoff alone \
-                        (up to 1s late after each release, about one attempt a second)";
-            if why.contains("command") {
+        if let PubSub::Refused(why) = &p.pubsub {
+            if why.contains("unknown command") {
                 a.warnings.push(format!(
-                    "{}: SUBSCRIBE refused for this user ({why}): {cost}; grant +subscribe",
+                    "{}: SUBSCRIBE is not a command there ({why}): {PUBSUB_COST}",
+                    p.server
+                ));
+            } else if why.contains("command") {
+                a.warnings.push(format!(
+                    "{}: SUBSCRIBE refused for this user ({why}): {PUBSUB_COST}; grant +subscribe",
                     p.server
                 ));
             } else {
                 a.notes.push(format!(
                     "{}: SUBSCRIBE to {} refused for this user ({why}): unless the ACL allows the \
-                     channels redlock:released:KEY of your keys, {cost}",
+                     channels redlock:released:KEY of your keys, {PUBSUB_COST}",
                     p.server,
                     crate::lock::release_channel(PROBE_KEY)
                 ));
             }
+        }
+        if let PubSub::Unknown(why) = &p.pubsub {
+            a.notes.push(format!("{}: SUBSCRIBE could not be checked ({why})", p.server));
         }
         let rdb = p.save.as_deref().is_some_and(|s| !s.trim().is_empty());
         match (p.appendonly, p.appendfsync.as_deref(), rdb) {
@@ -514,6 +679,48 @@ fn persistence(p: &Probe) -> String {
     }
 }
 
+/// `Redis 7.0.15`, or `Valkey 8.1.8` (whose `redis_version` is the Redis
+/// version it is compatible with).
+fn engine(p: &Probe) -> String {
+    match &p.valkey_version {
+        Some(v) => format!("Valkey {v}"),
+        None => format!("Redis {}", p.version),
+    }
+}
+
+/// How the server is deployed: `standalone`, `sentinel` (a
+/// `redis+sentinel://` group) or `cluster` (INFO's `cluster_enabled:1`).
+fn mode(p: &Probe) -> &'static str {
+    if p.cluster_enabled {
+        "cluster"
+    } else if p.sentinel.is_some() {
+        "sentinel"
+    } else {
+        "standalone"
+    }
+}
+
+/// The ROLE cell: `master` or `replica` (INFO says `slave`), with the
+/// deployment when it is not a plain server.
+fn role(p: &Probe) -> String {
+    let role = if p.role == "slave" { "replica" } else { p.role.as_str() };
+    match mode(p) {
+        "standalone" => role.to_owned(),
+        mode => format!("{role} ({mode})"),
+    }
+}
+
+/// The PUB/SUB cell, with what a refusal costs.
+fn pubsub_cell(p: &Probe) -> String {
+    match &p.pubsub {
+        PubSub::Refused(_) => "refused (waiters poll)".to_owned(),
+        other => other.word().to_owned(),
+    }
+}
+
+/// The text table's columns.
+const COLUMNS: usize = 9;
+
 fn render_text(
     probes: &[Probe],
     failures: &[ServerError],
@@ -523,18 +730,18 @@ fn render_text(
     verdict: &str,
 ) -> String {
     let header =
-        ["SERVER", "RTT", "VERSION", "ROLE", "CLOCK", "EVICTION", "PERSISTENCE"].map(str::to_owned);
-    let mut rows: Vec<[String; 7]> = probes
+        ["SERVER", "RTT", "VERSION", "ROLE", "PATH", "PUB/SUB", "CLOCK", "EVICTION", "PERSISTENCE"]
+            .map(str::to_owned);
+    let mut rows: Vec<[String; COLUMNS]> = probes
         .iter()
         .map(|p| {
             [
                 p.server.clone(),
                 format!("{:.2}ms", p.rtt.as_secs_f64() * 1000.0),
-                match &p.valkey_version {
-                    Some(v) => format!("valkey {v}"),
-                    None => p.version.clone(),
-                },
-                p.role.clone(),
+                engine(p),
+                role(p),
+                p.path.word().to_owned(),
+                pubsub_cell(p),
                 format!("{:+.1}ms", p.clock_offset_ms),
                 if p.maxmemory > 0 {
                     p.policy.clone()
@@ -546,17 +753,12 @@ fn render_text(
         })
         .collect();
     for e in failures {
-        rows.push([
-            e.server.clone(),
-            "-".into(),
-            "-".into(),
-            failure_role(&e.failure).into(),
-            "-".into(),
-            "-".into(),
-            "-".into(),
-        ]);
+        let mut row: [String; COLUMNS] = std::array::from_fn(|_| "-".to_owned());
+        row[0] = e.server.clone();
+        row[3] = failure_role(&e.failure).into();
+        rows.push(row);
     }
-    let mut widths = [0usize; 7];
+    let mut widths = [0usize; COLUMNS];
     for r in std::iter::once(&header).chain(&rows) {
         for (w, c) in widths.iter_mut().zip(r) {
             *w = (*w).max(c.len());
@@ -604,8 +806,13 @@ fn render_json(
         .map(|p| {
             json!({
                 "server": p.server, "reachable": true, "error": null,
-                "rtt_ms": p.rtt.as_secs_f64() * 1000.0, "version": p.version,
-                "valkey_version": p.valkey_version, "role": p.role,
+                "rtt_ms": p.rtt.as_secs_f64() * 1000.0, "engine": engine(p),
+                "version": p.version, "valkey_version": p.valkey_version, "role": p.role,
+                "mode": mode(p), "sentinel_service": p.sentinel,
+                "path": p.path.word(),
+                "path_error": match &p.path { Path::Unknown(e) => Some(e), _ => None },
+                "probe_key_refused": p.probe_key_refused,
+                "pubsub": p.pubsub.word(), "pubsub_error": p.pubsub.why(),
                 "run_id": p.run_id, "clock_offset_ms": p.clock_offset_ms,
                 "maxmemory": p.maxmemory, "maxmemory_policy": p.policy,
                 "appendonly": p.appendonly, "appendfsync": p.appendfsync, "save": p.save,
@@ -646,12 +853,12 @@ mod tests {
     #[test]
     fn a_refused_subscribe_is_a_warning_or_a_note_with_its_cost() {
         let mut p = healthy("a", "1");
-        p.subscribe_refused =
-            Some("User u has no permissions to run the 'subscribe' command".into());
+        p.pubsub =
+            PubSub::Refused("User u has no permissions to run the 'subscribe' command".into());
         let a = assess(&[p.clone()], &[], Duration::from_secs(30), 0.01);
         assert!(a.warnings[0].contains("not woken by releases"), "{a:?}");
-        p.subscribe_refused =
-            Some("User u has no permissions to access one of the channels".into());
+        p.pubsub =
+            PubSub::Refused("User u has no permissions to access one of the channels".into());
         let a = assess(&[p], &[], Duration::from_secs(30), 0.01);
         assert!(a.warnings.is_empty() && a.notes[0].contains("not woken by releases"), "{a:?}");
     }
@@ -713,6 +920,37 @@ mod tests {
         old.version = "3.0.7".into();
         let a = assess(&[old], &[], Duration::from_secs(30), 0.01);
         assert!(a.warnings[0].contains("cannot draw fencing numbers"), "{a:?}");
+    }
+
+    #[test]
+    fn the_path_a_cluster_node_and_a_refused_key_are_said_with_their_cost() {
+        let mut tx = healthy("a", "1");
+        tx.path = Path::Transaction;
+        let a = assess(&[tx.clone()], &[], Duration::from_secs(30), 0.01);
+        assert!(a.warnings.is_empty(), "{a:?}");
+        assert!(a.notes[0].starts_with("a: refuses scripts") && a.notes[0].contains("--shared"));
+        let mut failed = healthy("b", "2");
+        failed.path = Path::Unknown("status: no permission: NOPERM 'watch'".into());
+        let a = assess(&[failed.clone()], &[], Duration::from_secs(30), 0.01);
+        assert!(a.warnings[0].contains("b: a lock operation failed there (status"), "{a:?}");
+        // A cluster node's status fails with the redirect: one warning.
+        failed.cluster_enabled = true;
+        let a = assess(&[failed.clone()], &[], Duration::from_secs(30), 0.01);
+        assert_eq!(a.warnings.len(), 1, "{a:?}");
+        assert!(a.warnings[0].contains("b: a Redis Cluster node"), "{a:?}");
+        let mut keys = healthy("c", "3");
+        keys.probe_key_refused = Some("No permissions to access a key".into());
+        let a = assess(&[keys], &[], Duration::from_secs(30), 0.01);
+        assert!(a.warnings.is_empty() && a.notes[0].contains("refuses this user the probe key"));
+        let text = render_text(&[healthy("d", "4"), tx, failed], &[], &a, 1, 3, "warnings");
+        // A row's cells, one space apart.
+        let row = |name: &str| {
+            let line = text.lines().find(|l| l.starts_with(name)).unwrap_or_default();
+            line.split_whitespace().collect::<Vec<_>>().join(" ")
+        };
+        assert!(row("d ").contains("Redis 7.0.15 master scripts allowed"), "{text}");
+        assert!(row("a ").contains("master transaction allowed"), "{text}");
+        assert!(row("b ").contains("master (cluster) unknown"), "{text}");
     }
 
     #[test]
