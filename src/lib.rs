@@ -13,6 +13,9 @@
 //! - [`sentinel`]: `redis+sentinel://` groups: the Sentinels asked for the
 //!   master, its `ROLE` checked, asked again after a failure, a `READONLY`
 //!   reply, or once a node timeout has passed.
+//! - [`cluster`]: Redis Cluster hash slots ([`cluster::key_slot`]) and the
+//!   safety argument that routing through a cluster must keep (routing itself
+//!   is not there yet: a cluster node is refused at once).
 //! - `scripts/*.lua`: the atomic acquire (with the fence draw), withdraw,
 //!   compare-and-extend (never shortening), set-TTL (`--keep`),
 //!   compare-and-delete, raise-fence, status and history scripts.
@@ -98,6 +101,7 @@
 pub mod child;
 pub mod cli;
 pub mod clock;
+pub mod cluster;
 pub mod cmd;
 pub mod config;
 pub mod config_file;
