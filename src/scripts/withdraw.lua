@@ -18,8 +18,13 @@
 if redis.replicate_commands then
   redis.replicate_commands()
 end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- The server's clock (ms), read only where an entry or a shared holder is
+-- involved: a plain withdrawal stays a GET and a DEL.
+local now
+if ARGV[2] ~= '' or KEYS[4] then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
 if ARGV[2] ~= '' then
   local score, deadline = string.match(ARGV[3], '^(%d+) (%d+)$')
   local left = tonumber(deadline) - now

@@ -4,22 +4,9 @@
 //! what it is (Redis or Valkey and the version, master or replica, plain,
 //! Sentinel or Cluster).
 
-use crate::harness::redis::Build;
+use crate::harness::redis::{Build, NO_SCRIPTS};
 use crate::harness::sentinel::{SERVICE, SentinelGroup};
 use crate::harness::{Fleet, RedisServer, Redlock};
-
-/// Configuration that takes scripting away (as in `noscript.rs`).
-const NO_SCRIPTS: &[&str] = &[
-    "--rename-command",
-    "EVALSHA",
-    "",
-    "--rename-command",
-    "EVAL",
-    "",
-    "--rename-command",
-    "SCRIPT",
-    "",
-];
 
 /// The cells of `server`'s row in the text table, one space apart.
 fn row(stdout: &str, server: &str) -> String {

@@ -5,24 +5,11 @@
 
 use std::time::{Duration, Instant};
 
-use crate::harness::redis::Build;
+use crate::harness::redis::{Build, NO_SCRIPTS};
 use crate::harness::{Fleet, RedisServer, Redlock, fence_key, lock_key, unique_key};
 
 /// Generous bound for "promptly": far above the work, far below a hang.
 const PROMPT: Duration = Duration::from_secs(10);
-
-/// Configuration that takes scripting away: the commands renamed to "".
-const NO_SCRIPTS: &[&str] = &[
-    "--rename-command",
-    "EVALSHA",
-    "",
-    "--rename-command",
-    "EVAL",
-    "",
-    "--rename-command",
-    "SCRIPT",
-    "",
-];
 
 /// `n` servers of `build` with scripting renamed away.
 fn renamed(build: Build, n: usize) -> Fleet {

