@@ -438,4 +438,11 @@ mod acl_without_transactions {
     fn redis7_no_watch() {
         refused_at_once(Build::Redis7, &["-watch"], "'watch'", None);
     }
+
+    /// `MULTI` allowed, `EXEC` refused: the transaction is queued and
+    /// never runs.
+    #[test]
+    fn redis7_no_exec() {
+        refused_at_once(Build::Redis7, &["-exec"], "'exec'", Some("'exec'"));
+    }
 }
