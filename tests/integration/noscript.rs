@@ -445,4 +445,24 @@ mod acl_without_transactions {
     fn redis7_no_exec() {
         refused_at_once(Build::Redis7, &["-exec"], "'exec'", Some("'exec'"));
     }
+
+    #[test]
+    fn valkey81_no_multi_no_exec() {
+        refused_at_once(Build::Valkey81, &["-multi", "-exec"], "'multi'", Some("'multi'"));
+    }
+
+    #[test]
+    fn valkey81_no_transaction_category() {
+        refused_at_once(Build::Valkey81, &["-@transaction"], "'watch'", Some("'multi'"));
+    }
+
+    #[test]
+    fn valkey81_no_watch() {
+        refused_at_once(Build::Valkey81, &["-watch"], "'watch'", None);
+    }
+
+    #[test]
+    fn valkey81_no_exec() {
+        refused_at_once(Build::Valkey81, &["-exec"], "'exec'", Some("'exec'"));
+    }
 }
