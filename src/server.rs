@@ -325,6 +325,15 @@ impl Failure {
         if text.contains("WRONGTYPE") {
             return Failure::WrongType;
         }
+        // Redis 7.0 answers an `EXEC` the ACL user may not run with
+        // `EXECABORT Transaction discarded because of: NOPERM ...`
+        // (src/lock/noscript.rs): the NOPERM is the failure.
+        if e.code() == Some("EXECABORT")
+            && let Some((_, cause)) = text.split_once("because of: ")
+            && cause.starts_with("NOPERM")
+        {
+            return Failure::NoPerm(cause.to_owned());
+        }
         if text.contains("OOM command not allowed") {
             return Failure::Unfit(text);
         }

@@ -48,6 +48,17 @@
 //! user or expires with its TTL). Every call is bounded by the node
 //! timeout of the caller (`Server::call_on`), which drops the connection.
 //!
+//! # When the ACL user may not run WATCH, MULTI or EXEC
+//! Then there is no way to lock on that server, and waiting cannot cure
+//! it: the NOPERM is the server's failure, reported at once (exit 69 when
+//! it costs the quorum), never counted as "busy". `MULTI` is sent alone
+//! and the writes only after its `OK` (`transaction` below): a refused `MULTI`
+//! must not leave the writes after it to run one by one, outside any
+//! transaction. A refused `EXEC` discards the queued writes (Redis 7.0
+//! answers EXECABORT naming the NOPERM, which `Failure::from_redis` reads
+//! as the NOPERM). `status` needs no `WATCH`, so a user without it can
+//! still read the lock.
+//!
 //! # What the no-script path does not do
 //! - The wait queue (`src/queue.rs`) is skipped: waiters on such a server go
 //!   unordered; a release names no first waiter, so every waiter tries.
@@ -59,7 +70,7 @@
 //!   works on every server since Redis 2.2.
 
 use redis::aio::MultiplexedConnection;
-use redis::{ErrorKind, RedisError, RedisResult, Script, Value};
+use redis::{ErrorKind, Pipeline, RedisError, RedisResult, Script, Value};
 
 use super::{Call, SCRIPTS, is_shared};
 use crate::server::{NEEDS_SCRIPTS, Server};
@@ -164,7 +175,50 @@ async fn watch_lock(
     let mut pipe = redis::pipe();
     pipe.cmd("WATCH").arg(keys).ignore();
     pipe.cmd("GET").arg(keys[0]).cmd("PTTL").arg(keys[0]);
-    pipe.query_async(c).await
+    pipe.query_async(c).await.map_err(first_error)
+}
+
+/// Runs `cmds` as one transaction: `MULTI` alone, then `cmds` and `EXEC`
+/// in one pipeline. Returns `EXEC`'s reply: nil when a watched key changed
+/// (nothing written), else the commands' replies in order.
+///
+/// Why not `redis::pipe().atomic()`: a refused `MULTI` (NOPERM for an ACL
+/// user without `multi`) leaves the commands after it to run one by one,
+/// outside any transaction and unguarded by the `WATCH` (a `SET` of the
+/// fence that could lower it, a lock written while its `EXEC` fails), so
+/// nothing may follow `MULTI` before its `OK`. The redis crate (1.8.1)
+/// also counts an atomic pipeline's replies on the belief that `MULTI`
+/// succeeded: its error reply underflows that count
+/// (`aio/multiplexed_connection.rs:358`), which panics in a debug build
+/// and kills the connection (a "broken pipe" in place of the NOPERM). One
+/// round trip more, on the no-script path only.
+async fn transaction(c: &mut MultiplexedConnection, mut cmds: Pipeline) -> RedisResult<Value> {
+    redis::cmd("MULTI").query_async::<()>(c).await?;
+    // Each command answers QUEUED, or an error (NOPERM for a key or a
+    // command) after which `EXEC` answers EXECABORT: nothing written.
+    // A refused `EXEC` (the user has `multi` but not `exec`) writes nothing
+    // either; the transaction dies with this connection, which is dropped.
+    let mut replies: Vec<Value> = cmds.cmd("EXEC").query_async(c).await.map_err(first_error)?;
+    match replies.pop() {
+        Some(Value::Nil) => Ok(Value::Nil),
+        // A command that failed while the transaction ran (WRONGTYPE...).
+        Some(reply @ Value::Array(_)) => reply.extract_error(),
+        other => Err(RedisError::from((
+            ErrorKind::UnexpectedReturnType,
+            "EXEC answered neither nil nor an array",
+            format!("{other:?}"),
+        ))),
+    }
+}
+
+/// The first server error of a pipeline that failed, on its own: the crate
+/// wraps them all in "Pipeline failure: [(Index 0, error: ...)]", whose
+/// code is the first one's but whose text is no one-line reason.
+fn first_error(e: RedisError) -> RedisError {
+    match e.clone().into_server_errors().as_deref() {
+        Some([(_, first), ..]) => first.clone().into(),
+        _ => e,
+    }
 }
 
 /// `UNWATCH`: the operation writes nothing after all.
@@ -203,12 +257,17 @@ async fn acquire(c: &mut MultiplexedConnection, call: &Call) -> RedisResult<Valu
             return Ok(refused(holder, pttl));
         }
         let mut tx = redis::pipe();
-        tx.atomic().cmd("SET").arg(lock).arg(token).arg("NX").arg("PX").arg(ttl);
+        tx.cmd("SET").arg(lock).arg(token).arg("NX").arg("PX").arg(ttl);
         let drawn = match proposal {
             None => None,
             Some(proposal) => {
-                let (counter, (secs, micros)): (Option<u64>, (u64, u64)) =
-                    redis::pipe().cmd("GET").arg(fence_key).cmd("TIME").query_async(c).await?;
+                let (counter, (secs, micros)): (Option<u64>, (u64, u64)) = redis::pipe()
+                    .cmd("GET")
+                    .arg(fence_key)
+                    .cmd("TIME")
+                    .query_async(c)
+                    .await
+                    .map_err(first_error)?;
                 let now = secs * 1_000_000 + micros;
                 let draw = proposal.clamp(now, now + window);
                 let drawn = draw.max(counter.unwrap_or(0) + 1);
@@ -216,7 +275,7 @@ async fn acquire(c: &mut MultiplexedConnection, call: &Call) -> RedisResult<Valu
                 Some(drawn)
             }
         };
-        let reply: Value = tx.query_async(c).await?;
+        let reply = transaction(c, tx).await?;
         if aborted(&reply) {
             continue;
         }
@@ -267,14 +326,14 @@ async fn extend(c: &mut MultiplexedConnection, call: &Call) -> RedisResult<Value
         // PTTL inside: a transaction with no command would not be sent at
         // all, and its EXEC is the proof that the token still held the lock.
         let mut tx = redis::pipe();
-        tx.atomic().cmd("PTTL").arg(lock);
+        tx.cmd("PTTL").arg(lock);
         if left >= 0 && left < ttl {
-            tx.cmd("PEXPIRE").arg(lock).arg(ttl).ignore();
+            tx.cmd("PEXPIRE").arg(lock).arg(ttl);
         }
         if counter >= 0 && counter < life {
-            tx.cmd("PEXPIRE").arg(fence_key).arg(life).ignore();
+            tx.cmd("PEXPIRE").arg(fence_key).arg(life);
         }
-        let reply: Value = tx.query_async(c).await?;
+        let reply = transaction(c, tx).await?;
         if !aborted(&reply) {
             return Ok(Value::Int(1));
         }
@@ -292,8 +351,9 @@ async fn set_ttl(c: &mut MultiplexedConnection, call: &Call) -> RedisResult<Valu
             unwatch(c).await?;
             return Ok(Value::Int(0));
         }
-        let reply: Value =
-            redis::pipe().atomic().cmd("PEXPIRE").arg(lock).arg(ttl).query_async(c).await?;
+        let mut tx = redis::pipe();
+        tx.cmd("PEXPIRE").arg(lock).arg(ttl);
+        let reply = transaction(c, tx).await?;
         if let Value::Array(items) = reply {
             return Ok(items.into_iter().next().unwrap_or(Value::Int(0)));
         }
@@ -320,13 +380,13 @@ async fn release(
             return Ok(Value::Int(0));
         }
         let mut tx = redis::pipe();
-        tx.atomic().cmd("DEL").arg(lock).ignore();
+        tx.cmd("DEL").arg(lock);
         if let Some(channel) = channel {
             let mut message = b"\n".to_vec();
             message.extend_from_slice(token);
-            tx.cmd("PUBLISH").arg(channel).arg(message).ignore();
+            tx.cmd("PUBLISH").arg(channel).arg(message);
         }
-        let reply: Value = tx.query_async(c).await?;
+        let reply = transaction(c, tx).await?;
         if !aborted(&reply) {
             return Ok(Value::Int(1));
         }
@@ -338,17 +398,9 @@ async fn release(
 /// consistent read (a transaction runs as one step; no WATCH needed, it
 /// writes nothing).
 async fn status(c: &mut MultiplexedConnection, call: &Call) -> RedisResult<Value> {
-    let reply: Value = redis::pipe()
-        .atomic()
-        .cmd("GET")
-        .arg(&call.keys[0])
-        .cmd("PTTL")
-        .arg(&call.keys[0])
-        .cmd("GET")
-        .arg(&call.keys[1])
-        .query_async(c)
-        .await?;
-    Ok(reply)
+    let mut tx = redis::pipe();
+    tx.cmd("GET").arg(&call.keys[0]).cmd("PTTL").arg(&call.keys[0]).cmd("GET").arg(&call.keys[1]);
+    transaction(c, tx).await
 }
 
 /// raise_fence.lua: `WATCH lock fence; GET lock; GET fence` and, while the
@@ -369,14 +421,14 @@ async fn raise_fence(c: &mut MultiplexedConnection, call: &Call) -> RedisResult<
         let counter: Option<Vec<u8>> = redis::cmd("GET").arg(fence_key).query_async(c).await?;
         let current = counter.as_deref().and_then(parse).unwrap_or(0);
         let mut tx = redis::pipe();
-        tx.atomic().cmd("PTTL").arg(lock);
+        tx.cmd("PTTL").arg(lock);
         let after = if wanted > current {
-            tx.cmd("SET").arg(fence_key).arg(wanted).arg("PX").arg(&call.args[2]).ignore();
+            tx.cmd("SET").arg(fence_key).arg(wanted).arg("PX").arg(&call.args[2]);
             wanted
         } else {
             current
         };
-        let reply: Value = tx.query_async(c).await?;
+        let reply = transaction(c, tx).await?;
         if !aborted(&reply) {
             return Ok(Value::Int(after));
         }

@@ -347,3 +347,122 @@ mod redis7_acl {
         assert_eq!(fleet.values(&lock_key(&key)), vec![None; 3]);
     }
 }
+
+/// An ACL user refused scripts *and* part of WATCH/MULTI/EXEC has no way
+/// to lock at all: every operation ends at once (exit 69), in one line
+/// naming the servers and the missing permission, never waits as if the
+/// lock were busy, never panics, and leaves no key behind (a refused
+/// `MULTI` must not let the writes after it run outside a transaction).
+mod acl_without_transactions {
+    use super::*;
+
+    /// "At once": far below `--wait 5s`, far above the work.
+    const AT_ONCE: Duration = Duration::from_secs(2);
+
+    /// `build` servers whose user `locker-notx` is the README's
+    /// no-scripting user with `extra` rules appended (`-multi -exec`...).
+    fn fleet_with_user(build: Build, extra: &[&str]) -> (Fleet, String) {
+        let fleet = Fleet::start_build(build, 3);
+        let readme = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"),
+        )
+        .unwrap();
+        let line = readme
+            .lines()
+            .find(|l| l.starts_with("ACL SETUSER locker-noscript "))
+            .expect("the no-scripting ACL line");
+        let mut args: Vec<&str> = line.split_whitespace().collect();
+        args[2] = "locker-notx";
+        args.extend_from_slice(extra);
+        for s in &fleet.servers {
+            let ok: String = s.cmd(&args);
+            assert_eq!(ok, "OK");
+        }
+        let urls: Vec<String> = fleet
+            .servers
+            .iter()
+            .map(|s| format!("redis://locker-notx:CHANGE-ME@127.0.0.1:{}", s.port))
+            .collect();
+        (fleet, urls.join(","))
+    }
+
+    /// Exit 69 at once, one line on stderr naming the servers and the
+    /// `missing` command (NOPERM), no password, no panic. The line names
+    /// at least a quorum's worth (2 of 3) of servers: a round ends as soon
+    /// as the quorum is out of reach, and the third answer may come after.
+    fn one_line_naming(out: &crate::harness::Output, fleet: &Fleet, missing: &str) {
+        out.expect(69).within(AT_ONCE).stderr_has("permission denied").stderr_has(missing);
+        out.stderr_lacks("CHANGE-ME").stderr_lacks("panicked");
+        if out.stderr.trim_end().lines().count() != 1 {
+            out.fail("should print one line on stderr");
+        }
+        let named = fleet.servers.iter().filter(|s| out.stderr.contains(&s.name())).count();
+        if named < 2 {
+            out.fail("should name the servers");
+        }
+    }
+
+    /// acquire and `run --wait 5s` are refused at once for lack of
+    /// `missing`; status too for lack of `status_missing`, or, when that is
+    /// `None` (it needs no WATCH), answers "free".
+    fn refused_at_once(build: Build, extra: &[&str], missing: &str, status_missing: Option<&str>) {
+        let (fleet, urls) = fleet_with_user(build, extra);
+        let key = format!("lock-{}", unique_key("notx"));
+        let acquire = Redlock::new(&urls).args(["acquire", "-n", "--key", &key]).run();
+        one_line_naming(&acquire, &fleet, missing);
+        let run = Redlock::new(&urls)
+            .args(["run", "--wait", "5s", "--ttl", "2s", "--key", &key, "--", "true"])
+            .run();
+        one_line_naming(&run, &fleet, missing);
+        let status = Redlock::new(&urls).args(["status", "--key", &key]).run();
+        match status_missing {
+            Some(missing) => one_line_naming(&status, &fleet, missing),
+            None => {
+                status.expect(1).within(AT_ONCE);
+            }
+        }
+        assert_eq!(fleet.dbsizes(), vec![0; 3], "keys left behind");
+    }
+
+    #[test]
+    fn redis7_no_multi_no_exec() {
+        refused_at_once(Build::Redis7, &["-multi", "-exec"], "'multi'", Some("'multi'"));
+    }
+
+    #[test]
+    fn redis7_no_transaction_category() {
+        refused_at_once(Build::Redis7, &["-@transaction"], "'watch'", Some("'multi'"));
+    }
+
+    #[test]
+    fn redis7_no_watch() {
+        refused_at_once(Build::Redis7, &["-watch"], "'watch'", None);
+    }
+
+    /// `MULTI` allowed, `EXEC` refused: the transaction is queued and
+    /// never runs.
+    #[test]
+    fn redis7_no_exec() {
+        refused_at_once(Build::Redis7, &["-exec"], "'exec'", Some("'exec'"));
+    }
+
+    #[test]
+    fn valkey81_no_multi_no_exec() {
+        refused_at_once(Build::Valkey81, &["-multi", "-exec"], "'multi'", Some("'multi'"));
+    }
+
+    #[test]
+    fn valkey81_no_transaction_category() {
+        refused_at_once(Build::Valkey81, &["-@transaction"], "'watch'", Some("'multi'"));
+    }
+
+    #[test]
+    fn valkey81_no_watch() {
+        refused_at_once(Build::Valkey81, &["-watch"], "'watch'", None);
+    }
+
+    #[test]
+    fn valkey81_no_exec() {
+        refused_at_once(Build::Valkey81, &["-exec"], "'exec'", Some("'exec'"));
+    }
+}
