@@ -109,20 +109,11 @@ impl Guard {
         let first = message(pgid, kill_at);
         // SAFETY: getpid has no preconditions.
         let redlock = unsafe { libc::getpid() };
-        // SAFETY: fork in a threaded process; the child runs only
-        // async-signal-safe calls (see guard_main) and never returns.
-        match unsafe { libc::fork() } {
-            -1 => Err(io::Error::last_os_error()),
-            0 => unsafe { guard_main(read.as_raw_fd(), redlock, first, argv) },
-            pid => {
-                // Both sides set the group, so it is set before either goes
-                // on (a shell's job-control idiom): the guard is never in
-                // redlock's group, even if it is stopped before it runs.
-                // SAFETY: setpgid on our own child.
-                unsafe { libc::setpgid(pid, pid) };
-                Ok(Guard { pid, pipe: write })
-            }
-        }
+        let fork = Fork { read: read.as_raw_fd(), redlock, first, argv };
+        // `read` stays open here until the fork is done, then closes.
+        let pid = fork_beside(fork)?;
+        drop(read);
+        Ok(Guard { pid, pipe: write })
     }
 
     /// The guard's pid.
@@ -161,6 +152,88 @@ impl Guard {
             libc::waitpid(self.pid, &mut status, 0);
         }
         fired(status)
+    }
+}
+
+/// What the guard is forked with: all of it plain values, so that the fork
+/// can be made on another thread, and again on this one if that fails.
+#[derive(Clone, Copy)]
+struct Fork {
+    /// The read end of the pipe from redlock.
+    read: i32,
+    /// redlock's pid.
+    redlock: i32,
+    /// The first message (group and deadline).
+    first: Message,
+    /// redlock's command line, to blank in the guard.
+    argv: Option<(usize, usize)>,
+}
+
+impl Fork {
+    /// Forks the guard; returns its pid.
+    fn fork(self) -> io::Result<i32> {
+        // SAFETY: fork in a threaded process; the child runs only
+        // async-signal-safe calls (see guard_main) and never returns.
+        match unsafe { libc::fork() } {
+            -1 => Err(io::Error::last_os_error()),
+            0 => unsafe { guard_main(self.read, self.redlock, self.first, self.argv) },
+            pid => {
+                // Both sides set the group, so it is set before either goes
+                // on (a shell's job-control idiom): the guard is never in
+                // redlock's group, even if it is stopped before it runs.
+                // SAFETY: setpgid on our own child.
+                unsafe { libc::setpgid(pid, pid) };
+                Ok(pid)
+            }
+        }
+    }
+}
+
+/// Forks the guard on a thread of its own, which stays until the guard
+/// exits; or on this thread when no thread can be started.
+///
+/// Why: redlock's main thread must have no children but the command and
+/// the orphans it adopts, so that one `waitid` can tell that nothing of the
+/// job is left when the command exits, instead of a scan of every process
+/// on the machine (`crate::child`, "Nothing left"). A child belongs to the
+/// thread that forked it, and stays that thread's while the thread lives:
+/// hence the thread waits (without reaping: redlock's main thread reaps the
+/// guard, as before) until the guard has exited. Should the thread end
+/// sooner, the guard becomes the main thread's child, and the check only
+/// falls back to the scan.
+fn fork_beside(fork: Fork) -> io::Result<i32> {
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    let parent = std::thread::Builder::new()
+        .name("guard-parent".to_owned())
+        .stack_size(256 * 1024)
+        .spawn(move || {
+            let forked = fork.fork();
+            let pid = forked.as_ref().ok().copied();
+            let _ = tx.send(forked);
+            if let Some(pid) = pid {
+                wait_without_reaping(pid);
+            }
+        });
+    match parent {
+        Ok(_) => rx.recv().unwrap_or_else(|_| Err(io::Error::other("the guard's thread ended"))),
+        Err(_) => fork.fork(),
+    }
+}
+
+/// Blocks until child `pid` has exited (or is gone), leaving it to be reaped.
+fn wait_without_reaping(pid: i32) {
+    let Ok(id) = libc::id_t::try_from(pid) else { return };
+    loop {
+        // SAFETY: waitid on our own child with WNOWAIT consumes nothing; the
+        // zeroed siginfo_t is a valid out-parameter.
+        let done = unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            libc::waitid(libc::P_PID, id, &mut info, libc::WEXITED | libc::WNOWAIT) == 0
+                || *libc::__errno_location() != libc::EINTR
+        };
+        if done {
+            return;
+        }
     }
 }
 
@@ -350,6 +423,31 @@ mod tests {
         let at = BootInstant::from_since_boot(Duration::from_nanos(123_456_789));
         assert_eq!(read_message(&message(4242, Some(at))), Some((4242, 123_456_789)));
         assert_eq!(read_message(&message(0, None)), Some((0, NEVER)));
+    }
+
+    #[test]
+    fn the_guard_is_not_a_child_of_the_thread_that_starts_it() {
+        // What `child::nothing_left` relies on: the thread that starts the
+        // guard (redlock's main thread) has no child afterwards.
+        let own_children = || {
+            // SAFETY: waitid with WNOHANG|WNOWAIT consumes nothing.
+            unsafe {
+                let mut info: libc::siginfo_t = std::mem::zeroed();
+                let flags = libc::WEXITED
+                    | libc::WNOHANG
+                    | libc::WNOWAIT
+                    | libc::__WALL
+                    | libc::__WNOTHREAD;
+                libc::waitid(libc::P_ALL, 0, &mut info, flags) == 0
+            }
+        };
+        assert!(!own_children(), "this test thread has children of its own already");
+        let guard = Guard::start(0, None).unwrap();
+        let pid = guard.pid();
+        assert!(procs::stat(pid).is_some_and(|p| p.running), "the guard {pid} does not run");
+        assert!(!own_children(), "the guard is this thread's child");
+        assert!(!guard.disarm(), "a guard without a deadline fired");
+        assert!(procs::stat(pid).is_none(), "the disarmed guard {pid} was not reaped");
     }
 
     #[test]
