@@ -21,6 +21,7 @@ mod keys;
 pub mod noscript;
 mod status;
 
+use acquire::Numbers;
 pub use acquire::{Attempt, AttemptReport, Place, Split};
 pub use keys::{KeyLayout, release_channel};
 pub use status::{ServerView, Status};

@@ -72,7 +72,7 @@
 use redis::aio::MultiplexedConnection;
 use redis::{ErrorKind, Pipeline, RedisError, RedisResult, Script, Value};
 
-use super::{Call, SCRIPTS, is_shared};
+use super::{Call, Numbers, SCRIPTS, is_shared};
 use crate::server::{NEEDS_SCRIPTS, Server};
 
 /// How many times an operation reads and decides again after `EXEC`
@@ -243,13 +243,11 @@ async fn unwatch(c: &mut MultiplexedConnection) -> RedisResult<()> {
 /// the lock or drew a fence meanwhile; read and decide again.
 async fn acquire(c: &mut MultiplexedConnection, call: &Call) -> RedisResult<Value> {
     let (lock, fence_key, token) = (&call.keys[0], &call.keys[1], &call.args[0]);
-    let numbers = String::from_utf8_lossy(&call.args[2]).into_owned();
-    let words: Vec<&str> = numbers.split(' ').collect();
-    let bad = || RedisError::from((ErrorKind::Client, "bad acquire arguments", numbers.clone()));
-    let [ttl, proposal, window, life, ..] = words.as_slice() else { return Err(bad()) };
-    let number = |w: &str| w.parse::<u64>().map_err(|_| bad());
-    let (ttl, window, life) = (number(ttl)?, number(window)?, number(life)?);
-    let proposal = if *proposal == "-" { None } else { Some(number(proposal)?) };
+    let Some(Numbers { ttl_ms: ttl, proposal, window_us: window, life_ms: life, .. }) =
+        Numbers::unpack(&call.args[2])
+    else {
+        return Err(RedisError::from((ErrorKind::Client, "bad acquire arguments")));
+    };
     for _ in 0..TRIES {
         let (value, pttl) = watch_lock(c, &[lock, fence_key]).await?;
         if let Some(holder) = value {

@@ -6,9 +6,11 @@
 -- and -> server time it expires, ms); KEYS[5], only for a shared holder: the
 -- shared holders (a sorted set: token -> server time its entry expires, ms).
 -- ARGV[1]: this attempt's token; ARGV[2]: the waiter's queue member, or ''
--- to ignore the queue (--unordered); ARGV[3]: nine numbers, space-separated:
+-- to ignore the queue (--unordered); ARGV[3]: nine numbers, packed as
+-- little-endian doubles (struct.pack('<ddddddddd'), src/lock/acquire.rs
+-- `Numbers`: one unpack is far cheaper than parsing text), all integers:
 --   ttl ms; the client's proposed fence (its clock in microseconds plus half
---   the window) or '-' to draw none; the window in microseconds; the
+--   the window) or -1 to draw none; the window in microseconds; the
 --   counter's lifetime ms (the TTL plus the linger); join (1: a waiter not
 --   granted takes or refreshes its place; 0: -n, which never queues); order
 --   (1: only the first waiter may take a free key; 0: any, the fallback when
@@ -26,9 +28,8 @@
 -- one is served first, so neither kind starves the other.
 -- (Ten words in all with EVALSHA, its SHA and the key count, for the
 -- exclusive lock: Redis answers an unauthenticated command of more than ten
--- with a protocol error instead of NOAUTH, hence the packed numbers. The
--- shared call has eleven; src/server.rs reads that protocol error as the
--- NOAUTH it stands for.)
+-- with a protocol error instead of NOAUTH. The shared call has eleven;
+-- src/server.rs reads that protocol error as the NOAUTH it stands for.)
 -- Returns {1, fence, score, deadline} when granted (fence -1 without
 -- fencing; score and deadline are the waiter's entry, removed here because
 -- it is served, or -1 when it had none: a withdrawal puts it back), or
@@ -49,8 +50,9 @@ if redis.replicate_commands then
   -- Redis 3.2 to 4: replicate the writes, not the script that reads TIME.
   redis.replicate_commands()
 end
-local ttl, proposal, window, life, join, order, qlife, since, skew = string.match(
-  ARGV[3], '^(%d+) (%S+) (%d+) (%d+) ([01]) ([01]) (%d+) (%d+) (%d+)$')
+local ttl, proposal, window, life, join, order, qlife, since, skew =
+  struct.unpack('<ddddddddd', ARGV[3])
+join, order = join == 1, order == 1
 local member = ARGV[2]
 -- The queue is read only where it exists: an uncontended lock never pays
 -- for it but one EXISTS.
@@ -65,8 +67,65 @@ if queued then
     redis.call('ZREM', KEYS[4], m)
   end
 end
-local function place(holder, pttl)
-  if not queued and join == '1' and member ~= '' then
+local shared = KEYS[5] ~= nil
+local marker = 'redlock-shared'
+-- Whose turn it is: not ours while the first waiter is another (for a
+-- shared waiter: while an exclusive waiter is ahead of it).
+local blocked = false
+if queued and order then
+  if not shared then
+    local first = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
+    blocked = first ~= nil and first ~= member
+  else
+    local rank = redis.call('ZRANK', KEYS[3], member)
+    if rank ~= 0 then
+      for _, m in ipairs(redis.call('ZRANGE', KEYS[3], 0, rank and rank - 1 or -1)) do
+        if not string.find(m, '-shared.', 1, true) then
+          blocked = true
+          break
+        end
+      end
+    end
+  end
+end
+-- What holds the key against this attempt when it is not granted ('' and
+-- -2: the key is free but it is not our turn), else nil: the grant is made.
+-- (Straight-line code rather than helper functions: a closure would cost
+-- its upvalues on every call, about a tenth of the script's work.)
+local holder, pttl
+if blocked then
+  holder = redis.call('GET', KEYS[1])
+  if holder and not (shared and holder == marker) then
+    pttl = redis.call('PTTL', KEYS[1])
+  else
+    holder, pttl = '', -2
+  end
+elseif shared then
+  -- While any shared holder's entry is live here, the lock key holds the
+  -- marker with a PTTL at least as long as the latest entry's: an exclusive
+  -- SET NX finds the key taken, and a shared join finds an exclusive token
+  -- and is refused. That is the whole exclusion (src/shared.rs).
+  local value = redis.call('GET', KEYS[1])
+  if value and value ~= marker then
+    holder, pttl = value, redis.call('PTTL', KEYS[1])
+  else
+    local t = redis.call('TIME')
+    local at = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', at)
+    redis.call('ZADD', KEYS[5], at + ttl, ARGV[1])
+    if not value then
+      redis.call('SET', KEYS[1], marker, 'PX', ttl)
+    elseif redis.call('PTTL', KEYS[1]) < ttl then
+      redis.call('PEXPIRE', KEYS[1], ttl)
+    end
+    redis.call('PEXPIRE', KEYS[5], redis.call('PTTL', KEYS[1]))
+  end
+elseif not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ttl) then
+  holder, pttl = redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1])
+end
+if holder then
+  -- Not granted: a waiter takes or refreshes its place.
+  if not queued and join and member ~= '' then
     local t = redis.call('TIME')
     now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
     queued = true
@@ -74,10 +133,10 @@ local function place(holder, pttl)
   if not queued then
     return {0, holder, pttl, -1, 0, ''}
   end
-  if join == '1' then
-    local at = math.min(math.max(tonumber(since), now_ms - skew), now_ms + skew)
+  if join then
+    local at = math.min(math.max(since, now_ms - skew), now_ms + skew)
     redis.call('ZADD', KEYS[3], 'NX', at, member)
-    redis.call('ZADD', KEYS[4], now_ms + tonumber(qlife), member)
+    redis.call('ZADD', KEYS[4], now_ms + qlife, member)
     -- Every key redlock writes expires: the queue one entry lifetime after
     -- its last refresh.
     redis.call('PEXPIRE', KEYS[3], qlife)
@@ -86,55 +145,6 @@ local function place(holder, pttl)
   local first = redis.call('ZRANGE', KEYS[3], 0, 0)[1] or ''
   return {0, holder, pttl, redis.call('ZRANK', KEYS[3], member) or -1,
           redis.call('ZCARD', KEYS[3]), first}
-end
-local shared = KEYS[5] ~= nil
-local marker = 'redlock-shared'
--- Whose turn it is: not ours while the first waiter is another (for a
--- shared waiter: while an exclusive waiter is ahead of it).
-local function blocked()
-  if not shared then
-    local first = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
-    return first and first ~= member
-  end
-  local rank = redis.call('ZRANK', KEYS[3], member)
-  if rank == 0 then
-    return false
-  end
-  for _, m in ipairs(redis.call('ZRANGE', KEYS[3], 0, rank and rank - 1 or -1)) do
-    if not string.find(m, '-shared.', 1, true) then
-      return true
-    end
-  end
-  return false
-end
-if queued and order == '1' and blocked() then
-  local holder = redis.call('GET', KEYS[1])
-  if holder and not (shared and holder == marker) then
-    return place(holder, redis.call('PTTL', KEYS[1]))
-  end
-  return place('', -2)
-end
-if shared then
-  -- While any shared holder's entry is live here, the lock key holds the
-  -- marker with a PTTL at least as long as the latest entry's: an exclusive
-  -- SET NX finds the key taken, and a shared join finds an exclusive token
-  -- and is refused. That is the whole exclusion (src/shared.rs).
-  local value = redis.call('GET', KEYS[1])
-  if value and value ~= marker then
-    return place(value, redis.call('PTTL', KEYS[1]))
-  end
-  local t = redis.call('TIME')
-  local at = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', at)
-  redis.call('ZADD', KEYS[5], at + tonumber(ttl), ARGV[1])
-  if not value then
-    redis.call('SET', KEYS[1], marker, 'PX', ttl)
-  elseif redis.call('PTTL', KEYS[1]) < tonumber(ttl) then
-    redis.call('PEXPIRE', KEYS[1], ttl)
-  end
-  redis.call('PEXPIRE', KEYS[5], redis.call('PTTL', KEYS[1]))
-elseif not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ttl) then
-  return place(redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1]))
 end
 local score, deadline = -1, -1
 if queued then
@@ -145,12 +155,25 @@ if queued then
     redis.call('ZREM', KEYS[4], member)
   end
 end
-if proposal == '-' then
+if proposal < 0 then
   return {1, -1, score, deadline}
 end
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
-local draw = math.min(math.max(tonumber(proposal), now), now + tonumber(window))
-local fence = math.max(tonumber(redis.call('GET', KEYS[2]) or '0') + 1, draw)
-redis.call('SET', KEYS[2], string.format('%.0f', fence), 'PX', life)
+local draw = math.min(math.max(proposal, now), now + window)
+-- Write the draw and read the counter it replaces in one call (SET ... GET,
+-- Redis 6.2 and later; before that, GET then SET). Almost always the draw,
+-- a clock reading, is above the old counter; else the counter + 1 is
+-- written over it, still inside this script, so nobody sees the draw.
+local text = string.format('%.0f', draw)
+local old = redis.pcall('SET', KEYS[2], text, 'PX', life, 'GET')
+if type(old) == 'table' and old.err then
+  old = redis.call('GET', KEYS[2])
+  redis.call('SET', KEYS[2], text, 'PX', life)
+end
+local fence = draw
+if old and tonumber(old) + 1 > draw then
+  fence = tonumber(old) + 1
+  redis.call('SET', KEYS[2], string.format('%.0f', fence), 'PX', life)
+end
 return {1, fence, score, deadline}
