@@ -25,7 +25,7 @@ use crate::exit;
 use crate::fence;
 use crate::lock::{Fleet, ServerView};
 use crate::quorum::Failures;
-use crate::sentinel::Answer;
+use crate::server::sentinel::Answer;
 use crate::server::{Failure, Op, Server, ServerError};
 
 /// PINGs per server for the round-trip median.

@@ -2,14 +2,14 @@
 //! yet (issue 14, item 4), so a lock whose slot another node owns is
 //! refused at once with one line that says what the server is, never
 //! waited on as if the lock were busy. Which keys are refused is predicted
-//! by [`redlock::cluster::key_slot`] of the lock's server-side key, checked
+//! by [`redlock::server::cluster::key_slot`] of the lock's server-side key, checked
 //! against the node's own `CLUSTER KEYSLOT` and the slots it owns.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use redlock::cluster::key_slot;
 use redlock::lock::KeyLayout;
+use redlock::server::cluster::key_slot;
 
 use crate::harness::{RedisServer, Redlock};
 

@@ -19,7 +19,7 @@
 //!   has: the vote is the master that owns the lock's slot.
 //! - A failover inside the cluster can lose a fresh lock, because Redis
 //!   replicates asynchronously: the promoted replica may not have the key.
-//!   That is the same cost as a Sentinel failover ([`crate::sentinel`]),
+//!   That is the same cost as a Sentinel failover ([`crate::server::sentinel`]),
 //!   and the same as a plain server restarting without persistence.
 //! - A master cut off from the rest of the cluster keeps accepting writes
 //!   until `cluster-node-timeout` passes, while another node is promoted

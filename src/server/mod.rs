@@ -1,6 +1,13 @@
 //! One Redis server: its URL (never shown with its password), a lazily
 //! opened multiplexed connection, and calls bounded by the node timeout whose
 //! errors name the server, the operation and the key.
+//!
+//! The connection kinds are this module's business: a server at a fixed
+//! address (plain, TLS, unix socket), a Sentinel group ([`sentinel`]) and a
+//! Redis Cluster ([`cluster`]), each one member of the quorum.
+
+pub mod cluster;
+pub mod sentinel;
 
 use std::fmt;
 use std::sync::Mutex;
@@ -10,7 +17,7 @@ use std::time::Duration;
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Client, ErrorKind, IntoConnectionInfo, RedisError};
 
-use crate::sentinel::{Group, SentinelUrl};
+use sentinel::{Group, SentinelUrl};
 
 /// TLS material for `rediss://` (and `rediss+sentinel://`) servers, as read from
 /// the files given.
@@ -784,7 +791,7 @@ impl Server {
             Ok(named) => named.as_deref() == Some(address.as_str()),
             Err(_) => {
                 let mut c = conn.conn.clone();
-                crate::sentinel::role(&mut c).await.is_ok_and(|role| role == "master")
+                crate::server::sentinel::role(&mut c).await.is_ok_and(|role| role == "master")
             }
         };
         if same {
