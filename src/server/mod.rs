@@ -17,6 +17,7 @@ use std::time::Duration;
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Client, ErrorKind, IntoConnectionInfo, RedisError};
 
+use cluster::{Cluster, ClusterUrl};
 use sentinel::{Group, SentinelUrl};
 
 /// TLS material for `rediss://` (and `rediss+sentinel://`) servers, as read from
@@ -48,6 +49,8 @@ pub struct ServerUrl {
     name: String,
     /// A Sentinel group's URL, parsed (`redis+sentinel://`).
     sentinel: Option<SentinelUrl>,
+    /// A cluster's URL, parsed (`redis+cluster://`).
+    cluster: Option<ClusterUrl>,
 }
 
 impl ServerUrl {
@@ -63,7 +66,22 @@ impl ServerUrl {
         if raw.starts_with("redis+sentinel://") || raw.starts_with("rediss+sentinel://") {
             let sentinel = SentinelUrl::parse(raw, &shown)?;
             let name = sentinel.name();
-            return Ok(ServerUrl { secret: raw.to_owned(), name, sentinel: Some(sentinel) });
+            return Ok(ServerUrl {
+                secret: raw.to_owned(),
+                name,
+                sentinel: Some(sentinel),
+                cluster: None,
+            });
+        }
+        if raw.starts_with("redis+cluster://") || raw.starts_with("rediss+cluster://") {
+            let cluster = ClusterUrl::parse(raw, &shown)?;
+            let name = cluster.name();
+            return Ok(ServerUrl {
+                secret: raw.to_owned(),
+                name,
+                sentinel: None,
+                cluster: Some(cluster),
+            });
         }
         let url =
             url::Url::parse(raw).map_err(|e| format!("server URL {shown:?} is not a URL: {e}"))?;
@@ -97,14 +115,20 @@ impl ServerUrl {
             }
             other => {
                 return Err(format!(
-                    "server URL {shown:?} has scheme {other:?}; use redis://, rediss://, unix:// or redis+sentinel://"
+                    "server URL {shown:?} has scheme {other:?}; use redis://, rediss://, unix://, redis+sentinel:// or redis+cluster://"
                 ));
             }
         };
         // Let the redis crate check the rest (database number, port range...).
         raw.into_connection_info()
             .map_err(|_| format!("server URL {shown:?} is not a valid Redis URL"))?;
-        Ok(ServerUrl { secret: raw.to_owned(), name, sentinel: None })
+        Ok(ServerUrl { secret: raw.to_owned(), name, sentinel: None, cluster: None })
+    }
+
+    /// True for a `redis+cluster://` URL: one member whose vote is the
+    /// master of the lock's hash slot.
+    pub fn is_cluster(&self) -> bool {
+        self.cluster.is_some()
     }
 
     /// This URL with `password` when it carries none of its own (from
@@ -114,6 +138,13 @@ impl ServerUrl {
             // The master's password; the Sentinels' is `?sentinel_password=`.
             return Ok(ServerUrl {
                 sentinel: Some(sentinel.with_default_password(password)),
+                ..self.clone()
+            });
+        }
+        if let Some(cluster) = &self.cluster {
+            // Every node's password.
+            return Ok(ServerUrl {
+                cluster: Some(cluster.with_default_password(password)),
                 ..self.clone()
             });
         }
@@ -131,7 +162,7 @@ impl ServerUrl {
             url.set_password(Some(password))
                 .map_err(|()| format!("server URL {:?} cannot take a password", self.name))?;
         }
-        Ok(ServerUrl { secret: url.into(), name: self.name.clone(), sentinel: None })
+        Ok(ServerUrl { secret: url.into(), name: self.name.clone(), sentinel: None, cluster: None })
     }
 
     /// The display name: host and port, never a password.
@@ -176,6 +207,56 @@ pub fn redact(raw: &str) -> String {
         out.replace_range(q + 1.., &query.join("&"));
     }
     out
+}
+
+/// `host[:port]`, or `[v6][:port]`, as `host:port` (`default_port` when
+/// none is given); `None` when it is not an address. For the host lists of
+/// `redis+sentinel://` and `redis+cluster://` URLs.
+pub(crate) fn host_port(raw: &str, default_port: u16) -> Option<String> {
+    let raw = raw.trim();
+    let (host, port) = if let Some(v6) = raw.strip_prefix('[') {
+        let (host, after) = v6.split_once(']')?;
+        (format!("[{host}]"), after.strip_prefix(':'))
+    } else {
+        match raw.rsplit_once(':') {
+            Some((host, port)) => (host.to_owned(), Some(port)),
+            None => (raw.to_owned(), None),
+        }
+    };
+    if host.is_empty() || host == "[]" || host.contains(['/', '@', '?', '#', ' ']) {
+        return None;
+    }
+    let port = match port {
+        None => default_port,
+        Some(p) => p.parse::<u16>().ok().filter(|p| *p != 0)?,
+    };
+    Some(format!("{host}:{port}"))
+}
+
+/// `password` percent-encoded for the user info of a URL, the way the
+/// redis crate decodes it.
+pub(crate) fn encode_password(password: &str) -> String {
+    let mut encoded = url::Url::parse("redis://placeholder").expect("a constant URL parses");
+    let _ = encoded.set_password(Some(password));
+    encoded.password().unwrap_or_default().to_owned()
+}
+
+/// The URL of the node at `host:port` (a Sentinel group's master, a
+/// cluster's node), with the user info as written in the group's URL.
+pub(crate) fn node_url(
+    scheme: &str,
+    userinfo: Option<&str>,
+    host: &str,
+    port: u16,
+    db: i64,
+) -> String {
+    let host = if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]")
+    } else {
+        host.to_owned()
+    };
+    let auth = userinfo.map(|u| format!("{u}@")).unwrap_or_default();
+    format!("{scheme}://{auth}{host}:{port}/{db}")
 }
 
 /// What redlock was doing when a server failed; shown in every error.
@@ -299,17 +380,18 @@ impl Failure {
             Some("OOM") => return Failure::Unfit(detail()),
             _ => {}
         }
-        // A Redis Cluster node answers for the hash slots it owns and
-        // redirects the rest. redlock does not route by slot (issue 14,
-        // item 4), and waiting cannot change which node owns the lock's
-        // slot: say what the server is, at once, instead of retrying.
+        // A Redis Cluster node given as a plain server answers for the hash
+        // slots it owns and redirects the rest; waiting cannot change which
+        // node owns the lock's slot: say what to do, at once, instead of
+        // retrying. (Through a `redis+cluster://` server a redirect is a
+        // broken connection instead: `Server::failure`.)
         let text = e.to_string();
         if matches!(e.code(), Some("MOVED" | "ASK" | "CROSSSLOT" | "CLUSTERDOWN"))
             || ["Moved:", "Ask:", "CrossSlot", "ClusterDown"].iter().any(|t| text.contains(t))
         {
             return Failure::Unfit(format!(
-                "a Redis Cluster node ({}): redlock cannot lock through a cluster yet; \
-                 give it independent servers (each cluster master's own address does not work either)",
+                "a Redis Cluster node ({}): list the cluster as one server, \
+                 redis+cluster://HOST:PORT[,HOST:PORT...], so that redlock routes by slot",
                 detail()
             ));
         }
@@ -487,7 +569,15 @@ enum Target {
     Direct(Client),
     /// The current master of a Sentinel group, found again at each connect.
     Sentinel(Group),
+    /// The master of the lock's hash slot in a Redis Cluster, found again
+    /// at each connect.
+    Cluster(Cluster),
 }
+
+/// Maps the key a caller names (the user's, as shown in messages) to the
+/// key whose hash slot a cluster routes by (its server-side name). The lock
+/// layer installs it ([`Server::set_route`]); this layer knows no layout.
+pub type Route = std::sync::Arc<dyn Fn(&[u8]) -> Vec<u8> + Send + Sync>;
 
 /// A client for `raw` (a `redis://` or `rediss://` URL), with `tls` for
 /// `rediss://` when it gives a CA or a client certificate.
@@ -513,7 +603,8 @@ pub fn open_client(raw: &str, tls: &Tls) -> Result<Client, String> {
     }
 }
 
-/// One Redis server (or Sentinel group) and its connection, opened on first use.
+/// One Redis server (or Sentinel group, or cluster) and its connection,
+/// opened on first use.
 pub struct Server {
     url: ServerUrl,
     target: Target,
@@ -524,9 +615,11 @@ pub struct Server {
     /// meanwhile wait for that one open and share its connection (single
     /// flight) instead of opening their own; counts the opens.
     opening: tokio::sync::Mutex<u64>,
-    /// For a Sentinel group: which master the current connection goes to,
-    /// and when the Sentinels last named it.
+    /// For a Sentinel group or a cluster: which master the current
+    /// connection goes to, and when it was last confirmed.
     verified: Mutex<Option<Verified>>,
+    /// For a cluster: the user key to the key its slot is taken from.
+    route: Mutex<Option<Route>>,
     /// Set once the server refused a script (EVALSHA unknown, or NOPERM for
     /// it): from then on every operation takes the no-script path
     /// ([`crate::lock::noscript`]) without trying the script first. Never unset:
@@ -535,14 +628,17 @@ pub struct Server {
     scripts_refused: AtomicBool,
 }
 
-/// A Sentinel group's master as last confirmed.
+/// A Sentinel group's master, or a cluster slot's, as last confirmed.
 struct Verified {
     /// The connection it is for.
     generation: u64,
     /// The master's `host:port`.
     address: String,
-    /// When the Sentinels (or, with none answering, `ROLE`) confirmed it.
+    /// When the Sentinels (or, with none answering, `ROLE`), or the
+    /// cluster's seeds, confirmed it.
     at: tokio::time::Instant,
+    /// For a cluster: the hash slot it was confirmed the master of.
+    slot: Option<u16>,
 }
 
 impl Server {
@@ -550,9 +646,10 @@ impl Server {
     /// `rediss://` servers use `tls` (a private CA, a client certificate).
     pub fn new(url: ServerUrl, timeout: Duration, tls: &Tls) -> Result<Server, String> {
         install_crypto_provider();
-        let target = match &url.sentinel {
-            Some(sentinel) => Target::Sentinel(Group::new(sentinel.clone(), tls)?),
-            None => Target::Direct(open_client(&url.secret, tls).map_err(|e| {
+        let target = match (&url.sentinel, &url.cluster) {
+            (Some(sentinel), _) => Target::Sentinel(Group::new(sentinel.clone(), tls)?),
+            (None, Some(cluster)) => Target::Cluster(Cluster::new(cluster.clone(), tls)?),
+            (None, None) => Target::Direct(open_client(&url.secret, tls).map_err(|e| {
                 if e.starts_with("not a valid") {
                     format!("server URL {:?} is not a valid Redis URL", url.name())
                 } else {
@@ -567,8 +664,39 @@ impl Server {
             conn: Mutex::new(None),
             opening: tokio::sync::Mutex::new(0),
             verified: Mutex::new(None),
+            route: Mutex::new(None),
             scripts_refused: AtomicBool::new(false),
         })
+    }
+
+    /// Installs how a cluster finds the slot of a key named in a call
+    /// (until then, the key itself); other kinds of server ignore it.
+    pub fn set_route(&self, route: Route) {
+        *self.route.lock().unwrap_or_else(|p| p.into_inner()) = Some(route);
+    }
+
+    /// The hash slot calls about `key` go by, for a cluster; `None` for
+    /// other servers, and for a call that names no key (doctor's PING,
+    /// INFO...), which any node of the cluster answers.
+    fn slot_of(&self, key: &[u8]) -> Option<u16> {
+        if !matches!(self.target, Target::Cluster(_)) || key.is_empty() {
+            return None;
+        }
+        let route = self.route.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let routed = route.map_or_else(|| key.to_vec(), |route| route(key));
+        Some(cluster::key_slot(&routed))
+    }
+
+    /// The failure a redis crate error stands for on this server: through
+    /// a cluster, a redirect is a broken connection (never a vote, never
+    /// followed: the module doc of [`cluster`]).
+    fn failure(&self, e: &RedisError) -> Failure {
+        if let Target::Cluster(_) = &self.target
+            && let Some(why) = cluster::redirect(e)
+        {
+            return Failure::Connection(why);
+        }
+        Failure::from_redis(e)
     }
 
     /// Whether this server refused scripts ([`Server::refuse_scripts`]).
@@ -587,8 +715,11 @@ impl Server {
     /// connection could run between WATCH and EXEC, inside the transaction
     /// or with its own WATCH/UNWATCH, and break the compare-and-set. The
     /// caller drops it when done (closing it). For a Sentinel group, the
-    /// master the Sentinels name now.
-    pub async fn dedicated(&self) -> redis::RedisResult<MultiplexedConnection> {
+    /// master the Sentinels name now; for a cluster, the master of the slot
+    /// of `routed` (a server-side key name): the node the current
+    /// connection is bound to while it is confirmed, else the one the
+    /// seeds name now.
+    pub async fn dedicated(&self, routed: &[u8]) -> redis::RedisResult<MultiplexedConnection> {
         let config = self.connection_config();
         match &self.target {
             Target::Direct(client) => {
@@ -597,6 +728,22 @@ impl Server {
             Target::Sentinel(group) => group.master(&config).await.map(|m| m.conn).map_err(|f| {
                 RedisError::from((ErrorKind::Io, "no Sentinel master", f.to_string()))
             }),
+            Target::Cluster(cluster) => {
+                let slot = cluster::key_slot(routed);
+                let bound = self
+                    .current(Some(slot))
+                    .and_then(|_| self.lock_verified().as_ref().map(|v| v.address.clone()));
+                let failed = |f: Failure| {
+                    RedisError::from((ErrorKind::Io, "no cluster master", f.to_string()))
+                };
+                match bound {
+                    Some(address) => {
+                        let client = cluster.client(&address).map_err(failed)?;
+                        client.get_multiplexed_async_connection_with_config(&config).await
+                    }
+                    None => cluster.owner(slot, &config).await.map(|o| o.conn).map_err(failed),
+                }
+            }
         }
     }
 
@@ -623,6 +770,15 @@ impl Server {
                 // Pub/sub only wakes waiters early: the master found now
                 // is the one to listen on (a stale one costs a wake-up).
                 Target::Sentinel(group) => group.master(&self.connection_config()).await?.client,
+                // A cluster passes every PUBLISH to all its nodes (the
+                // release scripts publish; SPUBLISH, sharded, would need
+                // Redis 7 and a channel in the lock's slot): any node
+                // hears it; the master of the channel's slot is the one
+                // asked for.
+                Target::Cluster(cluster) => {
+                    let slot = cluster::key_slot(channel.as_bytes());
+                    cluster.owner(slot, &self.connection_config()).await?.client
+                }
             };
             let mut pubsub =
                 client.get_async_pubsub().await.map_err(|e| Failure::from_redis(&e))?;
@@ -664,7 +820,7 @@ impl Server {
         key: &[u8],
         deadline: tokio::time::Instant,
     ) -> Result<Conn, ServerError> {
-        let failure = match tokio::time::timeout_at(deadline, self.open()).await {
+        let failure = match tokio::time::timeout_at(deadline, self.open(self.slot_of(key))).await {
             Ok(Ok(conn)) => return Ok(conn),
             Ok(Err(Failure::Timeout(_))) => self.timed_out(),
             Ok(Err(failure)) => failure,
@@ -689,7 +845,7 @@ impl Server {
         let failure = match tokio::time::timeout_at(deadline, f(&mut c)).await {
             Ok(Ok(value)) => return Ok(value),
             Ok(Err(e)) if e.is_timeout() => self.timed_out(),
-            Ok(Err(e)) => Failure::from_redis(&e),
+            Ok(Err(e)) => self.failure(&e),
             Err(_) => self.timed_out(),
         };
         if !matches!(failure, Failure::WrongType | Failure::Reply(_) | Failure::Unfit(_)) {
@@ -702,13 +858,14 @@ impl Server {
     /// lock is held across the connect, and the slot is checked again once
     /// it is taken, so concurrent callers end up on one connection. A
     /// caller whose deadline passes while it opens drops the attempt (and
-    /// the lock); the next caller tries afresh.
-    async fn open(&self) -> Result<Conn, Failure> {
-        if let Some(conn) = self.current() {
+    /// the lock); the next caller tries afresh. `slot`: for a cluster, the
+    /// hash slot whose master the connection must go to.
+    async fn open(&self, slot: Option<u16>) -> Result<Conn, Failure> {
+        if let Some(conn) = self.current(slot) {
             return Ok(conn);
         }
         let mut opened = self.opening.lock().await;
-        if let Some(conn) = self.current() {
+        if let Some(conn) = self.current(slot) {
             return Ok(conn);
         }
         let config = self.connection_config();
@@ -737,8 +894,31 @@ impl Server {
                     generation: *opened + 1,
                     address: master.address,
                     at: tokio::time::Instant::now(),
+                    slot: None,
                 });
                 master.conn
+            }
+            Target::Cluster(cluster) => {
+                let current = self.lock_conn().clone();
+                if let Some(conn) = current
+                    && let Some(slot) = slot
+                    && self.still_owner(cluster, &conn, slot, &config).await
+                {
+                    return Ok(conn);
+                }
+                // Asked afresh: the first call, each call after a failure
+                // or a redirect dropped the connection, and each call after
+                // the seeds named another master for the slot. A call that
+                // names no key goes to the master of slot 0.
+                let slot = slot.unwrap_or(0);
+                let owner = cluster.owner(slot, &config).await?;
+                *self.lock_verified() = Some(Verified {
+                    generation: *opened + 1,
+                    address: owner.address,
+                    at: tokio::time::Instant::now(),
+                    slot: Some(slot),
+                });
+                owner.conn
             }
         };
         *opened += 1;
@@ -758,18 +938,67 @@ impl Server {
     /// one: redlock's vote on the old master would be a second vote of the
     /// same group. Asking again before a call, at most once a node timeout,
     /// bounds that window to one node timeout past the Sentinels' switch.
-    fn current(&self) -> Option<Conn> {
+    ///
+    /// For a cluster, the same for the master of `slot`: a connection is
+    /// bound to the node it was made for, and used for a slot only while
+    /// the seeds confirmed, less than a node timeout ago, that this node is
+    /// the slot's master. A call that names no key (`slot` `None`) may use
+    /// any node's.
+    fn current(&self, slot: Option<u16>) -> Option<Conn> {
         let conn = self.lock_conn().clone()?;
+        let verified = self.lock_verified();
+        let fresh = |v: &Verified| v.generation == conn.generation && v.at.elapsed() < self.timeout;
         match &self.target {
             Target::Direct(_) => Some(conn),
-            Target::Sentinel(_) => {
-                let verified = self.lock_verified();
-                let fresh = verified.as_ref().is_some_and(|v| {
-                    v.generation == conn.generation && v.at.elapsed() < self.timeout
-                });
-                fresh.then_some(conn)
+            Target::Sentinel(_) => verified.as_ref().is_some_and(fresh).then_some(conn),
+            Target::Cluster(_) => {
+                let v = verified.as_ref().filter(|v| v.generation == conn.generation)?;
+                let usable = match slot {
+                    None => true,
+                    Some(slot) => v.slot == Some(slot) && fresh(v),
+                };
+                usable.then_some(conn)
             }
         }
+    }
+
+    /// Whether the cluster's seeds still name the node `conn` goes to as
+    /// the master of `slot` (and records when they did); with no seed
+    /// answering, whether that node itself still says so, so that a
+    /// cluster outliving its seeds keeps its vote. When false, the
+    /// connection is dropped.
+    async fn still_owner(
+        &self,
+        cluster: &Cluster,
+        conn: &Conn,
+        slot: u16,
+        config: &AsyncConnectionConfig,
+    ) -> bool {
+        let address = self
+            .lock_verified()
+            .as_ref()
+            .filter(|v| v.generation == conn.generation)
+            .map(|v| v.address.clone());
+        let Some(address) = address else {
+            self.forget(conn.generation);
+            return false;
+        };
+        let same = match cluster.owner_named(slot, config, Some(&address)).await {
+            Ok(owner) => owner == address,
+            Err(_) => {
+                let mut c = conn.conn.clone();
+                cluster::owns(&mut c, &address, slot).await
+            }
+        };
+        if same {
+            if let Some(v) = self.lock_verified().as_mut() {
+                v.at = tokio::time::Instant::now();
+                v.slot = Some(slot);
+            }
+        } else {
+            self.forget(conn.generation);
+        }
+        same
     }
 
     /// Whether the Sentinels still name the master `conn` goes to (and
@@ -820,7 +1049,15 @@ impl Server {
     pub fn sentinel(&self) -> Option<&Group> {
         match &self.target {
             Target::Sentinel(group) => Some(group),
-            Target::Direct(_) => None,
+            Target::Direct(_) | Target::Cluster(_) => None,
+        }
+    }
+
+    /// The cluster behind this server, if its URL names one.
+    pub fn cluster(&self) -> Option<&Cluster> {
+        match &self.target {
+            Target::Cluster(cluster) => Some(cluster),
+            Target::Direct(_) | Target::Sentinel(_) => None,
         }
     }
 
