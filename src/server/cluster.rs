@@ -189,6 +189,8 @@ impl ClusterUrl {
 pub struct SlotMap {
     /// Slot ranges (first, last, inclusive) and their master's `host:port`.
     pub ranges: Vec<(u16, u16, String)>,
+    /// How many replicas serve each range, in the order of `ranges`.
+    pub replicas: Vec<usize>,
 }
 
 impl SlotMap {
@@ -198,6 +200,17 @@ impl SlotMap {
             .iter()
             .find(|(first, last, _)| (*first..=*last).contains(&slot))
             .map(|(_, _, owner)| owner.as_str())
+    }
+
+    /// How many slots have a master without a replica (a failure of that
+    /// master leaves them unserved until it returns).
+    pub fn unreplicated(&self) -> usize {
+        self.ranges
+            .iter()
+            .zip(&self.replicas)
+            .filter(|(_, n)| **n == 0)
+            .map(|((first, last, _), _)| usize::from(last - first) + 1)
+            .sum()
     }
 
     /// How many slots have a master.
@@ -218,7 +231,7 @@ impl SlotMap {
 
     /// Reads a `CLUSTER SLOTS` reply; a node announced without an address
     /// (an empty host, or `?`) is at `seed_host`, the host that answered.
-    fn parse(reply: &Value, seed_host: &str) -> Result<SlotMap, String> {
+    pub(crate) fn parse(reply: &Value, seed_host: &str) -> Result<SlotMap, String> {
         let bad = || "unexpected CLUSTER SLOTS reply".to_owned();
         let Value::Array(entries) = reply else { return Err(bad()) };
         let mut ranges = Vec::with_capacity(entries.len());
@@ -242,10 +255,11 @@ impl SlotMap {
                 u16::try_from(*last).map_err(|_| bad())?,
                 u16::try_from(*port).map_err(|_| bad())?,
             );
-            ranges.push((first, last, format!("{host}:{port}")));
+            ranges.push(((first, last, format!("{host}:{port}")), fields.len() - 3));
         }
         ranges.sort();
-        Ok(SlotMap { ranges })
+        let (ranges, replicas) = ranges.into_iter().unzip();
+        Ok(SlotMap { ranges, replicas })
     }
 }
 
