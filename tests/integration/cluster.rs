@@ -348,3 +348,45 @@ fn a_cluster_node_given_as_a_plain_server_is_refused_with_what_to_do() {
     // Two thirds of the slots live on the other nodes.
     assert!(refused > 0, "no key of 8 was redirected");
 }
+
+/// A failover inside the cluster: the master of the lock's slot is killed
+/// while a `run` holds the lock through the cluster and two plain servers.
+/// Until a replica takes over, the cluster member fails (its vote is not
+/// there, the plain servers keep the quorum); once it has, the renewals
+/// reach the promoted replica, which had the lock by replication.
+#[test]
+fn a_failover_in_the_cluster_moves_the_vote_to_the_promoted_replica() {
+    let mut cluster = RedisCluster::start(3, 1);
+    let plain = [RedisServer::start(), RedisServer::start()];
+    let servers = format!("{},{},{}", cluster.url(), plain[0].url(), plain[1].url());
+    let key = unique_key("failover");
+    let slot = key_slot(lock_key(&key).as_bytes());
+    let dir = tempfile::tempdir().unwrap();
+    let (ready, go) = (dir.path().join("ready"), dir.path().join("go"));
+    let script =
+        format!("touch {}; while [ ! -e {} ]; do sleep 0.02; done", ready.display(), go.display());
+    // A TTL longer than the failover takes (about 2 s with a node timeout
+    // of 1 s), so that the replica still has the lock when promoted.
+    let running =
+        Redlock::new(&servers).args(["run", "--key", &key, "--ttl", "5s", "-c", &script]).spawn();
+    wait_for_file(&ready);
+    let old = cluster.master_of(slot).port;
+    let token = cluster.master_of(slot).get(&lock_key(&key)).expect("held on the cluster");
+    let at = cluster.nodes.iter().position(|n| n.port == old).expect("ours");
+    cluster.nodes[at].stop();
+    cluster.wait_settled();
+    let new = cluster.master_of(slot);
+    assert_ne!(new.port, old, "a replica took over");
+    // The promoted replica had the lock; a renewal there raises its TTL.
+    let first = new.pttl(&lock_key(&key));
+    assert!(first > 0, "the promoted replica has the lock: {first}");
+    let start = std::time::Instant::now();
+    while new.pttl(&lock_key(&key)) <= first {
+        assert!(start.elapsed() < Duration::from_secs(10), "never renewed on {}", new.port);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(new.get(&lock_key(&key)), Some(token));
+    std::fs::write(&go, "").unwrap();
+    running.wait().expect(0);
+    assert_eq!(new.get(&lock_key(&key)), None, "released on the new master");
+}
