@@ -14,10 +14,11 @@
 //!   - [`server::sentinel`]: `redis+sentinel://` groups: the Sentinels asked
 //!     for the master, its `ROLE` checked, asked again after a failure, a
 //!     `READONLY` reply, or once a node timeout has passed.
-//!   - [`server::cluster`]: Redis Cluster hash slots
-//!     ([`server::cluster::key_slot`]) and the safety argument that routing
-//!     through a cluster must keep (routing itself is not there yet: a
-//!     cluster node is refused at once).
+//!   - [`server::cluster`]: `redis+cluster://` clusters, one member each:
+//!     the lock's hash slot ([`server::cluster::key_slot`]), its master
+//!     found by asking the seeds, a redirect counted as a failure (never
+//!     a vote), the master confirmed again once a node timeout has passed;
+//!     and the safety argument behind it.
 //! - `scripts/*.lua`: the atomic acquire (with the fence draw), withdraw,
 //!   compare-and-extend (never shortening), set-TTL (`--keep`),
 //!   compare-and-delete, raise-fence, status and history scripts.

@@ -390,7 +390,7 @@ impl Cluster {
             .collect();
         let mut fallback: Option<String> = None;
         let mut problems: Vec<String> = Vec::new();
-        let mut config_failure: Option<Failure> = None;
+        let mut config_failure: Option<(&str, Failure)> = None;
         while let Some((i, answer)) = asks.next().await {
             let seed = &self.seeds[i].0;
             match answer {
@@ -403,7 +403,7 @@ impl Cluster {
                 },
                 Err(failure) => {
                     if failure.is_config() && config_failure.is_none() {
-                        config_failure = Some(failure.clone());
+                        config_failure = Some((seed, failure.clone()));
                     }
                     problems.push(format!("{seed}: {failure}"));
                 }
@@ -412,15 +412,15 @@ impl Cluster {
         if let Some(owner) = fallback {
             return Ok(owner);
         }
-        let summary = problems.join("; ");
         // Waiting cannot cure a password, an ACL or a node that is not in
-        // cluster mode.
+        // cluster mode: the first such failure, with the seed that said it.
         Err(match config_failure {
-            Some(Failure::Auth(_)) => Failure::Auth(summary),
-            Some(Failure::NoPerm(_)) => Failure::NoPerm(summary),
-            Some(Failure::Tls(_)) => Failure::Tls(summary),
-            Some(_) => Failure::Unfit(summary),
-            None => Failure::Connection(format!("no slot map: {summary}")),
+            Some((seed, Failure::Auth(why))) => Failure::Auth(format!("{seed}: {why}")),
+            Some((seed, Failure::NoPerm(why))) => Failure::NoPerm(format!("{seed}: {why}")),
+            Some((seed, Failure::Tls(why))) => Failure::Tls(format!("{seed}: {why}")),
+            Some((seed, Failure::Unfit(why))) => Failure::Unfit(format!("{seed}: {why}")),
+            Some((seed, other)) => Failure::Unfit(format!("{seed}: {other}")),
+            None => Failure::Connection(format!("no slot map: {}", problems.join("; "))),
         })
     }
 
@@ -464,7 +464,12 @@ fn seed_failure(e: &RedisError) -> Failure {
                 .to_owned(),
         );
     }
-    Failure::from_redis(e)
+    match Failure::from_redis(e) {
+        Failure::NoPerm(why) if why.contains("cluster") => Failure::NoPerm(format!(
+            "{why} (redlock reads the slot map with CLUSTER SLOTS: grant +cluster|slots)"
+        )),
+        other => other,
+    }
 }
 
 /// `host:port` as its host (IPv6 in brackets) and port.

@@ -390,3 +390,29 @@ fn a_failover_in_the_cluster_moves_the_vote_to_the_promoted_replica() {
     running.wait().expect(0);
     assert_eq!(new.get(&lock_key(&key)), None, "released on the new master");
 }
+
+/// The README's smallest ACL, plus `+cluster|slots`, locks through a
+/// cluster; without it redlock says at once what to grant.
+#[test]
+fn an_acl_user_needs_cluster_slots_and_is_told_so() {
+    let cluster = RedisCluster::start(3, 0);
+    let acl = crate::readme::recipe("acl");
+    let words: Vec<&str> = acl.split_whitespace().collect();
+    for node in &cluster.nodes {
+        let _: String = node.cmd(&words);
+    }
+    let url = cluster.url().replace("redis+cluster://", "redis+cluster://locker:CHANGE-ME@");
+    let key = format!("lock-{}", unique_key("acl"));
+    let out = Redlock::new(&url).args(["acquire", "--key", &key, "--wait", "10s"]).run();
+    out.expect(69).stderr_has("grant +cluster|slots");
+    assert!(out.elapsed < Duration::from_secs(3), "waited {:?}", out.elapsed);
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    for node in &cluster.nodes {
+        let _: String = node.cmd(&["ACL", "SETUSER", "locker", "+cluster|slots"]);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ran = dir.path().join("ran");
+    let touch = format!("touch {}", ran.display());
+    Redlock::new(&url).args(["run", "--key", &key, "--ttl", "1s", "-c", &touch]).run().expect(0);
+    assert!(ran.exists());
+}
