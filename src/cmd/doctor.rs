@@ -472,6 +472,9 @@ pub async fn check_group(server: &Server) -> Option<GroupCheck> {
     Some(check)
 }
 
+/// What one seed said: its `cluster_state` and slot map, or the error.
+pub type SeedAnswer = Result<(String, SlotMap), String>;
+
 /// What the seeds of one cluster said.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ClusterCheck {
@@ -479,7 +482,7 @@ pub struct ClusterCheck {
     pub group: String,
     /// Each seed's address and answer: its `cluster_state` and slot map,
     /// or the error.
-    pub seeds: Vec<(String, Result<(String, SlotMap), String>)>,
+    pub seeds: Vec<(String, SeedAnswer)>,
     /// The probe key's hash slot (where the status round went).
     pub probe_slot: u16,
 }

@@ -23,7 +23,7 @@
 //! the one node that must run each of the lock's scripts. With
 //! `--raw-key` the key is the user's: its companions are put in its slot
 //! by a hash tag, and the few keys for which that cannot work are refused
-//! before any server is asked ([`crate::lock::KeyLayout::cluster_slot`]).
+//! before any server is asked ([`crate::lock::KeyLayout::one_slot`]).
 //!
 //! # The safety argument routing keeps
 //! - A cluster counts as ONE member of the quorum, however many masters it
