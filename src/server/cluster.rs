@@ -482,6 +482,69 @@ fn split_address(address: &str) -> Option<(&str, u16)> {
 mod tests {
     use super::*;
 
+    fn parse(raw: &str) -> Result<ClusterUrl, String> {
+        ClusterUrl::parse(raw, &crate::server::redact(raw))
+    }
+
+    #[test]
+    fn parses_nodes_and_credentials() {
+        let u = parse("redis+cluster://u:p%40ss@h1,h2:7001,[::1]:7002/0").unwrap();
+        assert_eq!(u.seeds, ["h1:6379", "h2:7001", "[::1]:7002"]);
+        assert_eq!(u.name(), "cluster:h1:6379,h2:7001,[::1]:7002");
+        assert_eq!(u.node_url("10.0.0.1", 7000), "redis://u:p%40ss@10.0.0.1:7000/0");
+        assert_eq!(u.node_url("[::1]", 7002), "redis://u:p%40ss@[::1]:7002/0");
+        let u = parse("rediss+cluster://h1").unwrap();
+        assert!(u.tls && u.name() == "rediss+cluster:h1:6379");
+        assert_eq!(u.with_default_password("p w").node_url("h", 1), "rediss://:p%20w@h:1/0");
+        let own = parse("redis+cluster://:mine@h1").unwrap().with_default_password("other");
+        assert_eq!(own.node_url("h", 1), "redis://:mine@h:1/0");
+    }
+
+    #[test]
+    fn bad_urls_say_what_is_wrong_without_the_password() {
+        for (raw, expect) in [
+            ("redis+cluster://:secret@", "no node"),
+            ("redis+cluster://:secret@h1:0", "bad node address"),
+            ("redis+cluster://:secret@h1,,h2", "bad node address"),
+            ("redis+cluster://:secret@h1/1", "database 0 only"),
+            ("redis+cluster://:secret@h1?password=x", "no parameters"),
+        ] {
+            let e = parse(raw).unwrap_err();
+            assert!(e.contains(expect) && !e.contains("secret"), "{raw}: {e}");
+        }
+    }
+
+    #[test]
+    fn slot_maps_name_each_slots_master() {
+        let node = |host: &str, port: i64| {
+            Value::Array(vec![
+                Value::BulkString(host.as_bytes().to_vec()),
+                Value::Int(port),
+                Value::BulkString(b"id".to_vec()),
+            ])
+        };
+        let reply = Value::Array(vec![
+            Value::Array(vec![Value::Int(10923), Value::Int(16383), node("", 7001)]),
+            Value::Array(vec![
+                Value::Int(0),
+                Value::Int(5460),
+                node("10.0.0.1", 7000),
+                node("10.0.0.2", 7003),
+            ]),
+            Value::Array(vec![Value::Int(5461), Value::Int(10922), node("::1", 7002)]),
+        ]);
+        let map = SlotMap::parse(&reply, "seed").unwrap();
+        assert_eq!(map.owner(0), Some("10.0.0.1:7000"));
+        // A node announced without an address is where the seed is.
+        assert_eq!(map.owner(16383), Some("seed:7001"));
+        assert_eq!(map.owner(5461), Some("[::1]:7002"));
+        assert_eq!(map.masters(), ["10.0.0.1:7000", "[::1]:7002", "seed:7001"]);
+        assert_eq!(map.covered(), 16384);
+        assert_eq!(map.unreplicated(), 16384 - 5461);
+        assert!(SlotMap::parse(&Value::Int(1), "seed").is_err());
+        assert_eq!(SlotMap::parse(&Value::Array(vec![]), "seed").unwrap().owner(0), None);
+    }
+
     #[test]
     fn crc16_is_xmodem() {
         // The check value of CRC-16/XMODEM.

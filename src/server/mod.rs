@@ -1107,6 +1107,7 @@ mod tests {
             redact("redis+sentinel://u:pw@h1:1,h2:2/m?sentinel_password=sp"),
             "redis+sentinel://u:***@h1:1,h2:2/m?sentinel_password=***"
         );
+        assert_eq!(redact("redis+cluster://u:pw@h1:1,h2:2"), "redis+cluster://u:***@h1:1,h2:2");
     }
 
     #[test]
@@ -1168,7 +1169,7 @@ mod properties {
         /// nor the display name ever contains the password.
         #[test]
         fn urls_never_panic_or_leak(
-            scheme in "(redis|rediss|unix|http|)",
+            scheme in "(redis|rediss|unix|http|redis\\+cluster|redis\\+sentinel|)",
             user in "[a-z]{0,6}",
             pass in "[A-Za-z0-9]{8,16}",
             rest in "[ -~]{0,30}",
