@@ -9,8 +9,9 @@
 //! - [`config_file`]: the configuration file, and the layering of flags over
 //!   the environment over the file over the defaults, each value with its origin.
 //! - [`server`]: one Redis server: URL (password never shown), lazy
-//!   connection, calls bounded by the node timeout, errors naming the server;
-//!   and the connection kinds it owns:
+//!   connection, calls bounded by the node timeout, errors naming the
+//!   server ([`server::Failure`], [`server::ServerError`]); and the
+//!   connection kinds it owns:
 //!   - [`server::sentinel`]: `redis+sentinel://` groups: the Sentinels asked
 //!     for the master, its `ROLE` checked, asked again after a failure, a
 //!     `READONLY` reply, or once a node timeout has passed.
