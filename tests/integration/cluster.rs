@@ -216,13 +216,13 @@ fn a_run_holds_through_a_slot_migration() {
     let script =
         format!("touch {}; while [ ! -e {} ]; do sleep 0.02; done", ready.display(), go.display());
     let running =
-        Redlock::new(&url).args(["run", "--key", &key, "--ttl", "1s", "-c", &script]).spawn();
+        Redlock::new(&url).args(["run", "--key", &key, "--ttl", "2s", "-c", &script]).spawn();
     wait_for_file(&ready);
     let old = cluster.master_of(slot).port;
     let to = cluster.current_masters().into_iter().find(|m| m.port != old).expect("another");
     cluster.move_slot(slot, to);
     // Longer than the TTL: held only if renewals reach the new master.
-    std::thread::sleep(Duration::from_millis(1500));
+    std::thread::sleep(Duration::from_millis(2500));
     assert!(to.get(&lock_key(&key)).is_some(), "renewed on the new master");
     Redlock::new(&url)
         .args(["acquire", "-n", "--key", &key])
