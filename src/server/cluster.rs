@@ -272,13 +272,15 @@ pub fn redirect(e: &RedisError) -> Option<String> {
     let redirected = matches!(e.code(), Some("MOVED" | "ASK" | "TRYAGAIN" | "CLUSTERDOWN"))
         || ["Moved:", "Ask:", "TryAgain:", "ClusterDown:"].iter().any(|t| text.contains(t));
     redirected.then(|| {
-        let detail = e.detail().map(str::to_owned).unwrap_or_default();
         let code = e.code().unwrap_or("redirect");
+        let said = match e.detail().filter(|d| !d.is_empty()) {
+            Some(detail) => format!("{code} {detail}"),
+            None => code.to_owned(),
+        };
         format!(
-            "{code} {detail}: the lock's slot is not served there now (a migration or a \
-             failover); not counted, the cluster is asked again"
+            "{said}: the lock's slot is not served there now (a migration or a failover); \
+             not counted, the cluster is asked again"
         )
-        .replace("  ", " ")
     })
 }
 

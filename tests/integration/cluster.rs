@@ -416,3 +416,40 @@ fn an_acl_user_needs_cluster_slots_and_is_told_so() {
     Redlock::new(&url).args(["run", "--key", &key, "--ttl", "1s", "-c", &touch]).run().expect(0);
     assert!(ran.exists());
 }
+
+/// Without scripting, each operation is `WATCH`/`MULTI`/`EXEC` on a
+/// connection of its own: through a cluster, that connection goes to the
+/// master of the lock's slot too (here a braced key, whose slot as typed is
+/// another master's).
+#[test]
+fn without_scripts_the_transaction_goes_to_the_slots_master() {
+    let cluster = RedisCluster::start_with(3, 0, crate::harness::redis::NO_SCRIPTS);
+    let url = cluster.url();
+    let mut keys: Vec<String> =
+        a_key_per_master(&cluster, "noscript").into_iter().map(|k| k.0).collect();
+    keys.push(
+        (0..)
+            .map(|i| format!("{{y}}{}", unique_key(&format!("noscript-braced-{i}"))))
+            .find(|k| {
+                cluster.master_of(key_slot(k.as_bytes())).port
+                    != cluster.master_of(key_slot(lock_key(k).as_bytes())).port
+            })
+            .expect("a key whose two slots differ"),
+    );
+    for key in &keys {
+        let master = cluster.master_of(key_slot(lock_key(key).as_bytes()));
+        let out = Redlock::new(&url).args(["acquire", "-n", "--key", key, "--ttl", "1s"]).run();
+        out.expect(0);
+        let token = out.line().to_owned();
+        assert_eq!(master.get(&lock_key(key)).as_deref(), Some(token.as_str()), "{key}");
+        Redlock::new(&url).args(["acquire", "-n", "--key", key]).run().expect(75);
+        Redlock::new(&url)
+            .args(["extend", "--key", key, "--token", &token, "--ttl", "2s"])
+            .run()
+            .expect(0);
+        assert!(master.pttl(&lock_key(key)) > 1_000, "extended on its master");
+        Redlock::new(&url).args(["release", "--key", key, "--token", &token]).run().expect(0);
+        assert_eq!(master.get(&lock_key(key)), None);
+    }
+    cluster.wait_empty(Duration::from_secs(10));
+}

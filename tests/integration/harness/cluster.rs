@@ -28,17 +28,17 @@ impl RedisCluster {
     /// Starts `masters` masters with `replicas` replicas each and waits
     /// until every node says `cluster_state:ok` and agrees on the slots.
     pub fn start(masters: usize, replicas: usize) -> RedisCluster {
+        RedisCluster::start_with(masters, replicas, &[])
+    }
+
+    /// [`RedisCluster::start`] with extra `redis-server` arguments on every
+    /// node (e.g. [`super::redis::NO_SCRIPTS`]).
+    pub fn start_with(masters: usize, replicas: usize, extra: &[&str]) -> RedisCluster {
         let timeout = NODE_TIMEOUT_MS.to_string();
-        let nodes: Vec<RedisServer> = (0..masters * (1 + replicas))
-            .map(|_| {
-                RedisServer::start_with(&[
-                    "--cluster-enabled",
-                    "yes",
-                    "--cluster-node-timeout",
-                    &timeout,
-                ])
-            })
-            .collect();
+        let mut args = vec!["--cluster-enabled", "yes", "--cluster-node-timeout", &timeout];
+        args.extend_from_slice(extra);
+        let nodes: Vec<RedisServer> =
+            (0..masters * (1 + replicas)).map(|_| RedisServer::start_with(&args)).collect();
         let addrs: Vec<String> = nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)).collect();
         let made = Command::new(CLI_BINARY)
             .args(["--cluster", "create"])
