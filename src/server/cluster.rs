@@ -16,6 +16,12 @@
 //! that connection. No slot map is kept between resolutions: each is asked
 //! afresh, so a redirect has no map to drop.
 //!
+//! The server keeps one connection, to the master of the slot of its calls:
+//! a redlock process works on one lock, whose keys share one slot, so it
+//! stays on one master; a call for a slot of another master moves it there
+//! (one more resolution), and calls that name no key (`doctor`'s `PING`,
+//! `INFO`) use whichever master it is on.
+//!
 //! # Why one slot per lock
 //! Every key of one lock (the lock key, fence, queue, readers, places,
 //! history) carries the same hash tag (`redlock:{KEY}...`, see
@@ -299,7 +305,7 @@ pub struct Cluster {
 pub struct Owner {
     /// `host:port`.
     pub address: String,
-    /// A client for it (pub/sub and dedicated connections).
+    /// A client for it (pub/sub connections).
     pub client: Client,
     /// The connection.
     pub conn: MultiplexedConnection,
