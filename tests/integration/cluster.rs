@@ -115,8 +115,7 @@ fn each_lock_goes_to_the_master_of_its_slot() {
 #[test]
 fn a_cluster_is_one_member_beside_plain_servers() {
     let cluster = RedisCluster::start(3, 0);
-    let plain = [RedisServer::start(), RedisServer::start()];
-    let mut plain = plain;
+    let mut plain = [RedisServer::start(), RedisServer::start()];
     let servers = format!("{},{},{}", cluster.url(), plain[0].url(), plain[1].url());
     // One cluster URL, however many seeds, is one member of three: quorum 2.
     Redlock::new(&servers)
@@ -451,5 +450,32 @@ fn without_scripts_the_transaction_goes_to_the_slots_master() {
         Redlock::new(&url).args(["release", "--key", key, "--token", &token]).run().expect(0);
         assert_eq!(master.get(&lock_key(key)), None);
     }
+    cluster.wait_empty(Duration::from_secs(10));
+}
+
+/// `--limit` places and `--shared` holders are companions of the lock key,
+/// in its slot: they work through a cluster, on the lock's master.
+#[test]
+fn limit_places_and_shared_holders_live_in_the_locks_slot() {
+    let cluster = RedisCluster::start(3, 0);
+    let url = cluster.url();
+    let key = unique_key("places");
+    let master = cluster.master_of(key_slot(lock_key(&key).as_bytes()));
+    for _ in 0..2 {
+        Redlock::new(&url)
+            .args(["acquire", "-n", "--key", &key, "--limit", "2", "--ttl", "1s"])
+            .run()
+            .expect(0);
+    }
+    Redlock::new(&url).args(["acquire", "-n", "--key", &key, "--limit", "2"]).run().expect(75);
+    assert_eq!(master.dbsize(), 3, "two places and the fence counter, on the lock's master");
+    let shared = unique_key("shared");
+    for _ in 0..2 {
+        Redlock::new(&url)
+            .args(["acquire", "-n", "--key", &shared, "--shared", "--ttl", "1s"])
+            .run()
+            .expect(0);
+    }
+    Redlock::new(&url).args(["acquire", "-n", "--key", &shared, "--ttl", "1s"]).run().expect(75);
     cluster.wait_empty(Duration::from_secs(10));
 }
