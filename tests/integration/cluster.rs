@@ -479,3 +479,35 @@ fn limit_places_and_shared_holders_live_in_the_locks_slot() {
     Redlock::new(&url).args(["acquire", "-n", "--key", &shared, "--ttl", "1s"]).run().expect(75);
     cluster.wait_empty(Duration::from_secs(10));
 }
+
+/// `rediss+cluster://`: TLS to every node (the seeds and the slot's
+/// master), trusting a private CA, on a cluster whose bus speaks TLS too.
+#[test]
+fn a_tls_cluster_through_rediss_cluster() {
+    let certs = crate::harness::tls::Certs::make();
+    let mut args = certs.server_args("server", false);
+    args.extend(["--tls-cluster", "yes", "--tls-replication", "yes"].map(String::from));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let cluster = RedisCluster::start_with(3, 0, &args);
+    let url = cluster.url();
+    assert!(url.starts_with("rediss+cluster://"), "{url}");
+    let ca = certs.path("ca.pem").display().to_string();
+    for (key, slot) in a_key_per_master(&cluster, "tls") {
+        let out = Redlock::new(&url).args(["--tls-ca", &ca, "acquire", "-n", "--key", &key]).run();
+        out.expect(0);
+        let master = cluster.master_of(slot);
+        assert_eq!(master.get(&lock_key(&key)).as_deref(), Some(out.line()), "on its master");
+        Redlock::new(&url)
+            .args(["--tls-ca", &ca, "release", "--key", &key, "--token", out.line()])
+            .run()
+            .expect(0);
+    }
+    // Without the CA, the seeds' certificates are refused: a configuration
+    // error, at once.
+    let out = Redlock::new(&url)
+        .args(["acquire", "--key", &unique_key("tls-no-ca"), "--wait", "10s"])
+        .run();
+    out.expect(69).stderr_has("TLS");
+    assert!(out.elapsed < Duration::from_secs(3), "waited {:?}", out.elapsed);
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+}

@@ -40,7 +40,12 @@ impl RedisCluster {
         let nodes: Vec<RedisServer> =
             (0..masters * (1 + replicas)).map(|_| RedisServer::start_with(&args)).collect();
         let addrs: Vec<String> = nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)).collect();
+        // A TLS cluster (`--tls-cluster yes` among `extra`): redis-cli
+        // speaks TLS too, trusting the nodes' CA.
+        let ca = extra.iter().position(|a| *a == "--tls-ca-cert-file").map(|i| extra[i + 1]);
+        let tls: Vec<&str> = ca.map(|ca| vec!["--tls", "--cacert", ca]).unwrap_or_default();
         let made = Command::new(CLI_BINARY)
+            .args(&tls)
             .args(["--cluster", "create"])
             .args(&addrs)
             .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
@@ -82,11 +87,13 @@ impl RedisCluster {
         self.nodes.iter().filter(|n| n.is_running()).map(|server| Node { server })
     }
 
-    /// `redis+cluster://127.0.0.1:P1,127.0.0.1:P2,...`: every master as a seed.
+    /// `redis+cluster://127.0.0.1:P1,127.0.0.1:P2,...` (`rediss+cluster://`
+    /// for TLS nodes): every master as a seed.
     pub fn url(&self) -> String {
         let seeds: Vec<String> =
             self.nodes[..self.masters].iter().map(|n| format!("127.0.0.1:{}", n.port)).collect();
-        format!("redis+cluster://{}", seeds.join(","))
+        let scheme = if self.nodes[0].url().starts_with("rediss:") { "rediss" } else { "redis" };
+        format!("{scheme}+cluster://{}", seeds.join(","))
     }
 
     /// The node that masters `slot` now, as the first live node says.
