@@ -511,3 +511,33 @@ fn a_tls_cluster_through_rediss_cluster() {
     assert!(out.elapsed < Duration::from_secs(3), "waited {:?}", out.elapsed);
     assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
 }
+
+/// When no seed answers the re-confirmation (here the only seed, reached
+/// through a proxy, is gone), the master the connection is bound to keeps
+/// its vote while it still names itself the owner of the lock's slot, as a
+/// Sentinel group's master that still says `master` does.
+#[test]
+fn with_no_seed_answering_the_slots_master_keeps_its_vote() {
+    let cluster = RedisCluster::start(3, 0);
+    let key = unique_key("seedless");
+    let slot = key_slot(lock_key(&key).as_bytes());
+    let owner = cluster.master_of(slot).port;
+    let other = cluster.current_masters().into_iter().find(|m| m.port != owner).expect("another");
+    let proxy = crate::harness::proxy::Proxy::start(other.port);
+    let out =
+        Redlock::new(&cluster.url()).args(["acquire", "-n", "--key", &key, "--ttl", "2s"]).run();
+    out.expect(0);
+    let token = out.line().to_owned();
+    let seed = format!("redis+cluster://127.0.0.1:{}", proxy.port);
+    let fleet = library_fleet(&[seed], 1, Duration::from_millis(300));
+    runtime().block_on(async {
+        fleet.extend(&key, &token, Duration::from_secs(2)).await.expect("extended");
+        drop(proxy);
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        let lock = fleet.extend(&key, &token, Duration::from_secs(2)).await.expect("still voting");
+        assert_eq!(lock.granted, (1, 1));
+        fleet.release(&key, &token).await.expect("released");
+        fleet.drain().await;
+    });
+    cluster.wait_empty(Duration::from_secs(10));
+}
