@@ -202,10 +202,19 @@ impl Server {
     /// a cluster, a redirect is a broken connection (never a vote, never
     /// followed: the module doc of [`cluster`]).
     fn failure(&self, e: &RedisError) -> Failure {
-        if let Target::Cluster(_) = &self.target
-            && let Some(why) = cluster::redirect(e)
-        {
-            return Failure::Connection(why);
+        if let Target::Cluster(_) = &self.target {
+            if let Some(why) = cluster::redirect(e) {
+                return Failure::Connection(why);
+            }
+            // Every key of one call is in the lock's slot (crate::lock's
+            // key layout; raw keys that cannot be are refused up front).
+            if e.code() == Some("CROSSSLOT") {
+                return Failure::Unfit(format!(
+                    "CROSSSLOT: the keys of one call are in different hash slots, which redlock \
+                     never sends; please report it ({})",
+                    e.detail().unwrap_or_default()
+                ));
+            }
         }
         Failure::from_redis(e)
     }
