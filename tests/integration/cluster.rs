@@ -123,7 +123,8 @@ fn a_cluster_is_one_member_beside_plain_servers() {
         .run()
         .expect(64)
         .stderr_has("3 server(s)");
-    let key = unique_key("mixed");
+    // A key whose slot is not on the master of slot 0 nor on the first seed.
+    let (key, _) = a_key_per_master(&cluster, "mixed").pop().expect("a key");
     let dir = tempfile::tempdir().unwrap();
     let (ready, go) = (dir.path().join("ready"), dir.path().join("go"));
     let script =
