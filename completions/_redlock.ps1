@@ -21,7 +21,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
 
     $completions = @(switch ($command) {
         'redlock' {
-            [CompletionResult]::new('--servers', '--servers', [CompletionResultType]::ParameterName, 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path')
+            [CompletionResult]::new('--servers', '--servers', [CompletionResultType]::ParameterName, 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each')
             [CompletionResult]::new('--password-file', '--password-file', [CompletionResultType]::ParameterName, 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]')
             [CompletionResult]::new('--tls-ca', '--tls-ca', [CompletionResultType]::ParameterName, 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]')
             [CompletionResult]::new('--tls-cert', '--tls-cert', [CompletionResultType]::ParameterName, 'PEM client certificate, for servers that ask for one (with --tls-key)')
@@ -69,7 +69,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('--metrics-file', '--metrics-file', [CompletionResultType]::ParameterName, 'After the run (or skip), update this Prometheus textfile (for node_exporter), atomically')
             [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Run this shell command through $SHELL -c (or /bin/sh -c)')
             [CompletionResult]::new('--command', '--command', [CompletionResultType]::ParameterName, 'Run this shell command through $SHELL -c (or /bin/sh -c)')
-            [CompletionResult]::new('--servers', '--servers', [CompletionResultType]::ParameterName, 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path')
+            [CompletionResult]::new('--servers', '--servers', [CompletionResultType]::ParameterName, 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each')
             [CompletionResult]::new('--password-file', '--password-file', [CompletionResultType]::ParameterName, 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]')
             [CompletionResult]::new('--tls-ca', '--tls-ca', [CompletionResultType]::ParameterName, 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]')
             [CompletionResult]::new('--tls-cert', '--tls-cert', [CompletionResultType]::ParameterName, 'PEM client certificate, for servers that ask for one (with --tls-key)')
@@ -101,7 +101,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('-w', '-w', [CompletionResultType]::ParameterName, 'Wait at most DUR for the lock; 0 tries once, a bare number is seconds [default: wait until acquired]')
             [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Wait at most DUR for the lock; 0 tries once, a bare number is seconds [default: wait until acquired]')
             [CompletionResult]::new('--limit', '--limit', [CompletionResultType]::ParameterName, 'At most N holders at once (N places; 1 is the ordinary lock). Every holder of the key must use the same N')
-            [CompletionResult]::new('--servers', '--servers', [CompletionResultType]::ParameterName, 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path')
+            [CompletionResult]::new('--servers', '--servers', [CompletionResultType]::ParameterName, 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each')
             [CompletionResult]::new('--password-file', '--password-file', [CompletionResultType]::ParameterName, 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]')
             [CompletionResult]::new('--tls-ca', '--tls-ca', [CompletionResultType]::ParameterName, 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]')
             [CompletionResult]::new('--tls-cert', '--tls-cert', [CompletionResultType]::ParameterName, 'PEM client certificate, for servers that ask for one (with --tls-key)')
@@ -133,7 +133,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('--ttl', '--ttl', [CompletionResultType]::ParameterName, 'How long the lock lives on the servers without renewal')
             [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'The token printed by `acquire`')
             [CompletionResult]::new('--token', '--token', [CompletionResultType]::ParameterName, 'The token printed by `acquire`')
-            [CompletionResult]::new('--servers', '--servers', [CompletionResultType]::ParameterName, 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path')
+            [CompletionResult]::new('--servers', '--servers', [CompletionResultType]::ParameterName, 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each')
             [CompletionResult]::new('--password-file', '--password-file', [CompletionResultType]::ParameterName, 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]')
             [CompletionResult]::new('--tls-ca', '--tls-ca', [CompletionResultType]::ParameterName, 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]')
             [CompletionResult]::new('--tls-cert', '--tls-cert', [CompletionResultType]::ParameterName, 'PEM client certificate, for servers that ask for one (with --tls-key)')
@@ -159,7 +159,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'The token printed by `acquire`')
             [CompletionResult]::new('--token', '--token', [CompletionResultType]::ParameterName, 'The token printed by `acquire`')
             [CompletionResult]::new('--limit', '--limit', [CompletionResultType]::ParameterName, 'The places to look at, for a key taken with --limit N [default: as many as the holders'' tokens say]')
-            [CompletionResult]::new('--servers', '--servers', [CompletionResultType]::ParameterName, 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path')
+            [CompletionResult]::new('--servers', '--servers', [CompletionResultType]::ParameterName, 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each')
             [CompletionResult]::new('--password-file', '--password-file', [CompletionResultType]::ParameterName, 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]')
             [CompletionResult]::new('--tls-ca', '--tls-ca', [CompletionResultType]::ParameterName, 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]')
             [CompletionResult]::new('--tls-cert', '--tls-cert', [CompletionResultType]::ParameterName, 'PEM client certificate, for servers that ask for one (with --tls-key)')
@@ -185,7 +185,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('-k', '-k', [CompletionResultType]::ParameterName, 'The lock''s key')
             [CompletionResult]::new('--key', '--key', [CompletionResultType]::ParameterName, 'The lock''s key')
             [CompletionResult]::new('--limit', '--limit', [CompletionResultType]::ParameterName, 'The places to look at, for a key taken with --limit N [default: as many as the holders'' tokens say]')
-            [CompletionResult]::new('--servers', '--servers', [CompletionResultType]::ParameterName, 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path')
+            [CompletionResult]::new('--servers', '--servers', [CompletionResultType]::ParameterName, 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each')
             [CompletionResult]::new('--password-file', '--password-file', [CompletionResultType]::ParameterName, 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]')
             [CompletionResult]::new('--tls-ca', '--tls-ca', [CompletionResultType]::ParameterName, 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]')
             [CompletionResult]::new('--tls-cert', '--tls-cert', [CompletionResultType]::ParameterName, 'PEM client certificate, for servers that ask for one (with --tls-key)')
@@ -211,7 +211,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('--key', '--key', [CompletionResultType]::ParameterName, 'The lock''s key')
             [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'How many runs to show, newest first (at most 100, the runs kept per key)')
             [CompletionResult]::new('--count', '--count', [CompletionResultType]::ParameterName, 'How many runs to show, newest first (at most 100, the runs kept per key)')
-            [CompletionResult]::new('--servers', '--servers', [CompletionResultType]::ParameterName, 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path')
+            [CompletionResult]::new('--servers', '--servers', [CompletionResultType]::ParameterName, 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each')
             [CompletionResult]::new('--password-file', '--password-file', [CompletionResultType]::ParameterName, 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]')
             [CompletionResult]::new('--tls-ca', '--tls-ca', [CompletionResultType]::ParameterName, 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]')
             [CompletionResult]::new('--tls-cert', '--tls-cert', [CompletionResultType]::ParameterName, 'PEM client certificate, for servers that ask for one (with --tls-key)')
@@ -236,7 +236,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('-k', '-k', [CompletionResultType]::ParameterName, 'The lock''s key')
             [CompletionResult]::new('--key', '--key', [CompletionResultType]::ParameterName, 'The lock''s key')
             [CompletionResult]::new('--max-age', '--max-age', [CompletionResultType]::ParameterName, 'The last run must have started within DUR (e.g. 25h for a daily job)')
-            [CompletionResult]::new('--servers', '--servers', [CompletionResultType]::ParameterName, 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path')
+            [CompletionResult]::new('--servers', '--servers', [CompletionResultType]::ParameterName, 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each')
             [CompletionResult]::new('--password-file', '--password-file', [CompletionResultType]::ParameterName, 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]')
             [CompletionResult]::new('--tls-ca', '--tls-ca', [CompletionResultType]::ParameterName, 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]')
             [CompletionResult]::new('--tls-cert', '--tls-cert', [CompletionResultType]::ParameterName, 'PEM client certificate, for servers that ask for one (with --tls-key)')
@@ -260,7 +260,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
         }
         'redlock;doctor' {
             [CompletionResult]::new('--ttl', '--ttl', [CompletionResultType]::ParameterName, 'The TTL whose drift budget the servers'' clocks are checked against')
-            [CompletionResult]::new('--servers', '--servers', [CompletionResultType]::ParameterName, 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path')
+            [CompletionResult]::new('--servers', '--servers', [CompletionResultType]::ParameterName, 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each')
             [CompletionResult]::new('--password-file', '--password-file', [CompletionResultType]::ParameterName, 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]')
             [CompletionResult]::new('--tls-ca', '--tls-ca', [CompletionResultType]::ParameterName, 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]')
             [CompletionResult]::new('--tls-cert', '--tls-cert', [CompletionResultType]::ParameterName, 'PEM client certificate, for servers that ask for one (with --tls-key)')
@@ -282,7 +282,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             break
         }
         'redlock;config' {
-            [CompletionResult]::new('--servers', '--servers', [CompletionResultType]::ParameterName, 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path')
+            [CompletionResult]::new('--servers', '--servers', [CompletionResultType]::ParameterName, 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each')
             [CompletionResult]::new('--password-file', '--password-file', [CompletionResultType]::ParameterName, 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]')
             [CompletionResult]::new('--tls-ca', '--tls-ca', [CompletionResultType]::ParameterName, 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]')
             [CompletionResult]::new('--tls-cert', '--tls-cert', [CompletionResultType]::ParameterName, 'PEM client certificate, for servers that ask for one (with --tls-key)')

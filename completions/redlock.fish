@@ -24,7 +24,7 @@ function __fish_redlock_using_subcommand
     contains -- $cmd[1] $argv
 end
 
-complete -c redlock -n "__fish_redlock_needs_command" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path' -r -f
+complete -c redlock -n "__fish_redlock_needs_command" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each' -r -f
 complete -c redlock -n "__fish_redlock_needs_command" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
 complete -c redlock -n "__fish_redlock_needs_command" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F
 complete -c redlock -n "__fish_redlock_needs_command" -l tls-cert -d 'PEM client certificate, for servers that ask for one (with --tls-key)' -r -F
@@ -69,7 +69,7 @@ ignore\t''"
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l kill-after -d 'Grace between the --on-lost (or --max-hold) signal and SIGKILL [default: a third of the TTL, at most 10s]' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l metrics-file -d 'After the run (or skip), update this Prometheus textfile (for node_exporter), atomically' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s c -l command -d 'Run this shell command through $SHELL -c (or /bin/sh -c)' -r -f
-complete -c redlock -n "__fish_redlock_using_subcommand run" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l tls-cert -d 'PEM client certificate, for servers that ask for one (with --tls-key)' -r -F
@@ -92,7 +92,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s k -l key -d 
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l ttl -d 'How long the lock lives on the servers without renewal' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s w -l wait -d 'Wait at most DUR for the lock; 0 tries once, a bare number is seconds [default: wait until acquired]' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l limit -d 'At most N holders at once (N places; 1 is the ordinary lock). Every holder of the key must use the same N' -r -f
-complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l tls-cert -d 'PEM client certificate, for servers that ask for one (with --tls-key)' -r -F
@@ -115,7 +115,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s V -l version
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -s k -l key -d 'The lock\'s key (stored as redlock:{KEY}, or as given with --raw-key)' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l ttl -d 'How long the lock lives on the servers without renewal' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -s t -l token -d 'The token printed by `acquire`' -r -f
-complete -c redlock -n "__fish_redlock_using_subcommand extend" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand extend" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l tls-cert -d 'PEM client certificate, for servers that ask for one (with --tls-key)' -r -F
@@ -133,7 +133,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand extend" -s V -l version 
 complete -c redlock -n "__fish_redlock_using_subcommand release" -s k -l key -d 'The lock\'s key' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand release" -s t -l token -d 'The token printed by `acquire`' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l limit -d 'The places to look at, for a key taken with --limit N [default: as many as the holders\' tokens say]' -r -f
-complete -c redlock -n "__fish_redlock_using_subcommand release" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand release" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l tls-cert -d 'PEM client certificate, for servers that ask for one (with --tls-key)' -r -F
@@ -152,7 +152,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand release" -s h -l help -d
 complete -c redlock -n "__fish_redlock_using_subcommand release" -s V -l version -d 'Print version'
 complete -c redlock -n "__fish_redlock_using_subcommand status" -s k -l key -d 'The lock\'s key' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l limit -d 'The places to look at, for a key taken with --limit N [default: as many as the holders\' tokens say]' -r -f
-complete -c redlock -n "__fish_redlock_using_subcommand status" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand status" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l tls-cert -d 'PEM client certificate, for servers that ask for one (with --tls-key)' -r -F
@@ -170,7 +170,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand status" -s h -l help -d 
 complete -c redlock -n "__fish_redlock_using_subcommand status" -s V -l version -d 'Print version'
 complete -c redlock -n "__fish_redlock_using_subcommand history" -s k -l key -d 'The lock\'s key' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand history" -s n -l count -d 'How many runs to show, newest first (at most 100, the runs kept per key)' -r
-complete -c redlock -n "__fish_redlock_using_subcommand history" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand history" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand history" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand history" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand history" -l tls-cert -d 'PEM client certificate, for servers that ask for one (with --tls-key)' -r -F
@@ -188,7 +188,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand history" -s h -l help -d
 complete -c redlock -n "__fish_redlock_using_subcommand history" -s V -l version -d 'Print version'
 complete -c redlock -n "__fish_redlock_using_subcommand check" -s k -l key -d 'The lock\'s key' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand check" -l max-age -d 'The last run must have started within DUR (e.g. 25h for a daily job)' -r -f
-complete -c redlock -n "__fish_redlock_using_subcommand check" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand check" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand check" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand check" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand check" -l tls-cert -d 'PEM client certificate, for servers that ask for one (with --tls-key)' -r -F
@@ -206,7 +206,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand check" -l raw-key -d 'Us
 complete -c redlock -n "__fish_redlock_using_subcommand check" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c redlock -n "__fish_redlock_using_subcommand check" -s V -l version -d 'Print version'
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l ttl -d 'The TTL whose drift budget the servers\' clocks are checked against' -r -f
-complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l tls-cert -d 'PEM client certificate, for servers that ask for one (with --tls-key)' -r -F
@@ -222,7 +222,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand doctor" -s q -l quiet -d
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l raw-key -d 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock\'s namespace, redlock:{KEY}]'
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -s V -l version -d 'Print version'
-complete -c redlock -n "__fish_redlock_using_subcommand config" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand config" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand config" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand config" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand config" -l tls-cert -d 'PEM client certificate, for servers that ask for one (with --tls-key)' -r -F

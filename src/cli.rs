@@ -33,7 +33,7 @@ pub struct Global {
     /// Redis server URLs, comma-separated.
     #[arg(
         long,
-        help = "Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path",
+        help = "Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each",
         env = "REDLOCK_SERVERS",
         global = true,
         value_name = "URL[,URL...]",

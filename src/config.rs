@@ -198,6 +198,22 @@ pub enum Command {
     ShowConfig(Vec<[String; 3]>),
 }
 
+impl Command {
+    /// The lock key the command is about, if it names one.
+    pub fn key(&self) -> Option<&str> {
+        match self {
+            Command::Run(run) => Some(&run.key),
+            Command::Acquire { request, .. } => Some(&request.key),
+            Command::Extend { key, .. }
+            | Command::Release { key, .. }
+            | Command::Status { key, .. }
+            | Command::History { key, .. }
+            | Command::Check { key, .. } => Some(key),
+            Command::Doctor { .. } | Command::ShowConfig(_) => None,
+        }
+    }
+}
+
 impl Config {
     /// Validates the command line layered over the configuration file.
     pub fn from_parsed(parsed: Parsed, file: Option<&config_file::File>) -> Result<Config, Error> {
@@ -301,6 +317,18 @@ impl Config {
         } else {
             crate::lock::KeyLayout::Native
         };
+        // A cluster runs a script only on keys of one hash slot.
+        if let Some(key) = command.key()
+            && servers.iter().any(ServerUrl::is_cluster)
+            && !key_layout.one_slot(key)
+        {
+            return usage(format!(
+                "--raw-key {:?}: through a Redis Cluster its fence and queue keys would hash to \
+                 another slot (a `}}` without a hash tag before it); drop --raw-key, or use a key \
+                 without that `}}`",
+                crate::display_key(key.as_bytes()),
+            ));
+        }
         Ok(Config { servers, quorum, node_timeout, drift_factor, key_layout, tls, log, command })
     }
 
@@ -589,17 +617,25 @@ pub fn duration(flag: &str, raw: &str) -> Result<Duration, Error> {
 
 /// The entries of a comma-separated server list. A Sentinel URL lists its
 /// Sentinels with commas too (`redis+sentinel://h1:26379,h2:26379/svc`):
-/// its host list runs until the first `/` or `?` after the scheme.
+/// its host list runs until the first `/` or `?` after the scheme. A
+/// cluster URL lists its nodes so (`redis+cluster://h1:7000,h2:7001`), and
+/// has no path to end the list: its host list runs until the first `/` or
+/// `?`, or the next entry with a scheme of its own.
 pub fn split_servers(raw: &str) -> Vec<&str> {
     let mut out: Vec<&str> = Vec::new();
     let mut start = 0;
     for (i, _) in raw.match_indices(',').chain(std::iter::once((raw.len(), ""))) {
         let entry = &raw[start..i];
-        let open_sentinel_hosts =
-            entry.trim_start().split_once("://").is_some_and(|(scheme, rest)| {
-                scheme.ends_with("+sentinel") && !rest.contains(['/', '?'])
-            });
-        if open_sentinel_hosts && i < raw.len() {
+        let open_hosts = |kind: &str| {
+            entry
+                .trim_start()
+                .split_once("://")
+                .is_some_and(|(scheme, rest)| scheme.ends_with(kind) && !rest.contains(['/', '?']))
+        };
+        let next = raw.get(i + 1..).unwrap_or("");
+        let next = next.split(',').next().unwrap_or("");
+        let open = open_hosts("+sentinel") || (open_hosts("+cluster") && !next.contains("://"));
+        if open && i < raw.len() {
             continue;
         }
         out.push(entry);
@@ -687,12 +723,62 @@ mod tests {
     }
 
     #[test]
+    fn a_cluster_url_is_one_member() {
+        let c = config(&[
+            "--servers",
+            "redis+cluster://:pw@h1:7000,h2:7001,h3:7002,redis://b,redis://c",
+            "--quorum",
+            "2",
+            "status",
+            "-k",
+            "k",
+        ])
+        .unwrap();
+        assert_eq!((c.servers.len(), c.quorum), (3, 2));
+        assert!(c.servers[0].is_cluster() && !c.servers[1].is_cluster());
+        assert_eq!(c.servers[0].name(), "cluster:h1:7000,h2:7001,h3:7002");
+        for (url, expect) in [
+            ("redis+cluster://", "no node"),
+            ("redis+cluster://h1:x", "bad node address"),
+            ("redis+cluster://h1,,h2", "bad node address"),
+            ("redis+cluster://h1/2", "database 0 only"),
+            ("redis+cluster://h1?db=1", "no parameters"),
+            ("redis+clusters://h1", "scheme"),
+        ] {
+            let m = usage_message(&["--servers", url, "status", "-k", "k"]);
+            assert!(m.contains(expect), "{url}: {m}");
+        }
+        let m = usage_message(&["--servers", "redis+cluster://:secret@h1:0", "status", "-k", "k"]);
+        assert!(!m.contains("secret"), "{m}");
+        // --raw-key through a cluster: refused only where the companions
+        // cannot share the key's slot.
+        let raw = |key: &str| {
+            config(&["--servers", "redis+cluster://h1", "--raw-key", "status", "-k", key])
+        };
+        assert!(raw("job").is_ok() && raw("{user1}.job").is_ok());
+        let m =
+            usage_message(&["--servers", "redis+cluster://h1", "--raw-key", "status", "-k", "a}b"]);
+        assert!(m.contains("--raw-key \"a}b\"") && m.contains("another slot"), "{m}");
+        assert!(config(&["--servers", "redis://h1", "--raw-key", "status", "-k", "a}b"]).is_ok());
+    }
+
+    #[test]
     fn sentinel_urls_keep_their_commas() {
         assert_eq!(
             split_servers("redis://a,redis+sentinel://u:p@h1:1,h2:2/svc/1,redis://b"),
             ["redis://a", "redis+sentinel://u:p@h1:1,h2:2/svc/1", "redis://b"]
         );
         assert_eq!(split_servers("redis+sentinel://h1,h2"), ["redis+sentinel://h1,h2"]);
+        assert_eq!(
+            split_servers(
+                "redis+cluster://u:p@h1:1,h2:2,redis://a,rediss+cluster://h3,h4/0,redis://b"
+            ),
+            ["redis+cluster://u:p@h1:1,h2:2", "redis://a", "rediss+cluster://h3,h4/0", "redis://b"]
+        );
+        assert_eq!(
+            split_servers("redis://a,redis+cluster://h1,h2"),
+            ["redis://a", "redis+cluster://h1,h2"]
+        );
         assert_eq!(split_servers("redis://a,,redis://b"), ["redis://a", "", "redis://b"]);
         let c = config(&[
             "--servers",

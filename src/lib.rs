@@ -9,13 +9,17 @@
 //! - [`config_file`]: the configuration file, and the layering of flags over
 //!   the environment over the file over the defaults, each value with its origin.
 //! - [`server`]: one Redis server: URL (password never shown), lazy
-//!   connection, calls bounded by the node timeout, errors naming the server.
-//! - [`sentinel`]: `redis+sentinel://` groups: the Sentinels asked for the
-//!   master, its `ROLE` checked, asked again after a failure, a `READONLY`
-//!   reply, or once a node timeout has passed.
-//! - [`cluster`]: Redis Cluster hash slots ([`cluster::key_slot`]) and the
-//!   safety argument that routing through a cluster must keep (routing itself
-//!   is not there yet: a cluster node is refused at once).
+//!   connection, calls bounded by the node timeout, errors naming the
+//!   server ([`server::Failure`], [`server::ServerError`]); and the
+//!   connection kinds it owns:
+//!   - [`server::sentinel`]: `redis+sentinel://` groups: the Sentinels asked
+//!     for the master, its `ROLE` checked, asked again after a failure, a
+//!     `READONLY` reply, or once a node timeout has passed.
+//!   - [`server::cluster`]: `redis+cluster://` clusters, one member each:
+//!     the lock's hash slot ([`server::cluster::key_slot`]), its master
+//!     found by asking the seeds, a redirect counted as a failure (never
+//!     a vote), the master confirmed again once a node timeout has passed;
+//!     and the safety argument behind it.
 //! - `scripts/*.lua`: the atomic acquire (with the fence draw), withdraw,
 //!   compare-and-extend (never shortening), set-TTL (`--keep`),
 //!   compare-and-delete, raise-fence, status and history scripts.
@@ -60,7 +64,7 @@
 //! the [`lock::Fleet`], the [`lock::Request`]), then [`watchdog`], [`wait`],
 //! [`slots`], [`shared`] and [`history`], which use [`lock`], which uses
 //! [`fence`], [`token`], and [`queue`] and [`quorum`] over [`server`]
-//! (with [`sentinel`], one of the connection kinds it owns). No layer
+//! (with its connection kinds, [`server::sentinel`] and [`server::cluster`]). No layer
 //! imports one above it: `server` knows nothing of `config`, `cli` or the
 //! key layout, and `lock` nothing of `config`.
 //!
@@ -101,7 +105,6 @@
 pub mod child;
 pub mod cli;
 pub mod clock;
-pub mod cluster;
 pub mod cmd;
 pub mod config;
 pub mod config_file;
@@ -117,7 +120,6 @@ pub mod output;
 pub mod procs;
 pub mod queue;
 pub mod quorum;
-pub mod sentinel;
 pub mod server;
 pub mod shared;
 pub mod signals;

@@ -5,7 +5,11 @@
 //! that break the algorithm's assumptions) and notes (advice). Exit 0 fit,
 //! 1 warnings, 69 when fewer than a quorum of servers answer. A Sentinel
 //! group is checked too ([`check_group`]): its Sentinels reachable,
-//! agreeing on the master, and that master reachable and a master.
+//! agreeing on the master, and that master reachable and a master; and a
+//! cluster ([`check_cluster`]): its seeds reachable, its state ok, every
+//! slot served, the seeds agreeing on the slot map. A cluster's row in the
+//! table is the master of the probe key's slot, where the status round
+//! went.
 //!
 //! Which command path redlock takes with each server ([`Path`]: scripts,
 //! or WATCH/MULTI/EXEC on a server that refuses them) is not guessed from
@@ -25,7 +29,8 @@ use crate::exit;
 use crate::fence;
 use crate::lock::{Fleet, ServerView};
 use crate::quorum::Failures;
-use crate::sentinel::Answer;
+use crate::server::cluster::{SLOTS, SlotMap, key_slot};
+use crate::server::sentinel::Answer;
 use crate::server::{Failure, Op, Server, ServerError};
 
 /// PINGs per server for the round-trip median.
@@ -63,6 +68,9 @@ pub struct Probe {
     /// The Sentinel service, for a `redis+sentinel://` group (the probe
     /// then reached the master the Sentinels name).
     pub sentinel: Option<String>,
+    /// True for a `redis+cluster://` server (the probe then reached the
+    /// master of the probe key's slot).
+    pub cluster: bool,
     /// Whether this user may `SUBSCRIBE` to a release channel.
     pub pubsub: PubSub,
     /// The command path the status round took.
@@ -160,12 +168,12 @@ pub async fn doctor(
     drift_factor: f64,
     json: bool,
 ) -> Result<u8, Error> {
-    // The status round runs beside the probes: it is one more round trip
-    // (a few, on a server without scripts), on its own connection there.
-    let (results, status) = tokio::join!(
-        futures_util::future::join_all(fleet.servers().iter().map(|s| probe(s))),
-        fleet.status(PROBE_KEY)
-    );
+    // The status round first: through a cluster, it opens the connection
+    // to the master of the probe key's slot, which the probes' keyless
+    // commands (PING, INFO, TIME...) then use, so that a cluster's row
+    // describes one node.
+    let status = fleet.status(PROBE_KEY).await;
+    let results = futures_util::future::join_all(fleet.servers().iter().map(|s| probe(s))).await;
     let mut probes = Vec::new();
     let mut failures = Vec::new();
     for ((result, server), (_, view)) in
@@ -186,9 +194,19 @@ pub async fn doctor(
     .into_iter()
     .flatten()
     .collect::<Vec<_>>();
+    let clusters = futures_util::future::join_all(
+        fleet.servers().iter().filter(|s| s.cluster().is_some()).map(|s| check_cluster(fleet, s)),
+    )
+    .await
+    .into_iter()
+    .flatten()
+    .collect::<Vec<_>>();
     let mut a = assess(&probes, &failures, ttl, drift_factor);
     for g in &groups {
         assess_group(g, &mut a);
+    }
+    for c in &clusters {
+        assess_cluster(c, &mut a);
     }
     let quorum = fleet.quorum();
     let verdict = if probes.len() < quorum {
@@ -201,9 +219,14 @@ pub async fn doctor(
     let text = if json {
         let mut json = render_json(&probes, &failures, &a, quorum, verdict);
         json["sentinels"] = groups.iter().map(GroupCheck::json).collect();
+        json["clusters"] = clusters.iter().map(ClusterCheck::json).collect();
         json.to_string()
     } else {
-        let lines: String = groups.iter().map(|g| format!("{}\n", g.line())).collect();
+        let lines: String = groups
+            .iter()
+            .map(|g| format!("{}\n", g.line()))
+            .chain(clusters.iter().map(|c| format!("{}\n", c.line())))
+            .collect();
         let text = render_text(&probes, &failures, &a, quorum, fleet.servers().len(), verdict);
         // The group lines go after the table, before the warnings.
         match text.find("clock spread") {
@@ -288,6 +311,7 @@ async fn probe(server: &Server) -> Result<Probe, ServerError> {
         save: config("save").await,
         cluster_enabled: field("cluster_enabled") == "1",
         sentinel: server.sentinel().map(|g| g.service().to_owned()),
+        cluster: server.cluster().is_some(),
         pubsub: pubsub(server).await,
         // Filled in from the status round.
         path: Path::Scripts,
@@ -448,6 +472,163 @@ pub async fn check_group(server: &Server) -> Option<GroupCheck> {
     Some(check)
 }
 
+/// What one seed said: its `cluster_state` and slot map, or the error.
+pub type SeedAnswer = Result<(String, SlotMap), String>;
+
+/// What the seeds of one cluster said.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClusterCheck {
+    /// The cluster's display name.
+    pub group: String,
+    /// Each seed's address and answer: its `cluster_state` and slot map,
+    /// or the error.
+    pub seeds: Vec<(String, SeedAnswer)>,
+    /// The probe key's hash slot (where the status round went).
+    pub probe_slot: u16,
+}
+
+impl ClusterCheck {
+    /// The first slot map a seed gave.
+    fn map(&self) -> Option<&SlotMap> {
+        self.seeds.iter().find_map(|(_, a)| a.as_ref().ok().map(|(_, map)| map))
+    }
+
+    fn answered(&self) -> usize {
+        self.seeds.iter().filter(|(_, a)| a.is_ok()).count()
+    }
+
+    /// True when every seed that answered gave the same slot map.
+    fn agreed(&self) -> bool {
+        let maps: Vec<&SlotMap> =
+            self.seeds.iter().filter_map(|(_, a)| a.as_ref().ok().map(|(_, m)| m)).collect();
+        maps.windows(2).all(|w| w[0].ranges == w[1].ranges)
+    }
+
+    /// One line for the text report.
+    fn line(&self) -> String {
+        let name = self.group.strip_prefix("cluster:").unwrap_or(&self.group);
+        let head =
+            format!("cluster {name}: {} of {} seeds answer", self.answered(), self.seeds.len());
+        let Some(map) = self.map() else {
+            return format!("{head}, no slot map");
+        };
+        let states: Vec<&str> = self
+            .seeds
+            .iter()
+            .filter_map(|(_, a)| a.as_ref().ok().map(|(state, _)| state.as_str()))
+            .collect();
+        let state = if states.iter().all(|s| *s == "ok") { "ok" } else { "not ok" };
+        format!(
+            "{head}, state {state}, {} of {SLOTS} slots on {} masters{}; the probe key's slot {} \
+             on {}",
+            map.covered(),
+            map.masters().len(),
+            if self.agreed() { "" } else { " (the seeds disagree)" },
+            self.probe_slot,
+            map.owner(self.probe_slot).unwrap_or("no master"),
+        )
+    }
+
+    fn json(&self) -> serde_json::Value {
+        let map = self.map();
+        json!({
+            "group": self.group,
+            "seeds": self.seeds.iter().map(|(seed, answer)| match answer {
+                Ok((state, _)) => json!({ "seed": seed, "state": state, "error": null }),
+                Err(e) => json!({ "seed": seed, "state": null, "error": e }),
+            }).collect::<Vec<_>>(),
+            "masters": map.map(|m| m.masters().len()),
+            "slots_covered": map.map(SlotMap::covered),
+            "slots_without_replica": map.map(SlotMap::unreplicated),
+            "seeds_agree": self.agreed(),
+            "probe_slot": self.probe_slot,
+            "probe_master": map.and_then(|m| m.owner(self.probe_slot)),
+        })
+    }
+}
+
+/// Asks each seed of `server`'s cluster for its state and slot map, each
+/// call bounded by the node timeout.
+pub async fn check_cluster(fleet: &Fleet, server: &Server) -> Option<ClusterCheck> {
+    let cluster = server.cluster()?;
+    let config = redis::AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(server.timeout()))
+        .set_response_timeout(Some(server.timeout()));
+    let timeout = server.timeout();
+    let asks = cluster.seeds().enumerate().map(|(i, seed)| {
+        let config = &config;
+        async move {
+            let work = async {
+                let info: String =
+                    cluster.ask(i, redis::cmd("CLUSTER").arg("INFO"), config).await?;
+                let state = info
+                    .lines()
+                    .find_map(|l| l.trim().strip_prefix("cluster_state:"))
+                    .unwrap_or("unknown")
+                    .to_owned();
+                Ok::<_, Failure>((state, cluster.slots(i, config).await?))
+            };
+            let answer = match tokio::time::timeout(timeout, work).await {
+                Ok(Ok(answer)) => Ok(answer),
+                Ok(Err(failure)) => Err(failure.to_string()),
+                Err(_) => Err(Failure::Timeout(timeout).to_string()),
+            };
+            (seed.to_owned(), answer)
+        }
+    });
+    let probe_key = fleet.key_layout().lock_key(PROBE_KEY);
+    Some(ClusterCheck {
+        group: server.name().to_owned(),
+        seeds: futures_util::future::join_all(asks).await,
+        probe_slot: key_slot(probe_key.as_bytes()),
+    })
+}
+
+/// Adds a cluster's problems to the assessment.
+pub fn assess_cluster(c: &ClusterCheck, a: &mut Assessment) {
+    for (seed, answer) in &c.seeds {
+        match answer {
+            Err(e) => a.warnings.push(format!("{}: seed {seed}: {e}", c.group)),
+            Ok((state, _)) if state != "ok" => a.warnings.push(format!(
+                "{}: seed {seed} says cluster_state:{state}: locks fail there (CLUSTERDOWN) \
+                 until the cluster is whole",
+                c.group
+            )),
+            Ok(_) => {}
+        }
+    }
+    if !c.agreed() {
+        a.warnings.push(format!(
+            "{}: the seeds disagree on the slot map: a failover or a migration in progress",
+            c.group
+        ));
+    }
+    if let Some(map) = c.map() {
+        let covered = map.covered();
+        if covered < usize::from(SLOTS) {
+            a.warnings.push(format!(
+                "{}: {} of {SLOTS} slots have no master: locks whose slot is one of them fail",
+                c.group,
+                usize::from(SLOTS) - covered
+            ));
+        }
+        if map.unreplicated() > 0 {
+            a.notes.push(format!(
+                "{}: {} slots have a master without a replica: when it fails, the locks of those \
+                 slots get no vote from the cluster until it returns",
+                c.group,
+                map.unreplicated()
+            ));
+        }
+    }
+    if c.seeds.len() < 2 {
+        a.notes.push(format!(
+            "{}: one seed listed: list two or more, so that the slot map is found with one down",
+            c.group
+        ));
+    }
+}
+
 /// Adds a Sentinel group's problems to the assessment.
 pub fn assess_group(g: &GroupCheck, a: &mut Assessment) {
     for (address, answer) in &g.answers {
@@ -515,14 +696,14 @@ pub fn assess(
                 p.server, p.role
             ));
         }
-        // A cluster node answers only for the hash slots it owns; redlock
-        // does not route by slot (issue 14, item 4) and ends with exit 69
-        // at the first redirect (crate::server, `Failure::from_redis`).
-        if p.cluster_enabled {
+        // A cluster node given as a plain server answers only for the hash
+        // slots it owns: every lock whose slot another node owns ends with
+        // exit 69 at the first redirect (crate::server, `Failure::from_redis`).
+        if p.cluster_enabled && !p.cluster {
             a.warnings.push(format!(
-                "{}: a Redis Cluster node (cluster_enabled:1): redlock cannot lock through a \
-                 cluster yet (exit 69 at the first redirect); give it independent servers \
-                 without cluster-enabled",
+                "{}: a Redis Cluster node (cluster_enabled:1) listed as a plain server: locks \
+                 whose slot another node owns fail there (exit 69); list the cluster as one \
+                 server, redis+cluster://HOST:PORT[,HOST:PORT...], so that redlock routes by slot",
                 p.server
             ));
         }
@@ -538,7 +719,7 @@ pub fn assess(
                 p.server
             )),
             // A cluster node's status fails with the redirect: said above.
-            Path::Unknown(_) if p.cluster_enabled => {}
+            Path::Unknown(_) if p.cluster_enabled && !p.cluster => {}
             Path::Unknown(e) => a.warnings.push(format!(
                 "{}: a lock operation failed there ({e}): redlock gets no vote from it",
                 p.server

@@ -96,6 +96,23 @@ impl KeyLayout {
     }
 }
 
+impl KeyLayout {
+    /// Whether every key of the lock `key` is in one Cluster hash slot, as
+    /// a cluster needs (a script's keys must share a slot). Always in
+    /// redlock's own namespace; with the key as given, all but a few keys:
+    /// those with a `}` but no valid hash tag of their own (`a}b`, `{}x`),
+    /// whose companions' tag (`redlock:{a}b}:fence:a}b`) hashes a part of
+    /// the key. Those are refused through a cluster rather than given
+    /// other companion names: the names are shared by every redlock that
+    /// locks the key, and two names for one fence counter would let
+    /// fencing numbers go backwards between hosts.
+    pub fn one_slot(self, key: &str) -> bool {
+        use crate::server::cluster::key_slot;
+        let slot = key_slot(self.lock_key(key).as_bytes());
+        key_slot(self.fence_key(key).as_bytes()) == slot
+    }
+}
+
 /// `key` with `%`, `{` and `}` percent-encoded: usable inside a hash tag.
 fn escape_tag(key: &str) -> String {
     let mut out = String::with_capacity(key.len());
@@ -157,5 +174,30 @@ mod tests {
         assert_eq!(cluster_tag("{user1}.job"), Some("user1"));
         assert_eq!(cluster_tag("{}.job"), None);
         assert_ne!(raw.fence_key("job"), KeyLayout::Native.fence_key("job"));
+    }
+
+    #[test]
+    fn one_slot_is_what_a_cluster_hashes() {
+        use crate::server::cluster::key_slot;
+        for key in ["job", "{user1}.job", "x{y", "a}b", "{}x", "a{}{b}", "}{", "%7D{"] {
+            for layout in [KeyLayout::Native, KeyLayout::Raw] {
+                let slot = key_slot(layout.lock_key(key).as_bytes());
+                let all = [
+                    layout.fence_key(key),
+                    layout.history_key(key),
+                    layout.skips_key(key),
+                    layout.readers_key(key),
+                    layout.slot_key(key, 3),
+                    layout.queue_keys(key)[1].clone(),
+                ]
+                .iter()
+                .all(|k| key_slot(k.as_bytes()) == slot);
+                assert_eq!(layout.one_slot(key), all, "{layout:?} {key:?}");
+            }
+            assert!(KeyLayout::Native.one_slot(key), "{key:?}");
+        }
+        assert!(!KeyLayout::Raw.one_slot("a}b"));
+        assert!(!KeyLayout::Raw.one_slot("{}x"));
+        assert!(KeyLayout::Raw.one_slot("x{y"));
     }
 }

@@ -271,12 +271,25 @@ impl Fleet {
     /// the keys in redlock's own namespace ([`KeyLayout::Native`]).
     pub fn new(servers: Vec<Server>, quorum: usize, drift_factor: f64) -> Fleet {
         let servers = servers.into_iter().map(Arc::new).collect();
-        let layout = KeyLayout::Native;
-        Fleet { servers, quorum, drift_factor, layout, tasks: TaskTracker::new() }
+        Fleet {
+            servers,
+            quorum,
+            drift_factor,
+            layout: KeyLayout::Native,
+            tasks: TaskTracker::new(),
+        }
+        .with_key_layout(KeyLayout::Native)
     }
 
-    /// The same fleet with its keys where `layout` puts them.
+    /// The same fleet with its keys where `layout` puts them. A cluster
+    /// among the servers routes each call by the hash slot of the lock's
+    /// server-side key, which every other key of the lock shares.
     pub fn with_key_layout(self, layout: KeyLayout) -> Fleet {
+        for server in &self.servers {
+            server.set_route(Arc::new(move |key: &[u8]| {
+                layout.lock_key(&String::from_utf8_lossy(key)).into_bytes()
+            }));
+        }
         Fleet { layout, ..self }
     }
 

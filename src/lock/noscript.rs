@@ -107,7 +107,7 @@ pub(crate) async fn invoke(server: &Server, call: &Call) -> RedisResult<Value> {
     if (is(&SCRIPTS.acquire) || is(&SCRIPTS.raise_fence)) && shared() {
         return Err(needs_scripts(call));
     }
-    let mut c = server.dedicated().await?;
+    let mut c = server.dedicated(call.keys.first().map_or(&b""[..], |k| k.as_bytes())).await?;
     if is(&SCRIPTS.acquire) {
         acquire(&mut c, call).await
     } else if is(&SCRIPTS.extend) {
@@ -149,7 +149,7 @@ fn needs_scripts(call: &Call) -> RedisError {
 /// window of one turn of its event loop. Lost in that window, the vote
 /// stays until its TTL: a delay for the next holder, never a second one.
 pub(crate) async fn withdraw(server: &Server, lock_key: &str, token: &[u8]) -> RedisResult<Value> {
-    let mut c = server.dedicated().await?;
+    let mut c = server.dedicated(lock_key.as_bytes()).await?;
     release(&mut c, lock_key, token, None).await
 }
 

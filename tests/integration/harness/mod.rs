@@ -5,6 +5,7 @@
 #![allow(dead_code, unused_imports)]
 
 pub mod burst;
+pub mod cluster;
 pub mod ledger;
 pub mod proxy;
 pub mod pty;

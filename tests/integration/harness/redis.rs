@@ -285,6 +285,11 @@ impl RedisServer {
         i32::try_from(child.id()).expect("pid fits i32")
     }
 
+    /// True while the process runs (not stopped by [`RedisServer::stop`]).
+    pub fn is_running(&self) -> bool {
+        self.child.is_some()
+    }
+
     /// Kills the server (SIGKILL) and reaps it.
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {

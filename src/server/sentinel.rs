@@ -30,7 +30,7 @@ use futures_util::stream::FuturesUnordered;
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Client, Value};
 
-use crate::server::{Failure, Tls, open_client};
+use crate::server::{Failure, Tls, encode_password, host_port, node_url, open_client};
 
 /// The default Sentinel port.
 pub const DEFAULT_PORT: u16 = 26379;
@@ -86,7 +86,10 @@ impl SentinelUrl {
         };
         let sentinels = hosts
             .split(',')
-            .map(|h| sentinel_address(h).ok_or_else(|| bad(&format!("bad Sentinel address {h:?}"))))
+            .map(|h| {
+                host_port(h, DEFAULT_PORT)
+                    .ok_or_else(|| bad(&format!("bad Sentinel address {h:?}")))
+            })
             .collect::<Result<Vec<_>, _>>()?;
         let mut parts = path.split('/');
         let service = parts.next().unwrap_or("").to_owned();
@@ -148,14 +151,7 @@ impl SentinelUrl {
         if self.has_password() {
             return self.clone();
         }
-        // The url crate percent-encodes the password the way the redis
-        // crate decodes it.
-        let mut encoded = url::Url::parse("redis://placeholder").expect("a constant URL parses");
-        let _ = encoded.set_password(Some(password));
-        SentinelUrl {
-            userinfo: Some(format!(":{}", encoded.password().unwrap_or_default())),
-            ..self.clone()
-        }
+        SentinelUrl { userinfo: Some(format!(":{}", encode_password(password))), ..self.clone() }
     }
 
     fn scheme(&self) -> &'static str {
@@ -164,9 +160,7 @@ impl SentinelUrl {
 
     /// The URL of the master at `host:port`, with the master's credentials.
     fn master_url(&self, host: &str, port: u16) -> String {
-        let host = if host.contains(':') { format!("[{host}]") } else { host.to_owned() };
-        let auth = self.userinfo.as_deref().map(|u| format!("{u}@")).unwrap_or_default();
-        format!("{}://{auth}{host}:{port}/{}", self.scheme(), self.db)
+        node_url(self.scheme(), self.userinfo.as_deref(), host, port, self.db)
     }
 
     /// The URL of one Sentinel, with the Sentinels' credentials.
@@ -181,28 +175,6 @@ impl SentinelUrl {
         }
         url.into()
     }
-}
-
-/// `host[:port]`, or `[v6][:port]`, as `host:port`.
-fn sentinel_address(raw: &str) -> Option<String> {
-    let raw = raw.trim();
-    let (host, port) = if let Some(v6) = raw.strip_prefix('[') {
-        let (host, after) = v6.split_once(']')?;
-        (format!("[{host}]"), after.strip_prefix(':'))
-    } else {
-        match raw.rsplit_once(':') {
-            Some((host, port)) => (host.to_owned(), Some(port)),
-            None => (raw.to_owned(), None),
-        }
-    };
-    if host.is_empty() || host == "[]" || host.contains(['/', '@', '?', '#', ' ']) {
-        return None;
-    }
-    let port = match port {
-        None => DEFAULT_PORT,
-        Some(p) => p.parse::<u16>().ok().filter(|p| *p != 0)?,
-    };
-    Some(format!("{host}:{port}"))
 }
 
 /// The first element of `ROLE`'s reply: `master`, `slave` or `sentinel`.

@@ -1,0 +1,613 @@
+//! One Redis server: its URL (never shown with its password), a lazily
+//! opened multiplexed connection, and calls bounded by the node timeout whose
+//! errors name the server, the operation and the key.
+//!
+//! The connection kinds are this module's business: a server at a fixed
+//! address (plain, TLS, unix socket), a Sentinel group ([`sentinel`]) and a
+//! Redis Cluster ([`cluster`]), each one member of the quorum. Its URL is
+//! in `url` ([`ServerUrl`]), why a call failed in `failure` ([`Failure`],
+//! [`ServerError`]).
+
+pub mod cluster;
+mod failure;
+pub mod sentinel;
+mod url;
+
+pub use failure::{Failure, NEEDS_SCRIPTS, Op, ServerError, summarize};
+pub use url::{ServerUrl, redact};
+pub(crate) use url::{encode_password, host_port, node_url};
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use redis::aio::MultiplexedConnection;
+use redis::{AsyncConnectionConfig, Client, ErrorKind, IntoConnectionInfo, RedisError};
+
+use cluster::Cluster;
+use sentinel::Group;
+
+/// TLS material for `rediss://` (and `rediss+sentinel://`) servers, as read from
+/// the files given.
+#[derive(Clone, Default)]
+pub struct Tls {
+    /// PEM of the CA to trust instead of the public roots.
+    pub ca: Option<Vec<u8>>,
+    /// PEM client certificate and key.
+    pub client: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+impl std::fmt::Debug for Tls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print key material.
+        f.debug_struct("Tls")
+            .field("ca", &self.ca.is_some())
+            .field("client", &self.client.is_some())
+            .finish()
+    }
+}
+
+/// rustls needs one process-wide crypto provider and panics on the first
+/// TLS handshake without it; this crate builds rustls with ring only.
+fn install_crypto_provider() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // Err means another part of the process installed one first: fine.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
+/// A connection to one server, handed out so that calls which must reach
+/// the server in order travel on it: an acquire attempt and the withdrawal
+/// of that attempt. Redis executes the commands of one connection in the
+/// order they arrive, so whatever the attempt wrote (even a request whose
+/// answer was never awaited, even one that timed out) is executed before
+/// the withdrawal. On two connections there is no such order: a SET still
+/// in flight on the first could land after a DEL sent on the second and
+/// leave a dead token for a whole TTL (issue 9, item 7).
+#[derive(Clone)]
+pub struct Conn {
+    /// The multiplexed connection (cloning shares it).
+    conn: MultiplexedConnection,
+    /// Which of this server's connections it is, so that a failure on it
+    /// never forgets a newer one.
+    generation: u64,
+}
+
+/// What a server's URL leads to.
+enum Target {
+    /// One server at a fixed address.
+    Direct(Client),
+    /// The current master of a Sentinel group, found again at each connect.
+    Sentinel(Group),
+    /// The master of the lock's hash slot in a Redis Cluster, found again
+    /// at each connect.
+    Cluster(Cluster),
+}
+
+/// Maps the key a caller names (the user's, as shown in messages) to the
+/// key whose hash slot a cluster routes by (its server-side name). The lock
+/// layer installs it ([`Server::set_route`]); this layer knows no layout.
+pub type Route = std::sync::Arc<dyn Fn(&[u8]) -> Vec<u8> + Send + Sync>;
+
+/// A client for `raw` (a `redis://` or `rediss://` URL), with `tls` for
+/// `rediss://` when it gives a CA or a client certificate.
+pub fn open_client(raw: &str, tls: &Tls) -> Result<Client, String> {
+    let invalid = || "not a valid Redis URL".to_owned();
+    let info = raw.into_connection_info().map_err(|_| invalid())?;
+    // Skip CLIENT SETINFO on connect: one round trip less, and no NOPERM
+    // noise for an ACL user limited to the lock commands.
+    let settings = info.redis_settings().clone().set_skip_set_lib_name();
+    let info = info.set_redis_settings(settings);
+    if raw.starts_with("rediss:") && (tls.ca.is_some() || tls.client.is_some()) {
+        let certificates = redis::TlsCertificates {
+            client_tls: tls.client.as_ref().map(|(cert, key)| redis::ClientTlsConfig {
+                client_cert: cert.clone(),
+                client_key: key.clone(),
+            }),
+            root_cert: tls.ca.clone(),
+        };
+        Client::build_with_tls(info, certificates)
+            .map_err(|e| format!("TLS setup: {}", e.detail().unwrap_or("bad certificate or key")))
+    } else {
+        Client::open(info).map_err(|_| invalid())
+    }
+}
+
+/// One Redis server (or Sentinel group, or cluster) and its connection,
+/// opened on first use.
+pub struct Server {
+    url: ServerUrl,
+    target: Target,
+    timeout: Duration,
+    /// The current connection, if one is open.
+    conn: Mutex<Option<Conn>>,
+    /// Held while a connection is being opened, so that callers who arrive
+    /// meanwhile wait for that one open and share its connection (single
+    /// flight) instead of opening their own; counts the opens.
+    opening: tokio::sync::Mutex<u64>,
+    /// For a Sentinel group or a cluster: which master the current
+    /// connection goes to, and when it was last confirmed.
+    verified: Mutex<Option<Verified>>,
+    /// For a cluster: the user key to the key its slot is taken from.
+    route: Mutex<Option<Route>>,
+    /// Set once the server refused a script (EVALSHA unknown, or NOPERM for
+    /// it): from then on every operation takes the no-script path
+    /// ([`crate::lock::noscript`]) without trying the script first. Never unset:
+    /// a server's configuration rarely gains scripting while redlock runs,
+    /// and the no-script path is as safe, only slower.
+    scripts_refused: AtomicBool,
+}
+
+/// A Sentinel group's master, or a cluster slot's, as last confirmed.
+struct Verified {
+    /// The connection it is for.
+    generation: u64,
+    /// The master's `host:port`.
+    address: String,
+    /// When the Sentinels (or, with none answering, `ROLE`), or the
+    /// cluster's seeds, confirmed it.
+    at: tokio::time::Instant,
+    /// For a cluster: the hash slot it was confirmed the master of.
+    slot: Option<u16>,
+}
+
+impl Server {
+    /// Prepares a server; nothing is connected until the first call.
+    /// `rediss://` servers use `tls` (a private CA, a client certificate).
+    pub fn new(url: ServerUrl, timeout: Duration, tls: &Tls) -> Result<Server, String> {
+        install_crypto_provider();
+        let target = match (&url.sentinel, &url.cluster) {
+            (Some(sentinel), _) => Target::Sentinel(Group::new(sentinel.clone(), tls)?),
+            (None, Some(cluster)) => Target::Cluster(Cluster::new(cluster.clone(), tls)?),
+            (None, None) => Target::Direct(open_client(&url.secret, tls).map_err(|e| {
+                if e.starts_with("not a valid") {
+                    format!("server URL {:?} is not a valid Redis URL", url.name())
+                } else {
+                    format!("{}: {e}", url.name())
+                }
+            })?),
+        };
+        Ok(Server {
+            url,
+            target,
+            timeout,
+            conn: Mutex::new(None),
+            opening: tokio::sync::Mutex::new(0),
+            verified: Mutex::new(None),
+            route: Mutex::new(None),
+            scripts_refused: AtomicBool::new(false),
+        })
+    }
+
+    /// Installs how a cluster finds the slot of a key named in a call
+    /// (until then, the key itself); other kinds of server ignore it.
+    pub fn set_route(&self, route: Route) {
+        *self.route.lock().unwrap_or_else(|p| p.into_inner()) = Some(route);
+    }
+
+    /// The hash slot calls about `key` go by, for a cluster; `None` for
+    /// other servers, and for a call that names no key (doctor's PING,
+    /// INFO...), which any node of the cluster answers.
+    fn slot_of(&self, key: &[u8]) -> Option<u16> {
+        if !matches!(self.target, Target::Cluster(_)) || key.is_empty() {
+            return None;
+        }
+        let route = self.route.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let routed = route.map_or_else(|| key.to_vec(), |route| route(key));
+        Some(cluster::key_slot(&routed))
+    }
+
+    /// The failure a redis crate error stands for on this server: through
+    /// a cluster, a redirect is a broken connection (never a vote, never
+    /// followed: the module doc of [`cluster`]).
+    fn failure(&self, e: &RedisError) -> Failure {
+        if let Target::Cluster(_) = &self.target {
+            if let Some(why) = cluster::redirect(e) {
+                return Failure::Connection(why);
+            }
+            // Every key of one call is in the lock's slot (crate::lock's
+            // key layout; raw keys that cannot be are refused up front).
+            if e.code() == Some("CROSSSLOT") {
+                return Failure::Unfit(format!(
+                    "CROSSSLOT: the keys of one call are in different hash slots, which redlock \
+                     never sends; please report it ({})",
+                    e.detail().unwrap_or_default()
+                ));
+            }
+        }
+        Failure::from_redis(e)
+    }
+
+    /// Whether this server refused scripts ([`Server::refuse_scripts`]).
+    pub fn scripts_refused(&self) -> bool {
+        self.scripts_refused.load(Ordering::Relaxed)
+    }
+
+    /// Remembers that this server refuses scripts, for the rest of the run.
+    pub fn refuse_scripts(&self) {
+        self.scripts_refused.store(true, Ordering::Relaxed);
+    }
+
+    /// A new connection of its own, shared with no other call: for
+    /// `WATCH`/`MULTI`/`EXEC` ([`crate::lock::noscript`]), whose WATCH state is
+    /// the connection's, so that another call on the shared multiplexed
+    /// connection could run between WATCH and EXEC, inside the transaction
+    /// or with its own WATCH/UNWATCH, and break the compare-and-set. The
+    /// caller drops it when done (closing it). For a Sentinel group, the
+    /// master the Sentinels name now; for a cluster, the master of the slot
+    /// of `routed` (a server-side key name): the node the current
+    /// connection is bound to while it is confirmed, else the one the
+    /// seeds name now.
+    pub async fn dedicated(&self, routed: &[u8]) -> redis::RedisResult<MultiplexedConnection> {
+        let config = self.connection_config();
+        match &self.target {
+            Target::Direct(client) => {
+                client.get_multiplexed_async_connection_with_config(&config).await
+            }
+            Target::Sentinel(group) => group.master(&config).await.map(|m| m.conn).map_err(|f| {
+                RedisError::from((ErrorKind::Io, "no Sentinel master", f.to_string()))
+            }),
+            Target::Cluster(cluster) => {
+                let slot = cluster::key_slot(routed);
+                let bound = self
+                    .current(Some(slot))
+                    .and_then(|_| self.lock_verified().as_ref().map(|v| v.address.clone()));
+                let failed = |f: Failure| {
+                    RedisError::from((ErrorKind::Io, "no cluster master", f.to_string()))
+                };
+                match bound {
+                    Some(address) => {
+                        let client = cluster.client(&address).map_err(failed)?;
+                        client.get_multiplexed_async_connection_with_config(&config).await
+                    }
+                    None => cluster.owner(slot, &config).await.map(|o| o.conn).map_err(failed),
+                }
+            }
+        }
+    }
+
+    /// The display name (no password).
+    pub fn name(&self) -> &str {
+        self.url.name()
+    }
+
+    /// An error for an answer that is not what the script returns.
+    pub fn bad_reply(&self, op: Op, key: &str, what: String) -> ServerError {
+        self.error(op, key.as_bytes(), Failure::Reply(what))
+    }
+
+    fn error(&self, op: Op, key: &[u8], failure: Failure) -> ServerError {
+        ServerError { server: self.name().to_owned(), op, key: crate::display_key(key), failure }
+    }
+
+    /// Opens a dedicated pub/sub connection subscribed to `channel`,
+    /// bounded by the node timeout.
+    pub async fn subscribe(&self, channel: &str) -> Result<redis::aio::PubSub, ServerError> {
+        let work = async {
+            let client = match &self.target {
+                Target::Direct(client) => client.clone(),
+                // Pub/sub only wakes waiters early: the master found now
+                // is the one to listen on (a stale one costs a wake-up).
+                Target::Sentinel(group) => group.master(&self.connection_config()).await?.client,
+                // A cluster passes every PUBLISH to all its nodes (the
+                // release scripts publish; SPUBLISH, sharded, would need
+                // Redis 7 and a channel in the lock's slot): any node
+                // hears it; the master of the channel's slot is the one
+                // asked for.
+                Target::Cluster(cluster) => {
+                    let slot = cluster::key_slot(channel.as_bytes());
+                    cluster.owner(slot, &self.connection_config()).await?.client
+                }
+            };
+            let mut pubsub =
+                client.get_async_pubsub().await.map_err(|e| Failure::from_redis(&e))?;
+            pubsub.subscribe(channel).await.map_err(|e| Failure::from_redis(&e))?;
+            Ok::<_, Failure>(pubsub)
+        };
+        let failure = match tokio::time::timeout(self.timeout, work).await {
+            Ok(Ok(pubsub)) => return Ok(pubsub),
+            Ok(Err(failure)) => failure,
+            Err(_) => Failure::Timeout(self.timeout),
+        };
+        Err(self.error(Op::Subscribe, channel.as_bytes(), failure))
+    }
+
+    /// When a call starting now must be over: one node timeout from now.
+    pub fn deadline(&self) -> tokio::time::Instant {
+        tokio::time::Instant::now() + self.timeout
+    }
+
+    /// Runs `f` on this server's connection, connecting first when needed,
+    /// the whole bounded by the node timeout. A failed or timed-out call
+    /// drops the connection so that the next call reconnects.
+    pub async fn call<T>(
+        &self,
+        op: Op,
+        key: &[u8],
+        f: impl AsyncFnOnce(&mut MultiplexedConnection) -> redis::RedisResult<T>,
+    ) -> Result<T, ServerError> {
+        let deadline = self.deadline();
+        let conn = self.connect(op, key, deadline).await?;
+        self.call_on(&conn, op, key, deadline, f).await
+    }
+
+    /// This server's connection, opened when there is none, by `deadline`.
+    /// Callers that arrive while it is being opened share that one open.
+    pub async fn connect(
+        &self,
+        op: Op,
+        key: &[u8],
+        deadline: tokio::time::Instant,
+    ) -> Result<Conn, ServerError> {
+        let failure = match tokio::time::timeout_at(deadline, self.open(self.slot_of(key))).await {
+            Ok(Ok(conn)) => return Ok(conn),
+            Ok(Err(Failure::Timeout(_))) => self.timed_out(),
+            Ok(Err(failure)) => failure,
+            Err(_) => self.timed_out(),
+        };
+        Err(self.error(op, key, failure))
+    }
+
+    /// Runs `f` on `conn`, bounded by `deadline`. A failure other than an
+    /// error reply forgets `conn` (when it is still the current one), so
+    /// that the next call reconnects; calls already holding it go on with
+    /// it, which keeps their order.
+    pub async fn call_on<T>(
+        &self,
+        conn: &Conn,
+        op: Op,
+        key: &[u8],
+        deadline: tokio::time::Instant,
+        f: impl AsyncFnOnce(&mut MultiplexedConnection) -> redis::RedisResult<T>,
+    ) -> Result<T, ServerError> {
+        let mut c = conn.conn.clone();
+        let failure = match tokio::time::timeout_at(deadline, f(&mut c)).await {
+            Ok(Ok(value)) => return Ok(value),
+            Ok(Err(e)) if e.is_timeout() => self.timed_out(),
+            Ok(Err(e)) => self.failure(&e),
+            Err(_) => self.timed_out(),
+        };
+        if !matches!(failure, Failure::WrongType | Failure::Reply(_) | Failure::Unfit(_)) {
+            self.forget(conn.generation);
+        }
+        Err(self.error(op, key, failure))
+    }
+
+    /// The current connection, or a new one. Single flight: the `opening`
+    /// lock is held across the connect, and the slot is checked again once
+    /// it is taken, so concurrent callers end up on one connection. A
+    /// caller whose deadline passes while it opens drops the attempt (and
+    /// the lock); the next caller tries afresh. `slot`: for a cluster, the
+    /// hash slot whose master the connection must go to.
+    async fn open(&self, slot: Option<u16>) -> Result<Conn, Failure> {
+        if let Some(conn) = self.current(slot) {
+            return Ok(conn);
+        }
+        let mut opened = self.opening.lock().await;
+        if let Some(conn) = self.current(slot) {
+            return Ok(conn);
+        }
+        let config = self.connection_config();
+        let conn = match &self.target {
+            Target::Direct(client) => {
+                client.get_multiplexed_async_connection_with_config(&config).await.map_err(|e| {
+                    if e.is_timeout() {
+                        Failure::Timeout(self.timeout)
+                    } else {
+                        Failure::from_redis(&e)
+                    }
+                })?
+            }
+            Target::Sentinel(group) => {
+                let current = self.lock_conn().clone();
+                if let Some(conn) = current
+                    && self.still_master(group, &conn, &config).await
+                {
+                    return Ok(conn);
+                }
+                // Asked afresh: the first call, each call after a failure
+                // or a READONLY reply dropped the connection, and each call
+                // after the Sentinels named another master.
+                let master = group.master(&config).await?;
+                *self.lock_verified() = Some(Verified {
+                    generation: *opened + 1,
+                    address: master.address,
+                    at: tokio::time::Instant::now(),
+                    slot: None,
+                });
+                master.conn
+            }
+            Target::Cluster(cluster) => {
+                let current = self.lock_conn().clone();
+                if let Some(conn) = current
+                    && let Some(slot) = slot
+                    && self.still_owner(cluster, &conn, slot, &config).await
+                {
+                    return Ok(conn);
+                }
+                // Asked afresh: the first call, each call after a failure
+                // or a redirect dropped the connection, and each call after
+                // the seeds named another master for the slot. A call that
+                // names no key goes to the master of slot 0.
+                let slot = slot.unwrap_or(0);
+                let owner = cluster.owner(slot, &config).await?;
+                *self.lock_verified() = Some(Verified {
+                    generation: *opened + 1,
+                    address: owner.address,
+                    at: tokio::time::Instant::now(),
+                    slot: Some(slot),
+                });
+                owner.conn
+            }
+        };
+        *opened += 1;
+        let conn = Conn { conn, generation: *opened };
+        *self.lock_conn() = Some(conn.clone());
+        Ok(conn)
+    }
+
+    /// The current connection, if there is one and, for a Sentinel group,
+    /// its master was confirmed less than a node timeout ago.
+    ///
+    /// Why confirm again: a master can lose its role while redlock's
+    /// connection to it stays open and keeps working. After `SENTINEL
+    /// FAILOVER`, or a failover while it was cut off, the old master goes on
+    /// accepting writes until the Sentinels reconfigure it (seconds later),
+    /// while other clients, asking the Sentinels, already lock on the new
+    /// one: redlock's vote on the old master would be a second vote of the
+    /// same group. Asking again before a call, at most once a node timeout,
+    /// bounds that window to one node timeout past the Sentinels' switch.
+    ///
+    /// For a cluster, the same for the master of `slot`: a connection is
+    /// bound to the node it was made for, and used for a slot only while
+    /// the seeds confirmed, less than a node timeout ago, that this node is
+    /// the slot's master. A call that names no key (`slot` `None`) may use
+    /// any node's.
+    fn current(&self, slot: Option<u16>) -> Option<Conn> {
+        let conn = self.lock_conn().clone()?;
+        let verified = self.lock_verified();
+        let fresh = |v: &Verified| v.generation == conn.generation && v.at.elapsed() < self.timeout;
+        match &self.target {
+            Target::Direct(_) => Some(conn),
+            Target::Sentinel(_) => verified.as_ref().is_some_and(fresh).then_some(conn),
+            Target::Cluster(_) => {
+                let v = verified.as_ref().filter(|v| v.generation == conn.generation)?;
+                let usable = match slot {
+                    None => true,
+                    Some(slot) => v.slot == Some(slot) && fresh(v),
+                };
+                usable.then_some(conn)
+            }
+        }
+    }
+
+    /// Whether the cluster's seeds still name the node `conn` goes to as
+    /// the master of `slot` (and records when they did); with no seed
+    /// answering, whether that node itself still says so, so that a
+    /// cluster outliving its seeds keeps its vote. When false, the
+    /// connection is dropped.
+    async fn still_owner(
+        &self,
+        cluster: &Cluster,
+        conn: &Conn,
+        slot: u16,
+        config: &AsyncConnectionConfig,
+    ) -> bool {
+        let address = self
+            .lock_verified()
+            .as_ref()
+            .filter(|v| v.generation == conn.generation)
+            .map(|v| v.address.clone());
+        let Some(address) = address else {
+            self.forget(conn.generation);
+            return false;
+        };
+        let same = match cluster.owner_named(slot, config, Some(&address)).await {
+            Ok(owner) => owner == address,
+            Err(_) => {
+                let mut c = conn.conn.clone();
+                cluster::owns(&mut c, &address, slot).await
+            }
+        };
+        if same {
+            if let Some(v) = self.lock_verified().as_mut() {
+                v.at = tokio::time::Instant::now();
+                v.slot = Some(slot);
+            }
+        } else {
+            self.forget(conn.generation);
+        }
+        same
+    }
+
+    /// Whether the Sentinels still name the master `conn` goes to (and
+    /// records when they did); with no Sentinel answering, whether it still
+    /// says `master` to `ROLE`, so that a master outliving its Sentinels
+    /// keeps its vote. When false, the connection is dropped.
+    async fn still_master(
+        &self,
+        group: &Group,
+        conn: &Conn,
+        config: &AsyncConnectionConfig,
+    ) -> bool {
+        let address = self.lock_verified().as_ref().map(|v| v.address.clone());
+        let Some(address) = address else {
+            self.forget(conn.generation);
+            return false;
+        };
+        let same = match group.named(config).await {
+            Ok(named) => named.as_deref() == Some(address.as_str()),
+            Err(_) => {
+                let mut c = conn.conn.clone();
+                crate::server::sentinel::role(&mut c).await.is_ok_and(|role| role == "master")
+            }
+        };
+        if same {
+            if let Some(v) = self.lock_verified().as_mut() {
+                v.at = tokio::time::Instant::now();
+            }
+        } else {
+            self.forget(conn.generation);
+        }
+        same
+    }
+
+    fn lock_verified(&self) -> std::sync::MutexGuard<'_, Option<Verified>> {
+        // As for `lock_conn`: a poisoned Option is still an Option.
+        self.verified.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Connect and response timeouts: the node timeout.
+    fn connection_config(&self) -> AsyncConnectionConfig {
+        AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(self.timeout))
+            .set_response_timeout(Some(self.timeout))
+    }
+
+    /// The Sentinel group behind this server, if its URL names one.
+    pub fn sentinel(&self) -> Option<&Group> {
+        match &self.target {
+            Target::Sentinel(group) => Some(group),
+            Target::Direct(_) | Target::Cluster(_) => None,
+        }
+    }
+
+    /// The cluster behind this server, if its URL names one.
+    pub fn cluster(&self) -> Option<&Cluster> {
+        match &self.target {
+            Target::Cluster(cluster) => Some(cluster),
+            Target::Direct(_) | Target::Sentinel(_) => None,
+        }
+    }
+
+    /// The node timeout.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// Drops the current connection if it is generation `generation`.
+    fn forget(&self, generation: u64) {
+        let mut slot = self.lock_conn();
+        if slot.as_ref().is_some_and(|c| c.generation == generation) {
+            *slot = None;
+        }
+    }
+
+    /// A timeout; on a `rediss://` server that never got connected, most
+    /// likely a plain port that waits for a command instead of answering
+    /// the TLS handshake: say so (still retried, as a hung server would be).
+    fn timed_out(&self) -> Failure {
+        if self.url.secret.starts_with("rediss:") && self.lock_conn().is_none() {
+            Failure::TlsTimeout(self.timeout)
+        } else {
+            Failure::Timeout(self.timeout)
+        }
+    }
+
+    fn lock_conn(&self) -> std::sync::MutexGuard<'_, Option<Conn>> {
+        // A poisoned lock only means another call panicked mid-assignment of
+        // an Option; the value is still a valid Option.
+        self.conn.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
