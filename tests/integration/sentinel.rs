@@ -6,6 +6,7 @@
 
 use std::time::{Duration, Instant};
 
+use crate::harness::proxy::{Mode, Proxy};
 use crate::harness::sentinel::{SERVICE, Sentinel, SentinelGroup};
 use crate::harness::{Fleet, RedisServer, Redlock, lock_key, pid_in, process_alive, unique_key};
 
@@ -157,6 +158,41 @@ fn a_failover_during_a_run_keeps_the_lock_or_stops_the_command_and_redlock_follo
     let key2 = unique_key("after-failover");
     let token2 = acquire(&group.url(), &key2, "30s");
     assert_eq!(new_master.get(&lock_key(&key2)).as_deref(), Some(token2.as_str()));
+}
+
+#[test]
+fn a_group_slower_to_resolve_than_the_quorum_still_gets_the_lock() {
+    // The group's master is found through the Sentinels (a round trip to
+    // each, then ROLE) before the lock can be set there; two plain servers
+    // grant a quorum long before. The won round must still let the
+    // group's vote land: otherwise the lock rests on a bare quorum, and
+    // after a failover the group has nothing to renew (the failure once
+    // seen as "new master renewed: false").
+    let group = SentinelGroup::start();
+    let plain = Fleet::start(2);
+    let proxies: Vec<Proxy> = group.sentinels.iter().map(|s| Proxy::start(s.port)).collect();
+    for proxy in &proxies {
+        proxy.set(Mode::Delay(Duration::from_millis(300)));
+    }
+    let hosts: Vec<String> = proxies.iter().map(|p| format!("127.0.0.1:{}", p.port)).collect();
+    let slow_group = format!("redis+sentinel://{}/{SERVICE}", hosts.join(","));
+    let key = unique_key("slow-group");
+    let out = Redlock::new(&format!("{slow_group},{}", plain.urls()))
+        .args(["-v", "acquire", "-n", "--node-timeout", "5s", "--key", &key, "--ttl", "30s"])
+        .run();
+    out.expect(0);
+    let token = out.line();
+    assert!(
+        out.stderr.contains("on 2/3 servers"),
+        "decided before the group answered: {}",
+        out.stderr
+    );
+    assert_eq!(
+        group.master().get(&lock_key(&key)).as_deref(),
+        Some(token),
+        "the group never got the lock\n{}",
+        out.stderr
+    );
 }
 
 #[test]
