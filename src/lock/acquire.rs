@@ -480,6 +480,8 @@ async fn contend(
     mut verdict: watch::Receiver<Option<bool>>,
 ) {
     let key = call.key();
+    // Until this attempt is done, releases here wait.
+    let _attempting = server.attempting().await;
     let deadline = server.deadline();
     // Nothing is sent before the connection is there: a "withdraw" that
     // comes first leaves nothing to withdraw on this server. A "keep" that

@@ -221,6 +221,15 @@ fn a_group_slower_to_resolve_than_the_quorum_still_gets_the_lock() {
         "the group never got the lock\n{}",
         out.stderr
     );
+    // A command done before the group's vote lands: the release there
+    // waits for it, and leaves nothing behind.
+    let key = unique_key("slow-group-run");
+    Redlock::new(&format!("{slow_group},{}", plain.urls()))
+        .args(["run", "--node-timeout", "5s", "--key", &key, "--ttl", "60s", "--", "true"])
+        .run()
+        .expect(0);
+    assert_eq!(group.master().get(&lock_key(&key)), None, "left on the group after release");
+    assert_eq!(plain.values(&lock_key(&key)), [None, None]);
 }
 
 #[test]
