@@ -558,12 +558,28 @@ async fn contend(
     mut verdict: watch::Receiver<Option<bool>>,
 ) {
     let key = call.key();
+    // Until this attempt is done, releases here wait.
+    let _attempting = server.attempting().await;
     let deadline = server.deadline();
-    // Nothing is sent before the connection is there: a verdict that comes
-    // first leaves nothing to withdraw on this server.
+    // Nothing is sent before the connection is there: a "withdraw" that
+    // comes first leaves nothing to withdraw on this server. A "keep" that
+    // comes first does not stop the connect: the round was won without
+    // this server, and its vote must land all the same (as below, once
+    // connected), or the lock rests on a bare quorum with nothing here for
+    // renewals to extend. A server slow to connect is the usual case: a
+    // Sentinel group resolves its master (every Sentinel, then ROLE)
+    // while plain servers have long granted; the failover test lost the
+    // group's vote that way ("new master renewed: false").
+    let connect = server.connect(Op::Acquire, key.as_bytes(), deadline);
+    tokio::pin!(connect);
     let conn = tokio::select! {
-        conn = server.connect(Op::Acquire, key.as_bytes(), deadline) => conn,
-        _ = decided(&mut verdict) => return,
+        conn = &mut connect => conn,
+        keep = decided(&mut verdict) => {
+            if !keep {
+                return;
+            }
+            connect.await
+        }
     };
     let conn = match conn {
         Ok(conn) => conn,

@@ -165,6 +165,11 @@ impl Call {
         read: fn(Value) -> Result<T, String>,
     ) -> Result<T, ServerError> {
         let key = self.key();
+        // A delete goes after any acquire attempt still landing here
+        // ([`Server::attempting`]).
+        if matches!(self.op, Op::Release | Op::ForceRelease) {
+            server.after_attempts().await;
+        }
         let reply =
             server.call(self.op, key.as_bytes(), async |c| self.invoke(server, c).await).await?;
         read(reply).map_err(|msg| server.bad_reply(self.op, key, msg))

@@ -137,6 +137,9 @@ pub struct Server {
     /// a server's configuration rarely gains scripting while redlock runs,
     /// and the no-script path is as safe, only slower.
     scripts_refused: AtomicBool,
+    /// Shared by each acquire attempt on this server while it runs,
+    /// exclusive for a release before it deletes ([`Server::attempting`]).
+    attempts: tokio::sync::RwLock<()>,
 }
 
 /// A Sentinel group's master, or a cluster slot's, as last confirmed.
@@ -177,6 +180,7 @@ impl Server {
             verified: Mutex::new(None),
             route: Mutex::new(None),
             scripts_refused: AtomicBool::new(false),
+            attempts: tokio::sync::RwLock::new(()),
         })
     }
 
@@ -217,6 +221,25 @@ impl Server {
             }
         }
         Failure::from_redis(e)
+    }
+
+    /// Marks an acquire attempt on this server as running until the guard
+    /// drops; [`Server::after_attempts`] waits for it.
+    ///
+    /// Why: an attempt whose round was won without this server still lets
+    /// its vote land here (src/lock/acquire.rs, `contend`), possibly after
+    /// the holder is done and releasing (`run -- true`). A release that
+    /// overtook it (another connection, as the no-script path uses, or the
+    /// same one while the attempt is still connecting) would leave the key
+    /// behind until its TTL. Each attempt is bounded by its node timeout,
+    /// so the wait is too.
+    pub async fn attempting(&self) -> tokio::sync::RwLockReadGuard<'_, ()> {
+        self.attempts.read().await
+    }
+
+    /// Waits until no acquire attempt runs on this server (for a release).
+    pub async fn after_attempts(&self) {
+        drop(self.attempts.write().await);
     }
 
     /// Whether this server refused scripts ([`Server::refuse_scripts`]).

@@ -6,6 +6,7 @@
 
 use std::time::{Duration, Instant};
 
+use crate::harness::proxy::{Mode, Proxy};
 use crate::harness::sentinel::{SERVICE, Sentinel, SentinelGroup};
 use crate::harness::{Fleet, RedisServer, Redlock, lock_key, pid_in, process_alive, unique_key};
 
@@ -98,12 +99,35 @@ fn a_failover_during_a_run_keeps_the_lock_or_stops_the_command_and_redlock_follo
         t = token_file.display(),
         p = pid.display()
     );
+    // TTL 6s: redlock renews where the Sentinels say the master is, so
+    // the key the new master got by replication must last until the first
+    // renewal after the Sentinels' switch. Sentinel notices the promotion
+    // by polling INFO once a second (0.6-0.9s from FAILOVER to the switch
+    // on an idle machine, more under load); with a 2s TTL (renewals every
+    // 0.67s) a switch later than ~1.3s after the last replicated write
+    // left nothing to renew: a failure of the test, not of redlock. With
+    // 6s (renewals every 2s) the Sentinels have ~4s.
+    let ttl = Duration::from_secs(6);
     let running = Redlock::new(&servers)
-        .args(["-v", "run", "--key", &key, "--ttl", "2s", "-c", &script])
+        .args(["-v", "run", "--key", &key, "--ttl", "6s", "-c", &script])
         .spawn();
     let child = pid_in(&pid);
     let token = std::fs::read_to_string(&token_file).unwrap().trim().to_owned();
     let old = group.master().port;
+    // The command starts once a quorum holds the lock, maybe before the
+    // group's vote lands (its master is found through the Sentinels). A
+    // failover during a run of a group that holds the lock: wait until the
+    // master has it and has replicated it, so that it survives the
+    // promotion (a write after it would be lost with the demoted master).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !group.servers.iter().all(|s| s.get(&lock_key(&key)).as_deref() == Some(&*token)) {
+        assert!(
+            Instant::now() < deadline,
+            "the group's servers never both held the lock: {:?}",
+            group.servers.iter().map(|s| s.get(&lock_key(&key))).collect::<Vec<_>>()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let _: String = group.sentinels[0].cmd(&["SENTINEL", "FAILOVER", SERVICE]);
     // Never unguarded: while the command runs, a quorum (2 of the 3
     // members) holds its token. The plain servers are enough; the group
@@ -124,11 +148,13 @@ fn a_failover_during_a_run_keeps_the_lock_or_stops_the_command_and_redlock_follo
         assert!(start.elapsed() < Duration::from_secs(30), "no failover: {ports:?}");
         std::thread::sleep(Duration::from_millis(20));
     };
+    let switched_after = start.elapsed();
     let new_master = group.servers.iter().find(|s| s.port == new).unwrap();
-    // Renewals (every 2s/3) reach the new master through the Sentinels:
+    // Renewals (every TTL/3) reach the new master through the Sentinels:
     // its PTTL goes up. (The demoted master replicates nothing to it any
-    // more, so only redlock's extend can raise it.)
-    let deadline = Instant::now() + Duration::from_secs(4);
+    // more, so only redlock's extend can raise it.) Watched while the
+    // command runs, up to two TTLs: several renewals.
+    let deadline = Instant::now() + 2 * ttl;
     let mut last_pttl = i64::MAX - 1000;
     while process_alive(child) && Instant::now() < deadline {
         let pttl = new_master.pttl(&lock_key(&key));
@@ -148,7 +174,10 @@ fn a_failover_during_a_run_keeps_the_lock_or_stops_the_command_and_redlock_follo
     match out.code() {
         0 => assert!(
             new_master_has_it,
-            "the run kept its lock, but never renewed it on the new master"
+            "the run kept its lock, but never renewed it on the new master (the Sentinels \
+             switched {switched_after:?} after FAILOVER; its key: {:?}, PTTL {})",
+            new_master.get(&lock_key(&key)),
+            new_master.pttl(&lock_key(&key)),
         ),
         70 => assert!(!process_alive(child), "exit 70 but the command {child} still runs"),
         _ => out.fail("should keep its lock (0) or stop the command (70)"),
@@ -157,6 +186,50 @@ fn a_failover_during_a_run_keeps_the_lock_or_stops_the_command_and_redlock_follo
     let key2 = unique_key("after-failover");
     let token2 = acquire(&group.url(), &key2, "30s");
     assert_eq!(new_master.get(&lock_key(&key2)).as_deref(), Some(token2.as_str()));
+}
+
+#[test]
+fn a_group_slower_to_resolve_than_the_quorum_still_gets_the_lock() {
+    // The group's master is found through the Sentinels (a round trip to
+    // each, then ROLE) before the lock can be set there; two plain servers
+    // grant a quorum long before. The won round must still let the
+    // group's vote land: otherwise the lock rests on a bare quorum, and
+    // after a failover the group has nothing to renew (the failure once
+    // seen as "new master renewed: false").
+    let group = SentinelGroup::start();
+    let plain = Fleet::start(2);
+    let proxies: Vec<Proxy> = group.sentinels.iter().map(|s| Proxy::start(s.port)).collect();
+    for proxy in &proxies {
+        proxy.set(Mode::Delay(Duration::from_millis(300)));
+    }
+    let hosts: Vec<String> = proxies.iter().map(|p| format!("127.0.0.1:{}", p.port)).collect();
+    let slow_group = format!("redis+sentinel://{}/{SERVICE}", hosts.join(","));
+    let key = unique_key("slow-group");
+    let out = Redlock::new(&format!("{slow_group},{}", plain.urls()))
+        .args(["-v", "acquire", "-n", "--node-timeout", "5s", "--key", &key, "--ttl", "30s"])
+        .run();
+    out.expect(0);
+    let token = out.line();
+    assert!(
+        out.stderr.contains("on 2/3 servers"),
+        "decided before the group answered: {}",
+        out.stderr
+    );
+    assert_eq!(
+        group.master().get(&lock_key(&key)).as_deref(),
+        Some(token),
+        "the group never got the lock\n{}",
+        out.stderr
+    );
+    // A command done before the group's vote lands: the release there
+    // waits for it, and leaves nothing behind.
+    let key = unique_key("slow-group-run");
+    Redlock::new(&format!("{slow_group},{}", plain.urls()))
+        .args(["run", "--node-timeout", "5s", "--key", &key, "--ttl", "60s", "--", "true"])
+        .run()
+        .expect(0);
+    assert_eq!(group.master().get(&lock_key(&key)), None, "left on the group after release");
+    assert_eq!(plain.values(&lock_key(&key)), [None, None]);
 }
 
 #[test]
