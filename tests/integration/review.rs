@@ -110,3 +110,80 @@ fn leftovers_forking_in_new_sessions_are_always_stopped() {
         panic!("job processes escaped the lock: {left}");
     }
 }
+
+/// An ACL user as Redis 7 creates it by default (`acl-pubsub-default
+/// resetchannels`: no pub/sub channel) with `-@scripting`, so on the
+/// no-script path; returns its URL.
+fn user_without_channels(server: &RedisServer, name: &str, scripts: bool) -> String {
+    let scripting = if scripts { "+@scripting" } else { "-@scripting" };
+    server.cmd::<()>(&[
+        "ACL",
+        "SETUSER",
+        name,
+        "on",
+        ">pw",
+        "~*",
+        "resetchannels",
+        "+@all",
+        scripting,
+    ]);
+    format!("redis://{name}:pw@127.0.0.1:{}", server.port)
+}
+
+/// REVIEW FAILING (correctness): on the no-script path the release is
+/// `MULTI; DEL; PUBLISH; EXEC`; for a user without channel permissions
+/// (Redis 7's default for a new ACL user) the PUBLISH is refused at queue
+/// time and EXEC aborts, so the DEL never happens: `release` exits 69 and
+/// the lock stays held for its whole TTL after every `run`, although
+/// `acquire` succeeded and `doctor` calls the server fit (its note speaks
+/// only of waiters not being woken). Expected: the release deletes the key
+/// (the announcement is best effort) and exits 0.
+#[test]
+#[ignore = "REVIEW FAILING: no-script release by a user without pub/sub channels leaves the lock held (EXECABORT on PUBLISH)"]
+fn a_user_without_channels_releases_without_scripts() {
+    let server = RedisServer::start();
+    let url = user_without_channels(&server, "nochan", false);
+    let key = unique_key("nochan-noscript");
+    let out = Redlock::new(&url).args(["acquire", "-n", "--key", &key]).run();
+    out.expect(0);
+    let token = out.stdout.trim().to_owned();
+    let out = Redlock::new(&url).args(["release", "--key", &key, "--token", &token]).run();
+    assert_eq!(server.get(&lock_key(&key)), None, "the lock is still held: {}", out.line());
+    out.expect(0);
+}
+
+/// REVIEW FAILING (polish): the same user with scripts: release.lua
+/// deletes the key and then fails on PUBLISH, so `release` reports exit 69
+/// ("can't publish to the channel") for a lock it did release.
+#[test]
+#[ignore = "REVIEW FAILING: scripted release by a user without pub/sub channels deletes the key but exits 69"]
+fn a_user_without_channels_releases_with_scripts() {
+    let server = RedisServer::start();
+    let url = user_without_channels(&server, "nochan2", true);
+    let key = unique_key("nochan-script");
+    let out = Redlock::new(&url).args(["acquire", "-n", "--key", &key]).run();
+    out.expect(0);
+    let token = out.stdout.trim().to_owned();
+    let out = Redlock::new(&url).args(["release", "--key", &key, "--token", &token]).run();
+    assert_eq!(server.get(&lock_key(&key)), None);
+    out.expect(0);
+}
+
+/// Passing: what happens today for the two tests above, pinned.
+#[test]
+fn a_user_without_channels_today() {
+    let server = RedisServer::start();
+    for (name, scripts, left) in [("nochan3", false, true), ("nochan4", true, false)] {
+        let url = user_without_channels(&server, name, scripts);
+        let key = unique_key(name);
+        let out = Redlock::new(&url).args(["acquire", "-n", "--key", &key]).run();
+        out.expect(0);
+        let token = out.stdout.trim().to_owned();
+        Redlock::new(&url)
+            .args(["release", "--key", &key, "--token", &token])
+            .run()
+            .expect(69)
+            .stderr_has("channel");
+        assert_eq!(server.get(&lock_key(&key)).is_some(), left, "{name}");
+    }
+}
