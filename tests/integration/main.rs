@@ -23,6 +23,7 @@ mod noscript;
 mod queue_order;
 mod readme;
 mod recipes;
+mod review;
 mod run;
 mod secrets;
 mod sentinel;
