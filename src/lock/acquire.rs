@@ -591,7 +591,27 @@ async fn contend(
                 call.invoke(&server, c).await
             })
             .await?;
-        parse_acquire(reply).map_err(|msg| server.bad_reply(Op::Acquire, key, msg))
+        let granted =
+            parse_acquire(reply).map_err(|msg| server.bad_reply(Op::Acquire, key, msg))?;
+        // This attempt's own token, fresh and random, already here: another
+        // member of the fleet is this same server (one URL listed twice, a
+        // cluster listed once per node, a Sentinel group beside its own
+        // master). Counted as "held elsewhere", the lock would look busy,
+        // held by this very attempt, on every try: a cron job skipped for
+        // ever. It is a configuration that waiting cannot cure. Exclusion
+        // is safe either way: one server grants one SET NX.
+        if let Granted::No { holder: Some(holder), .. } = &granted
+            && call.args.first().is_some_and(|token| token == holder.as_bytes())
+        {
+            return Err(server.unfit(
+                Op::Acquire,
+                key,
+                "already holds this attempt's own token: the same server is listed \
+                 more than once (run `redlock doctor`)"
+                    .to_owned(),
+            ));
+        }
+        Ok(granted)
     });
     // The queue entry a grant here removed, to put back on a withdrawal.
     let mut entry = None;

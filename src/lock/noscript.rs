@@ -360,11 +360,14 @@ async fn set_ttl(c: &mut MultiplexedConnection, call: &Call) -> RedisResult<Valu
 }
 
 /// release.lua (and withdraw.lua without `channel`): `WATCH lock; GET lock`
-/// and, while `token` holds it, `MULTI; DEL lock; PUBLISH channel
-/// "\ntoken"; EXEC`. The DEL applies only if the key still held the token
+/// and, while `token` holds it, `MULTI; DEL lock; EXEC`, then `PUBLISH
+/// channel "\ntoken"`. The DEL applies only if the key still held the token
 /// at EXEC: never anyone else's lock. The announcement names no first
-/// waiter (there is no queue here), so every waiter tries. Nil: the key
-/// changed (expired, or taken); decide again, which then answers 0.
+/// waiter (there is no queue here), so every waiter tries; it goes after
+/// the EXEC and its failure is ignored, as release.lua's `redis.pcall`: a
+/// user the ACL denies the channel must still release (inside the
+/// transaction a refused PUBLISH aborted the DEL). Nil: the key changed
+/// (expired, or taken); decide again, which then answers 0.
 async fn release(
     c: &mut MultiplexedConnection,
     lock: &str,
@@ -379,13 +382,14 @@ async fn release(
         }
         let mut tx = redis::pipe();
         tx.cmd("DEL").arg(lock);
-        if let Some(channel) = channel {
-            let mut message = b"\n".to_vec();
-            message.extend_from_slice(token);
-            tx.cmd("PUBLISH").arg(channel).arg(message);
-        }
         let reply = transaction(c, tx).await?;
         if !aborted(&reply) {
+            if let Some(channel) = channel {
+                let mut message = b"\n".to_vec();
+                message.extend_from_slice(token);
+                let _: RedisResult<Value> =
+                    redis::cmd("PUBLISH").arg(channel).arg(message).query_async(c).await;
+            }
             return Ok(Value::Int(1));
         }
     }

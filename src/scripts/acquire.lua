@@ -171,6 +171,12 @@ if type(old) == 'table' and old.err then
   old = redis.call('GET', KEYS[2])
   redis.call('SET', KEYS[2], text, 'PX', life)
 end
+-- A counter that is no number was not written by redlock: put it back (the
+-- key's own expiry is lost) and refuse, as for a key of another type.
+if old and not tonumber(old) then
+  redis.call('SET', KEYS[2], old, 'PX', life)
+  return redis.error_reply('NOTREDLOCK ' .. KEYS[2] .. ' holds no number, so it is no fence counter')
+end
 local fence = draw
 if old and tonumber(old) + 1 > draw then
   fence = tonumber(old) + 1

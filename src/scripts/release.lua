@@ -9,6 +9,9 @@
 -- first in the queue here ('' when none), so that only it attempts, and the
 -- token, so that a waiter hearing the same release from every server wakes
 -- once. A key of another type fails with WRONGTYPE and is left untouched.
+-- The announcement is best effort (redis.pcall): a user the ACL denies the
+-- channel (Redis 7's default for a new user) still releases; its waiters
+-- fall back on their backoff.
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
   local first = ''
@@ -22,7 +25,7 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
     end
     first = redis.call('ZRANGE', KEYS[2], 0, 0)[1] or ''
   end
-  redis.call('PUBLISH', ARGV[2], first .. '\n' .. ARGV[1])
+  redis.pcall('PUBLISH', ARGV[2], first .. '\n' .. ARGV[1])
   return 1
 end
 return 0

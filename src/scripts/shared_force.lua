@@ -8,5 +8,6 @@ if redis.call('GET', KEYS[1]) ~= 'redlock-shared' then
   return 0
 end
 redis.call('DEL', KEYS[1], KEYS[2])
-redis.call('PUBLISH', ARGV[1], 'redlock-shared')
+-- Best effort, as in release.lua.
+redis.pcall('PUBLISH', ARGV[1], 'redlock-shared')
 return 1

@@ -70,6 +70,7 @@ if live and ARGV[4] ~= '' then
     redis.call('ZREM', KEYS[3], m)
   end
   local first = redis.call('ZRANGE', KEYS[2], 0, 0)[1] or ''
-  redis.call('PUBLISH', ARGV[4], first .. '\n' .. ARGV[1])
+  -- Best effort, as in release.lua.
+  redis.pcall('PUBLISH', ARGV[4], first .. '\n' .. ARGV[1])
 end
 return live and 1 or 0

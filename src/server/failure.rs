@@ -126,6 +126,9 @@ impl Failure {
             Some("NOPERM") => return Failure::NoPerm(detail()),
             Some("WRONGTYPE") => return Failure::WrongType,
             Some("OOM") => return Failure::Unfit(detail()),
+            // A key of redlock's own names holds a value redlock never
+            // writes (scripts/acquire.lua): not a lock, as for WRONGTYPE.
+            Some("NOTREDLOCK") => return Failure::Unfit(detail()),
             _ => {}
         }
         // A Redis Cluster node given as a plain server answers for the hash

@@ -300,6 +300,12 @@ impl Server {
         self.error(op, key.as_bytes(), Failure::Reply(what))
     }
 
+    /// An error naming this server, `op` and `key`: `what` is wrong, and
+    /// retrying cannot cure it ([`Failure::Unfit`]).
+    pub fn unfit(&self, op: Op, key: &str, what: String) -> ServerError {
+        self.error(op, key.as_bytes(), Failure::Unfit(what))
+    }
+
     fn error(&self, op: Op, key: &[u8], failure: Failure) -> ServerError {
         ServerError { server: self.name().to_owned(), op, key: crate::display_key(key), failure }
     }

@@ -3,6 +3,7 @@
 //! The one integration-test binary: the real `redlock` against real
 //! `redis-server` processes started by [`harness`].
 
+mod adversarial;
 mod cluster;
 mod compat;
 mod config_file;
@@ -23,7 +24,6 @@ mod noscript;
 mod queue_order;
 mod readme;
 mod recipes;
-mod review;
 mod run;
 mod secrets;
 mod sentinel;
