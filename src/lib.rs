@@ -53,7 +53,7 @@
 //! - [`guard`]: the dead-man's switch that kills the job at the lock's
 //!   deadline even while redlock is frozen, stopped or dead.
 //! - [`procs`]: the process table read from `/proc` without allocating.
-//! - [`signals`]: OS signals as typed events (signal-hook, handler enqueues only).
+//! - [`signals`]: OS signals as typed events (the handler only enqueues; no thread).
 //! - [`cmd`]: one module per subcommand.
 //! - [`error`], [`exit`]: the error type and the exit codes it maps to.
 //! - [`output`]: messages on stderr, text or JSON.
