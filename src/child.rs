@@ -57,10 +57,10 @@
 //!
 //! # Nothing left
 //! Finding what the command left running means reading every process of
-//! the machine from `/proc` ([`Child::job`]): about 1.2 ms on a machine
+//! the machine from `/proc` (`Child::job`): about 1.2 ms on a machine
 //! with 80 processes, the largest single cost of an uncontended `run`, and
 //! growing with the machine. Most commands leave nothing, and that is
-//! known without the scan ([`nothing_left`]) when two things hold:
+//! known without the scan (`nothing_left`) when two things hold:
 //! - the command's group is empty: `kill(-pgid, 0)` finds no process in it
 //!   (a zombie counts as a process, so an unreaped member sends us to the
 //!   scan, as does a group id already reused);
