@@ -19,7 +19,8 @@
 //!     the lock's hash slot ([`server::cluster::key_slot`]), its master
 //!     found by asking the seeds, a redirect counted as a failure (never
 //!     a vote), the master confirmed again once a node timeout has passed;
-//!     and the safety argument behind it.
+//!     and the safety argument behind it. Both ask their nodes (Sentinels,
+//!     seeds) on connections kept between questions (`server::kept`).
 //! - `scripts/*.lua`: the atomic acquire (with the fence draw), withdraw,
 //!   compare-and-extend (never shortening), set-TTL (`--keep`),
 //!   compare-and-delete, raise-fence, status and history scripts.

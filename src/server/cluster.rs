@@ -59,6 +59,7 @@ use futures_util::stream::FuturesUnordered;
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Client, RedisError, Value};
 
+use crate::server::kept::Kept;
 use crate::server::{Failure, Tls, encode_password, host_port, node_url, open_client};
 
 /// The default Redis port, for seeds given without one.
@@ -294,11 +295,8 @@ pub fn redirect(e: &RedisError) -> Option<String> {
 pub struct Cluster {
     url: ClusterUrl,
     tls: Tls,
-    /// One client per seed, in URL order.
-    seeds: Vec<(String, Client)>,
-    /// Each seed's open connection, kept for the next question (a `run`
-    /// asks again before each renewal), dropped when it fails.
-    open: Vec<std::sync::Mutex<Option<MultiplexedConnection>>>,
+    /// The seeds, in URL order.
+    seeds: Kept,
 }
 
 /// The master of a slot, with a connection to it.
@@ -326,13 +324,12 @@ impl Cluster {
                     .map_err(|e| format!("{name}: {address}: {e}"))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let open = seeds.iter().map(|_| std::sync::Mutex::new(None)).collect();
-        Ok(Cluster { url, tls: tls.clone(), seeds, open })
+        Ok(Cluster { url, tls: tls.clone(), seeds: Kept::new(seeds) })
     }
 
     /// The seeds' addresses.
     pub fn seeds(&self) -> impl Iterator<Item = &str> {
-        self.seeds.iter().map(|(a, _)| a.as_str())
+        self.seeds.addresses()
     }
 
     /// A client for the node at `address` (`host:port`).
@@ -349,25 +346,7 @@ impl Cluster {
         command: &redis::Cmd,
         config: &AsyncConnectionConfig,
     ) -> Result<T, Failure> {
-        let (_, client) = &self.seeds[index];
-        // A poisoned slot only means a panic mid-assignment of an Option.
-        let slot = || self.open[index].lock().unwrap_or_else(|p| p.into_inner());
-        let cached = slot().clone();
-        let mut conn = match cached {
-            Some(conn) => conn,
-            None => {
-                let conn = client
-                    .get_multiplexed_async_connection_with_config(config)
-                    .await
-                    .map_err(|e| seed_failure(&e))?;
-                *slot() = Some(conn.clone());
-                conn
-            }
-        };
-        command.query_async(&mut conn).await.map_err(|e| {
-            *slot() = None;
-            seed_failure(&e)
-        })
+        self.seeds.ask(index, command, config, seed_failure).await
     }
 
     /// Seed `index`'s slot map.
@@ -376,9 +355,9 @@ impl Cluster {
         index: usize,
         config: &AsyncConnectionConfig,
     ) -> Result<SlotMap, Failure> {
-        let reply: Value =
-            self.ask(index, &redis::cmd("CLUSTER").arg("SLOTS").clone(), config).await?;
-        let host = split_address(&self.seeds[index].0).map_or("", |(host, _)| host);
+        let ask = redis::cmd("CLUSTER").arg("SLOTS").clone();
+        let reply: Value = self.ask(index, &ask, config).await?;
+        let host = split_address(self.seeds.address(index)).map_or("", |(host, _)| host);
         SlotMap::parse(&reply, host).map_err(Failure::Reply)
     }
 
@@ -400,10 +379,10 @@ impl Cluster {
         let mut problems: Vec<String> = Vec::new();
         let mut config_failure: Option<(&str, Failure)> = None;
         while let Some((i, answer)) = asks.next().await {
-            let seed = &self.seeds[i].0;
+            let seed = self.seeds.address(i);
             match answer {
                 Ok(map) => match map.owner(slot) {
-                    Some(owner) if Some(seed.as_str()) == unless => {
+                    Some(owner) if Some(seed) == unless => {
                         fallback = Some(owner.to_owned());
                     }
                     Some(owner) => return Ok(owner.to_owned()),

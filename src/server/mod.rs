@@ -10,6 +10,7 @@
 
 pub mod cluster;
 mod failure;
+mod kept;
 pub mod sentinel;
 mod url;
 

@@ -30,6 +30,7 @@ use futures_util::stream::FuturesUnordered;
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Client, Value};
 
+use crate::server::kept::Kept;
 use crate::server::{Failure, Tls, encode_password, host_port, node_url, open_client};
 
 /// The default Sentinel port.
@@ -209,11 +210,8 @@ pub enum Answer {
 pub struct Group {
     url: SentinelUrl,
     tls: Tls,
-    /// One client per Sentinel, in URL order.
-    sentinels: Vec<(String, Client)>,
-    /// Each Sentinel's open connection, kept for the next question (a
-    /// `run` asks again before each renewal), dropped when it fails.
-    open: Vec<std::sync::Mutex<Option<MultiplexedConnection>>>,
+    /// The Sentinels, in URL order.
+    sentinels: Kept,
 }
 
 /// The master found, with a connection to it.
@@ -239,13 +237,12 @@ impl Group {
                     .map_err(|e| format!("{name}: Sentinel {address}: {e}"))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let open = sentinels.iter().map(|_| std::sync::Mutex::new(None)).collect();
-        Ok(Group { url, tls: tls.clone(), sentinels, open })
+        Ok(Group { url, tls: tls.clone(), sentinels: Kept::new(sentinels) })
     }
 
     /// The Sentinels' addresses.
     pub fn sentinels(&self) -> impl Iterator<Item = &str> {
-        self.sentinels.iter().map(|(a, _)| a.as_str())
+        self.sentinels.addresses()
     }
 
     /// The service name.
@@ -259,30 +256,10 @@ impl Group {
         index: usize,
         config: &AsyncConnectionConfig,
     ) -> Result<Answer, Failure> {
-        let (_, client) = &self.sentinels[index];
-        // A poisoned slot only means a panic mid-assignment of an Option.
-        let slot = || self.open[index].lock().unwrap_or_else(|p| p.into_inner());
-        let cached = slot().clone();
-        let mut conn = match cached {
-            Some(conn) => conn,
-            None => {
-                let conn = client
-                    .get_multiplexed_async_connection_with_config(config)
-                    .await
-                    .map_err(|e| Failure::from_redis(&e))?;
-                *slot() = Some(conn.clone());
-                conn
-            }
-        };
-        let reply: Option<(String, u16)> = redis::cmd("SENTINEL")
-            .arg("get-master-addr-by-name")
-            .arg(&self.url.service)
-            .query_async(&mut conn)
-            .await
-            .map_err(|e| {
-                *slot() = None;
-                Failure::from_redis(&e)
-            })?;
+        let question =
+            redis::cmd("SENTINEL").arg("get-master-addr-by-name").arg(&self.url.service).clone();
+        let reply: Option<(String, u16)> =
+            self.sentinels.ask(index, &question, config, Failure::from_redis).await?;
         Ok(match reply {
             Some((host, port)) => Answer::Master(host, port),
             None => Answer::Unknown,
@@ -335,7 +312,7 @@ impl Group {
         let mut config_failure: Option<Failure> = None;
         let mut unknown = 0;
         while let Some((i, answer)) = asks.next().await {
-            let sentinel = &self.sentinels[i].0;
+            let sentinel = self.sentinels.address(i);
             let (host, port) = match answer {
                 Ok(Answer::Master(host, port)) => (host, port),
                 Ok(Answer::Unknown) => {

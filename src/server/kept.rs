@@ -1,0 +1,73 @@
+//! The nodes a connection kind asks before it can reach its server (a
+//! Sentinel group's Sentinels, a cluster's seeds): one client each, and
+//! the connection to each kept for the next question, since a `run` asks
+//! again before every renewal; a connection that fails is dropped and made
+//! again at the next question.
+
+use std::sync::Mutex;
+
+use redis::aio::MultiplexedConnection;
+use redis::{AsyncConnectionConfig, Client, RedisError};
+
+use super::Failure;
+
+/// Nodes to ask, in URL order, with their kept connections.
+pub struct Kept {
+    /// Each node's `host:port` and client.
+    nodes: Vec<(String, Client)>,
+    /// Each node's open connection, if any.
+    open: Vec<Mutex<Option<MultiplexedConnection>>>,
+}
+
+impl Kept {
+    /// The nodes at these addresses, with these clients; nothing connected.
+    pub fn new(nodes: Vec<(String, Client)>) -> Kept {
+        let open = nodes.iter().map(|_| Mutex::new(None)).collect();
+        Kept { nodes, open }
+    }
+
+    /// How many nodes there are.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// The address of node `index`.
+    pub fn address(&self, index: usize) -> &str {
+        &self.nodes[index].0
+    }
+
+    /// The nodes' addresses.
+    pub fn addresses(&self) -> impl Iterator<Item = &str> {
+        self.nodes.iter().map(|(a, _)| a.as_str())
+    }
+
+    /// Runs `command` on node `index` (its kept connection, or a new one);
+    /// `failure` reads an error.
+    pub async fn ask<T: redis::FromRedisValue>(
+        &self,
+        index: usize,
+        command: &redis::Cmd,
+        config: &AsyncConnectionConfig,
+        failure: fn(&RedisError) -> Failure,
+    ) -> Result<T, Failure> {
+        let (_, client) = &self.nodes[index];
+        // A poisoned slot only means a panic mid-assignment of an Option.
+        let slot = || self.open[index].lock().unwrap_or_else(|p| p.into_inner());
+        let cached = slot().clone();
+        let mut conn = match cached {
+            Some(conn) => conn,
+            None => {
+                let conn = client
+                    .get_multiplexed_async_connection_with_config(config)
+                    .await
+                    .map_err(|e| failure(&e))?;
+                *slot() = Some(conn.clone());
+                conn
+            }
+        };
+        command.query_async(&mut conn).await.map_err(|e| {
+            *slot() = None;
+            failure(&e)
+        })
+    }
+}
