@@ -28,10 +28,11 @@
 //! without order ([`crate::lock::Attempt::Disordered`]), which costs order,
 //! never safety.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use crate::server::{Op, Server, ServerError};
+use crate::token::Token;
 
 /// How long an entry lives after its last refresh. A waiter refreshes once
 /// [`REFRESH`] has passed, at its next wake-up (at most one backoff step,
@@ -76,6 +77,19 @@ pub struct View {
     pub len: usize,
     /// The first member there (empty when none).
     pub first: String,
+}
+
+/// A fresh queue entry for a wait of this process (shared: for a shared
+/// waiter). Its first 32 random bits, the first
+/// [`crate::lock::WAKE_TAG`] hex digits, are drawn once per process,
+/// so that every wait of the process listens on one wake channel
+/// ([`crate::lock::wake_channel`]) however many times it waits; the other
+/// random bits, with the pid and the time, keep entries unique.
+pub fn entry(shared: bool) -> Token {
+    static TAG: LazyLock<u128> = LazyLock::new(|| uuid::Uuid::new_v4().as_u128() >> 96 << 96);
+    let token = Token::new();
+    let token = Token { random: *TAG | (token.random & ((1 << 96) - 1)), ..token };
+    if shared { token.for_shared() } else { token }
 }
 
 /// Removes `member`'s entry from the queue (`order`, `deadlines`) on

@@ -27,7 +27,6 @@ use crate::output::{Level, Log};
 use crate::queue;
 use crate::server::{Failure, Server};
 use crate::signals::Signals;
-use crate::token::Token;
 
 /// How many attempts a waiter makes, [`CHASE_PAUSE`] apart, when it finds
 /// the lock still held by the token whose release it just heard (the
@@ -184,19 +183,25 @@ static EARS: LazyLock<Mutex<HashMap<String, Ears>>> = LazyLock::new(Mutex::defau
 const STEADY_SUBSCRIPTION: Duration = MAX_PAUSE;
 
 impl Wake {
-    /// Listens to `key`'s release channel, in the background, on the
-    /// first `servers - quorum + 1` servers: a release that succeeds is
-    /// announced by a quorum, and every quorum includes one of them.
-    /// Listening to more only multiplies the messages (contention bench: 8
-    /// waiters on 5 servers, 555-613 -> 693-722 sections/s). A listener
-    /// already running in this process is reused; one that ended (its
-    /// runtime gone, or refused by the server's ACL) is started again.
-    fn subscribe(fleet: &Fleet, key: &str, log: &Log) -> Wake {
+    /// Listens to `key`'s releases, in the background, on the first
+    /// `servers - quorum + 1` servers: a release that succeeds is announced
+    /// by a quorum, and every quorum includes one of them. Listening to
+    /// more only multiplies the messages (contention bench: 8 waiters on 5
+    /// servers, 555-613 -> 693-722 sections/s). An ordered waiter (`member`,
+    /// its queue entry) listens only to the releases that name it first
+    /// ([`crate::lock::wake_channel`]), except on a server that refused
+    /// scripts, whose releases name nobody (`lock::noscript`); a shared or
+    /// unordered one hears every release. A listener already running in
+    /// this process is reused; one that ended (its runtime gone, or refused
+    /// by the server's ACL) is started again.
+    fn subscribe(fleet: &Fleet, key: &str, member: Option<&str>, log: &Log) -> Wake {
         let channel = crate::lock::release_channel(key);
+        let own = member.map(|m| crate::lock::wake_channel(key, m));
         let n = fleet.servers().len();
         let ears = (n + 1).saturating_sub(fleet.quorum()).min(n);
         let servers = &fleet.servers()[..ears];
-        let id = servers.iter().fold(channel.clone(), |id, s| format!("{id}\n{}", s.name()));
+        let id = own.as_deref().unwrap_or(&channel);
+        let id = servers.iter().fold(id.to_owned(), |id, s| format!("{id}\n{}", s.name()));
         // A panic elsewhere while holding the lock leaves the map usable.
         let mut all = EARS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let entry = all.entry(id).or_insert_with(|| Ears {
@@ -206,8 +211,11 @@ impl Wake {
         entry.listeners.resize_with(ears, || None);
         for (slot, server) in entry.listeners.iter_mut().zip(servers) {
             if slot.as_ref().is_none_or(JoinHandle::is_finished) {
-                let (server, tx, channel, log) =
-                    (Arc::clone(server), Arc::clone(&entry.tx), channel.clone(), *log);
+                let channel = match &own {
+                    Some(own) if !server.scripts_refused() => own.clone(),
+                    _ => channel.clone(),
+                };
+                let (server, tx, log) = (Arc::clone(server), Arc::clone(&entry.tx), *log);
                 *slot =
                     Some(tokio::spawn(async move { listen(&server, &channel, &tx, &log).await }));
             }
@@ -297,8 +305,7 @@ pub async fn acquire(
     // attempts themselves; `joined` once one of them may have written it.
     // A shared wait's member says so, for the queue's turn of shared
     // waiters (`scripts/acquire.lua`).
-    let member = if request.shared { Token::new().for_shared() } else { Token::new() };
-    let member = member.to_string();
+    let member = queue::entry(request.shared).to_string();
     let since_ms = crate::millis(
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default(),
     );
@@ -427,7 +434,8 @@ pub async fn acquire(
         // A split has no holder to announce a release; and withdrawals are
         // not announced (they would wake every waiter into the same split).
         if !split {
-            wake.get_or_insert_with(|| Wake::subscribe(fleet, key, log));
+            let own = (*ordered && !request.shared).then_some(member.as_str());
+            wake.get_or_insert_with(|| Wake::subscribe(fleet, key, own, log));
         }
         let holder_expiry = holder_left.map(|d| Instant::now() + d.max(Duration::from_millis(1)));
         // Until the next attempt: at the end of a pause, or at a release

@@ -142,9 +142,33 @@ pub fn release_channel(key: &str) -> String {
     format!("redlock:released:{key}")
 }
 
+/// How many leading characters of a waiter's queue entry name the channel
+/// on which a release that names it first is also announced
+/// ([`wake_channel`]); every entry of one process shares them
+/// ([`crate::queue::entry`]).
+pub const WAKE_TAG: usize = 8;
+
+/// The channel on which a release of `key` that names `member` first in the
+/// queue is announced, besides [`release_channel`]: the release channel, a
+/// newline, and the first [`WAKE_TAG`] characters of the member (as
+/// `release.lua` and `withdraw.lua` build it). An ordered waiter listens
+/// here only, so a release wakes the one waiter whose turn it is, not all
+/// of them (issue 11: 8 waiters on 5 servers heard 24 messages per
+/// release). Another process's tag that happens to be equal costs that
+/// process a wake-up, never a missed one.
+pub fn wake_channel(key: &str, member: &str) -> String {
+    format!("{}\n{}", release_channel(key), member.get(..WAKE_TAG).unwrap_or(member))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_wake_channel_is_the_release_channel_and_the_member_tag() {
+        let member = "0123456789abcdef0123456789abcdef.1.2.h";
+        assert_eq!(wake_channel("job", member), "redlock:released:job\n01234567");
+    }
 
     #[test]
     fn native_keys_share_one_hash_tag_and_never_collide() {

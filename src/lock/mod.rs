@@ -23,7 +23,7 @@ mod status;
 
 use acquire::Numbers;
 pub use acquire::{Attempt, AttemptReport, Place, Split};
-pub use keys::{KeyLayout, release_channel};
+pub use keys::{KeyLayout, WAKE_TAG, release_channel, wake_channel};
 pub use status::{ServerView, Status};
 
 use std::sync::{Arc, LazyLock};

@@ -8,7 +8,10 @@
 -- value. A deletion is announced on ARGV[2] as "FIRST\nTOKEN": the waiter
 -- first in the queue here ('' when none), so that only it attempts, and the
 -- token, so that a waiter hearing the same release from every server wakes
--- once. A key of another type fails with WRONGTYPE and is left untouched.
+-- once. A waiter named first also hears it on ARGV[2] .. '\n' .. the first 8
+-- characters of its entry (src/lock/keys.rs, wake_channel): an ordered waiter
+-- listens there only, so that a release wakes one waiter, not all of them.
+-- A key of another type fails with WRONGTYPE and is left untouched.
 -- The announcement is best effort (redis.pcall): a user the ACL denies the
 -- channel (Redis 7's default for a new user) still releases; its waiters
 -- fall back on their backoff.
@@ -25,7 +28,11 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
     end
     first = redis.call('ZRANGE', KEYS[2], 0, 0)[1] or ''
   end
-  redis.pcall('PUBLISH', ARGV[2], first .. '\n' .. ARGV[1])
+  local message = first .. '\n' .. ARGV[1]
+  redis.pcall('PUBLISH', ARGV[2], message)
+  if first ~= '' then
+    redis.pcall('PUBLISH', ARGV[2] .. '\n' .. string.sub(first, 1, 8), message)
+  end
   return 1
 end
 return 0

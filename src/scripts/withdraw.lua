@@ -6,7 +6,7 @@
 -- entry leaves the shared holders, and the lock key's marker goes with the
 -- last live entry (else lasts as long as the latest); with a channel in
 -- ARGV[4] this is the shared holder's release, announced as release.lua does
--- when the marker goes (while it stays, no waiter can get in).
+-- (also to the first waiter's own channel) when the marker goes (while it stays, no waiter can get in).
 -- KEYS[1]: the lock key; KEYS[2], KEYS[3]: the queue's order and deadlines;
 -- KEYS[4] (shared only): the shared holders.
 -- ARGV[1]: the attempt's token; ARGV[2]: the waiter's queue member, or '' when
@@ -71,6 +71,10 @@ if live and ARGV[4] ~= '' then
   end
   local first = redis.call('ZRANGE', KEYS[2], 0, 0)[1] or ''
   -- Best effort, as in release.lua.
-  redis.pcall('PUBLISH', ARGV[4], first .. '\n' .. ARGV[1])
+  local message = first .. '\n' .. ARGV[1]
+  redis.pcall('PUBLISH', ARGV[4], message)
+  if first ~= '' then
+    redis.pcall('PUBLISH', ARGV[4] .. '\n' .. string.sub(first, 1, 8), message)
+  end
 end
 return live and 1 or 0

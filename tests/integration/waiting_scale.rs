@@ -213,6 +213,65 @@ fn a_process_keeps_one_pubsub_connection_per_server_however_often_it_waits() {
     assert_eq!(subscribes, 2, "SUBSCRIBEs over three waits");
 }
 
+#[test]
+fn a_release_wakes_only_the_waiter_whose_turn_it_is() {
+    let fleet = Fleet::start(3);
+    let key = unique_key("one-wake");
+    let holder = Redlock::on(&fleet).args(["acquire", "-k", &key, "--ttl", "60s"]).run();
+    holder.expect(0);
+    let wait = |ttl: &str| {
+        Redlock::on(&fleet)
+            .args(["-vv", "acquire", "-k", &key, "--ttl", ttl, "--wait", "30s"])
+            .spawn()
+    };
+    let first = wait("1s");
+    fleet.servers[0].await_waiters(&key, 1);
+    let second = wait("10s");
+    fleet.servers[0].await_waiters(&key, 2);
+    // Each ordered waiter listens on a channel of its own; nobody on the
+    // channel of every release.
+    let server = &fleet.servers[0];
+    let general = format!("redlock:released:{key}");
+    let (_, n): (String, i64) = server.cmd(&["PUBSUB", "NUMSUB", &general]);
+    assert_eq!(n, 0, "waiters on the channel of every release");
+    let own: Vec<String> = server.cmd(&["PUBSUB", "CHANNELS", &format!("{general}\n*")]);
+    assert_eq!(own.len(), 2, "one channel per waiter: {own:?}");
+    // The release is announced on the head's channel only.
+    let head: Vec<String> = server.cmd(&["ZRANGE", &queue_keys(&key)[0], "0", "0"]);
+    let mut conn = server.conn();
+    let mut ears = conn.as_pubsub();
+    for channel in &own {
+        ears.subscribe(channel).unwrap();
+    }
+    ears.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+    Redlock::on(&fleet).args(["release", "-k", &key, "--token", holder.line()]).run().expect(0);
+    let mut heard = Vec::new();
+    while let Ok(message) = ears.get_message() {
+        heard.push((
+            message.get_channel_name().to_owned(),
+            message.get_payload::<String>().unwrap(),
+        ));
+    }
+    let tag = &head[0][..8];
+    assert_eq!(
+        heard,
+        vec![(format!("{general}\n{tag}"), format!("{}\n{}", head[0], holder.line()))],
+        "the release, announced to the head {} alone",
+        head[0]
+    );
+    let first = first.wait();
+    first.expect(0);
+    // The first waiter's lock (1s) expires, unreleased: the second gets in
+    // on its backoff, with no release to wake it.
+    let second = second.wait();
+    second.expect(0);
+    // Before per-waiter channels, the holder's release woke the second
+    // waiter too (to move it up one place). (Whether the head attempted on
+    // the release or at the end of a pause that ended just then is a race.)
+    let woken = second.stderr.matches("woken by a release").count();
+    assert_eq!(woken, 0, "a waiter behind the head is woken:\n{}", second.stderr);
+}
+
 /// The queue's sorted sets of `key` (order, deadlines), as the README names them.
 fn queue_keys(key: &str) -> [String; 2] {
     let lock = crate::harness::lock_key(key);

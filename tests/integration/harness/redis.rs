@@ -395,14 +395,30 @@ impl RedisServer {
     }
 
     /// Returns once `count` waiters for `key` are subscribed to its release
-    /// channel (that is, are between attempts); panics after 10s.
+    /// channels (that is, are between attempts); panics after 10s. An
+    /// unordered or shared waiter listens to the release channel, an
+    /// ordered one to its own wake channel (`redlock:released:KEY\nTAG`).
     pub fn await_waiters(&self, key: &str, count: i64) {
-        let channel = format!("redlock:released:{key}");
         let start = std::time::Instant::now();
-        while self.cmd::<(String, i64)>(&["PUBSUB", "NUMSUB", &channel]).1 != count {
+        while self.waiters(key) != count {
             assert!(start.elapsed() < Duration::from_secs(10), "no {count} waiters on {key}");
             std::thread::sleep(Duration::from_millis(10));
         }
+    }
+
+    /// How many subscriptions the release channels of `key` have.
+    pub fn waiters(&self, key: &str) -> i64 {
+        let channel = format!("redlock:released:{key}");
+        let glob: String = channel
+            .chars()
+            .flat_map(|c| if "*?[]\\".contains(c) { vec!['\\', c] } else { vec![c] })
+            .collect();
+        let mut channels: Vec<String> = self.cmd(&["PUBSUB", "CHANNELS", &format!("{glob}\n*")]);
+        channels.push(channel);
+        let mut args = vec!["PUBSUB", "NUMSUB"];
+        args.extend(channels.iter().map(String::as_str));
+        let counts: Vec<(String, i64)> = self.cmd(&args);
+        counts.iter().map(|(_, n)| n).sum()
     }
 
     /// How many connections the server has accepted so far.
