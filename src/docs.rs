@@ -126,7 +126,7 @@ Validity is counted on CLOCK_BOOTTIME (time the machine spent suspended counts) 
 \-\-ttl, \-\-renew\-every, \-\-kill\-after, \-\-node\-timeout and \-\-drift\-factor must satisfy renew\-every + 2 \(mu node\-timeout + drift allowance + grace + margin < TTL, so that a healthy job is never stopped; run refuses other combinations with 64. With the defaults that holds for every TTL from 60ms up.
 \-\-on\-lost ignore keeps the command running with a warning: for locks that only save work, never for ones that protect data.
 .SH "SERVERS: ACL AND PERSISTENCE"
-An ACL user needs, on its keys redlock:{KEY}, redlock:{KEY}:fence, redlock:{KEY}:history, redlock:{KEY}:skips, redlock:{KEY}:queue and redlock:{KEY}:queue\-deadlines, and on the release channels redlock:released:KEY (here every key starting with lock\-):
+An ACL user needs, on its keys redlock:{KEY}, redlock:{KEY}:fence, redlock:{KEY}:history, redlock:{KEY}:skips, redlock:{KEY}:queue and redlock:{KEY}:queue\-deadlines, and on the release channels redlock:released:KEY and the waiters\(aq own channels redlock:released:KEY followed by a newline and 8 characters (a pattern ending in * covers both; here every key starting with lock\-):
 .EX
 ACL SETUSER locker on >PASSWORD resetkeys ~redlock:{lock\-* resetchannels &redlock:released:lock\-* \-@all +evalsha +script|load +set +get +pttl +pexpire +del +time +publish +subscribe +lpush +ltrim +lrange +hincrby +hsetnx +hset +hgetall +zadd +zrem +zrank +zrange +zrangebyscore +zcard +zscore +exists
 .EE

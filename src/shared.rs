@@ -131,7 +131,11 @@ pub async fn force_release(fleet: &Fleet, key: &str) -> usize {
         op: Op::ForceRelease,
         key: key.to_owned(),
         script: &SCRIPTS.force,
-        keys: vec![layout.lock_key(key), layout.readers_key(key)],
+        keys: [
+            vec![layout.lock_key(key), layout.readers_key(key)],
+            layout.queue_keys(key).to_vec(),
+        ]
+        .concat(),
         args: vec![crate::lock::release_channel(key).into_bytes()],
     };
     let round = fleet.round(call, parse_int, |_| Vote::Yes).await;

@@ -313,8 +313,11 @@ pub async fn acquire(
     // False for the one attempt after the queue proved disordered.
     let mut order = true;
     // Waiters ahead of us as the last attempt saw it, and when. A release
-    // heard moves us up one place without asking the servers; the turn to
-    // take a free key always comes from the servers.
+    // heard that names another waiter (heard only on a server without
+    // scripts, or by a shared waiter, or through a second wait of this
+    // process: an ordered waiter hears only the releases that name it)
+    // moves us up one place without asking the servers; the turn to take a
+    // free key always comes from the servers.
     let mut ahead: Option<(usize, Instant)>;
     // The token of the last release heard, and how many attempts since
     // met it still holding (see `CHASES`).
@@ -439,9 +442,8 @@ pub async fn acquire(
         }
         let holder_expiry = holder_left.map(|d| Instant::now() + d.max(Duration::from_millis(1)));
         // Until the next attempt: at the end of a pause, or at a release
-        // when no waiter is ahead of us. Far back in the queue a release
-        // only moves us up, and a pause ends in an attempt only to refresh
-        // our place once REFRESH has passed.
+        // that names us (or nobody). Far back in the queue a pause ends in
+        // an attempt only to refresh our place once REFRESH has passed.
         loop {
             let left = match until {
                 Some(d) => d.saturating_duration_since(Instant::now()),

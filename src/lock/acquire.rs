@@ -477,11 +477,6 @@ impl<'a> Votes<'a> {
 /// servers, on top of the time it has already taken.
 const STRAGGLER_FLOOR: Duration = Duration::from_millis(2);
 
-/// How long a server's part in a lost acquire round waits for its late
-/// answer before it withdraws whatever the attempt may have set there
-/// (`contend`).
-const LATE_ANSWER: Duration = Duration::from_millis(5);
-
 /// When an acquire round may stop listening. As soon as its standing is
 /// settled (won, held by another value on a quorum, or split so that no
 /// value can reach a quorum whatever the pending servers say). When it is
@@ -647,21 +642,6 @@ async fn contend(
                     leave_here(&server, &conn, &call).await;
                 }
                 return;
-            }
-            // Lost before this server answered (the round was decided by
-            // the others). Its answer, on a healthy server a moment behind
-            // the others', usually says "held by another value", which set
-            // nothing: no withdrawal to send. Waiting for it a little saves
-            // the server a script per late answer (issue 11: a waiter that
-            // re-joins the queue just after its release sent about 2
-            // withdrawals per critical section). Bound: a withdrawal comes
-            // at most LATE_ANSWER later than it used to; a slower or frozen
-            // server gets it then, as before, behind the attempt on this
-            // connection.
-            match tokio::time::timeout(LATE_ANSWER, &mut set).await {
-                Ok(result) if refused(&result) => return,
-                Ok(Ok(Granted::Yes(_, removed))) => entry = removed,
-                _ => {}
             }
             false
         }

@@ -272,6 +272,31 @@ fn a_release_wakes_only_the_waiter_whose_turn_it_is() {
     assert_eq!(woken, 0, "a waiter behind the head is woken:\n{}", second.stderr);
 }
 
+#[test]
+fn release_force_of_shared_holders_wakes_the_waiter_first_in_line() {
+    let fleet = Fleet::start(3);
+    let key = unique_key("force-wake");
+    Redlock::on(&fleet).args(["acquire", "-k", &key, "--shared", "--ttl", "60s"]).run().expect(0);
+    let waiter =
+        Redlock::on(&fleet).args(["acquire", "-k", &key, "--ttl", "10s", "--wait", "30s"]).spawn();
+    let server = &fleet.servers[0];
+    server.await_waiters(&key, 1);
+    let general = format!("redlock:released:{key}");
+    let own: Vec<String> = server.cmd(&["PUBSUB", "CHANNELS", &format!("{general}\n*")]);
+    assert_eq!(own.len(), 1, "the exclusive waiter's own channel: {own:?}");
+    let head: Vec<String> = server.cmd(&["ZRANGE", &queue_keys(&key)[0], "0", "0"]);
+    let mut conn = server.conn();
+    let mut ears = conn.as_pubsub();
+    ears.subscribe(&own[0]).unwrap();
+    ears.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+    Redlock::on(&fleet).args(["release", "-k", &key, "--force"]).run().expect(0);
+    // Before, the forced release announced the marker on the channel of
+    // every release only, which an ordered waiter no longer listens to.
+    let message = ears.get_message().expect("the forced release, on the waiter's channel");
+    assert_eq!(message.get_payload::<String>().unwrap(), format!("{}\nredlock-shared", head[0]));
+    waiter.wait().expect(0);
+}
+
 /// The queue's sorted sets of `key` (order, deadlines), as the README names them.
 fn queue_keys(key: &str) -> [String; 2] {
     let lock = crate::harness::lock_key(key);
