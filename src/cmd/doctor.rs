@@ -778,7 +778,8 @@ pub fn assess(
             } else {
                 a.notes.push(format!(
                     "{}: SUBSCRIBE to {} refused for this user ({why}): unless the ACL allows the \
-                     channels redlock:released:KEY of your keys, {PUBSUB_COST}",
+                     channels redlock:released:KEY* of your keys (each release's, and each \
+                     waiter's own), {PUBSUB_COST}",
                     p.server,
                     crate::lock::release_channel(PROBE_KEY)
                 ));
