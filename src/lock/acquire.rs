@@ -513,6 +513,18 @@ fn patience(
             Listen::For((elapsed + STRAGGLER_FLOOR).saturating_mul(1 << splits.min(16)))
         }
         Standing::Open => Listen::On,
+        // Lost to another value on a quorum, with servers still pending:
+        // their answers cannot change that, but each one that says "held
+        // by another value" set nothing there, so it needs no withdrawal
+        // (issue 11: the waiter that re-joins the queue right after its
+        // release sent about one withdrawal script per critical section).
+        // Waiting here, before the verdict, keeps every withdrawal ahead
+        // of this contender's next attempt on the same connection, which
+        // a wait after the verdict would not. Bound: a "busy" comes at
+        // most as long again as the round took plus STRAGGLER_FLOOR later
+        // when a server is slow or frozen; it then gets its withdrawal as
+        // before.
+        Standing::Held(_) if tally.pending() > 0 => Listen::For(elapsed + STRAGGLER_FLOOR),
         // A configuration error (a wrong password, a missing permission)
         // ends the attempt, but the error should name every server it
         // concerns: the others, which answer as fast, get as long again.

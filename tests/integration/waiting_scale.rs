@@ -168,6 +168,38 @@ fn withdrawing_a_losing_attempt_publishes_nothing() {
 }
 
 #[test]
+fn a_round_lost_everywhere_sends_no_withdrawal() {
+    let fleet = Fleet::start(3);
+    let key = unique_key("no-withdraw");
+    for s in &fleet.servers {
+        let _: redis::Value =
+            s.cmd(&["SET", &crate::harness::lock_key(&key), "other", "PX", "20000"]);
+    }
+    // Once to load the scripts, then counted.
+    Redlock::on(&fleet).args(["run", "-n", "-k", &key, "--", "true"]).run().expect(75);
+    for s in &fleet.servers {
+        let _: redis::Value = s.cmd(&["CONFIG", "RESETSTAT"]);
+    }
+    Redlock::on(&fleet).args(["run", "-n", "-k", &key, "--", "true"]).run().expect(75);
+    // Two scripts per server: the attempt and the skip's record. The round
+    // is lost once two servers answer; the third answer, "held by another
+    // value", used to come after the verdict and cost that server a
+    // withdrawal script as well.
+    let scripts: Vec<usize> = fleet
+        .servers
+        .iter()
+        .map(|s| {
+            let info: String = s.cmd(&["INFO", "commandstats"]);
+            info.lines()
+                .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
+                .and_then(|v| v.split(',').next()?.parse().ok())
+                .unwrap_or(0)
+        })
+        .collect();
+    assert_eq!(scripts, vec![2, 2, 2], "scripts per server");
+}
+
+#[test]
 fn a_process_keeps_one_pubsub_connection_per_server_however_often_it_waits() {
     use redlock::lock::{Request, Wait};
     let fleet = Fleet::start(3);
