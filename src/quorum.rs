@@ -2,9 +2,9 @@
 //!
 //! The pure half ([`Tally`], [`Outcome`], [`standing`], [`validity`]) decides
 //! from counts and durations and is unit-tested on its own. The async half
-//! ([`fan_out`]) runs one call per server at once and stops listening as soon
-//! as the caller's [`Listen`] rule says the answer can no longer change: a
-//! hung server never delays a verdict that the others already settled.
+//! ([`fan_out`]) runs one call per server at once and stops listening when
+//! the caller's [`Listen`] rule says so: as soon as the answer can no longer
+//! change, or within a bound of its own that a hung server cannot stretch.
 
 use std::fmt;
 use std::future::Future;
@@ -234,7 +234,7 @@ pub enum Listen {
     /// Wait for every pending server (each bounded by the node timeout).
     On,
     /// Wait for the pending servers at most this much longer (counted from
-    /// the first time the rule said so).
+    /// when the rule said so; the earliest such bound holds).
     For(Duration),
 }
 
@@ -311,7 +311,8 @@ where
             Listen::Stop => break,
             Listen::On => {}
             Listen::For(more) => {
-                cutoff.get_or_insert_with(|| tokio::time::Instant::now() + more);
+                let at = tokio::time::Instant::now() + more;
+                cutoff = Some(cutoff.map_or(at, |c| c.min(at)));
             }
         }
     }

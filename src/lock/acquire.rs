@@ -195,8 +195,9 @@ impl Fleet {
     /// `patience`).
     ///
     /// The verdict does not wait for what it does not need: the round
-    /// stops listening once [`quorum::standing`] is settled (or, in a
-    /// split, after `patience`), and the withdrawal runs in the
+    /// stops listening once [`quorum::standing`] is settled (a round lost
+    /// to another value, or a split, waits a bounded while more: see
+    /// `patience`), and the withdrawal runs in the
     /// background. Nothing is left behind for that: each server's task
     /// (`contend`) withdraws on the connection its attempt used, after
     /// it, and [`Fleet::drain`] waits for those tasks before the process
@@ -473,13 +474,15 @@ impl<'a> Votes<'a> {
     }
 }
 
-/// The least an acquire round with split votes waits for its slowest
-/// servers, on top of the time it has already taken.
+/// The least an acquire round with split votes (or a configuration error)
+/// waits for its slowest servers, on top of the time it has already taken.
 const STRAGGLER_FLOOR: Duration = Duration::from_millis(2);
 
 /// When an acquire round may stop listening. As soon as its standing is
 /// settled (won, held by another value on a quorum, or split so that no
-/// value can reach a quorum whatever the pending servers say). When it is
+/// value can reach a quorum whatever the pending servers say); held by
+/// another value with servers pending, after at most as long again as it
+/// has taken (see the rule below). When it is
 /// still open, the round waits for every pending server (each bounded by
 /// the node timeout) unless the answers already show contention (another
 /// value holds a vote) and a quorum of servers has answered: then it waits
@@ -521,10 +524,11 @@ fn patience(
         // Waiting here, before the verdict, keeps every withdrawal ahead
         // of this contender's next attempt on the same connection, which
         // a wait after the verdict would not. Bound: a "busy" comes at
-        // most as long again as the round took plus STRAGGLER_FLOOR later
-        // when a server is slow or frozen; it then gets its withdrawal as
-        // before.
-        Standing::Held(_) if tally.pending() > 0 => Listen::For(elapsed + STRAGGLER_FLOOR),
+        // most as long again as the round took later when a server is slow
+        // or frozen (no floor: `--limit N` pays it once per place); that
+        // server then gets its withdrawal as before. An earlier bound of
+        // the round (a split seen first) still holds (`fan_out`).
+        Standing::Held(_) if tally.pending() > 0 => Listen::For(elapsed),
         // A configuration error (a wrong password, a missing permission)
         // ends the attempt, but the error should name every server it
         // concerns: the others, which answer as fast, get as long again.
