@@ -6,7 +6,8 @@
 -- entry leaves the shared holders, and the lock key's marker goes with the
 -- last live entry (else lasts as long as the latest); with a channel in
 -- ARGV[4] this is the shared holder's release, announced as release.lua does
--- (also to the first waiter's own channel) when the marker goes (while it stays, no waiter can get in).
+-- (also on the first waiter's own channel) when the marker goes (while it
+-- stays, no waiter can get in).
 -- KEYS[1]: the lock key; KEYS[2], KEYS[3]: the queue's order and deadlines;
 -- KEYS[4] (shared only): the shared holders.
 -- ARGV[1]: the attempt's token; ARGV[2]: the waiter's queue member, or '' when
