@@ -84,7 +84,10 @@ struct Scripts {
 static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     extend: Script::new(include_str!("scripts/shared_extend.lua")),
     status: Script::new(include_str!("scripts/shared_status.lua")),
-    force: Script::new(include_str!("scripts/shared_force.lua")),
+    force: Script::new(concat!(
+        include_str!("scripts/announce.lua"),
+        include_str!("scripts/shared_force.lua")
+    )),
 });
 
 /// One compare-and-extend round of a shared holder's entry: at least

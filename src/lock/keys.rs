@@ -151,7 +151,7 @@ pub const WAKE_TAG: usize = 8;
 /// The channel on which a release of `key` that names `member` first in the
 /// queue is announced, besides [`release_channel`]: the release channel, a
 /// newline, and the first [`WAKE_TAG`] characters of the member (as
-/// `release.lua` and `withdraw.lua` build it). An ordered waiter listens
+/// `scripts/announce.lua` builds it). An ordered waiter listens
 /// here only, so a release wakes the one waiter whose turn it is, not all
 /// of them (issue 11: 8 waiters on 5 servers heard 24 messages per
 /// release). Another process's tag that happens to be equal costs that

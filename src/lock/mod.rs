@@ -57,13 +57,17 @@ struct Scripts {
 
 /// The withdrawal script's source: it is sent with every withdrawal (see
 /// [`withdraw`]).
-const WITHDRAW_LUA: &str = include_str!("../scripts/withdraw.lua");
+const WITHDRAW_LUA: &str =
+    concat!(include_str!("../scripts/announce.lua"), include_str!("../scripts/withdraw.lua"));
 
 static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     acquire: Script::new(include_str!("../scripts/acquire.lua")),
     extend: Script::new(include_str!("../scripts/extend.lua")),
     set_ttl: Script::new(include_str!("../scripts/set_ttl.lua")),
-    release: Script::new(include_str!("../scripts/release.lua")),
+    release: Script::new(concat!(
+        include_str!("../scripts/announce.lua"),
+        include_str!("../scripts/release.lua")
+    )),
     status: Script::new(include_str!("../scripts/status.lua")),
     raise_fence: Script::new(include_str!("../scripts/raise_fence.lua")),
     withdraw: Script::new(WITHDRAW_LUA),

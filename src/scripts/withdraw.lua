@@ -6,7 +6,7 @@
 -- entry leaves the shared holders, and the lock key's marker goes with the
 -- last live entry (else lasts as long as the latest); with a channel in
 -- ARGV[4] this is the shared holder's release, announced as release.lua does
--- (also on the first waiter's own channel) when the marker goes (while it
+-- (announce.lua, in front of this file) when the marker goes (while it
 -- stays, no waiter can get in).
 -- KEYS[1]: the lock key; KEYS[2], KEYS[3]: the queue's order and deadlines;
 -- KEYS[4] (shared only): the shared holders.
@@ -65,17 +65,6 @@ if #last > 0 then
 end
 redis.call('DEL', KEYS[1], KEYS[4])
 if live and ARGV[4] ~= '' then
-  -- Waiters that stopped refreshing (dead, or gone) are not named.
-  for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)) do
-    redis.call('ZREM', KEYS[2], m)
-    redis.call('ZREM', KEYS[3], m)
-  end
-  local first = redis.call('ZRANGE', KEYS[2], 0, 0)[1] or ''
-  -- Best effort, as in release.lua.
-  local message = first .. '\n' .. ARGV[1]
-  redis.pcall('PUBLISH', ARGV[4], message)
-  if first ~= '' then
-    redis.pcall('PUBLISH', ARGV[4] .. '\n' .. string.sub(first, 1, 8), message)
-  end
+  announce(ARGV[4], KEYS[2], KEYS[3], ARGV[1])
 end
 return live and 1 or 0

@@ -253,7 +253,10 @@ fn a_withdrawal_reaches_a_slow_server_after_the_attempt_it_withdraws() {
     // before: the attempt's first request is the one that sets.
     for script in [
         include_str!("../../src/scripts/acquire.lua"),
-        include_str!("../../src/scripts/release.lua"),
+        concat!(
+            include_str!("../../src/scripts/announce.lua"),
+            include_str!("../../src/scripts/release.lua")
+        ),
     ] {
         let _: String = fleet.servers[2].cmd(&["SCRIPT", "LOAD", script]);
     }

@@ -48,17 +48,7 @@ fn waiter(fleet: &Fleet, key: &str, dir: &Path, name: &str, wait: &str) -> Runni
 }
 
 fn evalsha_calls(fleet: &Fleet) -> usize {
-    fleet
-        .servers
-        .iter()
-        .map(|s| {
-            let info: String = s.cmd(&["INFO", "commandstats"]);
-            info.lines()
-                .filter(|l| l.starts_with("cmdstat_evalsha:") || l.starts_with("cmdstat_eval:"))
-                .filter_map(|l| l.split("calls=").nth(1)?.split(',').next()?.parse::<usize>().ok())
-                .sum::<usize>()
-        })
-        .sum()
+    fleet.servers.iter().map(|s| s.calls(&["evalsha", "eval"])).sum()
 }
 
 fn no_overlaps(dir: &Path) {

@@ -18,15 +18,7 @@ fn attempts(out: &Output) -> usize {
 
 /// Lock commands (scripts and SETs) a server ran since its last `CONFIG RESETSTAT`.
 fn lock_commands(server: &RedisServer) -> usize {
-    let info: String = server.cmd(&["INFO", "commandstats"]);
-    info.lines()
-        .filter(|l| {
-            ["cmdstat_evalsha:", "cmdstat_eval:", "cmdstat_set:", "cmdstat_fcall:"]
-                .iter()
-                .any(|p| l.starts_with(p))
-        })
-        .filter_map(|l| l.split("calls=").nth(1)?.split(',').next()?.parse::<usize>().ok())
-        .sum()
+    server.calls(&["evalsha", "eval", "set", "fcall"])
 }
 
 /// A 3 s wait of `waiter` on `key`, with every attempt logged.
@@ -185,17 +177,7 @@ fn a_round_lost_everywhere_sends_no_withdrawal() {
     // is lost once two servers answer; the third answer, "held by another
     // value", used to come after the verdict and cost that server a
     // withdrawal script as well.
-    let scripts: Vec<usize> = fleet
-        .servers
-        .iter()
-        .map(|s| {
-            let info: String = s.cmd(&["INFO", "commandstats"]);
-            info.lines()
-                .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
-                .and_then(|v| v.split(',').next()?.parse().ok())
-                .unwrap_or(0)
-        })
-        .collect();
+    let scripts: Vec<usize> = fleet.servers.iter().map(|s| s.calls(&["evalsha"])).collect();
     assert_eq!(scripts, vec![2, 2, 2], "scripts per server");
 }
 
@@ -230,17 +212,7 @@ fn a_process_keeps_one_pubsub_connection_per_server_however_often_it_waits() {
         let lock = rt.block_on(redlock::wait::acquire(&lib, &request, &log, None)).unwrap();
         rt.block_on(lib.release(&key, &lock.token)).unwrap();
     }
-    let subscribes: usize = fleet
-        .servers
-        .iter()
-        .map(|s| {
-            let info: String = s.cmd(&["INFO", "commandstats"]);
-            info.lines()
-                .find_map(|l| l.strip_prefix("cmdstat_subscribe:calls="))
-                .and_then(|v| v.split(',').next()?.parse().ok())
-                .unwrap_or(0)
-        })
-        .sum();
+    let subscribes: usize = fleet.servers.iter().map(|s| s.calls(&["subscribe"])).sum();
     // Two servers listened to (3 - quorum 2 + 1), once each, in three waits.
     assert_eq!(subscribes, 2, "SUBSCRIBEs over three waits");
 }

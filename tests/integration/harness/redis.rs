@@ -421,6 +421,22 @@ impl RedisServer {
         counts.iter().map(|(_, n)| n).sum()
     }
 
+    /// How many times the server ran the `commands` (lower case, as
+    /// `INFO commandstats` names them: `evalsha`, `set`, ...) since it
+    /// started or its last `CONFIG RESETSTAT`.
+    pub fn calls(&self, commands: &[&str]) -> usize {
+        let info: String = self.cmd(&["INFO", "commandstats"]);
+        info.lines()
+            .filter_map(|l| {
+                let (name, stats) = l.strip_prefix("cmdstat_")?.split_once(':')?;
+                commands.contains(&name).then_some(stats)
+            })
+            .filter_map(|stats| {
+                stats.strip_prefix("calls=")?.split(',').next()?.parse::<usize>().ok()
+            })
+            .sum()
+    }
+
     /// How many connections the server has accepted so far.
     pub fn connections_received(&self) -> u64 {
         let info: String = self.cmd(&["INFO", "stats"]);
