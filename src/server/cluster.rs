@@ -60,7 +60,9 @@ use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Client, RedisError, Value};
 
 use crate::server::kept::Kept;
-use crate::server::{Failure, Tls, encode_password, host_port, node_url, open_client};
+use crate::server::{
+    Failure, Tls, encode_password, host_list, node_url, open_client, split_authority,
+};
 
 /// The default Redis port, for seeds given without one.
 pub const DEFAULT_PORT: u16 = 6379;
@@ -132,30 +134,18 @@ impl ClusterUrl {
                 "a cluster URL takes no parameters; the form is redis+cluster://[USER:PASSWORD@]HOST:PORT[,HOST:PORT...]",
             ));
         }
-        let (authority, path) = match rest.find('/') {
-            Some(i) => (&rest[..i], &rest[i + 1..]),
-            None => (rest, ""),
-        };
+        let (userinfo, hosts, path) = split_authority(rest);
         if !matches!(path, "" | "0") {
             return Err(bad(&format!(
                 "database {path:?}: a cluster has database 0 only; drop the path"
             )));
         }
-        let (userinfo, hosts) = match authority.rfind('@') {
-            Some(at) => (Some(authority[..at].to_owned()), &authority[at + 1..]),
-            None => (None, authority),
-        };
         if hosts.trim().is_empty() {
             return Err(bad(
                 "no node; the form is redis+cluster://[USER:PASSWORD@]HOST:PORT[,HOST:PORT...]",
             ));
         }
-        let seeds = hosts
-            .split(',')
-            .map(|h| {
-                host_port(h, DEFAULT_PORT).ok_or_else(|| bad(&format!("bad node address {h:?}")))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let seeds = host_list(hosts, DEFAULT_PORT, "node").map_err(|why| bad(&why))?;
         let url = ClusterUrl { tls, seeds, userinfo };
         // The nodes' URL must be one the redis crate reads (user info);
         // checked here, with a placeholder address.

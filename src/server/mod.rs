@@ -16,7 +16,7 @@ mod url;
 
 pub use failure::{Failure, NEEDS_SCRIPTS, Op, ServerError, summarize};
 pub use url::{ServerUrl, redact};
-pub(crate) use url::{encode_password, host_port, node_url};
+pub(crate) use url::{encode_password, host_list, node_url, split_authority};
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -31,7 +31,9 @@ use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Client, Value};
 
 use crate::server::kept::Kept;
-use crate::server::{Failure, Tls, encode_password, host_port, node_url, open_client};
+use crate::server::{
+    Failure, Tls, encode_password, host_list, node_url, open_client, split_authority,
+};
 
 /// The default Sentinel port.
 pub const DEFAULT_PORT: u16 = 26379;
@@ -77,21 +79,8 @@ impl SentinelUrl {
             Some((rest, query)) => (rest, Some(query)),
             None => (rest, None),
         };
-        let (authority, path) = match rest.find('/') {
-            Some(i) => (&rest[..i], &rest[i + 1..]),
-            None => (rest, ""),
-        };
-        let (userinfo, hosts) = match authority.rfind('@') {
-            Some(at) => (Some(authority[..at].to_owned()), &authority[at + 1..]),
-            None => (None, authority),
-        };
-        let sentinels = hosts
-            .split(',')
-            .map(|h| {
-                host_port(h, DEFAULT_PORT)
-                    .ok_or_else(|| bad(&format!("bad Sentinel address {h:?}")))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let (userinfo, hosts, path) = split_authority(rest);
+        let sentinels = host_list(hosts, DEFAULT_PORT, "Sentinel").map_err(|why| bad(&why))?;
         let mut parts = path.split('/');
         let service = parts.next().unwrap_or("").to_owned();
         if service.is_empty() {

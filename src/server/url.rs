@@ -180,7 +180,7 @@ pub fn redact(raw: &str) -> String {
 /// `host[:port]`, or `[v6][:port]`, as `host:port` (`default_port` when
 /// none is given); `None` when it is not an address. For the host lists of
 /// `redis+sentinel://` and `redis+cluster://` URLs.
-pub(crate) fn host_port(raw: &str, default_port: u16) -> Option<String> {
+fn host_port(raw: &str, default_port: u16) -> Option<String> {
     let raw = raw.trim();
     let (host, port) = if let Some(v6) = raw.strip_prefix('[') {
         let (host, after) = v6.split_once(']')?;
@@ -199,6 +199,31 @@ pub(crate) fn host_port(raw: &str, default_port: u16) -> Option<String> {
         Some(p) => p.parse::<u16>().ok().filter(|p| *p != 0)?,
     };
     Some(format!("{host}:{port}"))
+}
+
+/// The authority and path of a multi-host URL, given what follows
+/// `scheme://` (and any `?query`): `[USERINFO@]HOSTS[/PATH]` as the user
+/// info (as written), the comma-separated hosts, and the path after the
+/// first `/` (empty when none). For `redis+sentinel://` and
+/// `redis+cluster://`.
+pub(crate) fn split_authority(rest: &str) -> (Option<String>, &str, &str) {
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i + 1..]),
+        None => (rest, ""),
+    };
+    match authority.rfind('@') {
+        Some(at) => (Some(authority[..at].to_owned()), &authority[at + 1..], path),
+        None => (None, authority, path),
+    }
+}
+
+/// Each of the comma-separated `hosts` as `host:port` ([`host_port`]);
+/// the error names the first that is no address, as a `what` address.
+pub(crate) fn host_list(hosts: &str, default_port: u16, what: &str) -> Result<Vec<String>, String> {
+    hosts
+        .split(',')
+        .map(|h| host_port(h, default_port).ok_or_else(|| format!("bad {what} address {h:?}")))
+        .collect()
 }
 
 /// `password` percent-encoded for the user info of a URL, the way the
