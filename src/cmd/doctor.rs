@@ -428,9 +428,7 @@ impl GroupCheck {
 /// timeout.
 pub async fn check_group(server: &Server) -> Option<GroupCheck> {
     let group = server.sentinel()?;
-    let config = redis::AsyncConnectionConfig::new()
-        .set_connection_timeout(Some(server.timeout()))
-        .set_response_timeout(Some(server.timeout()));
+    let config = server.connection_config();
     let timeout = server.timeout();
     let asks = group.sentinels().enumerate().map(|(i, address)| {
         let config = &config;
@@ -551,9 +549,7 @@ impl ClusterCheck {
 /// call bounded by the node timeout.
 pub async fn check_cluster(fleet: &Fleet, server: &Server) -> Option<ClusterCheck> {
     let cluster = server.cluster()?;
-    let config = redis::AsyncConnectionConfig::new()
-        .set_connection_timeout(Some(server.timeout()))
-        .set_response_timeout(Some(server.timeout()));
+    let config = server.connection_config();
     let timeout = server.timeout();
     let asks = cluster.seeds().enumerate().map(|(i, seed)| {
         let config = &config;

@@ -589,7 +589,7 @@ impl Server {
     }
 
     /// Connect and response timeouts: the node timeout.
-    fn connection_config(&self) -> AsyncConnectionConfig {
+    pub fn connection_config(&self) -> AsyncConnectionConfig {
         AsyncConnectionConfig::new()
             .set_connection_timeout(Some(self.timeout))
             .set_response_timeout(Some(self.timeout))
