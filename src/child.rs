@@ -374,11 +374,11 @@ impl Child {
     /// Ends the guard once nothing of the job runs any more: call after
     /// [`Child::wait`] and [`Child::stop_leftovers`], so that the clean-up
     /// of leftovers is guarded too (a redlock frozen during it still has
-    /// them killed at the deadline).
-    pub fn disarm_guard(&mut self) {
-        if let Some(guard) = self.guard.take() {
-            self.fired |= guard.disarm();
-        }
+    /// them killed at the deadline). The guard is sent SIGKILL here and
+    /// reaped by [`guard::Ended::reap`], which the caller calls once it has
+    /// released the lock, so that the guard's exit overlaps the release.
+    pub fn disarm_guard(&mut self) -> Option<guard::Ended> {
+        self.guard.take().map(Guard::end)
     }
 
     /// Notices a guard that exited: one that fired is recorded; one that

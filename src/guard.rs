@@ -144,13 +144,40 @@ impl Guard {
     /// Ends the guard (the command exited) and reaps it; returns true when
     /// it had fired (killed the job at its deadline) before.
     pub fn disarm(self) -> bool {
+        self.end().reap()
+    }
+
+    /// Ends the guard without waiting for it to be gone: SIGKILL, which
+    /// also ends a stopped guard. Once the signal is sent, the guard does
+    /// nothing more: it was killed before returning to its own code.
+    ///
+    /// Why not wait here: the guard is a fork of redlock, and tearing down
+    /// its copy of the address space takes a few hundred microseconds;
+    /// [`Ended::reap`] after the release lets that overlap the release's
+    /// round trip (issue 11, the cost of every `run`).
+    pub fn end(self) -> Ended {
+        // SAFETY: a signal to our own child, which only we reap, so the pid
+        // is ours.
+        unsafe { libc::kill(self.pid, libc::SIGKILL) };
+        Ended { pid: self.pid }
+    }
+}
+
+/// A guard that was sent SIGKILL and is not reaped yet.
+#[derive(Debug)]
+#[must_use = "reap the guard, or it stays a zombie until redlock exits"]
+pub struct Ended {
+    pid: i32,
+}
+
+impl Ended {
+    /// Waits for the guard to be gone and reaps it; returns true when it had
+    /// fired (killed the job at its deadline) before it was ended.
+    pub fn reap(self) -> bool {
         let mut status = 0;
-        // SAFETY: kill and reap our own child. SIGKILL also ends a stopped
-        // guard, so the wait returns at once.
-        unsafe {
-            libc::kill(self.pid, libc::SIGKILL);
-            libc::waitpid(self.pid, &mut status, 0);
-        }
+        // SAFETY: waitpid on our own child, which nothing else reaps; it was
+        // sent SIGKILL, so the wait ends.
+        unsafe { libc::waitpid(self.pid, &mut status, 0) };
         fired(status)
     }
 }

@@ -47,16 +47,16 @@ pub const RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// The history's scripts, hashed once (EVALSHA, SCRIPT LOAD on NOSCRIPT).
 struct Scripts {
-    record: Script,
-    skip: Script,
-    read: Script,
+    record: LazyLock<Script>,
+    skip: LazyLock<Script>,
+    read: LazyLock<Script>,
 }
 
-static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
-    record: Script::new(include_str!("scripts/record.lua")),
-    skip: Script::new(include_str!("scripts/skip.lua")),
-    read: Script::new(include_str!("scripts/history.lua")),
-});
+static SCRIPTS: Scripts = Scripts {
+    record: LazyLock::new(|| Script::new(include_str!("scripts/record.lua"))),
+    skip: LazyLock::new(|| Script::new(include_str!("scripts/skip.lua"))),
+    read: LazyLock::new(|| Script::new(include_str!("scripts/history.lua"))),
+};
 
 /// How a run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -76,19 +76,21 @@ use crate::server::Op;
 use crate::token::SHARED_MARKER;
 /// The shared holders' scripts, hashed once.
 struct Scripts {
-    extend: Script,
-    status: Script,
-    force: Script,
+    extend: LazyLock<Script>,
+    status: LazyLock<Script>,
+    force: LazyLock<Script>,
 }
 
-static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
-    extend: Script::new(include_str!("scripts/shared_extend.lua")),
-    status: Script::new(include_str!("scripts/shared_status.lua")),
-    force: Script::new(concat!(
-        include_str!("scripts/announce.lua"),
-        include_str!("scripts/shared_force.lua")
-    )),
-});
+static SCRIPTS: Scripts = Scripts {
+    extend: LazyLock::new(|| Script::new(include_str!("scripts/shared_extend.lua"))),
+    status: LazyLock::new(|| Script::new(include_str!("scripts/shared_status.lua"))),
+    force: LazyLock::new(|| {
+        Script::new(concat!(
+            include_str!("scripts/announce.lua"),
+            include_str!("scripts/shared_force.lua")
+        ))
+    }),
+};
 
 /// One compare-and-extend round of a shared holder's entry: at least
 /// `ttl` from now, or exactly (`--keep`) when `exact`.

@@ -147,12 +147,17 @@ fn parse_place(raw: &str) -> Result<(u32, u32), ()> {
     Ok((slot, limit))
 }
 
-/// This machine's host name, reduced to characters that are safe in a token.
-/// This machine's host name as tokens carry it.
+/// This machine's host name as tokens carry it: reduced to characters that
+/// are safe in a token, read once per process (every token and history
+/// entry of a run names it).
 pub fn hostname() -> String {
-    let raw = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-    let host = sanitize_host(raw.trim());
-    if host.is_empty() { "unknown".to_owned() } else { host }
+    static HOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    HOST.get_or_init(|| {
+        let raw = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+        let host = sanitize_host(raw.trim());
+        if host.is_empty() { "unknown".to_owned() } else { host }
+    })
+    .clone()
 }
 
 fn sanitize_host(raw: &str) -> String {

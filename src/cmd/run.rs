@@ -86,7 +86,9 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
                 signal = signals.recv() => forward(&child, signal, log),
             }
         };
-        child.disarm_guard();
+        if let Some(guard) = child.disarm_guard() {
+            guard.reap();
+        }
         return exit_status(status, &cfg.argv);
     }
 
@@ -182,7 +184,7 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
     // Renewal and the guard last until nothing of the job runs, leftovers
     // included; renewal never outlives the job.
     watchdog.abort();
-    child.disarm_guard();
+    let guard = child.disarm_guard();
     let signaled = status.as_ref().is_ok_and(|s| s.signal().is_some());
     let shown = crate::display_key(cfg.key.as_bytes());
     let result = match stop {
@@ -204,6 +206,10 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
         finish(&fleet, &cfg, &lock, log),
         report::finished(&fleet, &cfg, &lock, asked, &result, signaled, log)
     );
+    // Reaped only now: its exit went on while the release was on its way.
+    if let Some(guard) = guard {
+        guard.reap();
+    }
     result
 }
 

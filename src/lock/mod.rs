@@ -42,17 +42,19 @@ use crate::quorum::{self, Answer, Failures, Listen, Outcome, Reply, Round, Stand
 use crate::server::{Conn, Failure, Op, Server, ServerError};
 use crate::token::Token;
 
-/// The Lua scripts, hashed once; `Script` sends EVALSHA and, when the
+/// The Lua scripts, each hashed once when first used (a `run` uses three
+/// of them; hashing all costs every run tens of microseconds of SHA-1);
+/// `Script` sends EVALSHA and, when the
 /// server answers NOSCRIPT, SCRIPT LOAD and EVALSHA again (the README's ACL
 /// grants exactly those two).
 struct Scripts {
-    acquire: Script,
-    extend: Script,
-    set_ttl: Script,
-    release: Script,
-    status: Script,
-    raise_fence: Script,
-    withdraw: Script,
+    acquire: LazyLock<Script>,
+    extend: LazyLock<Script>,
+    set_ttl: LazyLock<Script>,
+    release: LazyLock<Script>,
+    status: LazyLock<Script>,
+    raise_fence: LazyLock<Script>,
+    withdraw: LazyLock<Script>,
 }
 
 /// The withdrawal script's source: it is sent with every withdrawal (see
@@ -60,18 +62,20 @@ struct Scripts {
 const WITHDRAW_LUA: &str =
     concat!(include_str!("../scripts/announce.lua"), include_str!("../scripts/withdraw.lua"));
 
-static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
-    acquire: Script::new(include_str!("../scripts/acquire.lua")),
-    extend: Script::new(include_str!("../scripts/extend.lua")),
-    set_ttl: Script::new(include_str!("../scripts/set_ttl.lua")),
-    release: Script::new(concat!(
-        include_str!("../scripts/announce.lua"),
-        include_str!("../scripts/release.lua")
-    )),
-    status: Script::new(include_str!("../scripts/status.lua")),
-    raise_fence: Script::new(include_str!("../scripts/raise_fence.lua")),
-    withdraw: Script::new(WITHDRAW_LUA),
-});
+static SCRIPTS: Scripts = Scripts {
+    acquire: LazyLock::new(|| Script::new(include_str!("../scripts/acquire.lua"))),
+    extend: LazyLock::new(|| Script::new(include_str!("../scripts/extend.lua"))),
+    set_ttl: LazyLock::new(|| Script::new(include_str!("../scripts/set_ttl.lua"))),
+    release: LazyLock::new(|| {
+        Script::new(concat!(
+            include_str!("../scripts/announce.lua"),
+            include_str!("../scripts/release.lua")
+        ))
+    }),
+    status: LazyLock::new(|| Script::new(include_str!("../scripts/status.lua"))),
+    raise_fence: LazyLock::new(|| Script::new(include_str!("../scripts/raise_fence.lua"))),
+    withdraw: LazyLock::new(|| Script::new(WITHDRAW_LUA)),
+};
 
 /// How long to wait for a busy lock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
