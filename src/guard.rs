@@ -148,8 +148,10 @@ impl Guard {
     }
 
     /// Ends the guard without waiting for it to be gone: SIGKILL, which
-    /// also ends a stopped guard. Once the signal is sent, the guard does
-    /// nothing more: it was killed before returning to its own code.
+    /// also ends a stopped guard. A guard running on another CPU may run a
+    /// few more instructions before the signal lands; call this only once
+    /// the command has exited and been reaped, when the guard has nothing
+    /// left to kill.
     ///
     /// Why not wait here: the guard is a fork of redlock, and tearing down
     /// its copy of the address space takes a few hundred microseconds;
