@@ -157,11 +157,13 @@ const WITHHELD: [&str; 1] = ["REDLOCK_PASSWORD"];
 /// it at `kill_at` (None: only if redlock dies); stdio and the terminal are
 /// inherited. A command that is not found is exit 127, one that cannot be
 /// executed 126, as a shell reports them. Without a guard the command is
-/// not started at all.
+/// not started at all. The guard is forked on `forker` when one was started
+/// ahead ([`guard::Forker`]).
 pub fn spawn(
     argv: &[String],
     env: &[(&str, &str)],
     kill_at: Option<BootInstant>,
+    forker: Option<guard::Forker>,
 ) -> Result<Child, Error> {
     let (program, args) =
         argv.split_first().ok_or_else(|| Error::Usage("run: no command given".into()))?;
@@ -184,7 +186,7 @@ pub fn spawn(
     let sigchld = tokio::signal::unix::signal(SignalKind::child()).ok();
     // The guard first: armed before the command exists, so that no instant
     // of the command's life is unguarded.
-    let guard = Guard::start(0, kill_at).map_err(|e| Error::CannotRun {
+    let guard = Guard::start(0, kill_at, forker).map_err(|e| Error::CannotRun {
         code: exit::CANNOT_EXECUTE,
         message: format!("cannot start the guard process for {program}: {e}"),
     })?;
@@ -395,7 +397,7 @@ impl Child {
         }
         // If no new guard can start, the command stays guarded by redlock
         // itself (and the parent-death signal) for as long as redlock runs.
-        self.guard = Guard::start(self.pgid, self.kill_at).ok();
+        self.guard = Guard::start(self.pgid, self.kill_at, None).ok();
     }
 
     /// When job control stopped the command (Ctrl-Z, or terminal I/O in

@@ -93,8 +93,13 @@ pub struct Guard {
 
 impl Guard {
     /// Forks a guard for the job of redlock (this process), group `pgid`
-    /// (0 before the command exists), to kill at `kill_at`.
-    pub fn start(pgid: i32, kill_at: Option<BootInstant>) -> io::Result<Guard> {
+    /// (0 before the command exists), to kill at `kill_at`, on `forker`'s
+    /// thread when one was started ahead, or on a thread started now.
+    pub fn start(
+        pgid: i32,
+        kill_at: Option<BootInstant>,
+        forker: Option<Forker>,
+    ) -> io::Result<Guard> {
         let argv = argv_area();
         let mut fds = [0; 2];
         // SAFETY: pipe2 fills the two fds it creates.
@@ -111,7 +116,10 @@ impl Guard {
         let redlock = unsafe { libc::getpid() };
         let fork = Fork { read: read.as_raw_fd(), redlock, first, argv };
         // `read` stays open here until the fork is done, then closes.
-        let pid = fork_beside(fork)?;
+        let pid = match forker.or_else(Forker::start) {
+            Some(forker) => forker.fork(fork)?,
+            None => fork.fork()?,
+        };
         drop(read);
         Ok(Guard { pid, pipe: write })
     }
@@ -185,7 +193,7 @@ impl Ended {
 }
 
 /// What the guard is forked with: all of it plain values, so that the fork
-/// can be made on another thread, and again on this one if that fails.
+/// can be made on another thread.
 #[derive(Clone, Copy)]
 struct Fork {
     /// The read end of the pipe from redlock.
@@ -218,34 +226,60 @@ impl Fork {
     }
 }
 
-/// Forks the guard on a thread of its own, which stays until the guard
-/// exits; or on this thread when no thread can be started.
+/// A thread of redlock's own that forks a guard when asked, and then stays
+/// until that guard exits.
 ///
-/// Why: redlock's main thread must have no children but the command and
-/// the orphans it adopts, so that one `waitid` can tell that nothing of the
-/// job is left when the command exits, instead of a scan of every process
-/// on the machine (`crate::child`, "Nothing left"). A child belongs to the
-/// thread that forked it, and stays that thread's while the thread lives:
-/// hence the thread waits (without reaping: redlock's main thread reaps the
-/// guard, as before) until the guard has exited. Should the thread end
-/// sooner, the guard becomes the main thread's child, and the check only
-/// falls back to the scan.
-fn fork_beside(fork: Fork) -> io::Result<i32> {
-    let (tx, rx) = std::sync::mpsc::sync_channel(1);
-    let parent = std::thread::Builder::new()
-        .name("guard-parent".to_owned())
-        .stack_size(256 * 1024)
-        .spawn(move || {
-            let forked = fork.fork();
-            let pid = forked.as_ref().ok().copied();
-            let _ = tx.send(forked);
-            if let Some(pid) = pid {
-                wait_without_reaping(pid);
-            }
-        });
-    match parent {
-        Ok(_) => rx.recv().unwrap_or_else(|_| Err(io::Error::other("the guard's thread ended"))),
-        Err(_) => fork.fork(),
+/// Why a thread: redlock's main thread must have no children but the
+/// command and the orphans it adopts, so that one `waitid` can tell that
+/// nothing of the job is left when the command exits, instead of a scan of
+/// every process on the machine (`crate::child`, "Nothing left"). A child
+/// belongs to the thread that forked it, and stays that thread's while the
+/// thread lives: hence the thread waits (without reaping: redlock's main
+/// thread reaps the guard) until the guard has exited. Should the thread
+/// end sooner, the guard becomes the main thread's child, and the check
+/// only falls back to the scan. When no thread can be started, the guard
+/// is forked on the calling thread, with the same fallback.
+///
+/// Why ahead of time ([`Forker::start`] before the lock is taken, as `run
+/// --wait` does): starting a thread is about a tenth of a millisecond on
+/// the way from the lock to the command (issue 11); started while redlock
+/// waits for the servers or for the lock, it costs nothing there. Dropped
+/// unused (the lock was busy), the thread ends.
+#[derive(Debug)]
+pub struct Forker {
+    /// Where the fork is asked for.
+    ask: std::sync::mpsc::SyncSender<Fork>,
+    /// Where its pid (or error) comes back.
+    forked: std::sync::mpsc::Receiver<io::Result<i32>>,
+}
+
+impl Forker {
+    /// Starts the thread; `None` when no thread can be started.
+    pub fn start() -> Option<Forker> {
+        let (ask, asked) = std::sync::mpsc::sync_channel::<Fork>(1);
+        let (answer, forked) = std::sync::mpsc::sync_channel(1);
+        std::thread::Builder::new()
+            .name("guard-parent".to_owned())
+            .stack_size(256 * 1024)
+            .spawn(move || {
+                // The sender dropped: the Forker went unused.
+                let Ok(fork) = asked.recv() else { return };
+                let result = fork.fork();
+                let pid = result.as_ref().ok().copied();
+                let _ = answer.send(result);
+                if let Some(pid) = pid {
+                    wait_without_reaping(pid);
+                }
+            })
+            .ok()?;
+        Some(Forker { ask, forked })
+    }
+
+    /// Forks the guard on the thread; returns its pid.
+    fn fork(self, fork: Fork) -> io::Result<i32> {
+        let ended = || io::Error::other("the guard's thread ended");
+        self.ask.send(fork).map_err(|_| ended())?;
+        self.forked.recv().unwrap_or_else(|_| Err(ended()))
     }
 }
 
@@ -471,12 +505,18 @@ mod tests {
             }
         };
         assert!(!own_children(), "this test thread has children of its own already");
-        let guard = Guard::start(0, None).unwrap();
-        let pid = guard.pid();
-        assert!(procs::stat(pid).is_some_and(|p| p.running), "the guard {pid} does not run");
-        assert!(!own_children(), "the guard is this thread's child");
-        assert!(!guard.disarm(), "a guard without a deadline fired");
-        assert!(procs::stat(pid).is_none(), "the disarmed guard {pid} was not reaped");
+        // On a thread started now, and on one started ahead of time (`run
+        // --wait`); an unused one ends with its Forker.
+        drop(Forker::start());
+        for forker in [None, Forker::start()] {
+            let ahead = forker.is_some();
+            let guard = Guard::start(0, None, forker).unwrap();
+            let pid = guard.pid();
+            assert!(procs::stat(pid).is_some_and(|p| p.running), "the guard {pid} does not run");
+            assert!(!own_children(), "the guard is this thread's child (ahead: {ahead})");
+            assert!(!guard.disarm(), "a guard without a deadline fired");
+            assert!(procs::stat(pid).is_none(), "the disarmed guard {pid} was not reaped");
+        }
     }
 
     #[test]

@@ -20,7 +20,8 @@ use crate::clock::{BootInstant, Clock};
 use crate::config::{OnLost, Run};
 use crate::error::Error;
 use crate::exit;
-use crate::lock::{Fleet, Lock};
+use crate::guard::Forker;
+use crate::lock::{Fleet, Lock, Wait};
 use crate::output::{Level, Log};
 use crate::procs;
 use crate::signals::{self, Signals};
@@ -79,7 +80,7 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
         ));
         // The holder's own redlock renews and guards the lock; this guard
         // only follows redlock's death.
-        let mut child = child::spawn(&cfg.argv, &[], None)?;
+        let mut child = child::spawn(&cfg.argv, &[], None, None)?;
         let status = loop {
             tokio::select! {
                 status = child.wait() => break status,
@@ -93,7 +94,12 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
     }
 
     let asked = BootInstant::now();
-    let lock = match crate::wait::acquire(&fleet, &cfg.request(), log, Some(&mut signals)).await {
+    let request = cfg.request();
+    // A run that may wait starts the guard's thread now, while it waits for
+    // the servers or the lock, rather than between the lock and the command
+    // (`guard::Forker`); `-n` (a cron fleet's skips) does not pay for it.
+    let forker = (request.wait != Wait::Once).then(Forker::start).flatten();
+    let lock = match crate::wait::acquire(&fleet, &request, log, Some(&mut signals)).await {
         Ok(lock) => lock,
         Err(Error::Busy { message, .. }) => {
             report::skipped(&fleet, &cfg, &message, asked, log).await;
@@ -132,7 +138,7 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
         )));
     }
     let kill_at = guard_kill_at(&cfg, lock.deadline());
-    let mut child = match child::spawn(&cfg.argv, &env, kill_at) {
+    let mut child = match child::spawn(&cfg.argv, &env, kill_at, forker) {
         Ok(child) => child,
         Err(e) => {
             release(&fleet, &lock, log).await;
@@ -556,7 +562,8 @@ mod tests {
             fence: None,
         };
         let (_tx, health) = watch::channel(Health::Held { deadline: lock.deadline() });
-        let mut child = child::spawn(&cfg.argv, &[], guard_kill_at(&cfg, lock.deadline())).unwrap();
+        let mut child =
+            child::spawn(&cfg.argv, &[], guard_kill_at(&cfg, lock.deadline()), None).unwrap();
         let mut signals = Signals::install().unwrap();
         let clock = Arc::new(Clock::new());
         let log = Log::new(0, true, LogFormat::Text);
