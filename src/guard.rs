@@ -194,7 +194,6 @@ impl Ended {
 
 /// What the guard is forked with: all of it plain values, so that the fork
 /// can be made on another thread.
-#[derive(Clone, Copy)]
 struct Fork {
     /// The read end of the pipe from redlock.
     read: i32,
