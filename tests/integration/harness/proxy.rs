@@ -117,8 +117,8 @@ fn copy(mut from: TcpStream, mut to: TcpStream, shared: &Shared, generation: u64
     let mut buf = [0u8; 16 * 1024];
     let current = || shared.generation.load(Ordering::SeqCst) == generation;
     let mut pending: Vec<u8> = Vec::new();
-    // How this direction ended: at the sender's end of file, at a write
-    // the receiver refused, or at the proxy's own drop or stop.
+    // How this direction ended: at the sender's end of file (or reset), at
+    // a write the receiver refused, or at the proxy's own drop or stop.
     let mut end = End::Closed;
     while current() && !shared.stop.load(Ordering::Relaxed) {
         match from.read(&mut buf) {
@@ -132,8 +132,9 @@ fn copy(mut from: TcpStream, mut to: TcpStream, shared: &Shared, generation: u64
                     e.kind(),
                     std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
                 ) => {}
+            // A reset: passed on as an end of file, as before.
             Err(_) => {
-                end = End::Refused;
+                end = End::Eof;
                 break;
             }
         }
@@ -163,7 +164,8 @@ fn copy(mut from: TcpStream, mut to: TcpStream, shared: &Shared, generation: u64
             let _ = to.shutdown(Shutdown::Write);
         }
         // The receiver is gone: this direction has nowhere to go; the
-        // other one ends at its own end of file or refusal.
+        // other one reads from that same socket and ends at its end of
+        // file or reset.
         End::Refused => {}
         // Dropped or stopped: every connection closes, both ways.
         End::Closed => {
@@ -176,9 +178,9 @@ fn copy(mut from: TcpStream, mut to: TcpStream, shared: &Shared, generation: u64
 /// How one direction of a proxied connection ended.
 #[derive(Clone, Copy)]
 enum End {
-    /// The sender closed its side.
+    /// The sender closed its side, or its connection was reset.
     Eof,
-    /// A read or a write failed: a side is gone.
+    /// A write failed: the receiver is gone.
     Refused,
     /// `drop_connections`, or the proxy dropped.
     Closed,
