@@ -1,7 +1,9 @@
 //! Build facts for `redlock --version`: the commit (`git rev-parse --short
 //! HEAD`, or "unknown" outside a git checkout, e.g. from a source tarball)
-//! and the cargo features this build was made with.
+//! and the cargo features this build was made with; and, on glibc, the
+//! unwinder linked in rather than loaded from `libgcc_s.so.1`.
 
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn git(args: &[&str]) -> Option<String> {
@@ -31,4 +33,42 @@ fn main() {
     let features = if features.is_empty() { "none".to_owned() } else { features.join(",") };
     println!("cargo:rustc-env=REDLOCK_COMMIT={commit}");
     println!("cargo:rustc-env=REDLOCK_FEATURES={features}");
+    static_unwinder();
+}
+
+/// Links the unwinder from libgcc_eh.a instead of loading libgcc_s.so.1 at
+/// every start (issue 11: every cron tick pays process start-up). Rust's
+/// std asks for `-lgcc_s`; a file of that name found first, a linker script
+/// naming libgcc_eh.a, answers it with the static archive. Measured with
+/// hyperfine on 2 cores: a Rust "hello" starts in 0.67 ms instead of 0.78
+/// (`true`: 0.60): no library to open and map, no relocations for it, and
+/// none of its constructor's CPUID probes, each a trap to the hypervisor on
+/// a VM. Only for a native glibc build whose compiler has libgcc_eh.a;
+/// otherwise the usual dynamic link stands (a warning says so).
+fn static_unwinder() {
+    let var = |k: &str| std::env::var(k).unwrap_or_default();
+    let native = var("TARGET") == var("HOST");
+    if var("CARGO_CFG_TARGET_OS") != "linux" || var("CARGO_CFG_TARGET_ENV") != "gnu" || !native {
+        return;
+    }
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_owned());
+    let archive = Command::new(&cc)
+        .arg("-print-file-name=libgcc_eh.a")
+        .output()
+        .ok()
+        .and_then(|out| String::from_utf8(out.stdout).ok())
+        .map(|path| PathBuf::from(path.trim()))
+        .filter(|path| path.is_absolute() && path.is_file());
+    let Some(archive) = archive else {
+        println!(
+            "cargo:warning=no libgcc_eh.a from {cc}: libgcc_s.so.1 stays a dynamic dependency"
+        );
+        return;
+    };
+    let dir = Path::new(&var("OUT_DIR")).join("static-unwinder");
+    std::fs::create_dir_all(&dir).expect("OUT_DIR is writable");
+    std::fs::write(dir.join("libgcc_s.a"), format!("INPUT({})\n", archive.display()))
+        .expect("OUT_DIR is writable");
+    println!("cargo:rustc-link-search=native={}", dir.display());
+    println!("cargo:rerun-if-env-changed=CC");
 }
