@@ -115,31 +115,75 @@ pub enum LogFormat {
 pub enum Command {
     /// Run a command while holding the lock, renewing it until the command exits
     #[command(after_help = RUN_EXAMPLES)]
-    Run(Box<RunArgs>),
+    Run(Lazy<Box<RunArgs>>),
     /// Take the lock and print its token on stdout
     #[command(after_help = ACQUIRE_EXAMPLES)]
-    Acquire(AcquireArgs),
+    Acquire(Lazy<AcquireArgs>),
     /// Make a lock held with a token last at least --ttl from now (never shortens it)
     #[command(after_help = EXTEND_EXAMPLES)]
-    Extend(ExtendArgs),
+    Extend(Lazy<ExtendArgs>),
     /// Give a lock back (with its token, or --force)
     #[command(after_help = RELEASE_EXAMPLES)]
-    Release(ReleaseArgs),
+    Release(Lazy<ReleaseArgs>),
     /// Show who holds a lock, on which servers, for how long (exit 0 held, 1 free)
     #[command(after_help = STATUS_EXAMPLES)]
-    Status(StatusArgs),
+    Status(Lazy<StatusArgs>),
     /// Show the last runs of a lock, fleet-wide: host, start, duration, outcome; and the skips
     #[command(after_help = HISTORY_EXAMPLES)]
-    History(HistoryArgs),
+    History(Lazy<HistoryArgs>),
     /// For monitoring: did a run start within --max-age (exit 0 ok, 1 stale or failed, 2 unknown)
     #[command(after_help = CHECK_EXAMPLES)]
-    Check(CheckArgs),
+    Check(Lazy<CheckArgs>),
     /// Check that the servers are fit for Redlock (exit 0 fit, 1 warnings)
     #[command(after_help = DOCTOR_EXAMPLES)]
-    Doctor(DoctorArgs),
+    Doctor(Lazy<DoctorArgs>),
     /// Print the effective configuration and where each value came from (flag, environment, file, default)
     #[command(after_help = CONFIG_EXAMPLES)]
     Config,
+}
+
+/// A subcommand's arguments, put into clap's tree only when that subcommand
+/// is parsed, or when help, man pages or completions need the whole tree
+/// (`clap::Command::defer`). A run builds its own subcommand's arguments
+/// alone instead of every subcommand's (issue 11: every cron tick parses
+/// a command line).
+#[derive(Debug)]
+pub struct Lazy<T>(pub T);
+
+impl<T: clap::FromArgMatches> clap::FromArgMatches for Lazy<T> {
+    fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        T::from_arg_matches(matches).map(Lazy)
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
+        self.0.update_from_arg_matches(matches)
+    }
+}
+
+impl<T: Args> Args for Lazy<T> {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        cmd.defer(|cmd| keep_about(cmd, T::augment_args))
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        cmd.defer(|cmd| keep_about(cmd, T::augment_args_for_update))
+    }
+
+    fn group_id() -> Option<clap::Id> {
+        T::group_id()
+    }
+}
+
+/// `augment` run on `cmd` as the derive runs it, before the subcommand's
+/// own description: the arguments' struct describes itself too, and,
+/// deferred, would otherwise have the last word.
+fn keep_about(cmd: clap::Command, augment: fn(clap::Command) -> clap::Command) -> clap::Command {
+    use clap::builder::Resettable;
+    let kept = |text: Option<&clap::builder::StyledStr>| {
+        text.cloned().map_or(Resettable::Reset, Resettable::Value)
+    };
+    let (about, long) = (kept(cmd.get_about()), kept(cmd.get_long_about()));
+    augment(cmd).about(about).long_about(long)
 }
 
 /// The lock key and TTL, shared by the subcommands that take a lock.

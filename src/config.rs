@@ -420,7 +420,7 @@ fn usage<T>(message: String) -> Result<T, Error> {
 fn command(command: cli::Command) -> Result<(Command, Duration), Error> {
     Ok(match command {
         cli::Command::Run(a) => {
-            let a = *a;
+            let a = *a.0;
             let (key, ttl) = key_ttl(&a.lock)?;
             let renew_every = match &a.renew_every {
                 Some(raw) => {
@@ -470,7 +470,7 @@ fn command(command: cli::Command) -> Result<(Command, Duration), Error> {
             };
             (Command::Run(run), ttl)
         }
-        cli::Command::Acquire(a) => {
+        cli::Command::Acquire(cli::Lazy(a)) => {
             let (key, ttl) = key_ttl(&a.lock)?;
             let request = Request {
                 key,
@@ -483,22 +483,22 @@ fn command(command: cli::Command) -> Result<(Command, Duration), Error> {
             };
             (Command::Acquire { request, json: a.json }, ttl)
         }
-        cli::Command::Extend(a) => {
+        cli::Command::Extend(cli::Lazy(a)) => {
             let (key, ttl) = key_ttl(&a.lock)?;
             let token = nonempty("--token", a.token)?;
             (Command::Extend { key, token, ttl }, ttl)
         }
-        cli::Command::Release(a) => {
+        cli::Command::Release(cli::Lazy(a)) => {
             let key = nonempty("--key", a.key)?;
             let token = a.token.map(|t| nonempty("--token", t)).transpose()?;
             let limit = a.limit.map(limit).transpose()?;
             (Command::Release { key, token, any_value: a.force_any_value, limit }, DEFAULT_TTL)
         }
-        cli::Command::Status(a) => {
+        cli::Command::Status(cli::Lazy(a)) => {
             let limit = a.limit.map(limit).transpose()?;
             (Command::Status { key: nonempty("--key", a.key)?, json: a.json, limit }, DEFAULT_TTL)
         }
-        cli::Command::History(a) => {
+        cli::Command::History(cli::Lazy(a)) => {
             if a.count == 0 || a.count > crate::history::MAX_ENTRIES {
                 return usage(format!(
                     "-n {}: must be between 1 and {} (the entries kept per key)",
@@ -509,13 +509,13 @@ fn command(command: cli::Command) -> Result<(Command, Duration), Error> {
             let key = nonempty("--key", a.key)?;
             (Command::History { key, count: a.count, json: a.json }, DEFAULT_TTL)
         }
-        cli::Command::Check(a) => {
+        cli::Command::Check(cli::Lazy(a)) => {
             let key = nonempty("--key", a.key)?;
             let max_age = duration("--max-age", &a.max_age)?;
             let require_success = a.require_success;
             (Command::Check { key, max_age, require_success, json: a.json }, DEFAULT_TTL)
         }
-        cli::Command::Doctor(a) => {
+        cli::Command::Doctor(cli::Lazy(a)) => {
             let ttl = ttl(&a.ttl)?;
             (Command::Doctor { ttl, json: a.json }, ttl)
         }
