@@ -532,8 +532,9 @@ where
     use clap::FromArgMatches;
     use clap::parser::ValueSource;
     // The command is built once and parsed in place: building (or cloning)
-    // clap's tree of every subcommand costs each run about 0.1 ms
-    // (issue 11, the cost of every cron tick).
+    // clap's tree costs each run about 0.1 ms (issue 11, the cost of every
+    // cron tick); the subcommands' options are built only for the one
+    // parsed (`Lazy`).
     let mut command = command();
     // An empty variable counts as unset (`REDLOCK_SERVERS=` in a crontab),
     // so that the file or the default applies.

@@ -419,8 +419,8 @@ fn usage<T>(message: String) -> Result<T, Error> {
 /// The subcommand's settings and the TTL that sizes the node timeout.
 fn command(command: cli::Command) -> Result<(Command, Duration), Error> {
     Ok(match command {
-        cli::Command::Run(a) => {
-            let a = *a.0;
+        cli::Command::Run(cli::Lazy(a)) => {
+            let a = *a;
             let (key, ttl) = key_ttl(&a.lock)?;
             let renew_every = match &a.renew_every {
                 Some(raw) => {
