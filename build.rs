@@ -44,18 +44,27 @@ fn main() {
 /// (`true`: 0.60): no library to open and map, no relocations for it, and
 /// none of its constructor's CPUID probes, each a trap to the hypervisor on
 /// a VM. Only for a native glibc build whose compiler has libgcc_eh.a;
-/// otherwise the usual dynamic link stands (a warning says so).
+/// otherwise the usual dynamic link stands (a warning says so). The cost:
+/// the binary needs what that archive needs of the C library (gcc 12's,
+/// `_dl_find_object`: glibc 2.35, where 2.34 did before), which a binary
+/// built where it runs, or the Debian package (its dependency says so),
+/// always has.
 fn static_unwinder() {
+    println!("cargo:rerun-if-env-changed=CC");
     let var = |k: &str| std::env::var(k).unwrap_or_default();
     let native = var("TARGET") == var("HOST");
     if var("CARGO_CFG_TARGET_OS") != "linux" || var("CARGO_CFG_TARGET_ENV") != "gnu" || !native {
         return;
     }
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_owned());
-    let archive = Command::new(&cc)
-        .arg("-print-file-name=libgcc_eh.a")
-        .output()
-        .ok()
+    // CC may carry arguments ("ccache gcc").
+    let cc = std::env::var("CC").ok().filter(|cc| !cc.trim().is_empty());
+    let cc = cc.unwrap_or_else(|| "cc".to_owned());
+    let mut words = cc.split_whitespace();
+    let archive = words
+        .next()
+        .and_then(|program| {
+            Command::new(program).args(words).arg("-print-file-name=libgcc_eh.a").output().ok()
+        })
         .and_then(|out| String::from_utf8(out.stdout).ok())
         .map(|path| PathBuf::from(path.trim()))
         .filter(|path| path.is_absolute() && path.is_file());
@@ -65,10 +74,13 @@ fn static_unwinder() {
         );
         return;
     };
+    // A compiler upgrade that removes the archive reruns this, rather than
+    // leaving the link pointed at a missing file.
+    println!("cargo:rerun-if-changed={}", archive.display());
     let dir = Path::new(&var("OUT_DIR")).join("static-unwinder");
     std::fs::create_dir_all(&dir).expect("OUT_DIR is writable");
-    std::fs::write(dir.join("libgcc_s.a"), format!("INPUT({})\n", archive.display()))
+    // Quoted: a path may hold spaces.
+    std::fs::write(dir.join("libgcc_s.a"), format!("INPUT(\"{}\")\n", archive.display()))
         .expect("OUT_DIR is writable");
     println!("cargo:rustc-link-search=native={}", dir.display());
-    println!("cargo:rerun-if-env-changed=CC");
 }
