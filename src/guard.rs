@@ -239,11 +239,11 @@ impl Fork {
 /// only falls back to the scan. When no thread can be started, the guard
 /// is forked on the calling thread, with the same fallback.
 ///
-/// Why ahead of time ([`Forker::start`] before the lock is taken, as `run
-/// --wait` does): starting a thread is about a tenth of a millisecond on
-/// the way from the lock to the command (issue 11); started while redlock
-/// waits for the servers or for the lock, it costs nothing there. Dropped
-/// unused (the lock was busy), the thread ends.
+/// Why ahead of time ([`Forker::start`] before the lock is taken, as `run`
+/// does unless `-n`): starting a thread is about a tenth of a millisecond
+/// on the way from the lock to the command (issue 11); started while
+/// redlock waits for the servers or for the lock, it costs nothing there.
+/// Dropped unused (the lock was busy), the thread ends.
 #[derive(Debug)]
 pub struct Forker {
     /// Where the fork is asked for.
@@ -504,8 +504,8 @@ mod tests {
             }
         };
         assert!(!own_children(), "this test thread has children of its own already");
-        // On a thread started now, and on one started ahead of time (`run
-        // --wait`); an unused one ends with its Forker.
+        // On a thread started now, and on one started ahead of time (`run`
+        // unless `-n`); an unused one ends with its Forker.
         drop(Forker::start());
         for forker in [None, Forker::start()] {
             let ahead = forker.is_some();

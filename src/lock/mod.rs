@@ -42,8 +42,9 @@ use crate::quorum::{self, Answer, Failures, Listen, Outcome, Reply, Round, Stand
 use crate::server::{Conn, Failure, Op, Server, ServerError};
 use crate::token::Token;
 
-/// The Lua scripts, each hashed once when first used (a `run` uses three
-/// of them; hashing all costs every run tens of microseconds of SHA-1);
+/// The Lua scripts, each hashed once when first used (an uncontended `run`
+/// uses two of them; hashing all cost every run tens of microseconds of
+/// SHA-1);
 /// `Script` sends EVALSHA and, when the
 /// server answers NOSCRIPT, SCRIPT LOAD and EVALSHA again (the README's ACL
 /// grants exactly those two).
