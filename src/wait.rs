@@ -323,6 +323,9 @@ pub async fn acquire(
     // met it still holding (see `CHASES`).
     let mut heard: Option<Vec<u8>> = None;
     let mut chases = 0;
+    // Whether the last attempt came of a release heard (and its chases),
+    // rather than of the end of a pause.
+    let mut woken = false;
     let queue_keys = fleet.key_layout().queue_keys(key);
     let leave = async |joined: bool| {
         if joined {
@@ -350,22 +353,30 @@ pub async fn acquire(
             &format!("attempt {attempts} on {shown}: {outcome}"),
             json!({ "key": key, "attempt": attempts, "outcome": outcome, "servers": report.servers }),
         );
-        // An ordered waiter woken by a release: a split, or too few answers
-        // (the round stops once nobody can win it), is most often that
-        // release still on its way to some servers, the old token holding
-        // them. Chased as a busy answer naming the token heard is (below).
-        // Waiting a whole pause instead let a waiter behind it, refreshing
-        // its place while this one's grant was being withdrawn from a
-        // server, find no first waiter on a quorum and take the lock out of
-        // turn (waiting_scale's FIFO test with 2 of 5 servers down: 1 run
-        // in 15).
+        // An ordered waiter that a release woke: a split, or a round with
+        // too few answers (it stops once nobody can win it, and the servers
+        // not awaited then count as silent), is most often that release
+        // still on its way to some servers, the old token holding them
+        // (seen: "2 of 5 servers answered" with 2 of 5 down, one holding
+        // the old token, one not awaited). Chased as a busy answer naming
+        // the token heard is (below), within the wait's deadline. Waiting a
+        // whole pause instead let a waiter behind it, refreshing its place
+        // while this one's grant was being withdrawn from a server, find no
+        // first waiter on a quorum and take the lock out of turn
+        // (waiting_scale's FIFO test with 2 of 5 servers down: 1 run in 15).
+        // Only right after a wake: what a refresh meets at the end of a
+        // pause is left to the backoff.
+        let in_time = deadline.is_none_or(|d| Instant::now() < d);
         let lagging = match &report.attempt {
             Attempt::Split(_) => true,
             Attempt::Unavailable(e) => !config_error(e),
             _ => false,
         };
-        if lagging && *ordered && heard.is_some() && chases < CHASES {
+        if lagging && *ordered && woken && chases < CHASES && in_time {
             chases += 1;
+            log.debug(&format!(
+                "attempt {attempts}: not taken just after a release; again at once"
+            ));
             tokio::time::sleep(CHASE_PAUSE).await;
             continue;
         }
@@ -487,6 +498,7 @@ pub async fn acquire(
             ));
             tokio::select! {
                 () = tokio::time::sleep(pause) => {
+                    woken = false;
                     match ahead {
                         Some((n, at)) if n > 0 && at.elapsed() < queue::REFRESH => continue,
                         _ => break,
@@ -500,6 +512,7 @@ pub async fn acquire(
                     let first = release.first.as_deref().filter(|f| !f.is_empty());
                     heard = Some(release.token.clone());
                     chases = 0;
+                    woken = true;
                     match first {
                         // Another waiter's turn: we move up one place. A
                         // shared waiter named first lets every shared
