@@ -17,7 +17,7 @@ pub struct AttemptReport {
 }
 
 /// The numbers of one acquire call (`scripts/acquire.lua`, ARGV[3]), packed
-/// as nine little-endian doubles that the script reads with one
+/// as ten little-endian doubles that the script reads with one
 /// `struct.unpack`: no string parsing and no `tonumber` on the server,
 /// which cost about a sixth of the script's instructions when they were
 /// decimal text (issue 10, item 6). Every number stays below 2^53, so a
@@ -42,10 +42,13 @@ pub(crate) struct Numbers {
     pub since_ms: u64,
     /// How far a server lets `since_ms` differ from its own clock.
     pub skew_ms: u64,
+    /// The key's places (`--limit N`; 1 for the lock): the first this many
+    /// waiters may take a free place.
+    pub places: u32,
 }
 
 impl Numbers {
-    /// The packed form (`struct.pack('<ddddddddd', ...)`; -1: no proposal).
+    /// The packed form (`struct.pack('<dddddddddd', ...)`; -1: no proposal).
     pub fn pack(&self) -> Vec<u8> {
         // `as f64` is exact: every field is below 2^53 (see the type's doc).
         #[allow(clippy::cast_precision_loss)]
@@ -59,17 +62,18 @@ impl Numbers {
             self.queue_life_ms as f64,
             self.since_ms as f64,
             self.skew_ms as f64,
+            f64::from(self.places),
         ];
         fields.iter().flat_map(|f| f.to_le_bytes()).collect()
     }
 
     /// Reads the packed form back (the no-script path stands in for the
-    /// script); `None` when it is not nine whole non-negative numbers.
+    /// script); `None` when it is not ten whole non-negative numbers.
     pub fn unpack(packed: &[u8]) -> Option<Numbers> {
-        if packed.len() != 72 {
+        if packed.len() != 80 {
             return None;
         }
-        let mut n = [0i64; 9];
+        let mut n = [0i64; 10];
         for (slot, chunk) in n.iter_mut().zip(packed.chunks_exact(8)) {
             let f = f64::from_le_bytes(chunk.try_into().ok()?);
             if f.fract() != 0.0 || !(-1.0..9.007e15).contains(&f) {
@@ -91,6 +95,7 @@ impl Numbers {
             queue_life_ms: whole(6)?,
             since_ms: whole(7)?,
             skew_ms: whole(8)?,
+            places: u32::try_from(n[9]).ok()?,
         })
     }
 }
@@ -111,6 +116,9 @@ pub struct Place<'a> {
     /// When the wait began, by this host's clock (ms since the Unix
     /// epoch): the waiter's place in the queue ([`queue::SKEW`]).
     pub since_ms: u64,
+    /// The key's places (`--limit N`; 1 for the lock): any of the first
+    /// this many waiters may take a free place.
+    pub places: u32,
 }
 
 /// The verdict of one acquire round.
@@ -236,6 +244,7 @@ impl Fleet {
             queue_life_ms: crate::millis(queue::LIFETIME),
             since_ms: place.map_or(0, |p| p.since_ms),
             skew_ms: crate::millis(queue::SKEW),
+            places: place.map_or(1, |p| p.places),
         };
         let call = Arc::new(Call {
             op: Op::Acquire,
@@ -805,9 +814,10 @@ mod tests {
             queue_life_ms: 60_000,
             since_ms: 1_795_621_712_435,
             skew_ms: 100,
+            places: 3,
         };
         let packed = numbers.pack();
-        assert_eq!(packed.len(), 72);
+        assert_eq!(packed.len(), 80);
         assert_eq!(Numbers::unpack(&packed), Some(numbers));
         let unfenced = Numbers { proposal: None, ..numbers };
         assert_eq!(Numbers::unpack(&unfenced.pack()), Some(unfenced));
