@@ -111,12 +111,9 @@ pub fn entry(shared: bool) -> Token {
 
 /// Removes `member`'s entry from the queue (`order`, `deadlines`) on
 /// every server, best effort: an entry left behind expires.
-pub async fn leave(
-    servers: &[Arc<Server>],
-    key: &str,
-    [order, deadlines]: &[String; 2],
-    member: &str,
-) {
+pub async fn leave(servers: Vec<Arc<Server>>, key: String, keys: [String; 2], member: String) {
+    let [order, deadlines] = &keys;
+    let (key, member) = (key.as_str(), member.as_str());
     let calls = servers.iter().map(|server| async move {
         let _ = server
             .call(Op::Queue, key.as_bytes(), async |c| {

@@ -327,9 +327,13 @@ pub async fn acquire(
     // rather than of the end of a pause.
     let mut woken = false;
     let queue_keys = fleet.key_layout().queue_keys(key);
+    // Leaving the queue needs no answer: in the background, so that a
+    // server that hangs does not hold the end of the wait.
     let leave = async |joined: bool| {
         if joined {
-            queue::leave(fleet.servers(), key, &queue_keys, &member).await;
+            let servers = fleet.servers().to_vec();
+            let (key, keys, member) = (key.to_owned(), queue_keys.clone(), member.clone());
+            fleet.background(queue::leave(servers, key, keys, member));
         }
     };
     let join = *wait != Wait::Once;
