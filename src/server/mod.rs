@@ -370,7 +370,7 @@ impl Server {
         key: &[u8],
         deadline: tokio::time::Instant,
     ) -> Result<Conn, ServerError> {
-        let failure = match tokio::time::timeout_at(deadline, self.open(self.slot_of(key))).await {
+        let failure = match crate::clock::timeout_at(deadline, self.open(self.slot_of(key))).await {
             Ok(Ok(conn)) => return Ok(conn),
             Ok(Err(Failure::Timeout(_))) => self.timed_out(),
             Ok(Err(failure)) => failure,
@@ -392,7 +392,7 @@ impl Server {
         f: impl AsyncFnOnce(&mut MultiplexedConnection) -> redis::RedisResult<T>,
     ) -> Result<T, ServerError> {
         let mut c = conn.conn.clone();
-        let failure = match tokio::time::timeout_at(deadline, f(&mut c)).await {
+        let failure = match crate::clock::timeout_at(deadline, f(&mut c)).await {
             Ok(Ok(value)) => return Ok(value),
             Ok(Err(e)) if e.is_timeout() => self.timed_out(),
             Ok(Err(e)) => self.failure(&e),
@@ -588,11 +588,15 @@ impl Server {
         self.verified.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Connect and response timeouts: the node timeout.
+    /// The connect timeout: the node timeout. No response timeout of the
+    /// redis crate's: every call is bounded by its caller's
+    /// ([`crate::clock::timeout_at`], which reads an answer that arrived
+    /// while the process was frozen before it declares the timeout; the
+    /// crate's own would fire first and throw that answer away).
     pub fn connection_config(&self) -> AsyncConnectionConfig {
         AsyncConnectionConfig::new()
             .set_connection_timeout(Some(self.timeout))
-            .set_response_timeout(Some(self.timeout))
+            .set_response_timeout(None)
     }
 
     /// The Sentinel group behind this server, if its URL names one.

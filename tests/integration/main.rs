@@ -4,6 +4,7 @@
 //! `redis-server` processes started by [`harness`].
 
 mod adversarial;
+mod audit;
 mod cluster;
 mod compat;
 mod config_file;
