@@ -34,3 +34,27 @@ fn a_winner_frozen_past_its_node_timeout_keeps_the_grants_that_arrived() {
     let token = out.line().to_owned();
     assert_eq!(fleet.values(&lock_key(&key)), vec![Some(token); 3], "the grants were withdrawn");
 }
+
+/// With no server named anywhere (no `--servers`, no `REDLOCK_SERVERS`, no
+/// configuration file), redlock used `redis://127.0.0.1:6379` without a
+/// word: a host whose configuration was not deployed yet locked on its own
+/// Redis and ran the job beside every other such host. Now every command
+/// that needs servers exits 64 with one line saying where to name them,
+/// before it touches any server; `config` says none are configured.
+#[test]
+fn no_server_named_anywhere_is_a_usage_error_not_a_local_redis() {
+    for args in [
+        &["run", "-n", "-E", "0", "-k", "k", "--", "true"][..],
+        &["acquire", "-k", "k", "--wait", "1m"],
+        &["status", "-k", "k"],
+        &["doctor"],
+    ] {
+        let out = Redlock::new("").args(args).run();
+        out.expect(64).stderr_has("no servers configured").stderr_has("--servers");
+        assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    }
+    let out = Redlock::new("").args(["config"]).run();
+    out.expect(0);
+    let servers = out.stdout.lines().find(|l| l.starts_with("servers")).unwrap_or_default();
+    assert!(servers.contains("none configured"), "{}", out.stdout);
+}

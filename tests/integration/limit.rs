@@ -325,10 +325,9 @@ pub fn limit_loops(
     );
     (0..contenders)
         .map(|_| {
-            std::process::Command::new("sh")
+            crate::harness::isolate(&mut std::process::Command::new("sh"))
                 .args(["-c", &script])
                 .env("REDLOCK_SERVERS", fleet.urls())
-                .env("REDLOCK_CONFIG", "/dev/null")
                 .spawn()
                 .unwrap()
         })
