@@ -521,12 +521,12 @@ fn command(command: cli::Command) -> Result<(Command, Duration), Error> {
         }
         cli::Command::Extend(cli::Lazy(a)) => {
             let (key, ttl) = key_ttl(&a.lock)?;
-            let token = nonempty("--token", a.token)?;
+            let token = token_arg(a.token)?;
             (Command::Extend { key, token, ttl }, ttl)
         }
         cli::Command::Release(cli::Lazy(a)) => {
             let key = nonempty("--key", a.key)?;
-            let token = a.token.map(|t| nonempty("--token", t)).transpose()?;
+            let token = a.token.map(token_arg).transpose()?;
             let limit = a.limit.map(limit).transpose()?;
             (Command::Release { key, token, any_value: a.force_any_value, limit }, DEFAULT_TTL)
         }
@@ -597,6 +597,20 @@ fn ttl(raw: &str) -> Result<Duration, Error> {
         return usage(format!("--ttl {raw}: shorter than the minimum of 10ms"));
     }
     Ok(d)
+}
+
+/// A `--token`: not empty, and never the marker that shared holders keep
+/// in the lock key ([`crate::token::SHARED_MARKER`]): it is no holder's
+/// token, and releasing or extending it would let a writer in beside
+/// live readers, or keep writers out for as long as it was extended.
+fn token_arg(value: String) -> Result<String, Error> {
+    if crate::shared::is_marker(&value) {
+        return usage(format!(
+            "--token {value}: that is the marker of the shared holders (--shared), not a token; \
+             each shared holder has its own (REDLOCK_TOKEN, or `redlock status --key K`)"
+        ));
+    }
+    nonempty("--token", value)
 }
 
 fn nonempty(flag: &str, value: String) -> Result<String, Error> {

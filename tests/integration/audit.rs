@@ -58,3 +58,41 @@ fn no_server_named_anywhere_is_a_usage_error_not_a_local_redis() {
     let servers = out.stdout.lines().find(|l| l.starts_with("servers")).unwrap_or_default();
     assert!(servers.contains("none configured"), "{}", out.stdout);
 }
+
+/// The shared holders' marker in the lock key was accepted as a token:
+/// `release --token redlock-shared` deleted it while a reader ran (and a
+/// writer then ran beside the reader), `extend --token redlock-shared`
+/// kept writers out for an hour, and `status --json` showed it as the
+/// holder's token.
+#[test]
+fn the_shared_marker_is_never_a_token() {
+    let fleet = Fleet::start(3);
+    let key = unique_key("marker");
+    let dir = tempfile::tempdir().unwrap();
+    let inside = dir.path().join("inside");
+    let reader = Redlock::on(&fleet)
+        .args(["run", "--shared", "-k", &key, "--", "sh", "-c"])
+        .args([format!("touch {}; sleep 2", inside.display())])
+        .spawn();
+    crate::harness::wait_for_file(&inside);
+    for args in [
+        &["release", "-k", &key, "--token", "redlock-shared"][..],
+        &["extend", "-k", &key, "--token", "redlock-shared", "--ttl", "1h"],
+    ] {
+        let out = Redlock::on(&fleet).args(args).run();
+        out.expect(64).stderr_has("marker of the shared holders");
+    }
+    assert_eq!(fleet.values(&lock_key(&key)), vec![Some("redlock-shared".to_owned()); 3]);
+    let status = Redlock::on(&fleet).args(["status", "-k", &key, "--json"]).run();
+    status.expect(0);
+    let json = status.json();
+    assert!(json["holder"]["token"].is_null(), "{json}");
+    assert_eq!(json["holder"]["shared"], true, "{json}");
+    assert_eq!(json["holders"][0]["shared"], true, "{json}");
+    // A writer is still kept out while the reader runs.
+    Redlock::on(&fleet).args(["run", "-n", "-k", &key, "--", "true"]).run().expect(75);
+    reader.wait().expect(0);
+    for pttl in fleet.servers.iter().map(|s| s.pttl(&lock_key(&key))) {
+        assert_eq!(pttl, -2, "the marker outlived the last reader");
+    }
+}
