@@ -96,3 +96,18 @@ fn the_shared_marker_is_never_a_token() {
         assert_eq!(pttl, -2, "the marker outlived the last reader");
     }
 }
+
+/// `run --ttl 60ms` passed the timing check with 0.4 ms to spare, and on a
+/// loaded machine 3 runs in 5 of `sleep 2` on healthy servers were stopped
+/// as lost (exit 70): no accepted combination of flags may stop a healthy
+/// job. A TTL that leaves no room for the host's own delays is refused
+/// before any server is touched.
+#[test]
+fn a_ttl_with_no_room_for_scheduling_is_refused() {
+    let fleet = Fleet::start(1);
+    let key = unique_key("tiny-ttl");
+    let out = Redlock::on(&fleet).args(["run", "--ttl", "60ms", "-k", &key, "--", "true"]).run();
+    out.expect(64).stderr_has("for the host's scheduling").stderr_has("a longer --ttl fits");
+    assert_eq!(fleet.dbsizes(), vec![0], "a refused run wrote to a server");
+    Redlock::on(&fleet).args(["run", "--ttl", "1s", "-k", &key, "--", "true"]).run().expect(0);
+}
