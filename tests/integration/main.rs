@@ -13,6 +13,7 @@ mod doctor;
 mod drift;
 mod engine;
 mod fencing;
+mod found;
 mod harness;
 mod history;
 mod hostile;
