@@ -31,7 +31,7 @@ const LAST_LOOKS: usize = 8;
 
 /// [`tokio::time::timeout_at`] that reads what has already arrived before
 /// it declares the timeout: once `deadline` has passed, `fut` gets
-/// [`LAST_LOOKS`] more turns of the runtime (microseconds, no sleep).
+/// `LAST_LOOKS` more turns of the runtime (microseconds, no sleep).
 ///
 /// Why: a process frozen past its deadline (a VM pause, SIGSTOP, a starved
 /// host) resumes with the timer expired and the answer in its socket
