@@ -70,7 +70,8 @@ fn usage(dir: &Path) -> (Duration, f64, i64) {
         })
         .collect();
     events.sort();
-    let (mut waiting, mut inside, mut most, mut weighted, mut span) = (0i64, 0i64, 0i64, 0f64, 0f64);
+    let (mut waiting, mut inside, mut most, mut weighted, mut span) =
+        (0i64, 0i64, 0i64, 0f64, 0f64);
     for pair in events.windows(2) {
         let ((t, what), (next, _)) = (&pair[0], &pair[1]);
         match what.as_str() {

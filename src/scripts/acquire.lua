@@ -31,9 +31,10 @@
 -- exclusive lock: Redis answers an unauthenticated command of more than ten
 -- with a protocol error instead of NOAUTH. The shared call has eleven;
 -- src/server.rs reads that protocol error as the NOAUTH it stands for.)
--- Returns {1, fence, score, deadline} when granted (fence -1 without
--- fencing; score and deadline are the waiter's entry, removed here because
--- it is served, or -1 when it had none: a withdrawal puts it back), or
+-- Returns {1, fence, score, deadline, seconds, microseconds} when granted
+-- (fence -1 without fencing; score and deadline are the waiter's entry,
+-- removed here because it is served, or -1 when it had none: a withdrawal
+-- puts it back; then the server's TIME), or
 -- {0, holder, pttl, rank, len, first} when not: holder is the value holding
 -- the key against this attempt ('' when the key is free, or held by shared
 -- holders only, but another waiter goes first), pttl its expiry (-1: none;
@@ -160,10 +161,14 @@ if queued then
     redis.call('ZREM', KEYS[4], member)
   end
 end
-if proposal < 0 then
-  return {1, -1, score, deadline}
-end
+-- The server's clock goes back with every grant: a server whose clock is
+-- far from this client's (stepped, restored from a snapshot) may have let
+-- a holder's key expire early, and its grant counts towards no quorum
+-- (src/lock/acquire.rs, `vote_of`).
 local time = redis.call('TIME')
+if proposal < 0 then
+  return {1, -1, score, deadline, time[1], time[2]}
+end
 local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
 local draw = math.min(math.max(proposal, now), now + window)
 -- Write the draw and read the counter it replaces in one call (SET ... GET,
@@ -187,4 +192,4 @@ if old and tonumber(old) + 1 > draw then
   fence = tonumber(old) + 1
   redis.call('SET', KEYS[2], string.format('%.0f', fence), 'PX', life)
 end
-return {1, fence, score, deadline}
+return {1, fence, score, deadline, time[1], time[2]}
