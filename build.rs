@@ -49,11 +49,21 @@ fn main() {
 /// `_dl_find_object`: glibc 2.35, where 2.34 did before), which a binary
 /// built where it runs, or the Debian package (its dependency says so),
 /// always has.
+///
+/// Not for a build with a linker of its own (cargo sets RUSTC_LINKER): the
+/// release's portable binary (dist/build) is linked by cargo-zigbuild,
+/// which turns `-lgcc_s` into zig's static LLVM libunwind, so that binary
+/// loads no libgcc_s.so.1 either and needs glibc 2.28 only (measured:
+/// docs/performance.md, "The portable binary").
 fn static_unwinder() {
     println!("cargo:rerun-if-env-changed=CC");
+    println!("cargo:rerun-if-env-changed=RUSTC_LINKER");
     let var = |k: &str| std::env::var(k).unwrap_or_default();
     let native = var("TARGET") == var("HOST");
     if var("CARGO_CFG_TARGET_OS") != "linux" || var("CARGO_CFG_TARGET_ENV") != "gnu" || !native {
+        return;
+    }
+    if !var("RUSTC_LINKER").is_empty() {
         return;
     }
     // CC may carry arguments ("ccache gcc").

@@ -1,36 +1,18 @@
-//! The README's deployment recipes beyond cron and GitHub Actions: the
+//! The deployment recipes beyond cron and GitHub Actions: the
 //! configuration file, a systemd service and timer, a Kubernetes CronJob
-//! and GitLab CI. Each is checked as far as this machine allows: units by
+//! and the GitLab CI component. Each is checked as far as this machine allows: units by
 //! `systemd-analyze verify`, YAML by a YAML parser, and every command line
 //! run against real servers with only the paths substituted.
 
+use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Command, Output};
 
 use crate::harness::{Fleet, Redlock, unique_key};
-use crate::readme::{finished, recipe, sh};
+use crate::readme::{failing_deploy, fake_release, finished, path_with_redlock, recipe, sh, yaml};
 
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_redlock")
-}
-
-/// A YAML document as JSON, parsed by PyYAML.
-fn yaml(text: &str) -> serde_json::Value {
-    let mut child = Command::new("python3")
-        .args(["-c", "import sys, yaml, json; print(json.dumps(yaml.safe_load(sys.stdin)))"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("python3 must be installed");
-    std::io::Write::write_all(child.stdin.as_mut().unwrap(), text.as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "YAML does not parse (PyYAML: apt-get install -y python3-yaml): {}\n{text}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 /// A job that records each run in `ran`.
@@ -154,16 +136,94 @@ fn the_kubernetes_cronjob_parses_and_its_command_runs() {
     assert_eq!(runs(&ran), 1);
 }
 
-#[test]
-fn the_gitlab_job_parses_and_passes_the_deploy_status_through() {
+/// GitLab's `$[[ inputs.NAME ]]` in a component's text.
+fn interpolate(text: &str, inputs: &BTreeMap<String, String>) -> String {
+    let mut out = text.to_owned();
+    while let Some(start) = out.find("$[[") {
+        let end = start + out[start..].find("]]").expect("a closed interpolation") + 2;
+        let expr = out[start + 3..end - 2].trim();
+        let name = expr.strip_prefix("inputs.").unwrap_or_else(|| panic!("{expr}"));
+        let value = inputs.get(name).unwrap_or_else(|| panic!("the component has no input {name}"));
+        out.replace_range(start..end, value);
+    }
+    out
+}
+
+/// The recipe's component job as GitLab would run it: its inputs over the
+/// component's defaults (every input it gives must exist, every required
+/// one must be given), `overrides` on top, then the job's variables and
+/// script, the script run by `sh -e` with `path`.
+fn run_component(overrides: &[(&str, &str)], fleet: &Fleet, path: &str) -> (String, Output) {
     let doc = yaml(&recipe("gitlab"));
-    let script = doc["deploy-prod"]["script"][0].as_str().expect("a script line");
+    let include = &doc["include"][0];
+    let component = include["component"].as_str().expect("an include: component:");
+    let name = component.rsplit('/').next().unwrap().split('@').next().unwrap();
+    let template = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("templates/{name}.yml")),
+    )
+    .unwrap();
+    let (spec, job) = template.split_once("\n---\n").expect("spec, then the job");
+    let spec = yaml(spec);
+    let declared = spec["spec"]["inputs"].as_object().expect("spec: inputs:");
+    let given = include["inputs"].as_object().expect("inputs:");
+    let mut inputs = BTreeMap::new();
+    for (name, input) in declared {
+        let value = given.get(name).map(|v| v.as_str().unwrap().to_owned());
+        let default = input.get("default").map(|d| d.as_str().unwrap().to_owned());
+        assert!(value.is_some() || default.is_some(), "the recipe lacks the input {name}");
+        inputs.insert(name.clone(), value.or(default).unwrap());
+    }
+    for name in given.keys() {
+        assert!(declared.contains_key(name), "templates/{name}.yml has no input {name}");
+    }
+    for (k, v) in overrides {
+        inputs.insert((*k).to_owned(), (*v).to_owned());
+    }
+    let jobs = yaml(job);
+    let (job_name, job) = jobs.as_object().unwrap().iter().next().expect("one job");
+    let mut command = Command::new("sh");
+    for (k, v) in job["variables"].as_object().into_iter().flatten() {
+        let value = v.as_str().or_else(|| v["value"].as_str()).unwrap();
+        command.env(k, interpolate(value, &inputs));
+    }
+    let script: Vec<&str> =
+        job["script"].as_array().unwrap().iter().map(|l| l.as_str().unwrap()).collect();
+    let out = command
+        .arg("-e")
+        .arg("-c")
+        .arg(script.join("\n"))
+        .env("PATH", path)
+        .env("REDLOCK_SERVERS", fleet.urls())
+        .env_remove("REDLOCK_KEY")
+        .env_remove("REDLOCK_TOKEN")
+        .output()
+        .unwrap();
+    (interpolate(job_name, &inputs), out)
+}
+
+#[test]
+fn the_gitlab_component_recipe_passes_the_deploy_status_through() {
     let fleet = Fleet::start(3);
     let dir = tempfile::tempdir().unwrap();
-    let deploy = dir.path().join("deploy.sh");
-    std::fs::write(&deploy, "#!/bin/sh\necho deploying\nexit 3\n").unwrap();
-    std::fs::set_permissions(&deploy, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let out = finished(sh(&fleet, &script.replace("./deploy.sh", &deploy.display().to_string())));
+    let deploy = failing_deploy(dir.path()).display().to_string();
+    let recipe_inputs = yaml(&recipe("gitlab"))["include"][0]["inputs"].clone();
+    let command = recipe_inputs["command"].as_str().unwrap().replace("./deploy.sh", &deploy);
+    assert!(!recipe_inputs["version"].as_str().unwrap_or_default().is_empty(), "a release");
+
+    // An image with redlock: no download.
+    let (job, out) =
+        run_component(&[("command", &command), ("version", "")], &fleet, &path_with_redlock());
+    assert_eq!(job, recipe_inputs["job-name"].as_str().unwrap());
     assert_eq!(out.status.code(), Some(3), "{out:?}");
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "deploying\n");
+    assert!(String::from_utf8_lossy(&out.stdout).ends_with("deploying\n"), "{out:?}");
+
+    // An image without: the release's tarball, checked against SHA256SUMS.
+    let release = format!("file://{}", fake_release(dir.path()).display());
+    let (_, out) = run_component(
+        &[("command", &command), ("version", "0.0.0"), ("download-url", &release)],
+        &fleet,
+        "/usr/bin:/bin",
+    );
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).ends_with("deploying\n"), "{out:?}");
 }
