@@ -494,12 +494,15 @@ impl Child {
 /// module documentation. Call only once the command was reaped. False
 /// means "look" ([`Child::job`]), never "something is left".
 fn nothing_left(pgid: i32) -> bool {
-    // SAFETY: getpid, gettid, kill with signal 0 (which sends nothing) and
-    // waitid with WNOHANG|WNOWAIT (which consumes nothing) only read state;
-    // the zeroed siginfo_t is a valid out-parameter.
+    // SAFETY: getpid, the gettid system call (glibc's gettid() wrapper is
+    // 2.30's, above the portable build's 2.28 floor), kill with signal 0
+    // (which sends nothing) and waitid with WNOHANG|WNOWAIT (which consumes
+    // nothing) only read state; the zeroed siginfo_t is a valid out-parameter.
     unsafe {
         let errno = || *libc::__errno_location();
-        let leader = libc::gettid() == libc::getpid();
+        // A thread id is a pid_t: the system call's long holds it whole.
+        #[allow(clippy::cast_possible_truncation)]
+        let leader = libc::syscall(libc::SYS_gettid) as libc::pid_t == libc::getpid();
         let group_gone = libc::kill(-pgid, 0) == -1 && errno() == libc::ESRCH;
         let mut info: libc::siginfo_t = std::mem::zeroed();
         let flags =
