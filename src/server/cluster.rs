@@ -60,9 +60,7 @@ use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Client, RedisError, Value};
 
 use crate::server::kept::Kept;
-use crate::server::{
-    Failure, Tls, encode_password, host_list, node_url, open_client, split_authority,
-};
+use crate::server::{Failure, Tls, encode_password, group_parts, host_list, node_url, open_client};
 
 /// The default Redis port, for seeds given without one.
 pub const DEFAULT_PORT: u16 = 6379;
@@ -123,18 +121,18 @@ impl ClusterUrl {
     /// the URL with its password hidden, for messages.
     pub fn parse(raw: &str, shown: &str) -> Result<ClusterUrl, String> {
         let bad = |why: &str| format!("server URL {shown:?}: {why}");
-        let (scheme, rest) = raw.split_once("://").ok_or_else(|| bad("no scheme"))?;
-        let tls = match scheme {
+        let parts = group_parts(raw).ok_or_else(|| bad("no scheme"))?;
+        let tls = match parts.scheme {
             "redis+cluster" => false,
             "rediss+cluster" => true,
             _ => return Err(bad("not a redis+cluster:// URL")),
         };
-        if rest.contains(['?', '#']) {
+        if parts.query.is_some() || parts.path.contains('#') || parts.hosts.contains('#') {
             return Err(bad(
                 "a cluster URL takes no parameters; the form is redis+cluster://[USER:PASSWORD@]HOST:PORT[,HOST:PORT...]",
             ));
         }
-        let (userinfo, hosts, path) = split_authority(rest);
+        let (userinfo, hosts, path) = (parts.userinfo, parts.hosts, parts.path);
         if !matches!(path, "" | "0") {
             return Err(bad(&format!(
                 "database {path:?}: a cluster has database 0 only; drop the path"

@@ -15,8 +15,8 @@ pub mod sentinel;
 mod url;
 
 pub use failure::{Failure, NEEDS_SCRIPTS, Op, ServerError, summarize};
-pub use url::{ServerUrl, redact};
-pub(crate) use url::{encode_password, host_list, node_url, split_authority};
+pub use url::{ServerUrl, redact, split_list};
+pub(crate) use url::{decode_value, encode_password, group_parts, host_list, node_url, params};
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};

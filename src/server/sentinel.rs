@@ -32,7 +32,8 @@ use redis::{AsyncConnectionConfig, Client, Value};
 
 use crate::server::kept::Kept;
 use crate::server::{
-    Failure, Tls, encode_password, host_list, node_url, open_client, split_authority,
+    Failure, Tls, decode_value, encode_password, group_parts, host_list, node_url, open_client,
+    params,
 };
 
 /// The default Sentinel port.
@@ -69,26 +70,22 @@ impl SentinelUrl {
     /// `shown` is the URL with its passwords hidden, for messages.
     pub fn parse(raw: &str, shown: &str) -> Result<SentinelUrl, String> {
         let bad = |why: &str| format!("server URL {shown:?}: {why}");
-        let (scheme, rest) = raw.split_once("://").ok_or_else(|| bad("no scheme"))?;
-        let tls = match scheme {
+        let parts = group_parts(raw).ok_or_else(|| bad("no scheme"))?;
+        let tls = match parts.scheme {
             "redis+sentinel" => false,
             "rediss+sentinel" => true,
             _ => return Err(bad("not a redis+sentinel:// URL")),
         };
-        let (rest, query) = match rest.split_once('?') {
-            Some((rest, query)) => (rest, Some(query)),
-            None => (rest, None),
-        };
-        let (userinfo, hosts, path) = split_authority(rest);
+        let (userinfo, hosts, path) = (parts.userinfo, parts.hosts, parts.path);
         let sentinels = host_list(hosts, DEFAULT_PORT, "Sentinel").map_err(|why| bad(&why))?;
-        let mut parts = path.split('/');
-        let service = parts.next().unwrap_or("").to_owned();
+        let mut segments = path.split('/');
+        let service = segments.next().unwrap_or("").to_owned();
         if service.is_empty() {
             return Err(bad(
                 "no service name; use redis+sentinel://HOST:26379,HOST:26379/SERVICE[/DB]",
             ));
         }
-        let db = match parts.next() {
+        let db = match segments.next() {
             None | Some("") => 0,
             Some(db) => db
                 .parse::<i64>()
@@ -96,21 +93,23 @@ impl SentinelUrl {
                 .filter(|d| *d >= 0)
                 .ok_or_else(|| bad(&format!("database {db:?} is not a number")))?,
         };
-        if parts.next().is_some_and(|p| !p.is_empty()) {
+        if segments.next().is_some_and(|p| !p.is_empty()) {
             return Err(bad("too many path parts; the form is /SERVICE[/DB]"));
         }
         let mut sentinel_user = None;
         let mut sentinel_password = None;
-        if let Some(query) = query {
-            for (k, v) in url::form_urlencoded::parse(query.as_bytes()) {
-                match k.as_ref() {
-                    "sentinel_user" => sentinel_user = Some(v.into_owned()),
-                    "sentinel_password" => sentinel_password = Some(v.into_owned()),
-                    other => {
-                        return Err(bad(&format!(
-                            "unknown parameter {other:?} (known: sentinel_user, sentinel_password)"
-                        )));
-                    }
+        for param in parts.query.map(params).unwrap_or_default() {
+            let value = param.value.map(decode_value).unwrap_or_default();
+            match param.name {
+                "sentinel_user" => sentinel_user = Some(value),
+                "sentinel_password" => sentinel_password = Some(value),
+                // A name is the first parameter's or a known one (any other
+                // `&` or `?` is part of a value: `params`), so the name
+                // shown here is never part of a password.
+                other => {
+                    return Err(bad(&format!(
+                        "unknown parameter {other:?} (known: sentinel_user, sentinel_password)"
+                    )));
                 }
             }
         }
