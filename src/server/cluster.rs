@@ -53,13 +53,14 @@
 //!   slot yet; the lock's keys travel with their TTLs (`MIGRATE`).
 
 use std::fmt;
+use std::time::Duration;
 
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Client, RedisError, Value};
 
-use crate::server::kept::Kept;
+use crate::server::kept::{Kept, connect_failure};
 use crate::server::{Failure, Tls, encode_password, group_parts, host_list, node_url, open_client};
 
 /// The default Redis port, for seeds given without one.
@@ -283,6 +284,8 @@ pub fn redirect(e: &RedisError) -> Option<String> {
 pub struct Cluster {
     url: ClusterUrl,
     tls: Tls,
+    /// The node timeout.
+    timeout: Duration,
     /// The seeds, in URL order.
     seeds: Kept,
 }
@@ -299,7 +302,8 @@ pub struct Owner {
 
 impl Cluster {
     /// Prepares clients for the seeds; nothing is connected yet.
-    pub fn new(url: ClusterUrl, tls: &Tls) -> Result<Cluster, String> {
+    /// `timeout`: the node timeout, which bounds each connect.
+    pub fn new(url: ClusterUrl, tls: &Tls, timeout: Duration) -> Result<Cluster, String> {
         let name = url.name();
         let seeds = url
             .seeds
@@ -312,7 +316,8 @@ impl Cluster {
                     .map_err(|e| format!("{name}: {address}: {e}"))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Cluster { url, tls: tls.clone(), seeds: Kept::new(seeds) })
+        let over_tls = url.tls.then_some(timeout);
+        Ok(Cluster { url, tls: tls.clone(), timeout, seeds: Kept::new(seeds, over_tls) })
     }
 
     /// The seeds' addresses.
@@ -403,8 +408,12 @@ impl Cluster {
     pub async fn owner(&self, slot: u16, config: &AsyncConnectionConfig) -> Result<Owner, Failure> {
         let address = self.owner_named(slot, config, None).await?;
         let client = self.client(&address)?;
+        let tls = self.url.tls.then_some(self.timeout);
         let conn =
             client.get_multiplexed_async_connection_with_config(config).await.map_err(|e| {
+                if let Some(failure) = connect_failure(&e, tls) {
+                    return failure;
+                }
                 match Failure::from_redis(&e) {
                     Failure::Connection(why) => {
                         Failure::Connection(format!("master {address} of slot {slot}: {why}"))

@@ -5,6 +5,7 @@
 //! again at the next question.
 
 use std::sync::Mutex;
+use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Client, RedisError};
@@ -17,13 +18,17 @@ pub struct Kept {
     nodes: Vec<(String, Client)>,
     /// Each node's open connection, if any.
     open: Vec<Mutex<Option<MultiplexedConnection>>>,
+    /// Whether the nodes are reached over TLS, and the connect timeout:
+    /// a TLS connection that times out is said as such ([`connect_failure`]).
+    tls: Option<Duration>,
 }
 
 impl Kept {
     /// The nodes at these addresses, with these clients; nothing connected.
-    pub fn new(nodes: Vec<(String, Client)>) -> Kept {
+    /// `tls`: the connect timeout, when the nodes speak TLS.
+    pub fn new(nodes: Vec<(String, Client)>, tls: Option<Duration>) -> Kept {
         let open = nodes.iter().map(|_| Mutex::new(None)).collect();
-        Kept { nodes, open }
+        Kept { nodes, open, tls }
     }
 
     /// How many nodes there are.
@@ -60,7 +65,7 @@ impl Kept {
                 let conn = client
                     .get_multiplexed_async_connection_with_config(config)
                     .await
-                    .map_err(|e| failure(&e))?;
+                    .map_err(|e| connect_failure(&e, self.tls).unwrap_or_else(|| failure(&e)))?;
                 *slot() = Some(conn.clone());
                 conn
             }
@@ -70,4 +75,12 @@ impl Kept {
             failure(&e)
         })
     }
+}
+
+/// The failure of a TLS connect (`tls`: its timeout) that timed out: most
+/// likely a plain port, which waits for a command instead of answering
+/// the handshake, or a silent one; `None` for any other error.
+pub fn connect_failure(e: &RedisError, tls: Option<Duration>) -> Option<Failure> {
+    let timeout = tls?;
+    (e.is_timeout() || e.to_string().contains("timed out")).then_some(Failure::TlsTimeout(timeout))
 }

@@ -162,8 +162,8 @@ impl Server {
     pub fn new(url: ServerUrl, timeout: Duration, tls: &Tls) -> Result<Server, String> {
         install_crypto_provider();
         let target = match (&url.sentinel, &url.cluster) {
-            (Some(sentinel), _) => Target::Sentinel(Group::new(sentinel.clone(), tls)?),
-            (None, Some(cluster)) => Target::Cluster(Cluster::new(cluster.clone(), tls)?),
+            (Some(sentinel), _) => Target::Sentinel(Group::new(sentinel.clone(), tls, timeout)?),
+            (None, Some(cluster)) => Target::Cluster(Cluster::new(cluster.clone(), tls, timeout)?),
             (None, None) => Target::Direct(open_client(&url.secret, tls).map_err(|e| {
                 if e.starts_with("not a valid") {
                     format!("server URL {:?} is not a valid Redis URL", url.name())
@@ -624,11 +624,12 @@ impl Server {
         }
     }
 
-    /// A timeout; on a `rediss://` server that never got connected, most
-    /// likely a plain port that waits for a command instead of answering
-    /// the TLS handshake: say so (still retried, as a hung server would be).
+    /// A timeout; on a `rediss://`, `rediss+sentinel://` or
+    /// `rediss+cluster://` server that never got connected, most likely a
+    /// plain port that waits for a command instead of answering the TLS
+    /// handshake: say so (still retried, as a hung server would be).
     fn timed_out(&self) -> Failure {
-        if self.url.secret.starts_with("rediss:") && self.lock_conn().is_none() {
+        if self.url.secret.starts_with("rediss") && self.lock_conn().is_none() {
             Failure::TlsTimeout(self.timeout)
         } else {
             Failure::Timeout(self.timeout)

@@ -24,13 +24,14 @@
 //! "never votes with a replica" hold, whatever the Sentinels say.
 
 use std::fmt;
+use std::time::Duration;
 
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Client, Value};
 
-use crate::server::kept::Kept;
+use crate::server::kept::{Kept, connect_failure};
 use crate::server::{
     Failure, Tls, decode_value, encode_password, group_parts, host_list, node_url, open_client,
     params,
@@ -198,6 +199,8 @@ pub enum Answer {
 pub struct Group {
     url: SentinelUrl,
     tls: Tls,
+    /// The node timeout.
+    timeout: Duration,
     /// The Sentinels, in URL order.
     sentinels: Kept,
 }
@@ -214,7 +217,8 @@ pub struct Master {
 
 impl Group {
     /// Prepares clients for the Sentinels; nothing is connected yet.
-    pub fn new(url: SentinelUrl, tls: &Tls) -> Result<Group, String> {
+    /// `timeout`: the node timeout, which bounds each connect.
+    pub fn new(url: SentinelUrl, tls: &Tls, timeout: Duration) -> Result<Group, String> {
         let name = url.name();
         let sentinels = url
             .sentinels
@@ -225,7 +229,8 @@ impl Group {
                     .map_err(|e| format!("{name}: Sentinel {address}: {e}"))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Group { url, tls: tls.clone(), sentinels: Kept::new(sentinels) })
+        let over_tls = url.tls.then_some(timeout);
+        Ok(Group { url, tls: tls.clone(), timeout, sentinels: Kept::new(sentinels, over_tls) })
     }
 
     /// The Sentinels' addresses.
@@ -246,12 +251,32 @@ impl Group {
     ) -> Result<Answer, Failure> {
         let question =
             redis::cmd("SENTINEL").arg("get-master-addr-by-name").arg(&self.url.service).clone();
-        let reply: Option<(String, u16)> =
-            self.sentinels.ask(index, &question, config, Failure::from_redis).await?;
+        let reply: Option<(String, u16)> = self
+            .sentinels
+            .ask(index, &question, config, Failure::from_redis)
+            .await
+            .map_err(|f| self.sentinel_failure(f))?;
         Ok(match reply {
             Some((host, port)) => Answer::Master(host, port),
             None => Answer::Unknown,
         })
+    }
+
+    /// A Sentinel's failure, said in the Sentinels' terms: a password
+    /// wanted or refused is the Sentinels' own (`?sentinel_password=`),
+    /// never the master's, which is not sent to them.
+    fn sentinel_failure(&self, failure: Failure) -> Failure {
+        match failure {
+            Failure::Auth(_) if self.url.sentinel_password.is_none() => Failure::Auth(
+                "the Sentinel wants a password of its own: add ?sentinel_password=... (and \
+                 &sentinel_user=...) to the URL; the master's password is never sent to Sentinels"
+                    .to_owned(),
+            ),
+            Failure::Auth(why) => Failure::Auth(format!(
+                "the Sentinel refused the URL's ?sentinel_password= (and ?sentinel_user=): {why}"
+            )),
+            other => other,
+        }
     }
 
     /// Connects to `host:port` and asks its role (`ROLE`'s first element:
@@ -264,10 +289,11 @@ impl Group {
     ) -> Result<(Client, MultiplexedConnection, String), Failure> {
         let client =
             open_client(&self.url.master_url(host, port), &self.tls).map_err(Failure::Reply)?;
-        let mut conn = client
-            .get_multiplexed_async_connection_with_config(config)
-            .await
-            .map_err(|e| Failure::from_redis(&e))?;
+        let mut conn =
+            client.get_multiplexed_async_connection_with_config(config).await.map_err(|e| {
+                connect_failure(&e, self.url.tls.then_some(self.timeout))
+                    .unwrap_or_else(|| Failure::from_redis(&e))
+            })?;
         let role = role(&mut conn).await?;
         Ok((client, conn, role))
     }

@@ -286,3 +286,54 @@ fn a_replica_s_readonly_reply_is_retried_as_unavailable_not_a_lasting_error() {
     assert!(out.stderr.lines().all(|l| l.starts_with("redlock: ")), "{}", out.stderr);
     assert_eq!(master.get(&lock_key(&key)), None);
 }
+
+#[test]
+fn a_sentinel_that_wants_a_password_is_told_about_sentinel_password() {
+    let master = RedisServer::start_with(&["--requirepass", "master-pw-5e1"]);
+    let sentinel = Sentinel::start_with(
+        master.port,
+        &["requirepass sentinel-pw-6f2", &format!("sentinel auth-pass {SERVICE} master-pw-5e1")],
+    );
+    let key = unique_key("sentinel-auth");
+    // The master's password (in the URL, from --password-file or
+    // REDLOCK_PASSWORD) is never sent to a Sentinel: say what is.
+    for url in [
+        format!("redis+sentinel://:master-pw-5e1@{}/{SERVICE}", sentinel.address()),
+        format!("redis+sentinel://{}/{SERVICE}", sentinel.address()),
+    ] {
+        Redlock::new(&url)
+            .env("REDLOCK_PASSWORD", "master-pw-5e1")
+            .args(["acquire", "--wait", "10s", "--key", &key])
+            .run()
+            .expect(69)
+            .within(Duration::from_secs(5))
+            .stderr_has("?sentinel_password=")
+            .stderr_lacks("REDLOCK_PASSWORD")
+            .stderr_lacks("pw-");
+    }
+    // With it, the Sentinel answers (and the wrong one is said as such).
+    let wrong =
+        format!("redis+sentinel://{}/{SERVICE}?sentinel_password=not-it-7a", sentinel.address());
+    Redlock::new(&wrong)
+        .args(["acquire", "-n", "--key", &key])
+        .run()
+        .expect(69)
+        .stderr_has("sentinel_password")
+        .stderr_lacks("not-it-7a");
+}
+
+#[test]
+fn rediss_sentinel_at_a_plain_or_silent_port_asks_whether_it_is_a_tls_port() {
+    let plain = RedisServer::start();
+    // A port that accepts connections and never says a word.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_port = silent.local_addr().unwrap().port();
+    for port in [plain.port, silent_port] {
+        let url = format!("rediss+sentinel://127.0.0.1:{port}/{SERVICE}");
+        Redlock::new(&url)
+            .args(["--node-timeout", "300ms", "acquire", "-n", "--key", &unique_key("tls")])
+            .run()
+            .expect(69)
+            .stderr_has("is it a TLS port?");
+    }
+}
