@@ -55,25 +55,56 @@ impl Kept {
         config: &AsyncConnectionConfig,
         failure: fn(&RedisError) -> Failure,
     ) -> Result<T, Failure> {
+        let mut conn = self.connection(index, config, failure).await?;
+        command.query_async(&mut conn).await.map_err(|e| self.drop_failed(index, &e, failure))
+    }
+
+    /// [`Kept::ask`] for a pipeline: its commands in one round trip.
+    pub async fn ask_pipe<T: redis::FromRedisValue>(
+        &self,
+        index: usize,
+        pipeline: &redis::Pipeline,
+        config: &AsyncConnectionConfig,
+        failure: fn(&RedisError) -> Failure,
+    ) -> Result<T, Failure> {
+        let mut conn = self.connection(index, config, failure).await?;
+        pipeline.query_async(&mut conn).await.map_err(|e| self.drop_failed(index, &e, failure))
+    }
+
+    /// Node `index`'s kept connection, or a new one (then kept).
+    async fn connection(
+        &self,
+        index: usize,
+        config: &AsyncConnectionConfig,
+        failure: fn(&RedisError) -> Failure,
+    ) -> Result<MultiplexedConnection, Failure> {
         let (_, client) = &self.nodes[index];
+        if let Some(conn) = self.slot(index).clone() {
+            return Ok(conn);
+        }
+        let conn = client
+            .get_multiplexed_async_connection_with_config(config)
+            .await
+            .map_err(|e| connect_failure(&e, self.tls).unwrap_or_else(|| failure(&e)))?;
+        *self.slot(index) = Some(conn.clone());
+        Ok(conn)
+    }
+
+    /// Forgets node `index`'s connection after `e`, so that the next
+    /// question connects afresh; the failure `e` stands for.
+    fn drop_failed(
+        &self,
+        index: usize,
+        e: &RedisError,
+        failure: fn(&RedisError) -> Failure,
+    ) -> Failure {
+        *self.slot(index) = None;
+        failure(e)
+    }
+
+    fn slot(&self, index: usize) -> std::sync::MutexGuard<'_, Option<MultiplexedConnection>> {
         // A poisoned slot only means a panic mid-assignment of an Option.
-        let slot = || self.open[index].lock().unwrap_or_else(|p| p.into_inner());
-        let cached = slot().clone();
-        let mut conn = match cached {
-            Some(conn) => conn,
-            None => {
-                let conn = client
-                    .get_multiplexed_async_connection_with_config(config)
-                    .await
-                    .map_err(|e| connect_failure(&e, self.tls).unwrap_or_else(|| failure(&e)))?;
-                *slot() = Some(conn.clone());
-                conn
-            }
-        };
-        command.query_async(&mut conn).await.map_err(|e| {
-            *slot() = None;
-            failure(&e)
-        })
+        self.open[index].lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 

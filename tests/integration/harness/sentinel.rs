@@ -200,7 +200,7 @@ fn pong(port: u16, password: Option<&str>) -> bool {
     false
 }
 
-/// A master, its replica and three Sentinels.
+/// A master, its replicas and three Sentinels.
 pub struct SentinelGroup {
     /// The servers: the master first, then the replica (their roles swap
     /// on a failover; see [`SentinelGroup::master`]).
@@ -213,21 +213,36 @@ impl SentinelGroup {
     /// Starts the group and waits until every Sentinel knows the replica
     /// and the other two Sentinels (a failover needs both).
     pub fn start() -> SentinelGroup {
-        let master = RedisServer::start_build(Build::Redis7, &[]);
+        SentinelGroup::start_with(1, &[])
+    }
+
+    /// [`SentinelGroup::start`] with `replicas` replicas and `extra`
+    /// arguments for every `redis-server` (e.g. [`super::redis::NO_SCRIPTS`]).
+    pub fn start_with(replicas: usize, extra: &[&str]) -> SentinelGroup {
+        let master = RedisServer::start_build(Build::Redis7, extra);
         let port = master.port.to_string();
-        let replica = RedisServer::start_build(Build::Redis7, &["--replicaof", "127.0.0.1", &port]);
-        let sentinels: Vec<Sentinel> = (0..3).map(|_| Sentinel::start(master.port)).collect();
-        let group = SentinelGroup { servers: vec![master, replica], sentinels };
+        let mut args = vec!["--replicaof", "127.0.0.1", &port];
+        args.extend_from_slice(extra);
+        let mut servers = vec![master];
+        for _ in 0..replicas {
+            servers.push(RedisServer::start_build(Build::Redis7, &args));
+        }
+        let sentinels: Vec<Sentinel> = (0..3).map(|_| Sentinel::start(servers[0].port)).collect();
+        let group = SentinelGroup { servers, sentinels };
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let ready = group.sentinels.iter().all(|s| {
                 let replicas: Vec<std::collections::HashMap<String, String>> =
                     s.cmd(&["SENTINEL", "replicas", SERVICE]);
                 let others: Vec<redis::Value> = s.cmd(&["SENTINEL", "sentinels", SERVICE]);
-                let synced = replicas.iter().any(|r| {
-                    r.get("flags").is_some_and(|f| f == "slave")
-                        && r.get("master-link-status").is_some_and(|l| l == "ok")
-                });
+                let synced = replicas
+                    .iter()
+                    .filter(|r| {
+                        r.get("flags").is_some_and(|f| f == "slave")
+                            && r.get("master-link-status").is_some_and(|l| l == "ok")
+                    })
+                    .count()
+                    == group.servers.len() - 1;
                 synced && others.len() == 2
             });
             if ready {
