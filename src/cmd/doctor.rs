@@ -643,7 +643,18 @@ pub fn assess_cluster(c: &ClusterCheck, a: &mut Assessment) {
             Ok(_) => {}
         }
     }
-    if !c.agreed() {
+    let maps: Vec<(&String, &SlotMap)> =
+        c.seeds.iter().filter_map(|(seed, a)| a.as_ref().ok().map(|(_, m)| (seed, m))).collect();
+    let apart = maps.iter().enumerate().find_map(|(i, (s1, m1))| {
+        maps[i + 1..].iter().find(|(_, m2)| !m1.overlaps(m2)).map(|(s2, _)| (*s1, *s2))
+    });
+    if let Some((s1, s2)) = apart {
+        a.errors.push(format!(
+            "{}: seeds {s1} and {s2} are in different clusters (no node ID in common): the \
+             member fails every call; list nodes of one cluster only",
+            c.group
+        ));
+    } else if !c.agreed() {
         a.warnings.push(format!(
             "{}: the seeds disagree on the slot map: a failover or a migration in progress",
             c.group
@@ -667,10 +678,12 @@ pub fn assess_cluster(c: &ClusterCheck, a: &mut Assessment) {
             ));
         }
     }
-    if c.seeds.len() < 2 {
+    if c.seeds.len() < 3 {
         a.notes.push(format!(
-            "{}: one seed listed: list two or more, so that the slot map is found with one down",
-            c.group
+            "{}: {} seed(s) listed: list three or more, so that a majority of them names the \
+             slot's master with one down",
+            c.group,
+            c.seeds.len()
         ));
     }
 }

@@ -627,11 +627,11 @@ impl Server {
         }
     }
 
-    /// Whether the cluster's seeds still name the node `conn` goes to as
-    /// the master of `slot` (and records when they did); with no seed
-    /// answering, whether that node itself still says so, so that a
-    /// cluster outliving its seeds keeps its vote. When false, the
-    /// connection is dropped.
+    /// Whether a majority of the cluster's seeds still name the node
+    /// `conn` goes to as the master of `slot` (and records when they did).
+    /// When false, the connection is dropped. No majority answering is no
+    /// confirmation: a master cut off from the rest of its cluster names
+    /// itself the owner until another node replaces it.
     async fn still_owner(
         &self,
         cluster: &Cluster,
@@ -648,13 +648,7 @@ impl Server {
             self.forget(conn.generation);
             return false;
         };
-        let same = match cluster.owner_named(slot, config, Some(&address)).await {
-            Ok(owner) => owner == address,
-            Err(_) => {
-                let mut c = conn.conn.clone();
-                cluster::owns(&mut c, &address, slot).await
-            }
-        };
+        let same = cluster.owner_named(slot, config).await.is_ok_and(|owner| owner == address);
         if same {
             if let Some(v) = self.lock_verified().as_mut() {
                 v.at = tokio::time::Instant::now();
