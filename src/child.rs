@@ -341,6 +341,15 @@ impl Child {
         self.fired
     }
 
+    /// True when the command has already ended with an exit code of its
+    /// own, not by a signal (reaped now if so; [`Child::wait`] still
+    /// returns its status). Such a command ended before anyone stopped it:
+    /// had it still run when redlock's signal or the guard's SIGKILL came,
+    /// it would have died of it (or, trapping SIGTERM, after it).
+    pub fn exited_by_itself(&mut self) -> bool {
+        matches!(self.inner.try_wait(), Ok(Some(status)) if status.code().is_some())
+    }
+
     /// Waits for the child to exit and takes the terminal back; meanwhile
     /// reaps the orphans that exit, follows job-control stops, and replaces
     /// a guard that died. Cancel-safe.

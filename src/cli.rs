@@ -33,15 +33,14 @@ pub struct Global {
     /// Redis server URLs, comma-separated.
     #[arg(
         long,
-        help = "Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each",
+        help = "Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file",
         env = "REDLOCK_SERVERS",
         global = true,
         value_name = "URL[,URL...]",
         value_hint = ValueHint::Other,
-        default_value = "redis://127.0.0.1:6379",
         hide_env_values = true
     )]
-    pub servers: String,
+    pub servers: Option<String>,
     /// Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]
     #[arg(long, global = true, value_name = "FILE")]
     pub password_file: Option<std::path::PathBuf>,
@@ -531,11 +530,30 @@ pub struct Parsed {
     pub cli: Cli,
     /// Global option id (`servers`, `node_timeout`...) to where clap found it.
     pub given: std::collections::HashMap<String, Given>,
+    /// `REDLOCK_PASSWORD`, the password for servers whose URL has none
+    /// (unset when empty).
+    pub password: Option<String>,
 }
 
-/// Parses `args` (the program name first), recording for each global
-/// option whether it came from a flag, the environment or nowhere.
+/// Parses `args` (the program name first) with the process environment,
+/// recording for each global option whether it came from a flag, the
+/// environment or nowhere.
 pub fn parse_from<I, T>(args: I) -> Result<Parsed, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    parse_with_env(args, |var| std::env::var_os(var))
+}
+
+/// [`parse_from`] with `env` standing for the environment, which it may
+/// only narrow: a variable that `env` does not give as the process's
+/// environment holds it (or gives empty) is unset. Tests pass `|_| None`,
+/// so that no `REDLOCK_*` of the caller's changes what they parse.
+pub fn parse_with_env<I, T>(
+    args: I,
+    env: impl Fn(&str) -> Option<std::ffi::OsString>,
+) -> Result<Parsed, clap::Error>
 where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
@@ -548,17 +566,24 @@ where
     // parsed (`Lazy`).
     let mut command = command();
     // An empty variable counts as unset (`REDLOCK_SERVERS=` in a crontab),
-    // so that the file or the default applies.
-    let empty: Vec<String> = command
+    // so that the file or the default applies; clap reads only the
+    // variables `env` gives.
+    let unset: Vec<String> = command
         .get_arguments()
         .filter(|a| {
-            a.get_env().is_some_and(|var| std::env::var_os(var).is_some_and(|v| v.is_empty()))
+            a.get_env().is_some_and(|var| {
+                std::env::var_os(var).is_some_and(|set| {
+                    set.is_empty() || env(&var.to_string_lossy()).as_ref() != Some(&set)
+                })
+            })
         })
         .map(|a| a.get_id().to_string())
         .collect();
-    for id in &empty {
+    for id in &unset {
         command = command.mut_arg(id, |a| a.env(None));
     }
+    let password =
+        env("REDLOCK_PASSWORD").map(|p| p.to_string_lossy().into_owned()).filter(|p| !p.is_empty());
     let matches = command.try_get_matches_from_mut(args)?;
     let cli = Cli::from_arg_matches(&matches)?;
     // Global options given after the subcommand are recorded there.
@@ -582,7 +607,7 @@ where
             (id.to_owned(), given)
         })
         .collect();
-    Ok(Parsed { cli, given })
+    Ok(Parsed { cli, given, password })
 }
 
 /// A parse error as one line: clap's message with everything it names (the

@@ -23,6 +23,41 @@ use std::time::Duration;
 use tokio::io::unix::AsyncFd;
 use tokio::sync::Notify;
 
+/// How many times [`timeout_at`] lets the runtime run before it declares a
+/// timeout: each turn polls the I/O driver once, and an answer already in a
+/// socket buffer needs two (the connection's task reads it, then hands it
+/// over); more leave room for a chain of such hand-overs.
+const LAST_LOOKS: usize = 8;
+
+/// [`tokio::time::timeout_at`] that reads what has already arrived before
+/// it declares the timeout: once `deadline` has passed, `fut` gets
+/// `LAST_LOOKS` more turns of the runtime (microseconds, no sleep).
+///
+/// Why: a process frozen past its deadline (a VM pause, SIGSTOP, a starved
+/// host) resumes with the timer expired and the answer in its socket
+/// buffer, unread; tokio fires the timer first, and a plain timeout throws
+/// the answer away (an acquire round then withdraws grants it had won).
+/// Nothing about safety rests on this: a late answer still goes through
+/// the validity arithmetic, measured on the boot clock, which counts the
+/// freeze.
+pub async fn timeout_at<F: std::future::Future>(
+    deadline: tokio::time::Instant,
+    fut: F,
+) -> Result<F::Output, tokio::time::error::Elapsed> {
+    tokio::pin!(fut);
+    let elapsed = match tokio::time::timeout_at(deadline, &mut fut).await {
+        Ok(out) => return Ok(out),
+        Err(elapsed) => elapsed,
+    };
+    for _ in 0..LAST_LOOKS {
+        if let Some(out) = futures_util::FutureExt::now_or_never(&mut fut) {
+            return Ok(out);
+        }
+        tokio::task::yield_now().await;
+    }
+    Err(elapsed)
+}
+
 /// A point in time on `CLOCK_BOOTTIME`: time since boot, suspend included.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct BootInstant(Duration);

@@ -218,18 +218,30 @@ impl Config {
     /// Validates the command line layered over the configuration file.
     pub fn from_parsed(parsed: Parsed, file: Option<&config_file::File>) -> Result<Config, Error> {
         let g = config_file::layer(&parsed, file)?;
+        let env_password = parsed.password.clone();
         let log = Log::new(g.verbose.value, g.quiet.value, g.log_format.value);
         let password = match &g.password_file.value {
             Some(path) => Some(read_password(&g.password_file.label("--password-file"), path)?),
-            None => std::env::var("REDLOCK_PASSWORD").ok().filter(|p| !p.is_empty()),
+            None => env_password.clone(),
         };
-        let servers = parse_servers(&g.servers.label("--servers"), &g.servers.value)?
-            .into_iter()
-            .map(|url| match &password {
-                Some(pw) => url.with_default_password(pw).map_err(Error::Usage),
-                None => Ok(url),
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let named = !(g.servers.value.is_empty() && g.servers.origin == Origin::Default);
+        let servers = match parse_servers(&g.servers.label("--servers"), &g.servers.value) {
+            Ok(servers) => servers,
+            // There is no default server: a Redis on this host is never a
+            // lock across machines, and a host whose configuration was not
+            // deployed yet would lock on its own Redis (every such host
+            // runs the job) or wait for ever on nothing. `config` shows
+            // the rest of the configuration all the same; the others say it
+            // after any other mistake of the command line or the file.
+            Err(_) if !named => Vec::new(),
+            Err(e) => return Err(e),
+        }
+        .into_iter()
+        .map(|url| match &password {
+            Some(pw) => url.with_default_password(pw).map_err(Error::Usage),
+            None => Ok(url),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
         let tls_file = |s: &Setting<Option<PathBuf>>, flag: &str| {
             s.value.as_deref().map(|p| read_file(&s.label(flag), p)).transpose()
         };
@@ -250,6 +262,7 @@ impl Config {
         let n = servers.len();
         let quorum = match g.quorum.value {
             None => n / 2 + 1,
+            Some(_) if n == 0 => 1,
             Some(q) if q * 2 > n && q <= n => q,
             Some(q) => {
                 return usage(format!(
@@ -309,7 +322,9 @@ impl Config {
             })?;
         }
         let command = match command {
-            Command::ShowConfig(_) => Command::ShowConfig(shown(&g, quorum, node_timeout)),
+            Command::ShowConfig(_) => {
+                Command::ShowConfig(shown(&g, quorum, node_timeout, env_password))
+            }
             other => other,
         };
         let key_layout = if g.raw_key.value {
@@ -328,6 +343,9 @@ impl Config {
                  without that `}}`",
                 crate::display_key(key.as_bytes()),
             ));
+        }
+        if servers.is_empty() && !matches!(command, Command::ShowConfig(_)) {
+            return usage(NO_SERVERS.to_owned());
         }
         Ok(Config { servers, quorum, node_timeout, drift_factor, key_layout, tls, log, command })
     }
@@ -363,7 +381,12 @@ fn read_password(label: &str, path: &std::path::Path) -> Result<String, Error> {
 
 /// `redlock config`'s rows: setting, effective value (passwords redacted),
 /// and where it came from.
-fn shown(g: &config_file::Globals, quorum: usize, node_timeout: Duration) -> Vec<[String; 3]> {
+fn shown(
+    g: &config_file::Globals,
+    quorum: usize,
+    node_timeout: Duration,
+    env_password: Option<String>,
+) -> Vec<[String; 3]> {
     let row = |name: &str, value: String, origin: &Origin, default: &str| {
         let origin = match origin {
             Origin::Default if !default.is_empty() => format!("default ({default})"),
@@ -373,9 +396,9 @@ fn shown(g: &config_file::Globals, quorum: usize, node_timeout: Duration) -> Vec
     };
     let path = |p: &Option<PathBuf>| p.as_ref().map_or("-".to_owned(), |p| p.display().to_string());
     let servers = crate::server::redact(&g.servers.value);
-    let password = match (&g.password_file.value, std::env::var("REDLOCK_PASSWORD")) {
+    let password = match (&g.password_file.value, env_password) {
         (Some(p), _) => row("password-file", p.display().to_string(), &g.password_file.origin, ""),
-        (None, Ok(pw)) if !pw.is_empty() => {
+        (None, Some(_)) => {
             row("password", "***".into(), &Origin::Env("REDLOCK_PASSWORD".into()), "")
         }
         (None, _) => row("password-file", "-".into(), &Origin::Default, "none"),
@@ -386,7 +409,15 @@ fn shown(g: &config_file::Globals, quorum: usize, node_timeout: Duration) -> Vec
             path(&g.file),
             if g.file.is_some() { "read" } else { "none found" }.to_owned(),
         ],
-        row("servers", servers, &g.servers.origin, ""),
+        if g.servers.value.is_empty() {
+            [
+                "servers".to_owned(),
+                "-".to_owned(),
+                "none configured (there is no default)".to_owned(),
+            ]
+        } else {
+            row("servers", servers, &g.servers.origin, "")
+        },
         row("quorum", quorum.to_string(), &g.quorum.origin, "more than half of the servers"),
         row(
             "node-timeout",
@@ -410,6 +441,11 @@ fn shown(g: &config_file::Globals, quorum: usize, node_timeout: Duration) -> Vec
         row("raw-key", g.raw_key.value.to_string(), &g.raw_key.origin, ""),
     ]
 }
+
+/// The one line for a command that needs servers when none are named.
+pub const NO_SERVERS: &str = "no servers configured: name them with --servers URL[,URL...], \
+     REDLOCK_SERVERS, or `servers = [...]` in $REDLOCK_CONFIG, ~/.config/redlock/config.toml or \
+     /etc/redlock/config.toml (there is no default: a local Redis is no lock across machines)";
 
 fn usage<T>(message: String) -> Result<T, Error> {
     Err(Error::Usage(message))
@@ -484,12 +520,12 @@ fn command(command: cli::Command) -> Result<(Command, Duration), Error> {
         }
         cli::Command::Extend(cli::Lazy(a)) => {
             let (key, ttl) = key_ttl(&a.lock)?;
-            let token = nonempty("--token", a.token)?;
+            let token = token_arg(a.token)?;
             (Command::Extend { key, token, ttl }, ttl)
         }
         cli::Command::Release(cli::Lazy(a)) => {
             let key = nonempty("--key", a.key)?;
-            let token = a.token.map(|t| nonempty("--token", t)).transpose()?;
+            let token = a.token.map(token_arg).transpose()?;
             let limit = a.limit.map(limit).transpose()?;
             (Command::Release { key, token, any_value: a.force_any_value, limit }, DEFAULT_TTL)
         }
@@ -560,6 +596,20 @@ fn ttl(raw: &str) -> Result<Duration, Error> {
         return usage(format!("--ttl {raw}: shorter than the minimum of 10ms"));
     }
     Ok(d)
+}
+
+/// A `--token`: not empty, and never the marker that shared holders keep
+/// in the lock key ([`crate::token::SHARED_MARKER`]): it is no holder's
+/// token, and releasing or extending it would let a writer in beside
+/// live readers, or keep writers out for as long as it was extended.
+fn token_arg(value: String) -> Result<String, Error> {
+    if crate::shared::is_marker(&value) {
+        return usage(format!(
+            "--token {value}: that is the marker of the shared holders (--shared), not a token; \
+             each shared holder has its own (REDLOCK_TOKEN, or `redlock status --key K`)"
+        ));
+    }
+    nonempty("--token", value)
 }
 
 fn nonempty(flag: &str, value: String) -> Result<String, Error> {
@@ -654,10 +704,38 @@ fn on_lost(raw: &str) -> Result<OnLost, Error> {
 mod tests {
     use super::*;
 
+    /// The configuration of `args`, with one server unless they name some.
     fn config(args: &[&str]) -> Result<Config, Error> {
-        let parsed = cli::parse_from(std::iter::once("redlock").chain(args.iter().copied()))
-            .map_err(|e| Error::Usage(e.to_string()))?;
+        let servers = if args.contains(&"--servers") { None } else { Some("--servers=redis://h") };
+        bare_config(&servers.into_iter().chain(args.iter().copied()).collect::<Vec<_>>())
+    }
+
+    /// The configuration of exactly `args`, in an empty environment.
+    fn bare_config(args: &[&str]) -> Result<Config, Error> {
+        let parsed =
+            cli::parse_with_env(std::iter::once("redlock").chain(args.iter().copied()), |_| None)
+                .map_err(|e| Error::Usage(e.to_string()))?;
         Config::from_parsed(parsed, None)
+    }
+
+    #[test]
+    fn no_server_named_anywhere_is_a_usage_error_but_for_config() {
+        for args in [&["run", "-k", "k", "--", "true"][..], &["status", "-k", "k"], &["doctor"]] {
+            match bare_config(args) {
+                Err(Error::Usage(m)) => assert_eq!(m, NO_SERVERS, "{args:?}"),
+                other => panic!("{args:?}: {other:?}"),
+            }
+        }
+        let Command::ShowConfig(rows) = bare_config(&["config"]).unwrap().command else {
+            panic!("config is not config")
+        };
+        let servers = rows.iter().find(|r| r[0] == "servers").unwrap();
+        assert!(servers[2].contains("none configured"), "{servers:?}");
+        // Named, but empty: the list is wrong, not missing.
+        match bare_config(&["--servers", "", "status", "-k", "k"]) {
+            Err(Error::Usage(m)) => assert!(m.contains("no server given"), "{m}"),
+            other => panic!("{other:?}"),
+        }
     }
 
     fn usage_message(args: &[&str]) -> String {

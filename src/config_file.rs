@@ -257,7 +257,7 @@ pub fn layer(parsed: &Parsed, file: Option<&File>) -> Result<Globals, Error> {
         file: file.map(|f| f.path.clone()),
         servers: pick(
             given("servers"),
-            g.servers.clone(),
+            g.servers.clone().unwrap_or_default(),
             keys.and_then(|k| k.servers.as_ref()),
             file,
             |v| {
@@ -335,8 +335,9 @@ mod tests {
     use super::*;
 
     fn globals(args: &[&str], file: &str) -> Result<Globals, Error> {
-        let parsed = crate::cli::parse_from(
+        let parsed = crate::cli::parse_with_env(
             ["redlock"].iter().chain(args).copied().chain(["status", "-k", "k"]),
+            |_| None,
         )
         .unwrap();
         let file = File::parse(Path::new("/etc/redlock/config.toml"), file.to_owned())?;

@@ -53,6 +53,23 @@ pub const SKEW: Duration = Duration::from_millis(100);
 /// How often a waiter refreshes its entry at least (see [`LIFETIME`]).
 pub const REFRESH: Duration = Duration::from_secs(1);
 
+/// How long a release's call of a waiter lasts (`scripts/announce.lua`,
+/// `CALL_GRACE`, the same number): a later release calls the next waiter
+/// instead, and the called waiter's entry lapses this long after the call
+/// unless its attempt refreshed it. A waiter woken by a release attempts
+/// within a round trip; one that has not within this grace is dead or
+/// starved, and stops holding up a free lock.
+pub const CALL_GRACE: Duration = Duration::from_secs(1);
+
+/// The longest a free lock can be held up by the queue alone, with no
+/// holder: a waiter first in the queue that died lapses within one
+/// [`LIFETIME`] of its last refresh ([`CALL_GRACE`] once a release called
+/// it). `-n` and a short `--wait` that find a free lock that is another
+/// waiter's turn keep trying this long (the waiter either takes it, and
+/// they are busy, or lapses, and they take it), so that a dead waiter
+/// never turns a free lock into "busy".
+pub const HELD_UP: Duration = LIFETIME;
+
 /// A waiter's place, as a quorum of servers sees it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Turn {
@@ -94,12 +111,9 @@ pub fn entry(shared: bool) -> Token {
 
 /// Removes `member`'s entry from the queue (`order`, `deadlines`) on
 /// every server, best effort: an entry left behind expires.
-pub async fn leave(
-    servers: &[Arc<Server>],
-    key: &str,
-    [order, deadlines]: &[String; 2],
-    member: &str,
-) {
+pub async fn leave(servers: Vec<Arc<Server>>, key: String, keys: [String; 2], member: String) {
+    let [order, deadlines] = &keys;
+    let (key, member) = (key.as_str(), member.as_str());
     let calls = servers.iter().map(|server| async move {
         let _ = server
             .call(Op::Queue, key.as_bytes(), async |c| {
@@ -227,6 +241,13 @@ mod tests {
 
     fn view(rank: i64, len: usize, first: &str) -> View {
         View { rank: usize::try_from(rank).ok(), len, first: first.into() }
+    }
+
+    #[test]
+    fn the_call_grace_is_the_announcement_scripts() {
+        let lua = include_str!("scripts/announce.lua");
+        let line = format!("local CALL_GRACE = {}\n", CALL_GRACE.as_millis());
+        assert!(lua.contains(&line), "announce.lua lacks {line:?}");
     }
 
     #[test]

@@ -281,7 +281,7 @@ where
     let mut cutoff: Option<tokio::time::Instant> = None;
     loop {
         let next = match cutoff {
-            Some(at) => match tokio::time::timeout_at(at, running.next()).await {
+            Some(at) => match crate::clock::timeout_at(at, running.next()).await {
                 Ok(next) => next,
                 Err(_) => break,
             },

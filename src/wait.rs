@@ -327,15 +327,23 @@ pub async fn acquire(
     // rather than of the end of a pause.
     let mut woken = false;
     let queue_keys = fleet.key_layout().queue_keys(key);
+    // Leaving the queue needs no answer: in the background, so that a
+    // server that hangs does not hold the end of the wait.
     let leave = async |joined: bool| {
         if joined {
-            queue::leave(fleet.servers(), key, &queue_keys, &member).await;
+            let servers = fleet.servers().to_vec();
+            let (key, keys, member) = (key.to_owned(), queue_keys.clone(), member.clone());
+            fleet.background(queue::leave(servers, key, keys, member));
         }
     };
+    let join = *wait != Wait::Once;
+    let places = request.limit.max(1);
     loop {
         attempts += 1;
-        let join = *wait != Wait::Once;
-        let place = ordered.then_some(Place { member: &member, join, order, since_ms });
+        // Whether the last attempt found the lock free but another
+        // waiter's turn ([`Attempt::Queued`]).
+        let mut held_up = false;
+        let place = ordered.then_some(Place { member: &member, join, order, since_ms, places });
         let report = crate::slots::attempt(fleet, request, splits, place).await;
         joined |= place.is_some() && join;
         order = true;
@@ -432,6 +440,7 @@ pub async fn acquire(
                 (Error::Busy { message, code: exit::BUSY }, holder.remaining)
             }
             Attempt::Queued { ahead } => {
+                held_up = true;
                 let message = format!("{shown} has {ahead} waiter(s) queued ahead");
                 (Error::Busy { message, code: exit::BUSY }, None)
             }
@@ -450,9 +459,12 @@ pub async fn acquire(
         ahead = report.ahead.map(|n| (n, Instant::now()));
         let split = matches!(last, Error::Split(_));
         splits = if split { splits + 1 } else { 0 };
-        // Nobody holds the lock: settle the split even when not waiting.
+        // Nobody holds the lock: settle the split, or let the waiter whose
+        // turn it is take it or lapse ([`queue::HELD_UP`]), even when not
+        // waiting: busy means a holder has a quorum, never only a queue.
         let until = match deadline {
             Some(d) if split => Some(d.max(start + SETTLE_BOUND)),
+            Some(d) if held_up => Some(d.max(start + queue::HELD_UP + MAX_PAUSE)),
             other => other,
         };
         let left = until.map_or(Duration::MAX, |d| d.saturating_duration_since(Instant::now()));
@@ -460,8 +472,9 @@ pub async fn acquire(
             leave(joined).await;
             return Err(last);
         }
-        // Settling a split is not waiting for a holder: `-n` says nothing.
-        if !(split && *wait == Wait::Once) {
+        // Settling a split, or a queue's turn, is not waiting for a
+        // holder: `-n` says nothing.
+        if !((split || held_up) && *wait == Wait::Once) {
             wait_report.waiting(log, key, &last, start.elapsed(), left);
         }
         // A split has no holder to announce a release; and withdrawals are
@@ -499,8 +512,12 @@ pub async fn acquire(
             tokio::select! {
                 () = tokio::time::sleep(pause) => {
                     woken = false;
+                    // Behind the first `places` waiters, a pause ends in
+                    // an attempt only to refresh our entry.
                     match ahead {
-                        Some((n, at)) if n > 0 && at.elapsed() < queue::REFRESH => continue,
+                        Some((n, at)) if join && n >= places as usize && at.elapsed() < queue::REFRESH => {
+                            continue;
+                        }
                         _ => break,
                     }
                 }

@@ -932,7 +932,7 @@ fn failure_role(failure: &Failure) -> &'static str {
         | Failure::NoSocket
         | Failure::Connection(_) => "unreachable",
         Failure::WrongType | Failure::Unfit(_) | Failure::Reply(_) => "error",
-        Failure::Unconfirmed(_) => "no vote",
+        Failure::NoVote(_) => "no vote",
     }
 }
 

@@ -410,7 +410,9 @@ async fn supervise(
             }
             () = clock.sleep_until(begin.map_or(never, |(at, _)| at)), if begin.is_some() => {
                 guard_fired(child, &mut stop);
-                if stop.is_some() {
+                // A command that already ended by itself (seen late: redlock
+                // was frozen) is not stopped: its status is its own.
+                if stop.is_some() || child.exited_by_itself() {
                     continue;
                 }
                 let for_max_hold = begin.is_some_and(|(_, m)| m);
@@ -472,9 +474,10 @@ async fn supervise(
 
 /// Records the guard's kill as the stop, when it fired and redlock had not
 /// begun stopping the command itself: redlock did not run (frozen, or
-/// stopped by job control) until after the validity ended.
+/// stopped by job control) until after the validity ended. A command that
+/// had ended by itself before the guard fired keeps its own status.
 fn guard_fired(child: &mut Child, stop: &mut Option<Stop>) {
-    if stop.is_none() && child.guard_fired() {
+    if stop.is_none() && child.guard_fired() && !child.exited_by_itself() {
         // Whatever outlived the guard's kill (a command started after it
         // fired, a process forked past its scan) is killed now.
         child.stop(libc::SIGKILL);

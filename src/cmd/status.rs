@@ -37,6 +37,19 @@ pub async fn status(fleet: &Fleet, key: &str, json: bool, limit: Option<u32>) ->
     let status = places.iter().map(|(_, s)| s).find(|s| s.holder.is_some()).unwrap_or(first);
     let text = if json {
         let mut out = render_json(key, status, &queue);
+        if marked {
+            // The marker is no token: the holders are listed one by one.
+            out["holder"] = json!({
+                "shared": true,
+                "count": shared.len(),
+                "token": null,
+                "host": null,
+                "pid": null,
+                "acquired_at": null,
+                "held_ms": null,
+                "fence": status.fence,
+            });
+        }
         out["limit"] = json!(places.len());
         out["holders"] = if marked {
             json!(shared.iter().map(shared_json).collect::<Vec<_>>())

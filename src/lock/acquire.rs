@@ -17,7 +17,7 @@ pub struct AttemptReport {
 }
 
 /// The numbers of one acquire call (`scripts/acquire.lua`, ARGV[3]), packed
-/// as nine little-endian doubles that the script reads with one
+/// as ten little-endian doubles that the script reads with one
 /// `struct.unpack`: no string parsing and no `tonumber` on the server,
 /// which cost about a sixth of the script's instructions when they were
 /// decimal text (issue 10, item 6). Every number stays below 2^53, so a
@@ -42,10 +42,13 @@ pub(crate) struct Numbers {
     pub since_ms: u64,
     /// How far a server lets `since_ms` differ from its own clock.
     pub skew_ms: u64,
+    /// The key's places (`--limit N`; 1 for the lock): the first this many
+    /// waiters may take a free place.
+    pub places: u32,
 }
 
 impl Numbers {
-    /// The packed form (`struct.pack('<ddddddddd', ...)`; -1: no proposal).
+    /// The packed form (`struct.pack('<dddddddddd', ...)`; -1: no proposal).
     pub fn pack(&self) -> Vec<u8> {
         // `as f64` is exact: every field is below 2^53 (see the type's doc).
         #[allow(clippy::cast_precision_loss)]
@@ -59,17 +62,18 @@ impl Numbers {
             self.queue_life_ms as f64,
             self.since_ms as f64,
             self.skew_ms as f64,
+            f64::from(self.places),
         ];
         fields.iter().flat_map(|f| f.to_le_bytes()).collect()
     }
 
     /// Reads the packed form back (the no-script path stands in for the
-    /// script); `None` when it is not nine whole non-negative numbers.
+    /// script); `None` when it is not ten whole non-negative numbers.
     pub fn unpack(packed: &[u8]) -> Option<Numbers> {
-        if packed.len() != 72 {
+        if packed.len() != 80 {
             return None;
         }
-        let mut n = [0i64; 9];
+        let mut n = [0i64; 10];
         for (slot, chunk) in n.iter_mut().zip(packed.chunks_exact(8)) {
             let f = f64::from_le_bytes(chunk.try_into().ok()?);
             if f.fract() != 0.0 || !(-1.0..9.007e15).contains(&f) {
@@ -91,6 +95,7 @@ impl Numbers {
             queue_life_ms: whole(6)?,
             since_ms: whole(7)?,
             skew_ms: whole(8)?,
+            places: u32::try_from(n[9]).ok()?,
         })
     }
 }
@@ -111,6 +116,9 @@ pub struct Place<'a> {
     /// When the wait began, by this host's clock (ms since the Unix
     /// epoch): the waiter's place in the queue ([`queue::SKEW`]).
     pub since_ms: u64,
+    /// The key's places (`--limit N`; 1 for the lock): any of the first
+    /// this many waiters may take a free place.
+    pub places: u32,
 }
 
 /// The verdict of one acquire round.
@@ -236,6 +244,7 @@ impl Fleet {
             queue_life_ms: crate::millis(queue::LIFETIME),
             since_ms: place.map_or(0, |p| p.since_ms),
             skew_ms: crate::millis(queue::SKEW),
+            places: place.map_or(1, |p| p.places),
         };
         let call = Arc::new(Call {
             op: Op::Acquire,
@@ -377,7 +386,7 @@ impl Fleet {
             .replies
             .iter()
             .filter_map(|r| match r {
-                Reply::Answered(Granted::Yes(Some(f), _)) => Some(*f),
+                Reply::Answered(Granted::Yes(Grant { fence: Some(f), .. })) => Some(*f),
                 _ => None,
             })
             .collect();
@@ -602,13 +611,20 @@ async fn contend(
         Err(e) => return answer.send(Err(e)),
     };
     let mut set = Box::pin(async {
+        // When the attempt was sent and answered, on this host's clock:
+        // the server's clock in its grant is compared with their middle.
+        let sent = SystemTime::now();
         let reply = server
             .call_on(&conn, Op::Acquire, key.as_bytes(), deadline, async |c| {
                 call.invoke(&server, c).await
             })
             .await?;
-        let granted =
+        let answered = SystemTime::now();
+        let mut granted =
             parse_acquire(reply).map_err(|msg| server.bad_reply(Op::Acquire, key, msg))?;
+        if let Granted::Yes(grant) = &mut granted {
+            grant.no_vote = no_vote(grant.clock, (sent, answered));
+        }
         // This attempt's own token, fresh and random, already here: another
         // member of the fleet is this same server (one URL listed twice, a
         // cluster listed once per node, a Sentinel group beside its own
@@ -638,10 +654,18 @@ async fn contend(
             // "Held by another value": this attempt set nothing here. Any
             // other answer (granted, an error, a timeout) may have set it.
             let refused_here = refused(&result);
-            if let Ok(Granted::Yes(_, removed)) = &result {
-                entry = *removed;
+            if let Ok(Granted::Yes(grant)) = &result {
+                entry = grant.entry;
             }
-            answer.send(result);
+            answer.send(result.and_then(|granted| match granted {
+                Granted::Yes(Grant { no_vote: Some(why), .. }) => Err(ServerError {
+                    server: server.name().to_owned(),
+                    op: Op::Acquire,
+                    key: crate::display_key(key.as_bytes()),
+                    failure: Failure::NoVote(why),
+                }),
+                granted => Ok(granted),
+            }));
             let won = decided(&mut verdict).await;
             if refused_here {
                 if won {
@@ -738,13 +762,27 @@ async fn withdraw(server: &Server, conn: &Conn, call: &Call, entry: Option<(u64,
     }
 }
 
+/// One server's grant of the lock: the key is set there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Grant {
+    /// The fence drawn there, when fencing is on.
+    fence: Option<u64>,
+    /// The waiter's queue entry that the grant removed there (its join
+    /// score and deadline), which a withdrawal puts back.
+    entry: Option<(u64, u64)>,
+    /// The server's clock when it granted (`TIME`, since the Unix epoch),
+    /// when it said.
+    clock: Option<Duration>,
+    /// Why the grant counts towards no quorum, when it does not
+    /// ([`no_vote`]); the key is set there all the same.
+    no_vote: Option<String>,
+}
+
 /// One server's answer to the acquire script.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Granted {
-    /// Set; with the fence drawn there when fencing is on, and the
-    /// waiter's queue entry that the grant removed there (its join score
-    /// and deadline), which a withdrawal puts back.
-    Yes(Option<u64>, Option<(u64, u64)>),
+    /// Set.
+    Yes(Grant),
     /// Not set: held by `holder` for another `pttl` ms (-1: no expiry), or,
     /// with no holder, free but another waiter's turn; and the queue there.
     No {
@@ -757,14 +795,72 @@ enum Granted {
     },
 }
 
+/// How far a server's clock may be from this host's before its grant
+/// counts towards no quorum: the spread of clocks that fences already
+/// assume ([`fence::LINGER`] less [`fence::WINDOW`], 900 ms).
+pub const CLOCK_ALLOWANCE: Duration = Duration::from_millis(900);
+
+/// Why a grant counts towards no quorum, if it does not: the server's
+/// clock (`clock`, its `TIME` in the grant) is further from this host's
+/// than [`CLOCK_ALLOWANCE`], beyond what the round trip `asked` (sent,
+/// answered) can explain.
+///
+/// The argument: a server's clock decides when its keys expire. One that
+/// jumped forward (a stepped NTP correction, a VM restored from a
+/// snapshot) let a holder's key expire early, so its "free" may hide a
+/// holder that still relies on it; a holder with exactly a quorum then
+/// shares a second quorum with a newcomer. Its grant is kept (the key is
+/// set there, so that it rejoins), but not counted. The bound: a clock
+/// that jumped and was stepped back before the next round looks sound
+/// again (the harm, an early expiry, is done and not seen); a holder that
+/// holds every server needs no detection at all, since any quorum of the
+/// newcomer shares a server that still has the key. A host whose own
+/// clock is off sees every server off, and takes no lock until its clock
+/// is fixed: the error names the offset.
+fn no_vote(clock: Option<Duration>, (sent, answered): (SystemTime, SystemTime)) -> Option<String> {
+    let clock = clock?;
+    let epoch = |t: SystemTime| t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let (sent, answered) = (epoch(sent), epoch(answered));
+    let middle = (sent + answered) / 2;
+    let error = answered.saturating_sub(sent) / 2;
+    let (ahead, off) =
+        if clock >= middle { (true, clock - middle) } else { (false, middle - clock) };
+    (off.saturating_sub(error) > CLOCK_ALLOWANCE).then(|| {
+        format!(
+            "its clock is {} {} this host's (more than the {} the locks allow): a holder's key \
+             may have expired there early",
+            crate::fmt_duration(off),
+            if ahead { "ahead of" } else { "behind" },
+            crate::fmt_duration(CLOCK_ALLOWANCE)
+        )
+    })
+}
+
 /// Reads the acquire script's reply.
 fn parse_acquire(reply: Value) -> Result<Granted, String> {
     let bad = |reply: &Value| format!("unexpected acquire reply {reply:?}");
     let Value::Array(items) = &reply else { return Err(bad(&reply)) };
     match items.as_slice() {
-        [Value::Int(1), Value::Int(fence), Value::Int(score), Value::Int(deadline)] => {
+        [Value::Int(1), Value::Int(fence), Value::Int(score), Value::Int(deadline), time @ ..] => {
             let entry = u64::try_from(*score).ok().zip(u64::try_from(*deadline).ok());
-            Ok(Granted::Yes(u64::try_from(*fence).ok(), entry))
+            let number = |v: &Value| match v {
+                Value::BulkString(b) => std::str::from_utf8(b).ok()?.parse::<u64>().ok(),
+                _ => None,
+            };
+            let clock = match time {
+                [] => None,
+                [secs, micros] => Some(
+                    Duration::from_secs(number(secs).ok_or_else(|| bad(&reply))?)
+                        + Duration::from_micros(number(micros).ok_or_else(|| bad(&reply))?),
+                ),
+                _ => return Err(bad(&reply)),
+            };
+            Ok(Granted::Yes(Grant {
+                fence: u64::try_from(*fence).ok(),
+                entry,
+                clock,
+                no_vote: None,
+            }))
         }
         [Value::Int(0), holder, Value::Int(pttl), Value::Int(rank), Value::Int(len), first] => {
             let text = |v: &Value| match v {
@@ -805,9 +901,10 @@ mod tests {
             queue_life_ms: 60_000,
             since_ms: 1_795_621_712_435,
             skew_ms: 100,
+            places: 3,
         };
         let packed = numbers.pack();
-        assert_eq!(packed.len(), 72);
+        assert_eq!(packed.len(), 80);
         assert_eq!(Numbers::unpack(&packed), Some(numbers));
         let unfenced = Numbers { proposal: None, ..numbers };
         assert_eq!(Numbers::unpack(&unfenced.pack()), Some(unfenced));
@@ -829,7 +926,12 @@ mod tests {
                 no(Some("a"), 900),
                 no(Some("a"), 500),
                 no(Some("b"), -1),
-                Reply::Answered(Granted::Yes(None, None)),
+                Reply::Answered(Granted::Yes(Grant {
+                    fence: None,
+                    entry: None,
+                    clock: None,
+                    no_vote: None,
+                })),
             ]
         };
         let replies_now = replies();
@@ -850,13 +952,34 @@ mod tests {
     }
 
     #[test]
+    fn a_grant_from_a_clock_too_far_from_ours_is_no_vote() {
+        let at = |s: u64| std::time::UNIX_EPOCH + Duration::from_secs(s);
+        let asked = (at(1_000), at(1_000) + Duration::from_millis(10));
+        let clock = |ms: u64| Some(Duration::from_secs(1_000) + Duration::from_millis(ms));
+        assert_eq!(no_vote(clock(5), asked), None, "in step");
+        assert_eq!(no_vote(clock(800), asked), None, "within the allowance");
+        assert_eq!(no_vote(None, asked), None, "no clock said (no scripts)");
+        let why = no_vote(clock(60_000), asked).unwrap();
+        assert!(why.contains("ahead of") && why.contains("60.0s"), "{why}");
+        let behind = no_vote(Some(Duration::from_secs(998)), asked).unwrap();
+        assert!(behind.contains("behind"), "{behind}");
+        // A slow round trip explains up to half of itself.
+        let slow = (at(1_000), at(1_002));
+        assert_eq!(no_vote(clock(1_500), slow), None);
+    }
+
+    #[test]
     fn acquire_reply_is_read_strictly() {
         let int = Value::Int;
         let text = |s: &str| Value::BulkString(s.as_bytes().to_vec());
         let yes = Value::Array(vec![int(1), int(7), int(10), int(20)]);
-        assert_eq!(parse_acquire(yes), Ok(Granted::Yes(Some(7), Some((10, 20)))));
+        let grant = |fence, entry, clock| Grant { fence, entry, clock, no_vote: None };
+        assert_eq!(parse_acquire(yes), Ok(Granted::Yes(grant(Some(7), Some((10, 20)), None))));
+        let timed = Value::Array(vec![int(1), int(7), int(-1), int(-1), text("12"), text("5")]);
+        let clock = Some(Duration::from_secs(12) + Duration::from_micros(5));
+        assert_eq!(parse_acquire(timed), Ok(Granted::Yes(grant(Some(7), None, clock))));
         let unfenced = Value::Array(vec![int(1), int(-1), int(-1), int(-1)]);
-        assert_eq!(parse_acquire(unfenced), Ok(Granted::Yes(None, None)));
+        assert_eq!(parse_acquire(unfenced), Ok(Granted::Yes(grant(None, None, None))));
         let busy = Value::Array(vec![int(0), text("t"), int(5), int(1), int(2), text("w")]);
         let queue = queue::View { rank: Some(1), len: 2, first: "w".into() };
         let held = Granted::No { holder: Some("t".into()), pttl: 5, queue: queue.clone() };

@@ -336,12 +336,32 @@ impl Fleet {
         self.tasks.reopen();
     }
 
+    /// [`Fleet::drain`] for at most [`FLUSH`]: for a process that holds
+    /// nothing at its exit (its wait ran out, or it failed). Its stragglers
+    /// are withdrawals and queue exits, each handed to its connection as
+    /// soon as the verdict was known, and waiting only for an answer that
+    /// changes nothing; a server that hangs must not hold the exit past
+    /// `--wait` for it. What is cut off: a call still connecting (it has
+    /// sent nothing, so there is nothing to undo), and the answer of one
+    /// already sent (the server runs what it read even after the socket
+    /// closes).
+    pub async fn flush(&self) {
+        let _ = tokio::time::timeout(FLUSH, self.drain()).await;
+    }
+
+    /// Runs `work` (a best-effort server call whose answer nobody awaits)
+    /// in the background; [`Fleet::drain`] waits for it.
+    pub fn background(&self, work: impl std::future::Future<Output = ()> + Send + 'static) {
+        self.tasks.spawn(work);
+    }
+
     /// Runs `call` on every server; `read` checks the reply's shape and
-    /// `vote` counts it. Extend, raise-fence and release rounds end as soon
-    /// as the verdict is settled (a release is done once a quorum deleted:
-    /// nobody can hold the token's quorum any more), the calls still in
-    /// flight finishing in the background before the process exits; status
-    /// rounds hear every server. Acquire rounds have their own rule ([`Fleet::attempt`]).
+    /// `vote` counts it. Extend, raise-fence, release and history-write
+    /// rounds end as soon as the verdict is settled (a release is done once
+    /// a quorum deleted: nobody can hold the token's quorum any more; a
+    /// history entry once a quorum has it, as `history` reads a quorum),
+    /// the calls still in flight finishing in the background before the
+    /// process exits; status rounds hear every server. Acquire rounds have their own rule ([`Fleet::attempt`]).
     /// The run history ([`crate::history`]) sends its own scripts through it.
     pub(crate) async fn round<T: Send + 'static>(
         &self,
@@ -360,7 +380,7 @@ impl Fleet {
         read: fn(Value) -> Result<T, String>,
         vote: impl Fn(&T) -> Vote,
     ) -> Round<T> {
-        let early = matches!(call.op, Op::Extend | Op::RaiseFence | Op::Release);
+        let early = matches!(call.op, Op::Extend | Op::RaiseFence | Op::Release | Op::Record);
         let op = call.op;
         let shown = call.key.clone();
         let call = Arc::new(call);
@@ -417,6 +437,11 @@ impl Fleet {
             .collect()
     }
 }
+
+/// How long a process that holds nothing lets its stragglers' writes reach
+/// their connections before it exits ([`Fleet::flush`]): a few turns of the
+/// runtime, with room for a loaded machine.
+pub const FLUSH: Duration = Duration::from_millis(100);
 
 /// What a quorum of "not held" answers to an extend or a release means.
 const NOT_HELD: &str = "the lock is not held by this token";

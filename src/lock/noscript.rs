@@ -75,6 +75,13 @@ use redis::{ErrorKind, Pipeline, RedisError, RedisResult, Script, Value};
 use super::{Call, Numbers, SCRIPTS, is_shared};
 use crate::server::{NEEDS_SCRIPTS, Server};
 
+/// Whether `value`, read from a lock key, is `token`'s hold: never for the
+/// marker of shared holders, which is no token (`crate::shared`), as in
+/// the scripts.
+fn held_by(value: Option<&[u8]>, token: &[u8]) -> bool {
+    token != crate::token::SHARED_MARKER.as_bytes() && value == Some(token)
+}
+
 /// How many times an operation reads and decides again after `EXEC`
 /// returned nil (a watched key changed): each nil means another client
 /// wrote the lock, so a handful suffices for the answer to be "held".
@@ -316,7 +323,7 @@ async fn extend(c: &mut MultiplexedConnection, call: &Call) -> RedisResult<Value
     let (ttl, life) = (millis(1)?, millis(2)?);
     for _ in 0..TRIES {
         let (value, left) = watch_lock(c, &[lock, fence_key]).await?;
-        if value.as_deref() != Some(token.as_slice()) {
+        if !held_by(value.as_deref(), token) {
             unwatch(c).await?;
             return Ok(Value::Int(0));
         }
@@ -345,7 +352,7 @@ async fn set_ttl(c: &mut MultiplexedConnection, call: &Call) -> RedisResult<Valu
     let (lock, token, ttl) = (&call.keys[0], &call.args[0], &call.args[1]);
     for _ in 0..TRIES {
         let (value, _) = watch_lock(c, &[lock]).await?;
-        if value.as_deref() != Some(token.as_slice()) {
+        if !held_by(value.as_deref(), token) {
             unwatch(c).await?;
             return Ok(Value::Int(0));
         }
@@ -376,7 +383,7 @@ async fn release(
 ) -> RedisResult<Value> {
     for _ in 0..TRIES {
         let (value, _) = watch_lock(c, &[lock]).await?;
-        if value.as_deref() != Some(token) {
+        if !held_by(value.as_deref(), token) {
             unwatch(c).await?;
             return Ok(Value::Int(0));
         }
@@ -416,7 +423,7 @@ async fn raise_fence(c: &mut MultiplexedConnection, call: &Call) -> RedisResult<
         .ok_or_else(|| RedisError::from((ErrorKind::Client, "bad raise-fence arguments")))?;
     for _ in 0..TRIES {
         let (value, _) = watch_lock(c, &[lock, fence_key]).await?;
-        if value.as_deref() != Some(token.as_slice()) {
+        if !held_by(value.as_deref(), token) {
             unwatch(c).await?;
             return Ok(Value::Int(-1));
         }

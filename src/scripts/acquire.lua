@@ -16,7 +16,8 @@
 --   (1: only the first waiter may take a free key; 0: any, the fallback when
 --   the servers' queues disagree); an entry's lifetime ms; when the waiter
 --   began to wait, by its clock (ms), and how far this server lets that
---   differ from its own clock (ms).
+--   differ from its own clock (ms); and the places of the key (`--limit N`;
+--   1 for the lock).
 -- A waiter's place is that time, clamped to this server's clock plus or minus
 -- the window: waiters on clocks in step with each other and the servers get
 -- the same order on every server (equal times by member), so that every
@@ -30,9 +31,10 @@
 -- exclusive lock: Redis answers an unauthenticated command of more than ten
 -- with a protocol error instead of NOAUTH. The shared call has eleven;
 -- src/server.rs reads that protocol error as the NOAUTH it stands for.)
--- Returns {1, fence, score, deadline} when granted (fence -1 without
--- fencing; score and deadline are the waiter's entry, removed here because
--- it is served, or -1 when it had none: a withdrawal puts it back), or
+-- Returns {1, fence, score, deadline, seconds, microseconds} when granted
+-- (fence -1 without fencing; score and deadline are the waiter's entry,
+-- removed here because it is served, or -1 when it had none: a withdrawal
+-- puts it back; then the server's TIME), or
 -- {0, holder, pttl, rank, len, first} when not: holder is the value holding
 -- the key against this attempt ('' when the key is free, or held by shared
 -- holders only, but another waiter goes first), pttl its expiry (-1: none;
@@ -50,8 +52,8 @@ if redis.replicate_commands then
   -- Redis 3.2 to 4: replicate the writes, not the script that reads TIME.
   redis.replicate_commands()
 end
-local ttl, proposal, window, life, join, order, qlife, since, skew =
-  struct.unpack('<ddddddddd', ARGV[3])
+local ttl, proposal, window, life, join, order, qlife, since, skew, places =
+  struct.unpack('<dddddddddd', ARGV[3])
 join, order = join == 1, order == 1
 local member = ARGV[2]
 -- The queue is read only where it exists: an uncontended lock never pays
@@ -69,13 +71,17 @@ if queued then
 end
 local shared = KEYS[5] ~= nil
 local marker = 'redlock-shared'
--- Whose turn it is: not ours while the first waiter is another (for a
--- shared waiter: while an exclusive waiter is ahead of it).
+-- Whose turn it is: ours while fewer waiters than the key has places are
+-- ahead of us (a member not queued counts behind every queued one): with
+-- one place, only the first waiter's; with N (`--limit N`), any of the
+-- first N may take a free place, so that N places freed at once are taken
+-- by N waiters, not one. For a shared waiter: while no exclusive waiter is
+-- ahead of it.
 local blocked = false
 if queued and order then
   if not shared then
-    local first = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
-    blocked = first ~= nil and first ~= member
+    local rank = redis.call('ZRANK', KEYS[3], member) or redis.call('ZCARD', KEYS[3])
+    blocked = rank >= places
   else
     local rank = redis.call('ZRANK', KEYS[3], member)
     if rank ~= 0 then
@@ -155,10 +161,14 @@ if queued then
     redis.call('ZREM', KEYS[4], member)
   end
 end
-if proposal < 0 then
-  return {1, -1, score, deadline}
-end
+-- The server's clock goes back with every grant: a server whose clock is
+-- far from this client's (stepped, restored from a snapshot) may have let
+-- a holder's key expire early, and its grant counts towards no quorum
+-- (src/lock/acquire.rs, `vote_of`).
 local time = redis.call('TIME')
+if proposal < 0 then
+  return {1, -1, score, deadline, time[1], time[2]}
+end
 local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
 local draw = math.min(math.max(proposal, now), now + window)
 -- Write the draw and read the counter it replaces in one call (SET ... GET,
@@ -182,4 +192,4 @@ if old and tonumber(old) + 1 > draw then
   fence = tonumber(old) + 1
   redis.call('SET', KEYS[2], string.format('%.0f', fence), 'PX', life)
 end
-return {1, fence, score, deadline}
+return {1, fence, score, deadline, time[1], time[2]}

@@ -12,7 +12,9 @@
 -- Returns 1 when the token holds the key (its TTL now at least ARGV[2]),
 -- 0 when the key is absent or held by another value. A key of another type
 -- fails with WRONGTYPE.
-if redis.call('GET', KEYS[1]) == ARGV[1] then
+-- The marker of shared holders (src/shared.rs) is no token: never touched
+-- as one.
+if ARGV[1] ~= 'redlock-shared' and redis.call('GET', KEYS[1]) == ARGV[1] then
   local left = redis.call('PTTL', KEYS[1])
   if left >= 0 and left < tonumber(ARGV[2]) then
     redis.call('PEXPIRE', KEYS[1], ARGV[2])

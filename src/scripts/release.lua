@@ -7,7 +7,9 @@
 -- Returns 1 when the key was deleted, 0 when it is absent or held by another
 -- value. A deletion is announced on ARGV[2] (announce.lua, in front of this
 -- file). A key of another type fails with WRONGTYPE and is left untouched.
-if redis.call('GET', KEYS[1]) == ARGV[1] then
+-- The marker of shared holders (src/shared.rs) is no token: never touched
+-- as one.
+if ARGV[1] ~= 'redlock-shared' and redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
   announce(ARGV[2], KEYS[2], KEYS[3], ARGV[1])
   return 1

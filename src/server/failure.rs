@@ -86,9 +86,11 @@ pub enum Failure {
     Unfit(String),
     /// Any other error reply, or an answer redlock cannot read.
     Reply(String),
-    /// Through a Sentinel group: the write was made, but its replicas did
-    /// not confirm it in time, so it is no vote (it may have been set).
-    Unconfirmed(String),
+    /// The server granted the lock, but its grant counts towards no
+    /// quorum (it restarted too recently to have kept every holder's key,
+    /// or its clock is too far from this host's): why. Retried, as the
+    /// reason passes.
+    NoVote(String),
 }
 
 impl Failure {
@@ -232,7 +234,7 @@ impl fmt::Display for Failure {
                 f.write_str("WRONGTYPE: the key holds a non-string value, so it is not a lock")
             }
             Failure::Reply(s) | Failure::Unfit(s) => write!(f, "error reply: {s}"),
-            Failure::Unconfirmed(s) => write!(f, "not confirmed on the replicas: {s}"),
+            Failure::NoVote(s) => write!(f, "no vote: {s}"),
         }
     }
 }

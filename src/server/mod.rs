@@ -391,7 +391,7 @@ impl Server {
         key: &[u8],
         deadline: tokio::time::Instant,
     ) -> Result<Conn, ServerError> {
-        let failure = match tokio::time::timeout_at(deadline, self.open(self.slot_of(key))).await {
+        let failure = match crate::clock::timeout_at(deadline, self.open(self.slot_of(key))).await {
             Ok(Ok(conn)) => return Ok(conn),
             Ok(Err(Failure::Timeout(_))) => self.timed_out(),
             Ok(Err(failure)) => failure,
@@ -437,7 +437,7 @@ impl Server {
             self.confirm(&mut on, replicas, deadline).await?;
             Ok(value)
         };
-        let failure = match tokio::time::timeout_at(deadline, work).await {
+        let failure = match crate::clock::timeout_at(deadline, work).await {
             Ok(Ok(value)) => return Ok(value),
             Ok(Err(failure)) => failure,
             Err(_) => self.timed_out(),
@@ -492,8 +492,9 @@ impl Server {
         let slack = (left / 2).min(Duration::from_millis(150));
         let wait = crate::millis(left.saturating_sub(slack));
         if wait == 0 {
-            return Err(Failure::Unconfirmed(format!(
-                "no time left to confirm the write on {needed} replica(s)"
+            return Err(Failure::NoVote(format!(
+                "not confirmed on the replicas: no time left to confirm the write on {needed} \
+                 replica(s)"
             )));
         }
         let acked: i64 = redis::cmd("WAIT").arg(needed).arg(wait).query_async(conn).await.map_err(
@@ -508,10 +509,10 @@ impl Server {
         if usize::try_from(acked).is_ok_and(|acked| acked >= needed) {
             return Ok(());
         }
-        Err(Failure::Unconfirmed(format!(
-            "{acked} of {needed} replica(s) acknowledged the write within {}ms; a master \
-             without a replica, or one failed away from, gets no vote",
-            wait
+        Err(Failure::NoVote(format!(
+            "not confirmed on the replicas: {acked} of {needed} replica(s) acknowledged the \
+             write within {wait}ms (a master without a replica, or one failed away from, gets \
+             no vote)"
         )))
     }
 
@@ -705,11 +706,15 @@ impl Server {
         self.verified.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Connect and response timeouts: the node timeout.
+    /// The connect timeout: the node timeout. No response timeout of the
+    /// redis crate's: every call is bounded by its caller's
+    /// ([`crate::clock::timeout_at`], which reads an answer that arrived
+    /// while the process was frozen before it declares the timeout; the
+    /// crate's own would fire first and throw that answer away).
     pub fn connection_config(&self) -> AsyncConnectionConfig {
         AsyncConnectionConfig::new()
             .set_connection_timeout(Some(self.timeout))
-            .set_response_timeout(Some(self.timeout))
+            .set_response_timeout(None)
     }
 
     /// The Sentinel group behind this server, if its URL names one.

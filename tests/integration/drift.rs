@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::harness::proxy::{Mode, Proxy};
+use crate::harness::redis::Build;
 use crate::harness::{Fleet, Redlock, pid_in, process_alive, unique_key};
 
 fn libfaketime() -> String {
@@ -86,4 +87,74 @@ fn far_beyond_the_drift_factor_exclusion_breaks_as_documented() {
     let (killed, acquired) = race("0.8");
     eprintln!("20% drift: command killed {killed:?} after the cut, next holder at {acquired:?}");
     assert!(acquired < killed, "expected a violation: killed {killed:?}, acquired {acquired:?}");
+}
+
+/// Three Redis 6.2 servers (built without jemalloc, so libfaketime runs
+/// them), each with a stamp file that steps its wall clock.
+fn stepped_fleet() -> (Fleet, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let servers = (0..3)
+        .map(|i| {
+            let stamp = dir.path().join(format!("clock{i}"));
+            std::fs::write(&stamp, "+0\n").unwrap();
+            let stamp = stamp.display().to_string();
+            let env = [
+                ("LD_PRELOAD", libfaketime()),
+                ("FAKETIME_TIMESTAMP_FILE", stamp),
+                ("FAKETIME_NO_CACHE", "1".to_owned()),
+                ("DONT_FAKE_MONOTONIC", "1".to_owned()),
+            ];
+            let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            crate::harness::RedisServer::start_build_env(Build::Redis62, &[], &env)
+        })
+        .collect();
+    (Fleet { servers }, dir)
+}
+
+/// A holder that has exactly a quorum (A and B; C was down when it took
+/// the lock), then B's clock jumps 60 s forward (a stepped NTP correction,
+/// a VM restored from a snapshot): the holder's key expires on B at once.
+/// B and C are free, and a second client used to get in beside the first.
+/// B's grant now counts towards no quorum: its clock is a minute from this
+/// host's.
+#[test]
+fn a_server_whose_clock_jumped_gives_no_vote() {
+    let (mut fleet, dir) = stepped_fleet();
+    let key = unique_key("clock-jump");
+    let inside = dir.path().join("inside");
+    fleet.servers[2].stop();
+    let holder = Redlock::on(&fleet)
+        .args(["run", "--ttl", "30s", "-k", &key, "--", "sh", "-c"])
+        .args([format!("touch {}; sleep 8", inside.display())])
+        .spawn();
+    crate::harness::wait_for_file(&inside);
+    fleet.servers[2].start_again();
+    std::fs::write(dir.path().join("clock1"), "+60\n").unwrap();
+    let second = dir.path().join("second");
+    let out = Redlock::on(&fleet)
+        .args(["-v", "run", "-n", "-k", &key, "--", "touch", &second.display().to_string()])
+        .run();
+    assert!(!second.exists(), "a second holder ran beside the first:\n{}", out.stderr);
+    // Nobody has a quorum of votes: the split is retried for 5 s, then
+    // reported.
+    out.expect(69).stderr_has("no vote: its clock is");
+    holder.wait().expect(0);
+}
+
+/// The same jump on one server of a holder that holds all three needs no
+/// detection at all: any quorum of a newcomer shares a server that still
+/// has the holder's key.
+#[test]
+fn a_clock_jump_under_a_holder_of_every_server_keeps_exclusion() {
+    let (fleet, dir) = stepped_fleet();
+    let key = unique_key("clock-jump-all");
+    let inside = dir.path().join("inside");
+    let holder = Redlock::on(&fleet)
+        .args(["run", "--ttl", "30s", "-k", &key, "--", "sh", "-c"])
+        .args([format!("touch {}; sleep 2", inside.display())])
+        .spawn();
+    crate::harness::wait_for_file(&inside);
+    std::fs::write(dir.path().join("clock1"), "+60\n").unwrap();
+    Redlock::on(&fleet).args(["run", "-n", "-k", &key, "--", "true"]).run().expect(75);
+    holder.wait().expect(0);
 }

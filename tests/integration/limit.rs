@@ -301,3 +301,89 @@ fn the_backups_recipe_runs_at_most_three_at_once() {
     assert_eq!(slots.lines().count(), 5);
     assert!(slots.lines().all(|s| ["1", "2", "3"].contains(&s)), "{slots}");
 }
+
+/// `contenders` loops, each running `runs` times `redlock -q run --limit
+/// 3 --wait 30s` (plus `extra`) of a `pause` job on `fleet`: each loop
+/// writes `wait <ns>` before each run, and the job `in <ns>` and `out <ns>`,
+/// to `dir/ledger`. Returns the loops, running.
+pub fn limit_loops(
+    fleet: &Fleet,
+    key: &str,
+    dir: &std::path::Path,
+    (contenders, runs, pause): (usize, usize, &str),
+    extra: &[&str],
+) -> Vec<std::process::Child> {
+    let d = dir.display();
+    let bin = env!("CARGO_BIN_EXE_redlock");
+    let job = format!(
+        "echo \"in $(date +%s%N)\" >> {d}/ledger; sleep {pause}; echo \"out $(date +%s%N)\" >> {d}/ledger"
+    );
+    let extra = extra.join(" ");
+    let script = format!(
+        "for i in $(seq {runs}); do echo \"wait $(date +%s%N)\" >> {d}/ledger; \
+         {bin} -q run --limit 3 --wait 30s {extra} --key {key} -- sh -c '{job}' || echo \"failed $?\" >> {d}/failures; done"
+    );
+    (0..contenders)
+        .map(|_| {
+            crate::harness::isolate(&mut std::process::Command::new("sh"))
+                .args(["-c", &script])
+                .env("REDLOCK_SERVERS", fleet.urls())
+                .spawn()
+                .unwrap()
+        })
+        .collect()
+}
+
+/// From a [`limit_loops`] ledger: the whole time from the first wait to
+/// the last exit, and the time-weighted number of holders inside while
+/// anyone waits.
+pub fn limit_usage(dir: &std::path::Path) -> (Duration, f64) {
+    let ledger = std::fs::read_to_string(dir.join("ledger")).unwrap();
+    let mut events: Vec<(u128, &str)> = ledger
+        .lines()
+        .map(|l| {
+            let (what, at) = l.split_once(' ').unwrap();
+            (at.parse().unwrap(), what)
+        })
+        .collect();
+    events.sort();
+    let (mut waiting, mut inside, mut weighted, mut span) = (0i64, 0i64, 0f64, 0f64);
+    for pair in events.windows(2) {
+        let ((t, what), (next, _)) = (pair[0], pair[1]);
+        match what {
+            "wait" => waiting += 1,
+            "in" => {
+                waiting -= 1;
+                inside += 1;
+            }
+            _ => inside -= 1,
+        }
+        if waiting > 0 {
+            let dt = (next - t) as f64;
+            weighted += dt * inside as f64;
+            span += dt;
+        }
+    }
+    let whole = events.last().unwrap().0 - events[0].0;
+    (Duration::from_nanos(u64::try_from(whole).unwrap()), weighted / span.max(1.0))
+}
+
+#[test]
+fn limit_three_keeps_three_places_busy_while_waiters_queue() {
+    let fleet = Fleet::start(5);
+    let key = unique_key("limit-use");
+    let dir = tempfile::tempdir().unwrap();
+    for child in limit_loops(&fleet, &key, dir.path(), (8, 3, "0.3"), &[]) {
+        assert!(child.wait_with_output().unwrap().status.success());
+    }
+    let failures = std::fs::read_to_string(dir.path().join("failures")).unwrap_or_default();
+    assert!(failures.is_empty(), "runs failed: {failures}");
+    let (whole, used) = limit_usage(dir.path());
+    eprintln!(
+        "24 runs of 0.3 s on 3 places: {whole:?}, {used:.2} inside on average while anyone waited"
+    );
+    // Full use takes 2.4 s and keeps 3 inside; a generous bound, that a
+    // place left empty for a backoff step per release breaks.
+    assert!(used >= 2.4, "only {used:.2} of 3 places used on average while waiters queued");
+    assert!(whole < Duration::from_millis(4000), "took {whole:?}");
+}

@@ -4,6 +4,7 @@
 //! `redis-server` processes started by [`harness`].
 
 mod adversarial;
+mod audit;
 mod cluster;
 mod compat;
 mod config_file;
@@ -12,6 +13,7 @@ mod doctor;
 mod drift;
 mod engine;
 mod fencing;
+mod found;
 mod harness;
 mod history;
 mod hostile;

@@ -72,7 +72,7 @@ fn dropped_connections_are_reestablished_on_the_next_renewal() {
     let dir = tempfile::tempdir().unwrap();
     let ready = dir.path().join("ready");
     let running = Redlock::new(&urls)
-        .args(["--log-format", "json", "run", "--key", &key, "--ttl", "600ms"])
+        .args(["--log-format", "json", "run", "--key", &key, "--ttl", "1s"])
         .args(["-c", &format!("touch {}; sleep 2", ready.display())])
         .spawn();
     wait_for_file(&ready);

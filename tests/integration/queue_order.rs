@@ -268,3 +268,39 @@ fn unordered_and_ordered_waiters_on_one_key_all_pass_alone() {
     assert_eq!(served.lines().count(), 4, "{served}");
     no_overlaps(dir.path());
 }
+
+#[test]
+fn a_dead_waiter_never_turns_a_free_lock_into_a_skip() {
+    let fleet = Fleet::start(3);
+    let key = unique_key("q-dead-waiter");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display();
+    let held = dir.path().join("held");
+    let holder = Redlock::on(&fleet)
+        .args(["run", "-k", &key, "--", "sh", "-c", &format!("touch {d}/held; sleep 1")])
+        .spawn();
+    crate::harness::wait_for_file(&held);
+    // A waiter queues behind the holder, then dies without a word.
+    let w = Redlock::on(&fleet).args(["run", "-k", &key, "--wait", "1m", "--", "true"]).spawn();
+    await_queued(&fleet, &[0, 1, 2], &key, 1);
+    send_signal(w.pid(), 9);
+    let _ = w.wait();
+    holder.wait().expect(0);
+    // The lock is free: a cron burst must run the tick, not skip it.
+    let started = Instant::now();
+    let burst: Vec<Running> = (0..3)
+        .map(|h| {
+            let job = format!("echo host{h} >> {d}/ran");
+            Redlock::on(&fleet)
+                .args(["run", "-n", "-E", "0", "-k", &key, "--", "sh", "-c", &job])
+                .spawn()
+        })
+        .collect();
+    for b in burst {
+        b.wait().expect(0);
+    }
+    let ran = std::fs::read_to_string(dir.path().join("ran")).unwrap_or_default();
+    assert!(!ran.is_empty(), "a free lock was reported busy to every host of the burst");
+    // Taken within one entry lifetime (5 s) of the dead waiter's last refresh.
+    assert!(started.elapsed() < Duration::from_secs(7), "took {:?}", started.elapsed());
+}

@@ -428,8 +428,8 @@ fn at_a_terminal_the_command_reads_it_and_ctrl_c_reaches_it_once() {
         d = done.display()
     );
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_redlock"));
-    cmd.env("REDLOCK_SERVERS", fleet.urls())
-        .env("REDLOCK_CONFIG", "/dev/null")
+    crate::harness::isolate(&mut cmd)
+        .env("REDLOCK_SERVERS", fleet.urls())
         .args(["run", "--key", &key, "--", "sh", "-c", &script]);
     let mut term = Terminal::spawn(cmd, false);
     term.expect("ready", Duration::from_secs(10));

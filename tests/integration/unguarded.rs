@@ -78,10 +78,10 @@ fn perl_ticker(path: &Path) -> String {
 /// An interactive bash at a terminal, with REDLOCK_SERVERS set, at its prompt.
 fn shell(fleet: &Fleet) -> Terminal {
     let mut bash = Command::new("bash");
-    bash.args(["--norc", "--noprofile", "-i"])
+    crate::harness::isolate(&mut bash)
+        .args(["--norc", "--noprofile", "-i"])
         .env("PS1", "$ ")
         .env("TERM", "dumb")
-        .env("REDLOCK_CONFIG", "/dev/null")
         .env("REDLOCK_SERVERS", fleet.urls());
     let mut term = Terminal::spawn(bash, false);
     term.expect("$ ", Duration::from_secs(10));
@@ -160,7 +160,7 @@ fn sigttou_never_stops_redlock_at_a_tostop_terminal() {
     let dir = tempfile::tempdir().unwrap();
     let writes = dir.path().join("writes");
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_redlock"));
-    cmd.env("REDLOCK_SERVERS", fleet.urls()).args([
+    crate::harness::isolate(&mut cmd).env("REDLOCK_SERVERS", fleet.urls()).args([
         "-v",
         "run",
         "--ttl",

@@ -57,3 +57,28 @@ fn a_wait_on_unreachable_servers_names_them_and_quiet_says_nothing() {
         .run();
     assert!(quiet.expect(75).stderr.is_empty(), "{}", quiet.stderr);
 }
+
+#[test]
+fn a_hung_server_does_not_stretch_the_wait() {
+    let fleet = crate::harness::Fleet::start(3);
+    let key = unique_key("wait-hung");
+    // Held elsewhere on a quorum (servers 0 and 1); server 2 answers nothing.
+    for s in &fleet.servers[..2] {
+        let _: redis::Value =
+            s.cmd(&["SET", &crate::harness::lock_key(&key), "foreign", "PX", "60000"]);
+    }
+    fleet.servers[2].hang();
+    for args in [["run", "--wait", "2s"].as_slice(), &["acquire", "--wait", "2s"]] {
+        let mut cmd: Vec<&str> = args.to_vec();
+        cmd.extend(["--node-timeout", "1s", "-k", &key]);
+        if args[0] == "run" {
+            cmd.extend(["--", "true"]);
+        }
+        let out = Redlock::on(&fleet).args(&cmd).run();
+        out.expect(75);
+        // --wait bounds the whole wait: the attempts, the queue's exit and
+        // the answers the hung server never gives.
+        out.within(Duration::from_millis(2600));
+    }
+    fleet.servers[2].resume();
+}

@@ -138,6 +138,13 @@ impl Gate {
         let wrapper =
             r#"g=$1; r=$2; shift 2; exec 3<"$g"; : > "$r"; read x <&3; exec 3<&-; exec "$@""#;
         let mut cmd = Command::new("sh");
+        // No REDLOCK_* of the caller's, and no configuration file.
+        for (var, _) in std::env::vars_os() {
+            if var.to_string_lossy().starts_with("REDLOCK_") {
+                cmd.env_remove(var);
+            }
+        }
+        cmd.env("REDLOCK_CONFIG", "/dev/null");
         cmd.args(["-c", wrapper, "sh"])
             .arg(&self.fifo)
             .arg(self.ready.join(self.count.to_string()))

@@ -97,6 +97,18 @@ pub fn send_signal(pid: i32, signal: i32) {
     unsafe { libc::kill(pid, signal) };
 }
 
+/// Keeps the caller's configuration away from `cmd` (redlock, or a shell
+/// that runs it): no `REDLOCK_*` variable of the caller's, and no
+/// configuration file of the developer's or the machine's.
+pub fn isolate(cmd: &mut Command) -> &mut Command {
+    for (var, _) in std::env::vars_os() {
+        if var.to_string_lossy().starts_with("REDLOCK_") {
+            cmd.env_remove(var);
+        }
+    }
+    cmd.env("REDLOCK_CONFIG", "/dev/null")
+}
+
 /// A `redlock` invocation being built.
 pub struct Redlock {
     cmd: Command,
@@ -111,12 +123,8 @@ impl Redlock {
     /// child must not depend on the machine).
     pub fn new(servers: &str) -> Redlock {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_redlock"));
-        for var in ["REDLOCK_SERVERS", "REDLOCK_TOKEN", "REDLOCK_KEY", "REDLOCK_FENCE"] {
-            cmd.env_remove(var);
-        }
+        isolate(&mut cmd);
         cmd.env("SHELL", "/bin/sh");
-        // No configuration file of the developer's or the machine's.
-        cmd.env("REDLOCK_CONFIG", "/dev/null");
         cmd.env("REDLOCK_SERVERS", servers);
         Redlock { cmd, shown: vec![format!("REDLOCK_SERVERS={servers} redlock")] }
     }

@@ -29,6 +29,8 @@ pub struct RedisServer {
     password: Option<String>,
     /// CA to trust when the server speaks TLS only.
     tls_ca: Option<PathBuf>,
+    /// Environment variables of the server process (libfaketime's).
+    env: Vec<(String, String)>,
     child: Option<Child>,
 }
 
@@ -149,6 +151,12 @@ impl RedisServer {
 
     /// Starts a server of build `build` with extra arguments.
     pub fn start_build(build: Build, extra: &[&str]) -> RedisServer {
+        RedisServer::start_build_env(build, extra, &[])
+    }
+
+    /// Starts a server of build `build` with extra arguments and
+    /// environment variables (`LD_PRELOAD` of libfaketime, for one).
+    pub fn start_build_env(build: Build, extra: &[&str], env: &[(&str, &str)]) -> RedisServer {
         let password = extra
             .iter()
             .position(|a| *a == "--requirepass")
@@ -167,6 +175,7 @@ impl RedisServer {
             extra: extra.iter().map(|s| (*s).to_owned()).collect(),
             password,
             tls_ca,
+            env: env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect(),
             child: None,
         };
         let mut last_log = String::new();
@@ -208,6 +217,7 @@ impl RedisServer {
             .arg("--logfile")
             .arg(self.log_path())
             .args(&self.extra)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
@@ -280,7 +290,8 @@ impl RedisServer {
         format!("127.0.0.1:{}", self.port)
     }
 
-    fn pid(&self) -> i32 {
+    /// The server's pid (it must be running).
+    pub fn pid(&self) -> i32 {
         let child = self.child.as_ref().expect("server is running");
         i32::try_from(child.id()).expect("pid fits i32")
     }

@@ -1,0 +1,695 @@
+//! The checker: reads a history ([`crate::history`]) and reports every
+//! violation of redlock's promises, each with the lines that show it.
+//!
+//! - **Exclusion**: two sections of an exclusive key at once; more than N
+//!   of a `--limit N` key; an exclusive section beside any other of a
+//!   `--shared` key. A section is a `run`'s command, from its entry to its
+//!   exit (stamped by the command itself, so the interval lies inside the
+//!   real one: an overlap seen is an overlap that happened), or a script's
+//!   hold: from `acquire`'s completion to the `release` of its token, at
+//!   most the validity an `acquire` or `extend` gave it (invocation + TTL
+//!   − the drift allowance). Operations of unknown outcome hold nothing
+//!   for certain, so they never make an overlap; they only count as
+//!   possibly holding (below).
+//! - **Fences**: a section that began after another ended must carry a
+//!   larger fence (so none repeats between ordered sections).
+//! - **Exit status**: a `run`'s exit code is its command's when the
+//!   command exited by itself; 70 or 124 when redlock stopped it; a
+//!   documented refusal (69, 75 or `-E`'s code) when it never ran; never a
+//!   "busy" for a command that ran, never the command's code for a command
+//!   that did not run, never an undocumented code.
+//! - **Lost ticks**: a cron burst (`run -n -E 0` fired at once) in which
+//!   every host was told "busy" while nothing held or possibly held the key.
+//! - **Liveness**: once faults stop, every waiter gets in.
+
+use std::collections::BTreeMap;
+
+use crate::history::{Event, Mode};
+
+/// The drift allowance of a TTL, as redlock computes it (factor 0.01 plus
+/// 2 ms), in ns.
+fn drift_ns(ttl_ms: u64) -> u64 {
+    ttl_ms * 10_000 + 2_000_000
+}
+
+/// One violation: what, and the history lines that show it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    /// `overlap`, `fence`, `exit-status`, `lost-tick`, `liveness`.
+    pub kind: &'static str,
+    /// One line for people.
+    pub message: String,
+    /// The history lines involved.
+    pub lines: Vec<usize>,
+}
+
+/// Everything known of one operation.
+#[derive(Clone, Debug, Default)]
+struct Op {
+    line: usize,
+    f: String,
+    key: String,
+    mode: Option<Mode>,
+    limit: u32,
+    ttl_ms: u64,
+    burst: Option<u64>,
+    child_code: Option<i32>,
+    busy_code: Option<i32>,
+    after_faults: bool,
+    token_in: Option<String>,
+    invoke: u64,
+    complete: Option<Completion>,
+    /// What `acquire --json` said the fence was.
+    fence: Option<u64>,
+    enter: Option<(usize, u64, Option<u64>)>,
+    exit: Option<(usize, u64, String, Option<i32>)>,
+}
+
+/// How an operation's process ended.
+#[derive(Clone, Debug)]
+struct Completion {
+    line: usize,
+    t: u64,
+    outcome: String,
+    code: Option<i32>,
+    token: Option<String>,
+}
+
+/// A hold of a key for certain, over `[start, end)`.
+#[derive(Clone, Debug)]
+struct Hold {
+    start: u64,
+    end: u64,
+    exclusive: bool,
+    fence: Option<u64>,
+    lines: Vec<usize>,
+}
+
+/// What the checker saw, for the record.
+#[derive(Debug, Default)]
+pub struct Summary {
+    /// Critical sections and script holds checked.
+    pub sections: usize,
+    /// Operations.
+    pub ops: usize,
+    /// Cron bursts.
+    pub bursts: usize,
+    /// Every violation found.
+    pub violations: Vec<Violation>,
+}
+
+/// Checks a history (events in time order, with their line numbers).
+pub fn check(events: &[(usize, Event)]) -> Summary {
+    let mut ops: BTreeMap<u64, Op> = BTreeMap::new();
+    let mut foreign: Vec<(String, u64, u64, usize)> = Vec::new();
+    for (line, event) in events {
+        match event.clone() {
+            Event::Invoke {
+                t,
+                op,
+                f,
+                key,
+                mode,
+                limit,
+                ttl_ms,
+                burst,
+                child_code,
+                busy_code,
+                after_faults,
+                token,
+                ..
+            } => {
+                ops.insert(
+                    op,
+                    Op {
+                        line: *line,
+                        f,
+                        key,
+                        mode: Some(mode),
+                        limit,
+                        ttl_ms,
+                        burst,
+                        child_code,
+                        busy_code,
+                        after_faults,
+                        token_in: token,
+                        invoke: t,
+                        ..Op::default()
+                    },
+                );
+            }
+            Event::Complete { t, op, outcome, code, token, fence, .. } => {
+                if let Some(o) = ops.get_mut(&op) {
+                    o.complete = Some(Completion { line: *line, t, outcome, code, token });
+                    o.fence = fence;
+                }
+            }
+            Event::Enter { t, op, fence, .. } => {
+                if let Some(o) = ops.get_mut(&op) {
+                    o.enter = Some((*line, t, fence));
+                }
+            }
+            Event::Exit { t, op, how, code, .. } => {
+                if let Some(o) = ops.get_mut(&op) {
+                    o.exit = Some((*line, t, how, code));
+                }
+            }
+            Event::Nemesis { t, foreign: Some((key, ms)), .. } => {
+                foreign.push((key, t, t + ms * 1_000_000, *line));
+            }
+            Event::Nemesis { .. } => {}
+        }
+    }
+    let mut summary = Summary { ops: ops.len(), ..Summary::default() };
+    let holds = holds(&ops);
+    summary.sections = holds.values().map(Vec::len).sum();
+    for (key, list) in &holds {
+        // A key any shared holder used is a `--shared` key (its writers
+        // are exclusive holders of it); else the mode of its holders.
+        let modes: Vec<Mode> =
+            ops.values().filter(|o| &o.key == key).filter_map(|o| o.mode).collect();
+        let mode =
+            if modes.contains(&Mode::Shared) { Some(Mode::Shared) } else { modes.first().copied() };
+        let limit = ops.values().filter(|o| &o.key == key).map(|o| o.limit).max().unwrap_or(1);
+        exclusion(key, list, mode, limit, &mut summary.violations);
+        fences(key, list, mode, &mut summary.violations);
+    }
+    for o in ops.values().filter(|o| o.f == "run") {
+        exit_status(o, &mut summary.violations);
+        liveness(o, &mut summary.violations);
+    }
+    summary.bursts = lost_ticks(&ops, &holds, &foreign, &mut summary.violations);
+    summary
+}
+
+/// The holds for certain of each key.
+fn holds(ops: &BTreeMap<u64, Op>) -> BTreeMap<String, Vec<Hold>> {
+    let mut out: BTreeMap<String, Vec<Hold>> = BTreeMap::new();
+    for o in ops.values() {
+        let exclusive = o.mode != Some(Mode::Shared);
+        match o.f.as_str() {
+            "run" => {
+                let Some((enter_line, start, fence)) = o.enter else { continue };
+                let (end, mut lines) = match (&o.exit, &o.complete) {
+                    (Some((l, t, ..)), _) => (*t, vec![*l]),
+                    (None, Some(c)) => (c.t, vec![c.line]),
+                    (None, None) => (u64::MAX, vec![]),
+                };
+                lines.splice(0..0, [o.line, enter_line]);
+                out.entry(o.key.clone()).or_default().push(Hold {
+                    start,
+                    end,
+                    exclusive,
+                    fence,
+                    lines,
+                });
+            }
+            "acquire" => {
+                let Some(Completion { line, t: start, outcome, token: Some(token), .. }) =
+                    o.complete.clone()
+                else {
+                    continue;
+                };
+                if outcome != "ok" {
+                    continue;
+                }
+                let fence = o.fence;
+                // Valid at most a TTL from the round's start, less drift;
+                // the round ended by the completion (a wait may have come
+                // before it); every extension that succeeded pushes that on.
+                let mut valid = start + o.ttl_ms * 1_000_000 - drift_ns(o.ttl_ms);
+                let mut end = u64::MAX;
+                let mut lines = vec![o.line, line];
+                for later in ops.values().filter(|l| l.token_in.as_deref() == Some(&token)) {
+                    let ok = later.complete.as_ref().is_some_and(|c| c.outcome == "ok");
+                    if later.f == "extend" && ok && later.invoke < valid {
+                        valid = valid
+                            .max(later.invoke + later.ttl_ms * 1_000_000 - drift_ns(later.ttl_ms));
+                    }
+                    if later.f == "release" {
+                        end = end.min(later.invoke);
+                        lines.push(later.line);
+                    }
+                }
+                out.entry(o.key.clone()).or_default().push(Hold {
+                    start,
+                    end: end.min(valid).max(start),
+                    exclusive,
+                    fence,
+                    lines,
+                });
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// More holders at once than the key allows.
+fn exclusion(key: &str, holds: &[Hold], mode: Option<Mode>, limit: u32, out: &mut Vec<Violation>) {
+    // (time, +1 at a start / -1 at an end, exclusive, index); ends first at
+    // equal times: a section that begins as another ends is no overlap.
+    let mut edges: Vec<(u64, i8, usize)> = Vec::new();
+    for (i, h) in holds.iter().enumerate() {
+        edges.push((h.start, 1, i));
+        edges.push((h.end, -1, i));
+    }
+    edges.sort_by_key(|&(t, d, i)| (t, d, i));
+    let allowed = if mode == Some(Mode::Limit) { limit.max(1) as usize } else { 1 };
+    let mut inside: Vec<usize> = Vec::new();
+    for (t, d, i) in edges {
+        if d < 0 {
+            inside.retain(|&j| j != i);
+            continue;
+        }
+        inside.push(i);
+        let exclusive = inside.iter().filter(|&&j| holds[j].exclusive).count();
+        let bad = match mode {
+            Some(Mode::Shared) => exclusive > 0 && inside.len() > 1,
+            _ => inside.len() > allowed,
+        };
+        if bad {
+            let lines = inside.iter().flat_map(|&j| holds[j].lines.clone()).collect();
+            out.push(Violation {
+                kind: "overlap",
+                message: format!(
+                    "{key}: {} holders at once ({exclusive} exclusive; {allowed} allowed) at t={t}",
+                    inside.len()
+                ),
+                lines,
+            });
+        }
+    }
+}
+
+/// A section that began after another ended, with a fence not above it;
+/// or, of two exclusive sections that overlapped (an overlap is itself a
+/// violation, but for the documented bound), the later one's fence not
+/// above the earlier one's: a store that checks fences would then take a
+/// stale holder's write.
+fn fences(key: &str, holds: &[Hold], mode: Option<Mode>, out: &mut Vec<Violation>) {
+    // Holders of places of a `--limit` key may be handed the same number.
+    let overlapping = if mode == Some(Mode::Limit) { &[][..] } else { holds };
+    for (i, a) in overlapping.iter().enumerate() {
+        for b in &overlapping[i + 1..] {
+            let (first, later) = if a.start <= b.start { (a, b) } else { (b, a) };
+            let overlap = later.start < first.end;
+            if overlap
+                && first.exclusive
+                && later.exclusive
+                && first.fence.is_some()
+                && later.fence <= first.fence
+            {
+                out.push(Violation {
+                    kind: "fence",
+                    message: format!(
+                        "{key}: two holders at once, the later with fence {} not above the earlier's {}",
+                        later.fence.unwrap_or_default(),
+                        first.fence.unwrap_or_default()
+                    ),
+                    lines: first.lines.iter().chain(&later.lines).copied().collect(),
+                });
+            }
+        }
+    }
+    let mut fenced: Vec<&Hold> = holds.iter().filter(|h| h.fence.is_some()).collect();
+    let mut ends: Vec<&Hold> = fenced.clone();
+    fenced.sort_by_key(|h| h.start);
+    ends.sort_by_key(|h| h.end);
+    let mut best: Option<&Hold> = None;
+    let mut e = 0;
+    for h in fenced {
+        while e < ends.len() && ends[e].end <= h.start {
+            if best.is_none_or(|b| ends[e].fence > b.fence) {
+                best = Some(ends[e]);
+            }
+            e += 1;
+        }
+        if let Some(b) = best
+            && b.fence >= h.fence
+        {
+            out.push(Violation {
+                kind: "fence",
+                message: format!(
+                    "{key}: fence {} after a section with fence {} that ended before it began",
+                    h.fence.unwrap_or_default(),
+                    b.fence.unwrap_or_default()
+                ),
+                lines: b.lines.iter().chain(&h.lines).copied().collect(),
+            });
+        }
+    }
+}
+
+/// A `run`'s exit code against what its command did.
+fn exit_status(o: &Op, out: &mut Vec<Violation>) {
+    let Some(Completion { line, code: Some(code), .. }) = &o.complete else { return };
+    let code = *code;
+    let busy = [75, o.busy_code.unwrap_or(75)];
+    let mut lines = vec![o.line, *line];
+    let why = match (&o.enter, &o.exit) {
+        (Some((l, ..)), exit) => {
+            lines.push(*l);
+            if let Some((l, ..)) = exit {
+                lines.push(*l);
+            }
+            match exit {
+                Some((_, _, how, Some(c))) if how == "normal" && code != *c => {
+                    Some(format!("the command exited {c} by itself, but run exited {code}"))
+                }
+                Some((_, _, how, _)) if how != "normal" && ![70, 124].contains(&code) => {
+                    Some(format!("the command was stopped ({how}), but run exited {code}"))
+                }
+                _ if busy.contains(&code) && o.child_code != Some(code) => {
+                    Some(format!("the command ran, but run exited {code} (busy)"))
+                }
+                _ => None,
+            }
+        }
+        (None, _) => {
+            let documented = [69, 70, 75, o.busy_code.unwrap_or(75)];
+            if o.child_code == Some(code) && !documented.contains(&code) {
+                Some(format!("run exited {code}, the command's code, but the command never ran"))
+            } else if !documented.contains(&code) {
+                Some(format!("the command never ran, and run exited {code}, no documented refusal"))
+            } else {
+                None
+            }
+        }
+    };
+    if let Some(why) = why {
+        out.push(Violation { kind: "exit-status", message: format!("{}: {why}", o.key), lines });
+    }
+}
+
+/// A waiter after the faults stopped that did not get in.
+fn liveness(o: &Op, out: &mut Vec<Violation>) {
+    if !o.after_faults {
+        return;
+    }
+    let ran = o.enter.is_some() && o.complete.as_ref().is_some_and(|c| c.code == o.child_code);
+    if !ran {
+        let code = o.complete.as_ref().and_then(|c| c.code);
+        out.push(Violation {
+            kind: "liveness",
+            message: format!(
+                "{}: a waiter after the faults stopped never got in (exit {code:?})",
+                o.key
+            ),
+            lines: vec![o.line],
+        });
+    }
+}
+
+/// Bursts in which every host skipped as busy while nothing held the key,
+/// nor possibly held it. Returns the number of bursts.
+fn lost_ticks(
+    ops: &BTreeMap<u64, Op>,
+    holds: &BTreeMap<String, Vec<Hold>>,
+    foreign: &[(String, u64, u64, usize)],
+    out: &mut Vec<Violation>,
+) -> usize {
+    let mut bursts: BTreeMap<u64, Vec<&Op>> = BTreeMap::new();
+    for o in ops.values() {
+        if let Some(b) = o.burst {
+            bursts.entry(b).or_default().push(o);
+        }
+    }
+    for members in bursts.values() {
+        let ran = members.iter().any(|o| o.enter.is_some());
+        let all_busy = members
+            .iter()
+            .all(|o| o.complete.as_ref().and_then(|c| c.code) == Some(o.busy_code.unwrap_or(75)));
+        if ran || !all_busy {
+            continue;
+        }
+        let key = &members[0].key;
+        let from = members.iter().map(|o| o.invoke).min().unwrap_or(0);
+        let to = members.iter().filter_map(|o| o.complete.as_ref().map(|c| c.t)).max().unwrap_or(0);
+        let overlaps = |start: u64, end: u64| start < to && end > from;
+        let held = holds.get(key).is_some_and(|l| l.iter().any(|h| overlaps(h.start, h.end)));
+        let foreign_held = foreign.iter().any(|(k, s, e, _)| k == key && overlaps(*s, *e));
+        let possibly = ops.values().any(|o| {
+            &o.key == key && o.burst.is_none_or(|b| Some(b) != members[0].burst) && {
+                let ttl = o.ttl_ms * 1_000_000;
+                let end = o.complete.as_ref().map_or(u64::MAX, |c| c.t.saturating_add(ttl));
+                let code = o.complete.as_ref().and_then(|c| c.code);
+                let abnormal = match o.f.as_str() {
+                    "run" => {
+                        o.exit.as_ref().is_some_and(|e| e.2 != "normal")
+                            || !(code == o.child_code || code == Some(75) || code == o.busy_code)
+                    }
+                    "acquire" => true,
+                    _ => false,
+                };
+                abnormal && overlaps(o.invoke, end)
+            }
+        });
+        if !held && !foreign_held && !possibly {
+            out.push(Violation {
+                kind: "lost-tick",
+                message: format!(
+                    "{key}: a burst of {} hosts all skipped as busy, and nothing held the key",
+                    members.len()
+                ),
+                lines: members.iter().map(|o| o.line).collect(),
+            });
+        }
+    }
+    bursts.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    /// A history builder: events get line numbers in the order added.
+    #[derive(Default)]
+    struct H {
+        events: Vec<(usize, Event)>,
+        next_op: u64,
+    }
+
+    impl H {
+        fn push(&mut self, e: Event) {
+            let line = self.events.len() + 1;
+            self.events.push((line, e));
+        }
+
+        /// A `run` on `key` from `start` to `end` ms with its section
+        /// inside, ending `how` with `code`; run's own exit `exit`.
+        #[allow(clippy::too_many_arguments)]
+        fn run(
+            &mut self,
+            key: &str,
+            mode: Mode,
+            (start, enter, leave, end): (u64, Option<u64>, u64, u64),
+            fence: Option<u64>,
+            how: &str,
+            exit: i32,
+            burst: Option<u64>,
+        ) -> u64 {
+            self.next_op += 1;
+            let op = self.next_op;
+            self.push(Event::Invoke {
+                t: start * MS,
+                client: 0,
+                op,
+                f: "run".into(),
+                key: key.into(),
+                mode,
+                limit: if mode == Mode::Limit { 2 } else { 1 },
+                ttl_ms: 1000,
+                burst,
+                child_code: Some(3),
+                busy_code: burst.map(|_| 0),
+                after_faults: false,
+                token: None,
+            });
+            if let Some(enter) = enter {
+                self.push(Event::Enter { t: enter * MS, client: 0, op, fence, slot: None });
+                let code = (how == "normal").then_some(3);
+                self.push(Event::Exit { t: leave * MS, client: 0, op, how: how.into(), code });
+            }
+            self.push(Event::Complete {
+                t: end * MS,
+                client: 0,
+                op,
+                outcome: if exit == 0 { "ok" } else { "failed" }.into(),
+                code: Some(exit),
+                token: None,
+                fence: None,
+            });
+            op
+        }
+
+        fn check(mut self) -> Vec<Violation> {
+            self.events.sort_by_key(|(i, e)| (e.t(), *i));
+            check(&self.events).violations
+        }
+    }
+
+    fn kinds(v: &[Violation]) -> Vec<&'static str> {
+        v.iter().map(|v| v.kind).collect()
+    }
+
+    #[test]
+    fn a_clean_history_has_no_violation() {
+        let mut h = H::default();
+        h.run("k", Mode::Exclusive, (0, Some(1), 10, 11), Some(1), "normal", 3, None);
+        h.run("k", Mode::Exclusive, (5, Some(10), 20, 21), Some(2), "normal", 3, None);
+        h.run("k", Mode::Exclusive, (6, None, 0, 7), None, "normal", 75, None);
+        assert_eq!(h.check(), vec![]);
+    }
+
+    #[test]
+    fn two_exclusive_sections_at_once_overlap() {
+        let mut h = H::default();
+        h.run("k", Mode::Exclusive, (0, Some(1), 10, 11), Some(1), "normal", 3, None);
+        h.run("k", Mode::Exclusive, (2, Some(9), 20, 21), Some(2), "normal", 3, None);
+        let v = h.check();
+        assert_eq!(kinds(&v), ["overlap"]);
+        assert_eq!(v[0].lines, [1, 2, 3, 5, 6, 7], "the lines of both sections");
+    }
+
+    #[test]
+    fn a_limit_allows_n_and_no_more() {
+        let mut h = H::default();
+        h.run("k", Mode::Limit, (0, Some(1), 10, 11), Some(1), "normal", 3, None);
+        h.run("k", Mode::Limit, (0, Some(2), 10, 11), Some(1), "normal", 3, None);
+        assert_eq!(h.check(), vec![]);
+        let mut h = H::default();
+        for _ in 0..3 {
+            h.run("k", Mode::Limit, (0, Some(1), 10, 11), None, "normal", 3, None);
+        }
+        assert_eq!(kinds(&h.check()), ["overlap"]);
+    }
+
+    #[test]
+    fn a_writer_beside_a_reader_overlaps_but_readers_do_not() {
+        let mut h = H::default();
+        h.run("k", Mode::Shared, (0, Some(1), 10, 11), None, "normal", 3, None);
+        h.run("k", Mode::Shared, (0, Some(2), 10, 11), None, "normal", 3, None);
+        assert_eq!(h.check(), vec![]);
+        let mut h = H::default();
+        h.run("k", Mode::Exclusive, (0, Some(5), 15, 16), None, "normal", 3, None);
+        h.run("k", Mode::Shared, (0, Some(1), 10, 11), None, "normal", 3, None);
+        assert_eq!(kinds(&h.check()), ["overlap"]);
+    }
+
+    #[test]
+    fn fences_must_increase_in_real_time_order() {
+        let mut h = H::default();
+        h.run("k", Mode::Exclusive, (0, Some(1), 10, 11), Some(5), "normal", 3, None);
+        h.run("k", Mode::Exclusive, (11, Some(12), 20, 21), Some(5), "normal", 3, None);
+        h.run("k", Mode::Exclusive, (21, Some(22), 30, 31), Some(4), "normal", 3, None);
+        assert_eq!(kinds(&h.check()), ["fence", "fence"]);
+    }
+
+    #[test]
+    fn exit_codes_must_tell_what_the_command_did() {
+        let mut h = H::default();
+        // Ran and exited 3, but run said 0.
+        h.run("a", Mode::Exclusive, (0, Some(1), 2, 3), None, "normal", 0, None);
+        // Stopped by SIGTERM, run said 3.
+        h.run("b", Mode::Exclusive, (0, Some(1), 2, 3), None, "term", 3, None);
+        // Never ran, run said 3 (the command's code).
+        h.run("c", Mode::Exclusive, (0, None, 0, 3), None, "normal", 3, None);
+        // Never ran, an undocumented code.
+        h.run("d", Mode::Exclusive, (0, None, 0, 3), None, "normal", 101, None);
+        // Stopped as lost: 70 is right.
+        h.run("e", Mode::Exclusive, (0, Some(1), 2, 3), None, "killed", 70, None);
+        assert_eq!(kinds(&h.check()), ["exit-status"; 4]);
+    }
+
+    #[test]
+    fn a_burst_that_all_skipped_on_a_free_key_lost_its_tick() {
+        let mut h = H::default();
+        for _ in 0..3 {
+            h.run("k", Mode::Exclusive, (100, None, 0, 101), None, "normal", 0, Some(1));
+        }
+        assert_eq!(kinds(&h.check()), ["lost-tick"]);
+        // Held by a section at the time: the skips were right.
+        let mut h = H::default();
+        h.run("k", Mode::Exclusive, (0, Some(1), 200, 201), None, "normal", 3, None);
+        for _ in 0..3 {
+            h.run("k", Mode::Exclusive, (100, None, 0, 101), None, "normal", 0, Some(1));
+        }
+        assert_eq!(h.check(), vec![]);
+        // One of them ran: no tick lost.
+        let mut h = H::default();
+        h.run("k", Mode::Exclusive, (100, Some(101), 102, 103), None, "normal", 3, Some(1));
+        h.run("k", Mode::Exclusive, (100, None, 0, 101), None, "normal", 0, Some(1));
+        assert_eq!(h.check(), vec![]);
+    }
+
+    #[test]
+    fn a_waiter_after_the_faults_must_get_in() {
+        let mut h = H::default();
+        let op = h.run("k", Mode::Exclusive, (0, None, 0, 30), None, "normal", 75, None);
+        for (_, e) in &mut h.events {
+            if let Event::Invoke { op: o, after_faults, .. } = e
+                && *o == op
+            {
+                *after_faults = true;
+            }
+        }
+        assert_eq!(kinds(&h.check()), ["liveness"]);
+    }
+
+    #[test]
+    fn a_script_hold_lasts_until_its_release_or_its_validity() {
+        let mut events = Vec::new();
+        let mut line = 0;
+        let mut push = |e: Event| {
+            line += 1;
+            events.push((line, e));
+        };
+        let invoke = |t: u64, op: u64, f: &str, token: Option<&str>| Event::Invoke {
+            t: t * MS,
+            client: 0,
+            op,
+            f: f.into(),
+            key: "k".into(),
+            mode: Mode::Exclusive,
+            limit: 1,
+            ttl_ms: 1000,
+            burst: None,
+            child_code: None,
+            busy_code: None,
+            after_faults: false,
+            token: token.map(str::to_owned),
+        };
+        let done = |t: u64, op: u64, token: Option<&str>| Event::Complete {
+            t: t * MS,
+            client: 0,
+            op,
+            outcome: "ok".into(),
+            code: Some(0),
+            token: token.map(str::to_owned),
+            fence: None,
+        };
+        push(invoke(0, 1, "acquire", None));
+        push(done(5, 1, Some("T")));
+        push(invoke(500, 2, "release", Some("T")));
+        push(done(501, 2, None));
+        // A run inside the hold: an overlap. One after the validity of a
+        // hold never released: none.
+        push(invoke(100, 3, "run", None));
+        push(Event::Enter { t: 200 * MS, client: 1, op: 3, fence: None, slot: None });
+        push(Event::Exit { t: 300 * MS, client: 1, op: 3, how: "normal".into(), code: Some(0) });
+        push(Event::Complete {
+            t: 301 * MS,
+            client: 1,
+            op: 3,
+            outcome: "ok".into(),
+            code: Some(0),
+            token: None,
+            fence: None,
+        });
+        events.sort_by_key(|(i, e): &(usize, Event)| (e.t(), *i));
+        assert_eq!(kinds(&check(&events).violations), ["overlap"]);
+    }
+}

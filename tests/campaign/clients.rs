@@ -1,0 +1,406 @@
+//! The clients: threads that drive the real `redlock` binary at random,
+//! each operation recorded at invocation and completion, each critical
+//! section by the command itself.
+//!
+//! A `run`'s command is [`SECTION`], a Perl program (one process, no
+//! fork): it opens the client's FIFO, writes `enter FENCE SLOT T` and,
+//! when it ends by itself or on SIGTERM, `exit HOW CODE T`, with `T` on
+//! `CLOCK_MONOTONIC`. Both stamps are taken inside the section, so the
+//! recorded interval lies inside the real one. A command killed outright
+//! (SIGKILL: the guard, or a kill after the grace) writes no exit; the
+//! reader stamps the end of file it sees instead, a moment after the
+//! death.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::harness;
+use crate::history::{Event, Mode, Recorder, now};
+
+/// The critical section (see the module doc). Arguments: the FIFO, how
+/// long to stay (ms), the exit code.
+pub const SECTION: &str = r#"
+use strict;
+use Time::HiRes qw(clock_gettime CLOCK_MONOTONIC);
+my ($fifo, $ms, $code) = @ARGV;
+open(my $fh, '>', $fifo) or die "open $fifo: $!";
+$fh->autoflush(1);
+sub stamp { printf $fh "%s %.0f\n", $_[0], clock_gettime(CLOCK_MONOTONIC) * 1e9; }
+$SIG{TERM} = sub { stamp("exit term -"); exit 143; };
+stamp(sprintf("enter %s %s", $ENV{REDLOCK_FENCE} // '-', $ENV{REDLOCK_SLOT} // '-'));
+select(undef, undef, undef, $ms / 1000);
+stamp("exit normal $code");
+exit $code;
+"#;
+
+/// What every client shares.
+pub struct Ctx {
+    /// Where events go.
+    pub rec: Recorder,
+    /// The campaign's directory (FIFOs, the section program, logs).
+    pub dir: PathBuf,
+    /// The servers each client is given (`REDLOCK_SERVERS`), by client.
+    pub urls: Vec<String>,
+    /// Operation numbers.
+    next_op: AtomicU64,
+    /// Cron burst numbers.
+    next_burst: AtomicU64,
+    /// Set when the faults stop: clients finish their operation and leave.
+    pub stop: AtomicBool,
+    /// The `run` processes running now: pid and TTL, for the freeze nemesis.
+    pub running: Mutex<Vec<(u32, Duration)>>,
+    /// Hangs seen: operations still running after [`harness::HANG`].
+    pub hangs: Mutex<Vec<String>>,
+}
+
+impl Ctx {
+    /// A context for clients on `urls` (one list per client), recording
+    /// into `dir/history.jsonl`.
+    pub fn new(dir: &Path, urls: Vec<String>) -> Arc<Ctx> {
+        std::fs::write(dir.join("section.pl"), SECTION).unwrap();
+        Arc::new(Ctx {
+            rec: Recorder::create(&dir.join("history.jsonl")),
+            dir: dir.to_owned(),
+            urls,
+            next_op: AtomicU64::new(1),
+            next_burst: AtomicU64::new(1),
+            stop: AtomicBool::new(false),
+            running: Mutex::new(Vec::new()),
+            hangs: Mutex::new(Vec::new()),
+        })
+    }
+
+    fn op(&self) -> u64 {
+        self.next_op.fetch_add(1, Ordering::Relaxed)
+    }
+}
+
+/// One lock operation a client asks for.
+#[derive(Clone, Debug)]
+pub struct Ask {
+    /// `run`, `acquire`, `extend`, `release`.
+    pub f: &'static str,
+    /// The key.
+    pub key: String,
+    /// How it is held.
+    pub mode: Mode,
+    /// `--limit` (1: none).
+    pub limit: u32,
+    /// `--ttl`.
+    pub ttl: Duration,
+    /// `--wait` (`None`: `-n`).
+    pub wait: Option<Duration>,
+    /// `-E` (cron bursts).
+    pub busy_code: Option<i32>,
+    /// The section's length and exit code (`run`).
+    pub section: (Duration, i32),
+    /// The cron burst it belongs to.
+    pub burst: Option<u64>,
+    /// After the faults: it must get in.
+    pub after_faults: bool,
+    /// The token, for `extend` and `release`.
+    pub token: Option<String>,
+}
+
+impl Ask {
+    /// A `run` of `key`.
+    pub fn run(key: &str, mode: Mode, ttl: Duration, wait: Option<Duration>) -> Ask {
+        Ask {
+            f: "run",
+            key: key.to_owned(),
+            mode,
+            limit: if mode == Mode::Limit { 3 } else { 1 },
+            ttl,
+            wait,
+            busy_code: None,
+            section: (Duration::from_millis(100), 0),
+            burst: None,
+            after_faults: false,
+            token: None,
+        }
+    }
+}
+
+/// What an operation's process gave back.
+pub struct Done {
+    /// Its exit code.
+    pub code: Option<i32>,
+    /// Its stdout.
+    pub stdout: String,
+}
+
+/// Runs one operation for `client` and records it. Returns its exit code
+/// and stdout.
+pub fn perform(ctx: &Ctx, client: usize, ask: &Ask) -> Done {
+    let op = ctx.op();
+    let fifo = ctx.dir.join(format!("c{client}.fifo"));
+    if !fifo.exists() {
+        let path = std::ffi::CString::new(fifo.to_string_lossy().as_bytes()).unwrap();
+        // SAFETY: mkfifo with a valid C string.
+        assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0, "mkfifo");
+    }
+    let mut args: Vec<String> = Vec::new();
+    args.push(ask.f.to_owned());
+    args.extend(["--key".into(), ask.key.clone()]);
+    if ask.f != "release" {
+        args.extend(["--ttl".into(), format!("{}ms", ask.ttl.as_millis())]);
+    }
+    if matches!(ask.f, "run" | "acquire") {
+        match ask.wait {
+            Some(w) => args.extend(["--wait".into(), format!("{}ms", w.as_millis())]),
+            None => args.push("-n".into()),
+        }
+        if ask.mode == Mode::Limit {
+            args.extend(["--limit".into(), ask.limit.to_string()]);
+        }
+        if ask.mode == Mode::Shared {
+            args.push("--shared".into());
+        }
+    }
+    if let Some(code) = ask.busy_code {
+        args.extend(["-E".into(), code.to_string()]);
+    }
+    if ask.f == "acquire" {
+        args.push("--json".into());
+    }
+    if let Some(token) = &ask.token {
+        args.extend(["--token".into(), token.clone()]);
+    }
+    if ask.f == "run" {
+        args.extend(["--".into(), "perl".into()]);
+        args.push(ctx.dir.join("section.pl").display().to_string());
+        args.push(fifo.display().to_string());
+        args.push(ask.section.0.as_millis().to_string());
+        args.push(ask.section.1.to_string());
+    }
+    ctx.rec.record(&Event::Invoke {
+        t: now(),
+        client,
+        op,
+        f: ask.f.to_owned(),
+        key: ask.key.clone(),
+        mode: ask.mode,
+        limit: ask.limit,
+        ttl_ms: u64::try_from(ask.ttl.as_millis()).unwrap(),
+        burst: ask.burst,
+        child_code: (ask.f == "run").then_some(ask.section.1),
+        busy_code: ask.busy_code,
+        after_faults: ask.after_faults,
+        token: ask.token.clone(),
+    });
+    // The section's reader: blocks in open until the command opens the
+    // FIFO (or until it is let go below, when the command never ran).
+    let opened = Arc::new(AtomicBool::new(false));
+    let reader = (ask.f == "run").then(|| {
+        let (fifo, opened) = (fifo.clone(), Arc::clone(&opened));
+        std::thread::spawn(move || read_section(&fifo, &opened))
+    });
+    let log = std::fs::File::create(ctx.dir.join(format!("op{op}.err"))).unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_redlock"));
+    harness::isolate(&mut cmd)
+        .env("REDLOCK_SERVERS", &ctx.urls[client])
+        .args(&args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(log);
+    let mut child = cmd.spawn().unwrap();
+    let pid = child.id();
+    if ask.f == "run" {
+        ctx.running.lock().unwrap().push((pid, ask.ttl));
+    }
+    let mut stdout = child.stdout.take().unwrap();
+    let out = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut stdout, &mut s);
+        s
+    });
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if started.elapsed() > harness::HANG {
+            ctx.hangs.lock().unwrap().push(format!("op {op}: {} {args:?}", ask.f));
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    let t = now();
+    ctx.running.lock().unwrap().retain(|(p, _)| *p != pid);
+    let stdout = out.join().unwrap();
+    let code = status.and_then(|s| s.code());
+    let json: Option<serde_json::Value> = serde_json::from_str(stdout.trim()).ok();
+    ctx.rec.record(&Event::Complete {
+        t,
+        client,
+        op,
+        outcome: match code {
+            Some(0) => "ok",
+            Some(_) => "failed",
+            None => "unknown",
+        }
+        .to_owned(),
+        code,
+        token: json.as_ref().and_then(|j| j["token"].as_str().map(str::to_owned)),
+        fence: json.as_ref().and_then(|j| j["fence"].as_u64()),
+    });
+    if let Some(reader) = reader {
+        // A command that never ran never opened the FIFO: open it for a
+        // moment so that the reader sees an empty section. One that still
+        // runs after redlock ended runs unguarded.
+        let since = Instant::now();
+        while !reader.is_finished() {
+            if !opened.load(Ordering::SeqCst) {
+                let writer =
+                    std::fs::OpenOptions::new().write(true).custom_flags_nonblock().open(&fifo);
+                drop(writer);
+            } else if since.elapsed() > Duration::from_secs(5) {
+                ctx.hangs
+                    .lock()
+                    .unwrap()
+                    .push(format!("op {op}: the command outlived redlock (exit {code:?}) by 5s"));
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let events = if reader.is_finished() { reader.join().unwrap() } else { Vec::new() };
+        for event in events {
+            ctx.rec.record(&match event {
+                Line::Enter { t, fence, slot } => Event::Enter { t, client, op, fence, slot },
+                Line::Exit { t, how, code } => Event::Exit { t, client, op, how, code },
+            });
+        }
+    }
+    Done { code, stdout }
+}
+
+/// Opening a FIFO for writing without blocking when nobody reads it.
+trait NonBlock {
+    fn custom_flags_nonblock(&mut self) -> &mut Self;
+}
+
+impl NonBlock for std::fs::OpenOptions {
+    fn custom_flags_nonblock(&mut self) -> &mut Self {
+        std::os::unix::fs::OpenOptionsExt::custom_flags(self, libc::O_NONBLOCK)
+    }
+}
+
+/// A line the section wrote.
+enum Line {
+    Enter { t: u64, fence: Option<u64>, slot: Option<u32> },
+    Exit { t: u64, how: String, code: Option<i32> },
+}
+
+/// Reads one section from `fifo`: its entry and exit, or its entry and
+/// the end of file when it was killed; nothing when it never ran.
+fn read_section(fifo: &Path, opened: &AtomicBool) -> Vec<Line> {
+    let file = std::fs::File::open(fifo).unwrap();
+    opened.store(true, Ordering::SeqCst);
+    let mut lines = Vec::new();
+    let mut exited = false;
+    for line in BufReader::new(file).lines() {
+        let Ok(line) = line else { break };
+        let parts: Vec<&str> = line.split(' ').collect();
+        match parts.as_slice() {
+            ["enter", fence, slot, t] => lines.push(Line::Enter {
+                t: t.parse().unwrap(),
+                fence: fence.parse().ok(),
+                slot: slot.parse().ok(),
+            }),
+            ["exit", how, code, t] => {
+                exited = true;
+                lines.push(Line::Exit {
+                    t: t.parse().unwrap(),
+                    how: (*how).to_owned(),
+                    code: code.parse().ok(),
+                });
+            }
+            _ => {}
+        }
+    }
+    if !lines.is_empty() && !exited {
+        lines.push(Line::Exit { t: now(), how: "killed".to_owned(), code: None });
+    }
+    lines
+}
+
+/// A client's random walk over the operations, until `ctx.stop`.
+pub fn client(ctx: &Ctx, client: usize, seed: u64) {
+    let mut rng =
+        fastrand::Rng::with_seed(seed.wrapping_mul(0x9E37_79B9).wrapping_add(client as u64));
+    let ms = |rng: &mut fastrand::Rng, lo: u64, hi: u64| Duration::from_millis(rng.u64(lo..hi));
+    while !ctx.stop.load(Ordering::Relaxed) {
+        let ttl = ms(&mut rng, 1000, 2000);
+        let wait = if rng.u8(0..4) == 0 { None } else { Some(ms(&mut rng, 200, 3000)) };
+        let section = (ms(&mut rng, 20, 300), if rng.bool() { 0 } else { 3 });
+        match rng.u8(0..20) {
+            0..=8 => {
+                perform(ctx, client, &Ask { section, ..Ask::run("x", Mode::Exclusive, ttl, wait) });
+            }
+            9..=11 => script_hold(ctx, client, &mut rng, ttl),
+            12..=15 => {
+                perform(ctx, client, &Ask { section, ..Ask::run("l", Mode::Limit, ttl, wait) });
+            }
+            _ => {
+                let mode = if rng.u8(0..10) < 7 { Mode::Shared } else { Mode::Exclusive };
+                perform(ctx, client, &Ask { section, ..Ask::run("s", mode, ttl, wait) });
+            }
+        }
+    }
+}
+
+/// `acquire`, a pause, perhaps an `extend` and a pause, then `release`,
+/// each pause well within the validity.
+fn script_hold(ctx: &Ctx, client: usize, rng: &mut fastrand::Rng, ttl: Duration) {
+    let acquire = Ask {
+        f: "acquire",
+        wait: Some(Duration::from_millis(rng.u64(200..2000))),
+        ..Ask::run("x", Mode::Exclusive, ttl, None)
+    };
+    let done = perform(ctx, client, &acquire);
+    if done.code != Some(0) {
+        return;
+    }
+    let token = serde_json::from_str::<serde_json::Value>(done.stdout.trim())
+        .ok()
+        .and_then(|j| j["token"].as_str().map(str::to_owned));
+    let Some(token) = token else { return };
+    std::thread::sleep(ttl / 4);
+    if rng.bool() {
+        let extend = Ask { f: "extend", token: Some(token.clone()), ..acquire.clone() };
+        perform(ctx, client, &extend);
+        std::thread::sleep(ttl / 4);
+    }
+    perform(ctx, client, &Ask { f: "release", token: Some(token), ..acquire });
+}
+
+/// Cron bursts on key `c`: every so often, `hosts` runs of `run -n -E 0`
+/// at once, until `ctx.stop`. Client numbers from `first`.
+pub fn bursts(ctx: &Arc<Ctx>, first: usize, hosts: usize, seed: u64) {
+    let mut rng = fastrand::Rng::with_seed(seed ^ 0xB0B5);
+    while !ctx.stop.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(rng.u64(500..1500)));
+        let burst = ctx.next_burst.fetch_add(1, Ordering::Relaxed);
+        let runs: Vec<_> = (0..hosts)
+            .map(|h| {
+                let ctx = Arc::clone(ctx);
+                let ask = Ask {
+                    busy_code: Some(0),
+                    burst: Some(burst),
+                    section: (Duration::from_millis(rng.u64(20..200)), 3),
+                    ..Ask::run("c", Mode::Exclusive, Duration::from_secs(1), None)
+                };
+                std::thread::spawn(move || perform(&ctx, first + h, &ask))
+            })
+            .collect();
+        for r in runs {
+            r.join().unwrap();
+        }
+    }
+}

@@ -1,0 +1,180 @@
+//! The history of a campaign: one JSON line per event, from every client
+//! process and the nemesis, stamped on `CLOCK_MONOTONIC` (one clock for
+//! every process of the machine; the campaign never steps it: the clock
+//! faults are on the servers only, through libfaketime).
+//!
+//! Events:
+//! - `invoke`: a client starts an operation (`run`, `acquire`, `extend`,
+//!   `release`), with what it asked for;
+//! - `complete`: the operation's process ended: `ok` (exit 0), `failed`
+//!   (another documented code), `unknown` (killed, or no exit code);
+//! - `enter` / `exit`: the critical section of a `run` (its command),
+//!   with `REDLOCK_FENCE` and `REDLOCK_SLOT`; `exit` says how it ended
+//!   (`normal` with the command's code, `term` when it was sent SIGTERM,
+//!   `killed` when it vanished without a word: SIGKILL);
+//! - `nemesis`: a fault starts or stops.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+
+/// Nanoseconds on `CLOCK_MONOTONIC`.
+pub fn now() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    u64::try_from(ts.tv_sec).unwrap() * 1_000_000_000 + u64::try_from(ts.tv_nsec).unwrap()
+}
+
+/// How a lock is held.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// One holder (`run`, `acquire`).
+    Exclusive,
+    /// Many shared holders or one exclusive (`--shared`).
+    Shared,
+    /// At most `limit` holders (`--limit N`).
+    Limit,
+}
+
+/// One line of the history.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Event {
+    /// An operation begins.
+    Invoke {
+        /// When.
+        t: u64,
+        /// Which client.
+        client: usize,
+        /// The operation's number (unique in the history).
+        op: u64,
+        /// `run`, `acquire`, `extend` or `release`.
+        f: String,
+        /// The lock key.
+        key: String,
+        /// How it is held.
+        mode: Mode,
+        /// The places (`--limit`; 1 otherwise).
+        limit: u32,
+        /// The TTL asked for, in ms.
+        ttl_ms: u64,
+        /// The cron burst it belongs to (`run -n -E 0` fired at once).
+        burst: Option<u64>,
+        /// The command's own exit code (`run`).
+        child_code: Option<i32>,
+        /// The exit code asked for when busy (`-E`).
+        busy_code: Option<i32>,
+        /// A later phase with no faults, where a wait must succeed.
+        after_faults: bool,
+        /// The token it extends or releases.
+        token: Option<String>,
+    },
+    /// An operation's process ended.
+    Complete {
+        /// When.
+        t: u64,
+        /// Which client.
+        client: usize,
+        /// The operation.
+        op: u64,
+        /// `ok`, `failed` or `unknown`.
+        outcome: String,
+        /// The exit code, when there is one.
+        code: Option<i32>,
+        /// What `acquire` printed: the token.
+        token: Option<String>,
+        /// What `acquire --json` printed: the fence.
+        fence: Option<u64>,
+    },
+    /// A critical section begins (its command runs).
+    Enter {
+        /// When.
+        t: u64,
+        /// Which client.
+        client: usize,
+        /// The operation.
+        op: u64,
+        /// `REDLOCK_FENCE`.
+        fence: Option<u64>,
+        /// `REDLOCK_SLOT`.
+        slot: Option<u32>,
+    },
+    /// A critical section ends.
+    Exit {
+        /// When.
+        t: u64,
+        /// Which client.
+        client: usize,
+        /// The operation.
+        op: u64,
+        /// `normal`, `term` or `killed`.
+        how: String,
+        /// The command's exit code (`normal`).
+        code: Option<i32>,
+    },
+    /// A fault starts or stops.
+    Nemesis {
+        /// When.
+        t: u64,
+        /// What.
+        what: String,
+        /// `start` or `stop`.
+        phase: String,
+        /// A lock held by someone else than redlock for a while (a
+        /// foreign write): its key and how long, in ms.
+        foreign: Option<(String, u64)>,
+    },
+}
+
+impl Event {
+    /// When it happened.
+    pub fn t(&self) -> u64 {
+        match self {
+            Event::Invoke { t, .. }
+            | Event::Complete { t, .. }
+            | Event::Enter { t, .. }
+            | Event::Exit { t, .. }
+            | Event::Nemesis { t, .. } => *t,
+        }
+    }
+}
+
+/// Appends events to a file, one JSON line each, from any thread.
+pub struct Recorder {
+    file: Mutex<std::fs::File>,
+}
+
+impl Recorder {
+    /// A recorder writing to `path` (created, or appended to).
+    pub fn create(path: &Path) -> Recorder {
+        let file = std::fs::OpenOptions::new().create(true).append(true).open(path).unwrap();
+        Recorder { file: Mutex::new(file) }
+    }
+
+    /// Writes one event.
+    pub fn record(&self, event: &Event) {
+        let mut line = serde_json::to_string(event).unwrap();
+        line.push('\n');
+        self.file.lock().unwrap().write_all(line.as_bytes()).unwrap();
+    }
+}
+
+/// Reads a history: the events with their line numbers (from 1), in time
+/// order.
+pub fn read(path: &Path) -> Vec<(usize, Event)> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let mut events: Vec<(usize, Event)> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            (i + 1, serde_json::from_str(l).unwrap_or_else(|e| panic!("line {}: {e}: {l}", i + 1)))
+        })
+        .collect();
+    events.sort_by_key(|(i, e)| (e.t(), *i));
+    events
+}

@@ -1,0 +1,326 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+//! The fault campaign: clients driving redlock at random over real
+//! servers ([`clients`]) while a nemesis injects faults ([`nemesis`]),
+//! every operation recorded in a history ([`history`]) that a checker
+//! ([`checker`]) reads for violations of redlock's promises: exclusion,
+//! fences, exit statuses, lost cron ticks, and liveness once the faults
+//! stop.
+//!
+//! Its own test binary, so that its load never skews the timing bounds of
+//! the integration tests. By default each fault family runs one short seed
+//! (`REDLOCK_CAMPAIGN_SECS`, 8 s of faults each); `REDLOCK_CAMPAIGN=full`
+//! runs each family for 60 s on 3 servers and again on 5.
+//! `REDLOCK_CAMPAIGN_SEED` replays a seed (the faults and the clients'
+//! choices; the timing is the machine's), and `REDLOCK_CAMPAIGN_FAMILIES`
+//! (`freeze,clock`...) picks families. A failing run keeps its directory
+//! (the history, one stderr file per operation) and names it.
+
+mod checker;
+mod clients;
+#[path = "../integration/harness/mod.rs"]
+mod harness;
+mod history;
+mod nemesis;
+
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use clients::{Ask, Ctx};
+use harness::Fleet;
+use harness::proxy::Proxy;
+use harness::redis::{Build, RedisServer};
+use history::Mode;
+use nemesis::{Family, World};
+
+/// The families run one at a time: each loads both CPUs.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// One run of the campaign.
+#[derive(Clone, Debug)]
+pub struct Setup {
+    /// The faults.
+    pub family: Family,
+    /// The seed of every random choice.
+    pub seed: u64,
+    /// How many servers.
+    pub servers: usize,
+    /// How long faults are injected.
+    pub active: Duration,
+    /// Clients doing random operations (besides the 3 hosts of the cron bursts).
+    pub clients: usize,
+    /// A negative control: the clients split into two groups that are
+    /// given disjoint halves of the servers (a misconfiguration redlock
+    /// cannot see), so the checker must find two holders.
+    pub disjoint: bool,
+}
+
+/// What a run found.
+pub struct Outcome {
+    /// The checker's summary.
+    pub summary: checker::Summary,
+    /// Operations that hung, or commands that outlived redlock.
+    pub hangs: Vec<String>,
+    /// The run's directory (kept).
+    pub dir: PathBuf,
+}
+
+fn env_secs(var: &str, default: u64) -> Duration {
+    Duration::from_secs(std::env::var(var).ok().and_then(|v| v.parse().ok()).unwrap_or(default))
+}
+
+/// Runs the campaign of `setup`.
+pub fn campaign(setup: &Setup) -> Outcome {
+    let dir = tempfile::Builder::new().prefix("redlock-campaign-").tempdir().unwrap().keep();
+    let n = setup.servers;
+    let mut clocks = Vec::new();
+    let servers: Vec<RedisServer> = (0..n)
+        .map(|i| {
+            if setup.family == Family::Clock {
+                // Redis 6.2 (no jemalloc) runs under libfaketime; the
+                // stamp file moves its wall clock, not its monotonic one.
+                let clock = dir.join(format!("clock{i}"));
+                std::fs::write(&clock, "+0\n").unwrap();
+                let env = [
+                    ("LD_PRELOAD", nemesis::libfaketime()),
+                    ("FAKETIME_TIMESTAMP_FILE", clock.display().to_string()),
+                    ("FAKETIME_NO_CACHE", "1".to_owned()),
+                    ("DONT_FAKE_MONOTONIC", "1".to_owned()),
+                ];
+                clocks.push(clock);
+                let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+                RedisServer::start_build_env(Build::Redis62, &[], &env)
+            } else {
+                RedisServer::start_build(Build::Redis7, &["--enable-debug-command", "yes"])
+            }
+        })
+        .collect();
+    let fleet = Fleet { servers };
+    let hosts = 3;
+    let all = setup.clients + hosts;
+    let proxies: Vec<Vec<Proxy>> = if setup.family == Family::Partition {
+        (0..all).map(|_| fleet.servers.iter().map(|s| Proxy::start(s.port)).collect()).collect()
+    } else {
+        Vec::new()
+    };
+    let urls: Vec<String> = (0..all)
+        .map(|c| {
+            let list: Vec<String> = match proxies.get(c) {
+                Some(p) => p.iter().map(Proxy::url).collect(),
+                None => fleet.servers.iter().map(RedisServer::url).collect(),
+            };
+            if setup.disjoint {
+                let half = n / 2;
+                let part = if c % 2 == 0 { &list[..half] } else { &list[half..] };
+                part.join(",")
+            } else {
+                list.join(",")
+            }
+        })
+        .collect();
+    let ctx = Ctx::new(&dir, urls);
+    let mut world = World { fleet, proxies, clocks };
+    let workers: Vec<_> = (0..setup.clients)
+        .map(|c| {
+            let (ctx, seed) = (Arc::clone(&ctx), setup.seed);
+            std::thread::spawn(move || clients::client(&ctx, c, seed))
+        })
+        .collect();
+    let burster = {
+        let (ctx, seed, first) = (Arc::clone(&ctx), setup.seed, setup.clients);
+        std::thread::spawn(move || clients::bursts(&ctx, first, hosts, seed))
+    };
+    let timer = {
+        let (ctx, active) = (Arc::clone(&ctx), setup.active);
+        std::thread::spawn(move || {
+            std::thread::sleep(active);
+            ctx.stop.store(true, Ordering::Relaxed);
+        })
+    };
+    nemesis::run(&ctx, &mut world, setup.family, setup.seed);
+    timer.join().unwrap();
+    for w in workers {
+        w.join().unwrap();
+    }
+    burster.join().unwrap();
+    // Faults over: every client must get in, in every mode.
+    let after: Vec<_> = (0..setup.clients)
+        .map(|c| {
+            let ctx = Arc::clone(&ctx);
+            std::thread::spawn(move || {
+                for (key, mode) in [("x", Mode::Exclusive), ("l", Mode::Limit), ("s", Mode::Shared)]
+                {
+                    let ask = Ask {
+                        after_faults: true,
+                        section: (Duration::from_millis(20), 0),
+                        ..Ask::run(key, mode, Duration::from_secs(2), Some(Duration::from_secs(30)))
+                    };
+                    clients::perform(&ctx, c, &ask);
+                }
+            })
+        })
+        .collect();
+    for a in after {
+        a.join().unwrap();
+    }
+    nemesis::heal_clocks(&world);
+    let summary = checker::check(&history::read(&dir.join("history.jsonl")));
+    let hangs = ctx.hangs.lock().unwrap().clone();
+    drop(world);
+    Outcome { summary, hangs, dir }
+}
+
+/// The seed: `REDLOCK_CAMPAIGN_SEED`, or a fresh one.
+fn seed() -> u64 {
+    std::env::var("REDLOCK_CAMPAIGN_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| fastrand::u64(..1 << 32))
+}
+
+/// Whether `REDLOCK_CAMPAIGN_FAMILIES` (when set) names `family`.
+fn picked(family: Family) -> bool {
+    std::env::var("REDLOCK_CAMPAIGN_FAMILIES")
+        .map_or(true, |list| list.split(',').any(|f| f.trim() == family.name()))
+}
+
+/// Runs `family` as the environment asks and checks it: no violation at
+/// all, or, for the bound (`freeze-all`), overlaps only where the fences
+/// order the holders.
+fn family(family: Family) {
+    if !picked(family) {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let full = std::env::var("REDLOCK_CAMPAIGN").is_ok_and(|v| v == "full");
+    let active = if full { Duration::from_secs(60) } else { env_secs("REDLOCK_CAMPAIGN_SECS", 8) };
+    let sizes: &[usize] = if full { &[3, 5] } else { &[3] };
+    for &servers in sizes {
+        let setup = Setup { family, seed: seed(), servers, active, clients: 5, disjoint: false };
+        let out = campaign(&setup);
+        let s = &out.summary;
+        let bad: Vec<&checker::Violation> = s
+            .violations
+            .iter()
+            .filter(|v| !(family == Family::FreezeAll && v.kind == "overlap"))
+            .collect();
+        let overlaps = s.violations.iter().filter(|v| v.kind == "overlap").count();
+        eprintln!(
+            "campaign {} seed {} on {servers} servers: {} ops, {} sections, {} bursts, {overlaps} overlaps, {} violations ({})",
+            family.name(),
+            setup.seed,
+            s.ops,
+            s.sections,
+            s.bursts,
+            bad.len(),
+            out.dir.display()
+        );
+        assert!(
+            bad.is_empty() && out.hangs.is_empty(),
+            "campaign {} seed {} (REDLOCK_CAMPAIGN_SEED={} replays it) found:\n{}\nhangs: {:?}\nhistory: {}",
+            family.name(),
+            setup.seed,
+            setup.seed,
+            bad.iter()
+                .map(|v| format!("{}: {} (lines {:?})", v.kind, v.message, v.lines))
+                .collect::<Vec<_>>()
+                .join("\n"),
+            out.hangs,
+            out.dir.join("history.jsonl").display()
+        );
+        std::fs::remove_dir_all(&out.dir).ok();
+    }
+}
+
+#[test]
+fn freeze() {
+    family(Family::Freeze);
+}
+
+#[test]
+fn freeze_all_is_the_bound_and_fences_order_it() {
+    family(Family::FreezeAll);
+}
+
+#[test]
+fn pause() {
+    family(Family::Pause);
+}
+
+#[test]
+fn partition() {
+    family(Family::Partition);
+}
+
+#[test]
+#[ignore = "finds two holders until redlock keeps a restarted server out of the quorum"]
+fn restart() {
+    family(Family::Restart);
+}
+
+#[test]
+fn restart_late() {
+    family(Family::RestartLate);
+}
+
+#[test]
+fn clock() {
+    family(Family::Clock);
+}
+
+#[test]
+fn evict() {
+    family(Family::Evict);
+}
+
+#[test]
+fn foreign() {
+    family(Family::Foreign);
+}
+
+#[test]
+#[ignore = "mixes in restarts, which find two holders until redlock keeps a restarted server out"]
+fn mixed() {
+    family(Family::Mixed);
+}
+
+/// The campaign can fail: clients given disjoint halves of the servers (a
+/// misconfiguration no client can see) make two holders, and the checker
+/// must say so.
+#[test]
+fn negative_control_disjoint_server_lists_make_two_holders() {
+    let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let setup = Setup {
+        family: Family::Mixed,
+        seed: seed(),
+        servers: 6,
+        active: Duration::from_secs(4),
+        clients: 4,
+        disjoint: true,
+    };
+    let out = campaign(&Setup { family: Family::Foreign, ..setup });
+    let overlaps = out.summary.violations.iter().filter(|v| v.kind == "overlap").count();
+    eprintln!("negative control: {overlaps} overlaps found ({})", out.dir.display());
+    assert!(overlaps > 0, "two groups on disjoint servers, and no overlap found");
+    std::fs::remove_dir_all(&out.dir).ok();
+}
+
+/// Checks a kept history again: `REDLOCK_CAMPAIGN_HISTORY=path cargo test
+/// --test campaign recheck -- --ignored --nocapture`.
+#[test]
+#[ignore = "reads the history named by REDLOCK_CAMPAIGN_HISTORY"]
+fn recheck() {
+    let path = std::env::var("REDLOCK_CAMPAIGN_HISTORY").expect("REDLOCK_CAMPAIGN_HISTORY");
+    let summary = checker::check(&history::read(std::path::Path::new(&path)));
+    for v in &summary.violations {
+        println!("{}: {} (lines {:?})", v.kind, v.message, v.lines);
+    }
+    println!(
+        "{} ops, {} sections, {} violations",
+        summary.ops,
+        summary.sections,
+        summary.violations.len()
+    );
+}

@@ -1,0 +1,321 @@
+//! The nemesis: faults injected at random while the clients run, each
+//! recorded in the history when it starts and stops.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use crate::clients::Ctx;
+use crate::harness::proxy::{Mode as ProxyMode, Proxy};
+use crate::harness::{Fleet, lock_key, send_signal};
+use crate::history::{Event, now};
+
+/// A family of faults.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    /// redlock frozen (SIGSTOP) past its TTL; its guard and command run on.
+    Freeze,
+    /// redlock, its guard and its command frozen together past the TTL (a
+    /// paused VM): the documented bound, where only fences protect.
+    FreezeAll,
+    /// A server paused: SIGSTOP, `DEBUG SLEEP` or `CLIENT PAUSE`.
+    Pause,
+    /// A client cut off from one or two servers (its own TCP proxies).
+    Partition,
+    /// A server killed and restarted at once, empty, while another is
+    /// paused now and then (so that holders hold exact quorums).
+    Restart,
+    /// The same, restarted only after the longest TTL plus a second.
+    RestartLate,
+    /// A server's clock stepped 60 s forward (libfaketime), with pauses.
+    Clock,
+    /// A server out of memory (`maxmemory` below its use, `noeviction`).
+    Evict,
+    /// A foreign write over the lock on a majority.
+    Foreign,
+    /// All of the above but the bound, at random.
+    Mixed,
+}
+
+impl Family {
+    /// Every family the campaign runs, the bound last.
+    pub const ALL: [Family; 10] = [
+        Family::Freeze,
+        Family::Pause,
+        Family::Partition,
+        Family::Restart,
+        Family::RestartLate,
+        Family::Clock,
+        Family::Evict,
+        Family::Foreign,
+        Family::Mixed,
+        Family::FreezeAll,
+    ];
+
+    /// Its name in messages and `REDLOCK_CAMPAIGN_FAMILIES`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Freeze => "freeze",
+            Family::FreezeAll => "freeze-all",
+            Family::Pause => "pause",
+            Family::Partition => "partition",
+            Family::Restart => "restart",
+            Family::RestartLate => "restart-late",
+            Family::Clock => "clock",
+            Family::Evict => "evict",
+            Family::Foreign => "foreign",
+            Family::Mixed => "mixed",
+        }
+    }
+}
+
+/// The path of libfaketime.
+pub fn libfaketime() -> String {
+    ["/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1", "/usr/lib/faketime/libfaketime.so.1"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+        .expect("libfaketime must be installed (apt-get install -y faketime)")
+        .to_owned()
+}
+
+/// What the faults act on.
+pub struct World {
+    /// The servers.
+    pub fleet: Fleet,
+    /// Each client's proxies, one per server (the partition family only).
+    pub proxies: Vec<Vec<Proxy>>,
+    /// Each server's libfaketime timestamp file (the clock family only).
+    pub clocks: Vec<PathBuf>,
+}
+
+/// The pids of `pid` and all its descendants.
+fn tree(pid: u32) -> Vec<u32> {
+    let mut all = vec![pid];
+    let mut i = 0;
+    while i < all.len() {
+        let parent = all[i];
+        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+            let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+            let ppid = stat.rsplit(')').next().and_then(|r| r.split_whitespace().nth(1));
+            if ppid.and_then(|p| p.parse::<u32>().ok()) == Some(parent) && !all.contains(&child) {
+                all.push(child);
+            }
+        }
+        i += 1;
+    }
+    all
+}
+
+fn record(ctx: &Ctx, what: &str, phase: &str, foreign: Option<(String, u64)>) {
+    ctx.rec.record(&Event::Nemesis {
+        t: now(),
+        what: what.to_owned(),
+        phase: phase.to_owned(),
+        foreign,
+    });
+}
+
+/// Injects faults of `family` until `ctx.stop`, then heals everything
+/// (clocks last, after the clients are done: see [`heal_clocks`]).
+pub fn run(ctx: &Arc<Ctx>, world: &mut World, family: Family, seed: u64) {
+    let mut rng = fastrand::Rng::with_seed(seed ^ 0x4E4E);
+    let ms = |rng: &mut fastrand::Rng, lo: u64, hi: u64| Duration::from_millis(rng.u64(lo..hi));
+    let mut foreign_n = 0;
+    let mut jumped: Option<usize> = None;
+    while !ctx.stop.load(Ordering::Relaxed) {
+        std::thread::sleep(ms(&mut rng, 200, 1200));
+        if ctx.stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let family = match family {
+            Family::Mixed => {
+                let pick = [
+                    Family::Freeze,
+                    Family::Pause,
+                    Family::Restart,
+                    Family::Evict,
+                    Family::Foreign,
+                    Family::Pause,
+                ];
+                pick[rng.usize(..pick.len())]
+            }
+            other => other,
+        };
+        let n = world.fleet.servers.len();
+        match family {
+            Family::Freeze | Family::FreezeAll => {
+                let running = ctx.running.lock().unwrap().clone();
+                if running.is_empty() {
+                    continue;
+                }
+                let (pid, ttl) = running[rng.usize(..running.len())];
+                let pids = if family == Family::FreezeAll { tree(pid) } else { vec![pid] };
+                let long = ttl.mul_f64(1.2 + rng.f64());
+                let what = format!("freeze {pids:?} for {}ms", long.as_millis());
+                record(ctx, &what, "start", None);
+                for p in &pids {
+                    send_signal(i32::try_from(*p).unwrap(), libc::SIGSTOP);
+                }
+                std::thread::sleep(long);
+                for p in &pids {
+                    send_signal(i32::try_from(*p).unwrap(), libc::SIGCONT);
+                }
+                record(ctx, &what, "stop", None);
+            }
+            Family::Pause | Family::Restart | Family::RestartLate | Family::Clock
+                if family == Family::Pause || rng.bool() =>
+            {
+                // Pauses make holders with exact quorums, which the other
+                // families then test.
+                let i = rng.usize(..n);
+                let long = ms(&mut rng, 100, 2500);
+                let server = &world.fleet.servers[i];
+                let how = rng.u8(0..3);
+                let what = format!(
+                    "pause server {i} ({}) for {}ms",
+                    ["SIGSTOP", "DEBUG SLEEP", "CLIENT PAUSE"][how as usize],
+                    long.as_millis()
+                );
+                record(ctx, &what, "start", None);
+                match how {
+                    0 => {
+                        server.hang();
+                        std::thread::sleep(long);
+                        server.resume();
+                    }
+                    1 => {
+                        let secs = format!("{:.3}", long.as_secs_f64());
+                        let _: redis::RedisResult<redis::Value> =
+                            redis::cmd("DEBUG").arg("SLEEP").arg(secs).query(&mut server.conn());
+                    }
+                    _ => {
+                        let _: redis::Value =
+                            server.cmd(&["CLIENT", "PAUSE", &long.as_millis().to_string(), "ALL"]);
+                        std::thread::sleep(long);
+                    }
+                }
+                record(ctx, &what, "stop", None);
+            }
+            Family::Partition => {
+                if world.proxies.is_empty() {
+                    continue;
+                }
+                let c = rng.usize(..world.proxies.len());
+                let mut cut: Vec<usize> = (0..n).collect();
+                rng.shuffle(&mut cut);
+                cut.truncate(rng.usize(1..=2.min(n - 1)));
+                let long = ms(&mut rng, 300, 3000);
+                let what =
+                    format!("cut client {c} from servers {cut:?} for {}ms", long.as_millis());
+                record(ctx, &what, "start", None);
+                for &s in &cut {
+                    world.proxies[c][s].set(ProxyMode::Stall);
+                }
+                std::thread::sleep(long);
+                for &s in &cut {
+                    world.proxies[c][s].set(ProxyMode::Pass);
+                    world.proxies[c][s].drop_connections();
+                }
+                record(ctx, &what, "stop", None);
+            }
+            Family::Restart | Family::RestartLate => {
+                let i = rng.usize(..n);
+                let late = family == Family::RestartLate;
+                let what =
+                    format!("restart server {i} empty{}", if late { " after 3s" } else { "" });
+                record(ctx, &what, "start", None);
+                world.fleet.servers[i].stop();
+                if late {
+                    // The longest TTL (2 s) plus a second.
+                    std::thread::sleep(Duration::from_secs(3));
+                }
+                world.fleet.servers[i].start_again();
+                record(ctx, &what, "stop", None);
+            }
+            Family::Clock => {
+                // Forward only, until the faults stop: a clock stepped back
+                // after running ahead is the fences' documented breaking
+                // case (src/fence.rs), not this family's. One server: the
+                // others keep a quorum.
+                let i = *jumped.get_or_insert_with(|| rng.usize(..n));
+                let what = format!("step server {i}'s clock 60s forward");
+                record(ctx, &what, "start", None);
+                let step = std::fs::read_to_string(&world.clocks[i]).unwrap_or_default();
+                let ahead: u64 = step.trim().trim_start_matches('+').parse().unwrap_or(0);
+                std::fs::write(&world.clocks[i], format!("+{}\n", ahead + 60)).unwrap();
+            }
+            Family::Evict => {
+                let i = rng.usize(..n);
+                let server = &world.fleet.servers[i];
+                let info: String = server.cmd(&["INFO", "memory"]);
+                let used: u64 = info
+                    .lines()
+                    .find_map(|l| l.strip_prefix("used_memory:"))
+                    .and_then(|v| v.trim().parse().ok())
+                    .unwrap_or(1 << 20);
+                let long = ms(&mut rng, 300, 3000);
+                let what = format!("server {i} out of memory for {}ms", long.as_millis());
+                record(ctx, &what, "start", None);
+                let _: redis::Value =
+                    server.cmd(&["CONFIG", "SET", "maxmemory", &(used / 2).to_string()]);
+                std::thread::sleep(long);
+                let _: redis::Value = server.cmd(&["CONFIG", "SET", "maxmemory", "0"]);
+                record(ctx, &what, "stop", None);
+            }
+            Family::Foreign => {
+                foreign_n += 1;
+                let key = if rng.bool() { "x" } else { "c" };
+                let long = rng.u64(500..2000);
+                let value = format!("foreign-{foreign_n}");
+                let mut servers: Vec<usize> = (0..n).collect();
+                rng.shuffle(&mut servers);
+                servers.truncate(n / 2 + 1);
+                let what = format!("foreign write over {key} on servers {servers:?} for {long}ms");
+                record(ctx, &what, "start", Some((key.to_owned(), long)));
+                for &s in &servers {
+                    let server = &world.fleet.servers[s];
+                    let _: redis::RedisResult<redis::Value> = redis::cmd("SET")
+                        .arg(lock_key(key))
+                        .arg(&value)
+                        .arg("PX")
+                        .arg(long)
+                        .query(&mut server.conn());
+                }
+                record(ctx, &what, "stop", None);
+            }
+            Family::Pause | Family::Mixed => {}
+        }
+    }
+    heal(world);
+    record(ctx, "heal", "stop", None);
+}
+
+/// Ends every fault: servers running and answering, links passing, clocks
+/// true, memory unbounded.
+pub fn heal(world: &mut World) {
+    for server in &mut world.fleet.servers {
+        if server.is_running() {
+            server.resume();
+        } else {
+            server.start_again();
+        }
+        let _: redis::RedisResult<redis::Value> =
+            redis::cmd("CONFIG").arg("SET").arg("maxmemory").arg("0").query(&mut server.conn());
+        let _: redis::RedisResult<redis::Value> =
+            redis::cmd("CLIENT").arg("UNPAUSE").query(&mut server.conn());
+    }
+    for proxies in &world.proxies {
+        for p in proxies {
+            p.set(ProxyMode::Pass);
+        }
+    }
+}
+
+/// Steps every server's clock back to the true time.
+pub fn heal_clocks(world: &World) {
+    for clock in &world.clocks {
+        std::fs::write(clock, "+0\n").unwrap();
+    }
+}
