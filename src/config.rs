@@ -395,8 +395,7 @@ fn shown(
         [name.to_owned(), value, origin]
     };
     let path = |p: &Option<PathBuf>| p.as_ref().map_or("-".to_owned(), |p| p.display().to_string());
-    let servers: Vec<String> =
-        split_servers(&g.servers.value).into_iter().map(crate::server::redact).collect();
+    let servers = crate::server::redact(&g.servers.value);
     let password = match (&g.password_file.value, env_password) {
         (Some(p), _) => row("password-file", p.display().to_string(), &g.password_file.origin, ""),
         (None, Some(_)) => {
@@ -417,7 +416,7 @@ fn shown(
                 "none configured (there is no default)".to_owned(),
             ]
         } else {
-            row("servers", servers.join(","), &g.servers.origin, "")
+            row("servers", servers, &g.servers.origin, "")
         },
         row("quorum", quorum.to_string(), &g.quorum.origin, "more than half of the servers"),
         row(
@@ -665,33 +664,12 @@ pub fn duration(flag: &str, raw: &str) -> Result<Duration, Error> {
     }
 }
 
-/// The entries of a comma-separated server list. A Sentinel URL lists its
-/// Sentinels with commas too (`redis+sentinel://h1:26379,h2:26379/svc`):
-/// its host list runs until the first `/` or `?` after the scheme. A
-/// cluster URL lists its nodes so (`redis+cluster://h1:7000,h2:7001`), and
-/// has no path to end the list: its host list runs until the first `/` or
-/// `?`, or the next entry with a scheme of its own.
+/// The entries of a comma-separated server list, split as the server
+/// layer reads them ([`crate::server::split_list`]: a Sentinel's or a
+/// cluster's host list, and a password written raw, keep their commas), so
+/// that each entry's messages hide its whole password.
 pub fn split_servers(raw: &str) -> Vec<&str> {
-    let mut out: Vec<&str> = Vec::new();
-    let mut start = 0;
-    for (i, _) in raw.match_indices(',').chain(std::iter::once((raw.len(), ""))) {
-        let entry = &raw[start..i];
-        let open_hosts = |kind: &str| {
-            entry
-                .trim_start()
-                .split_once("://")
-                .is_some_and(|(scheme, rest)| scheme.ends_with(kind) && !rest.contains(['/', '?']))
-        };
-        let next = raw.get(i + 1..).unwrap_or("");
-        let next = next.split(',').next().unwrap_or("");
-        let open = open_hosts("+sentinel") || (open_hosts("+cluster") && !next.contains("://"));
-        if open && i < raw.len() {
-            continue;
-        }
-        out.push(entry);
-        start = i + 1;
-    }
-    out
+    crate::server::split_list(raw)
 }
 
 fn parse_servers(label: &str, raw: &str) -> Result<Vec<ServerUrl>, Error> {
@@ -880,7 +858,7 @@ mod tests {
         }
         let m = usage_message(&[
             "--servers",
-            "redis+sentinel://:secret1@h1/svc?sentinel_password=secret2&x=1",
+            "redis+sentinel://:secret1@h1/svc?sentinel_password=secret2&db=1",
             "status",
             "-k",
             "k",

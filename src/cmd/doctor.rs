@@ -1,11 +1,14 @@
 //! `redlock doctor`: is this set of servers fit for Redlock?
 //!
 //! Each server is probed in parallel (PINGs, INFO, TIME, CONFIG GET, a
-//! SUBSCRIBE); the pure [`assess`] turns the probes into warnings (things
-//! that break the algorithm's assumptions) and notes (advice). Exit 0 fit,
-//! 1 warnings, 69 when fewer than a quorum of servers answer. A Sentinel
-//! group is checked too ([`check_group`]): its Sentinels reachable,
-//! agreeing on the master, and that master reachable and a master; and a
+//! SUBSCRIBE); the pure [`assess`] turns the probes into errors (a member
+//! that can never vote as configured), warnings (things that break the
+//! algorithm's assumptions) and notes (advice). Exit 0 fit, 1 warnings, 69
+//! when fewer than a quorum of servers answer or there is an error. A
+//! Sentinel group is checked too ([`check_group`]): its Sentinels
+//! reachable, more than half of the listed naming one master, that master
+//! reachable, a master, and with a replica (without one, the group never
+//! votes: [`crate::server::sentinel`]); and a
 //! cluster ([`check_cluster`]): its seeds reachable, its state ok, every
 //! slot served, the seeds agreeing on the slot map. A cluster's row in the
 //! table is the master of the probe key's slot, where the status round
@@ -151,6 +154,9 @@ const PUBSUB_COST: &str = "waiters are not woken by releases and retry on backof
 /// The verdict for the set.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Assessment {
+    /// Members that can never vote as configured: a Sentinel group whose
+    /// Sentinels do not agree, or without a replica; seeds of two clusters.
+    pub errors: Vec<String>,
     /// Problems that can break mutual exclusion or availability.
     pub warnings: Vec<String>,
     /// Advice that needs no change when followed.
@@ -211,6 +217,8 @@ pub async fn doctor(
     let quorum = fleet.quorum();
     let verdict = if probes.len() < quorum {
         "unavailable"
+    } else if !a.errors.is_empty() {
+        "errors"
     } else if a.warnings.is_empty() {
         "fit"
     } else {
@@ -238,6 +246,13 @@ pub async fn doctor(
     match verdict {
         "fit" => Ok(exit::OK),
         "warnings" => Ok(exit::FREE_OR_WARNINGS),
+        // A member that can never vote as configured: as unavailable as
+        // a server that answers with errors.
+        "errors" => Err(Error::Unavailable {
+            what: format!("doctor: {}", a.errors.join("; ")),
+            config: true,
+            failures: Failures(failures),
+        }),
         _ => Err(Error::Unavailable {
             what: format!(
                 "doctor: {} of {} servers answered, quorum {quorum}",
@@ -358,6 +373,10 @@ fn path(server: &Server, view: ServerView) -> (Path, Option<String>) {
     }
 }
 
+/// What one Sentinel said: the master's `host:port` and how many replicas
+/// it sees up, `None` when it does not monitor the service, or the error.
+pub type SentinelAnswer = Result<Option<(String, usize)>, String>;
+
 /// What the Sentinels of one group said, and what their master is.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GroupCheck {
@@ -365,24 +384,25 @@ pub struct GroupCheck {
     pub group: String,
     /// The service name.
     pub service: String,
-    /// Each Sentinel's address and answer: the master's `host:port`,
-    /// `None` when it does not monitor the service, or the error.
-    pub answers: Vec<(String, Result<Option<String>, String>)>,
-    /// The master most Sentinels name, if any does.
+    /// Each Sentinel's address and answer.
+    pub answers: Vec<(String, SentinelAnswer)>,
+    /// The master more than half of the listed Sentinels name, if one is.
     pub master: Option<String>,
-    /// That master's `ROLE`, or why it could not be read.
-    pub master_role: Result<String, String>,
+    /// That master's `ROLE` and online replicas, or why it could not be read.
+    pub master_role: Result<(String, usize), String>,
 }
 
 impl GroupCheck {
-    /// The Sentinels' distinct answers (addresses), in order.
-    fn named(&self) -> Vec<&str> {
-        let mut named: Vec<&str> = Vec::new();
+    /// The Sentinels' distinct answers (addresses), in order, with how
+    /// many name each.
+    fn named(&self) -> Vec<(&str, usize)> {
+        let mut named: Vec<(&str, usize)> = Vec::new();
         for (_, answer) in &self.answers {
-            if let Ok(Some(m)) = answer
-                && !named.contains(&m.as_str())
-            {
-                named.push(m);
+            if let Ok(Some((m, _))) = answer {
+                match named.iter_mut().find(|(n, _)| n == m) {
+                    Some((_, count)) => *count += 1,
+                    None => named.push((m, 1)),
+                }
             }
         }
         named
@@ -390,6 +410,18 @@ impl GroupCheck {
 
     fn answered(&self) -> usize {
         self.answers.iter().filter(|(_, a)| a.is_ok()).count()
+    }
+
+    /// The most replicas a Sentinel that names the master sees up.
+    fn replicas_seen(&self) -> usize {
+        self.answers
+            .iter()
+            .filter_map(|(_, a)| match a {
+                Ok(Some((m, n))) if Some(m) == self.master.as_ref() => Some(*n),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0)
     }
 
     /// One line for the text report.
@@ -400,11 +432,23 @@ impl GroupCheck {
             self.answered(),
             self.answers.len()
         );
-        match (self.named().as_slice(), &self.master_role) {
+        let named = self.named();
+        let master = match (&self.master, &self.master_role) {
+            (Some(m), Ok((role, replicas))) => {
+                format!("master {m} (role {role}, {replicas} replica(s) online)")
+            }
+            (Some(m), Err(e)) => format!("master {m} ({e})"),
+            (None, _) => String::new(),
+        };
+        match (named.as_slice(), &self.master) {
             ([], _) => format!("{head}, none names a master"),
-            ([one], Ok(role)) => format!("{head}, agree on master {one} (role {role})"),
-            ([one], Err(e)) => format!("{head}, agree on master {one} ({e})"),
-            (many, _) => format!("{head}, disagree on the master: {}", many.join(" / ")),
+            ([_], Some(_)) => format!("{head}, agree on {master}"),
+            (many, Some(_)) => {
+                format!("{head}, a majority names {master}; they disagree: {}", shown_names(many))
+            }
+            (many, None) => {
+                format!("{head}, no majority names a master: {}", shown_names(many))
+            }
         }
     }
 
@@ -413,19 +457,29 @@ impl GroupCheck {
             "group": self.group,
             "service": self.service,
             "sentinels": self.answers.iter().map(|(address, answer)| match answer {
-                Ok(master) => json!({ "sentinel": address, "master": master, "error": null }),
+                Ok(Some((master, replicas))) => json!({
+                    "sentinel": address, "master": master, "replicas_up": replicas,
+                    "error": null
+                }),
+                Ok(None) => json!({ "sentinel": address, "master": null, "error": null }),
                 Err(e) => json!({ "sentinel": address, "master": null, "error": e }),
             }).collect::<Vec<_>>(),
             "master": self.master,
-            "master_role": self.master_role.as_ref().ok(),
+            "master_role": self.master_role.as_ref().ok().map(|(role, _)| role),
+            "master_replicas": self.master_role.as_ref().ok().map(|(_, n)| n),
             "master_error": self.master_role.as_ref().err(),
         })
     }
 }
 
-/// Asks each Sentinel of `server`'s group for the master, and the master
-/// (the one most of them name) for its role; each call bounded by the node
-/// timeout.
+/// `a:1 (2), b:2 (1)`: addresses and how many Sentinels name each.
+fn shown_names(named: &[(&str, usize)]) -> String {
+    named.iter().map(|(m, n)| format!("{m} ({n})")).collect::<Vec<_>>().join(", ")
+}
+
+/// Asks each Sentinel of `server`'s group for the master and the replicas
+/// it sees, and the master more than half of them name for its `ROLE`;
+/// each call bounded by the node timeout.
 pub async fn check_group(server: &Server) -> Option<GroupCheck> {
     let group = server.sentinel()?;
     let config = server.connection_config();
@@ -434,7 +488,7 @@ pub async fn check_group(server: &Server) -> Option<GroupCheck> {
         let config = &config;
         async move {
             let answer = match tokio::time::timeout(timeout, group.ask(i, config)).await {
-                Ok(Ok(Answer::Master(host, port))) => Ok(Some(format!("{host}:{port}"))),
+                Ok(Ok(Answer::Master { address, replicas })) => Ok(Some((address, replicas))),
                 Ok(Ok(Answer::Unknown)) => Ok(None),
                 Ok(Err(failure)) => Err(failure.to_string()),
                 Err(_) => Err(Failure::Timeout(timeout).to_string()),
@@ -448,23 +502,19 @@ pub async fn check_group(server: &Server) -> Option<GroupCheck> {
         service: group.service().to_owned(),
         answers,
         master: None,
-        master_role: Err("no Sentinel names a master".to_owned()),
+        master_role: Err("no master named by a majority of the Sentinels".to_owned()),
     };
-    let named = check.named();
-    let count =
-        |m: &str| check.answers.iter().filter(|(_, a)| matches!(a, Ok(Some(x)) if x == m)).count();
-    let master = named.iter().max_by_key(|m| count(m)).map(|m| (*m).to_owned());
+    // The same rule as a lock operation's (`Group::named`): more than half
+    // of the listed Sentinels.
+    let need = check.answers.len() / 2 + 1;
+    let master = check.named().into_iter().find(|(_, n)| *n >= need).map(|(m, _)| (*m).to_owned());
     if let Some(master) = master {
-        check.master_role = match master.rsplit_once(':').map(|(h, p)| (h, p.parse::<u16>())) {
-            Some((host, Ok(port))) => {
-                match tokio::time::timeout(timeout, group.role_of(host, port, &config)).await {
-                    Ok(Ok((_, _, role))) => Ok(role),
-                    Ok(Err(failure)) => Err(failure.to_string()),
-                    Err(_) => Err(Failure::Timeout(timeout).to_string()),
-                }
-            }
-            _ => Err(format!("not an address: {master}")),
-        };
+        check.master_role =
+            match tokio::time::timeout(timeout, group.role_of(&master, &config)).await {
+                Ok(Ok((_, _, role))) => Ok((role.role, role.replicas)),
+                Ok(Err(failure)) => Err(failure.to_string()),
+                Err(_) => Err(Failure::Timeout(timeout).to_string()),
+            };
         check.master = Some(master);
     }
     Some(check)
@@ -593,7 +643,18 @@ pub fn assess_cluster(c: &ClusterCheck, a: &mut Assessment) {
             Ok(_) => {}
         }
     }
-    if !c.agreed() {
+    let maps: Vec<(&String, &SlotMap)> =
+        c.seeds.iter().filter_map(|(seed, a)| a.as_ref().ok().map(|(_, m)| (seed, m))).collect();
+    let apart = maps.iter().enumerate().find_map(|(i, (s1, m1))| {
+        maps[i + 1..].iter().find(|(_, m2)| !m1.overlaps(m2)).map(|(s2, _)| (*s1, *s2))
+    });
+    if let Some((s1, s2)) = apart {
+        a.errors.push(format!(
+            "{}: seeds {s1} and {s2} are in different clusters (no node ID in common): the \
+             member fails every call; list nodes of one cluster only",
+            c.group
+        ));
+    } else if !c.agreed() {
         a.warnings.push(format!(
             "{}: the seeds disagree on the slot map: a failover or a migration in progress",
             c.group
@@ -617,15 +678,21 @@ pub fn assess_cluster(c: &ClusterCheck, a: &mut Assessment) {
             ));
         }
     }
-    if c.seeds.len() < 2 {
+    if c.seeds.len() < 3 {
         a.notes.push(format!(
-            "{}: one seed listed: list two or more, so that the slot map is found with one down",
-            c.group
+            "{}: {} seed(s) listed: list three or more, so that a majority of them names the \
+             slot's master with one down",
+            c.group,
+            c.seeds.len()
         ));
     }
 }
 
-/// Adds a Sentinel group's problems to the assessment.
+/// Adds a Sentinel group's problems to the assessment. Errors are what
+/// keeps the group from ever voting as it stands: no majority of its
+/// Sentinels naming one master, or a master without a replica (a vote
+/// through a group counts only once a replica has the write:
+/// [`crate::server::sentinel`]).
 pub fn assess_group(g: &GroupCheck, a: &mut Assessment) {
     for (address, answer) in &g.answers {
         match answer {
@@ -637,25 +704,51 @@ pub fn assess_group(g: &GroupCheck, a: &mut Assessment) {
         }
     }
     let named = g.named();
-    if named.len() > 1 {
-        a.warnings.push(format!(
-            "{}: the Sentinels disagree on the master ({}): a failover in progress, or a split",
+    match &g.master {
+        None => a.errors.push(format!(
+            "{}: no master is named by more than half of the {} listed Sentinels ({}): the group \
+             gets no vote until a majority agrees",
             g.group,
-            named.join(" / ")
-        ));
+            g.answers.len(),
+            if named.is_empty() { "none names one".to_owned() } else { shown_names(&named) }
+        )),
+        Some(_) if named.len() > 1 => a.warnings.push(format!(
+            "{}: the Sentinels disagree on the master ({}): a failover in progress, a stale \
+             Sentinel or a split; the group votes while a majority agrees",
+            g.group,
+            shown_names(&named)
+        )),
+        Some(_) => {}
     }
     match (&g.master, &g.master_role) {
-        (Some(_), Ok(role)) if role == "master" => {}
-        (Some(m), Ok(role)) => a.warnings.push(format!(
+        (Some(m), Ok((role, _))) if role != "master" => a.errors.push(format!(
             "{}: {m}, which the Sentinels name as master, has role {role}: redlock will not use it",
             g.group
         )),
+        (Some(m), Ok((_, online))) => {
+            let seen = g.replicas_seen();
+            if *online == 0 && seen == 0 {
+                a.errors.push(format!(
+                    "{}: master {m} has no replica: a Sentinel group's vote counts only once a \
+                     replica has the write (so that a failover keeps it), so this group can \
+                     never vote; give it a replica",
+                    g.group
+                ));
+            } else if *online < seen.max(1) {
+                a.warnings.push(format!(
+                    "{}: master {m} has {online} replica(s) online, the Sentinels see {seen} up: \
+                     the group's votes fail until every replica follows it",
+                    g.group
+                ));
+            }
+        }
         (Some(m), Err(e)) => a.warnings.push(format!("{}: master {m}: {e}", g.group)),
         (None, _) => {}
     }
     if g.answers.len() < 3 {
         a.notes.push(format!(
-            "{}: {} Sentinel(s) listed: list at least 3, so that the master is found with one down",
+            "{}: {} Sentinel(s) listed: list at least 3, so that a majority names the master \
+             with one down",
             g.group,
             g.answers.len()
         ));
@@ -953,6 +1046,9 @@ fn render_text(
         "clock spread {:.1}ms, drift allowance {:.1}ms\n",
         a.clock_spread_ms, a.drift_budget_ms
     ));
+    for e in &a.errors {
+        out.push_str(&format!("error: {e}\n"));
+    }
     for w in &a.warnings {
         out.push_str(&format!("warning: {w}\n"));
     }
@@ -963,6 +1059,12 @@ fn render_text(
         "fit" => format!("verdict: fit for Redlock ({total} server(s), quorum {quorum})"),
         "warnings" => format!(
             "verdict: works, with {} warning(s) ({total} server(s), quorum {quorum})",
+            a.warnings.len()
+        ),
+        "errors" => format!(
+            "verdict: not fit: {} error(s), {} warning(s): a member can never vote as it is \
+             ({total} server(s), quorum {quorum})",
+            a.errors.len(),
             a.warnings.len()
         ),
         _ => format!(
@@ -1006,6 +1108,7 @@ fn render_json(
         "quorum": quorum,
         "clock_spread_ms": a.clock_spread_ms,
         "drift_budget_ms": a.drift_budget_ms,
+        "errors": a.errors,
         "warnings": a.warnings,
         "notes": a.notes,
         "servers": servers,

@@ -123,8 +123,10 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
     if let Some(fence) = &fence {
         env.push(("REDLOCK_FENCE", fence));
     }
-    // The servers' passwords stay with redlock (DESIGN.md); a command that
-    // calls redlock itself passes --password-file.
+    // The servers' passwords stay with redlock; a command that calls
+    // redlock itself passes --password-file. `redact` reads the variable
+    // as the list it is, so every entry's passwords are hidden and every
+    // member is kept, however the URLs are spelled.
     let servers = std::env::var("REDLOCK_SERVERS").ok().map(|s| crate::server::redact(&s));
     if let Some(servers) = &servers {
         env.push(("REDLOCK_SERVERS", servers));

@@ -10,10 +10,11 @@
 //! Resolution, each time the server layer opens a connection for a slot
 //! (the first call, every call after a failure, and once a node timeout
 //! has passed since the owner was last confirmed): every seed is asked
-//! `CLUSTER SLOTS` at once and the first answer names the slot's master
-//! (an answer from the node being re-confirmed counts only when no other
-//! seed answers); redlock connects to that master and to no other node for
-//! that connection. No slot map is kept between resolutions: each is asked
+//! `CLUSTER SLOTS` at once, and the slot's master is the node more than
+//! half of the LISTED seeds name ([`Cluster::owner_named`]); two seeds
+//! that share no node ID are of two clusters, and fail the member at once.
+//! redlock connects to that master and to no other node for that
+//! connection. No slot map is kept between resolutions: each is asked
 //! afresh, so a redirect has no map to drop.
 //!
 //! The server keeps one connection, to the master of the slot of its calls:
@@ -45,24 +46,24 @@
 //!   `MOVED`/`ASK`/`CLUSTERDOWN`/`TRYAGAIN` reply therefore counts as a
 //!   broken connection ([`redirect`]; never a vote, never followed), and a
 //!   connection stays bound to the node it was made for, with the slot
-//!   owner re-confirmed at most once per node timeout, as the Sentinel
-//!   target re-checks `ROLE`.
+//!   owner re-confirmed by a majority of the seeds at most once per node
+//!   timeout (the cut-off master names itself; the others, once they
+//!   promoted its replica, name that one), as a Sentinel group's master is.
 //! - A slot being migrated (`redis-cli --cluster reshard`) answers `ASK` or
 //!   `TRYAGAIN` on its new node until the migration ends: redlock never
 //!   sends `ASKING`, so it never writes to a node that does not own the
 //!   slot yet; the lock's keys travel with their TTLs (`MIGRATE`).
 
 use std::fmt;
+use std::time::Duration;
 
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Client, RedisError, Value};
 
-use crate::server::kept::Kept;
-use crate::server::{
-    Failure, Tls, encode_password, host_list, node_url, open_client, split_authority,
-};
+use crate::server::kept::{Kept, connect_failure};
+use crate::server::{Failure, Tls, encode_password, group_parts, host_list, node_url, open_client};
 
 /// The default Redis port, for seeds given without one.
 pub const DEFAULT_PORT: u16 = 6379;
@@ -123,18 +124,18 @@ impl ClusterUrl {
     /// the URL with its password hidden, for messages.
     pub fn parse(raw: &str, shown: &str) -> Result<ClusterUrl, String> {
         let bad = |why: &str| format!("server URL {shown:?}: {why}");
-        let (scheme, rest) = raw.split_once("://").ok_or_else(|| bad("no scheme"))?;
-        let tls = match scheme {
+        let parts = group_parts(raw).ok_or_else(|| bad("no scheme"))?;
+        let tls = match parts.scheme {
             "redis+cluster" => false,
             "rediss+cluster" => true,
             _ => return Err(bad("not a redis+cluster:// URL")),
         };
-        if rest.contains(['?', '#']) {
+        if parts.query.is_some() || parts.path.contains('#') || parts.hosts.contains('#') {
             return Err(bad(
                 "a cluster URL takes no parameters; the form is redis+cluster://[USER:PASSWORD@]HOST:PORT[,HOST:PORT...]",
             ));
         }
-        let (userinfo, hosts, path) = split_authority(rest);
+        let (userinfo, hosts, path) = (parts.userinfo, parts.hosts, parts.path);
         if !matches!(path, "" | "0") {
             return Err(bad(&format!(
                 "database {path:?}: a cluster has database 0 only; drop the path"
@@ -188,6 +189,9 @@ pub struct SlotMap {
     pub ranges: Vec<(u16, u16, String)>,
     /// How many replicas serve each range, in the order of `ranges`.
     pub replicas: Vec<usize>,
+    /// The node IDs the map names (masters and replicas), sorted; empty
+    /// from a server too old to give them (Redis before 4.0).
+    pub ids: Vec<String>,
 }
 
 impl SlotMap {
@@ -215,6 +219,14 @@ impl SlotMap {
         self.ranges.iter().map(|(first, last, _)| usize::from(last - first) + 1).sum()
     }
 
+    /// Whether this map and `other` can be of one cluster: they share a
+    /// node ID (or one of them names none, so it cannot tell).
+    pub fn overlaps(&self, other: &SlotMap) -> bool {
+        self.ids.is_empty()
+            || other.ids.is_empty()
+            || self.ids.iter().any(|id| other.ids.binary_search(id).is_ok())
+    }
+
     /// The distinct masters, in slot order.
     pub fn masters(&self) -> Vec<&str> {
         let mut out: Vec<&str> = Vec::new();
@@ -232,6 +244,7 @@ impl SlotMap {
         let bad = || "unexpected CLUSTER SLOTS reply".to_owned();
         let Value::Array(entries) = reply else { return Err(bad()) };
         let mut ranges = Vec::with_capacity(entries.len());
+        let mut ids: Vec<String> = Vec::new();
         for entry in entries {
             let Value::Array(fields) = entry else { return Err(bad()) };
             let (Some(Value::Int(first)), Some(Value::Int(last)), Some(Value::Array(master))) =
@@ -245,6 +258,13 @@ impl SlotMap {
                 _ => return Err(bad()),
             };
             let Some(Value::Int(port)) = master.get(1) else { return Err(bad()) };
+            for node in &fields[2..] {
+                if let Value::Array(node) = node
+                    && let Some(Value::BulkString(id)) = node.get(2)
+                {
+                    ids.push(String::from_utf8_lossy(id).into_owned());
+                }
+            }
             let host = if host.is_empty() || host == "?" { seed_host.to_owned() } else { host };
             let host = if host.contains(':') { format!("[{host}]") } else { host };
             let (first, last, port) = (
@@ -255,8 +275,10 @@ impl SlotMap {
             ranges.push(((first, last, format!("{host}:{port}")), fields.len() - 3));
         }
         ranges.sort();
+        ids.sort();
+        ids.dedup();
         let (ranges, replicas) = ranges.into_iter().unzip();
-        Ok(SlotMap { ranges, replicas })
+        Ok(SlotMap { ranges, replicas, ids })
     }
 }
 
@@ -285,6 +307,8 @@ pub fn redirect(e: &RedisError) -> Option<String> {
 pub struct Cluster {
     url: ClusterUrl,
     tls: Tls,
+    /// The node timeout.
+    timeout: Duration,
     /// The seeds, in URL order.
     seeds: Kept,
 }
@@ -301,7 +325,8 @@ pub struct Owner {
 
 impl Cluster {
     /// Prepares clients for the seeds; nothing is connected yet.
-    pub fn new(url: ClusterUrl, tls: &Tls) -> Result<Cluster, String> {
+    /// `timeout`: the node timeout, which bounds each connect.
+    pub fn new(url: ClusterUrl, tls: &Tls, timeout: Duration) -> Result<Cluster, String> {
         let name = url.name();
         let seeds = url
             .seeds
@@ -314,7 +339,8 @@ impl Cluster {
                     .map_err(|e| format!("{name}: {address}: {e}"))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Cluster { url, tls: tls.clone(), seeds: Kept::new(seeds) })
+        let over_tls = url.tls.then_some(timeout);
+        Ok(Cluster { url, tls: tls.clone(), timeout, seeds: Kept::new(seeds, over_tls) })
     }
 
     /// The seeds' addresses.
@@ -351,33 +377,58 @@ impl Cluster {
         SlotMap::parse(&reply, host).map_err(Failure::Reply)
     }
 
-    /// The master of `slot` as the first seed to answer names it; an answer
-    /// from the seed at `unless` (the master being re-confirmed, which
-    /// would name itself even when cut off from the rest) counts only when
-    /// no other seed answers. An error when none answers or none serves
-    /// the slot. The caller bounds the whole by its deadline.
+    /// The master of `slot` as more than half of the LISTED seeds name it,
+    /// asking all at once and ending as soon as one address has that many
+    /// or none can. An error when no majority agrees (a failover or a
+    /// migration on its way, seeds cut off), and at once when two seeds
+    /// that answered share no node ID: they are of two clusters, which
+    /// waiting cannot cure. The caller bounds the whole by its deadline.
+    ///
+    /// Why a majority: two processes that hear different seeds (one seed
+    /// down for one, another for the other) must never take the slot's
+    /// master from two clusters, nor, in one cluster, from a cut-off master
+    /// that still names itself and the nodes that replaced it. Any two
+    /// majorities of one list share a seed, and a seed names one master
+    /// for a slot at a time. With no majority answering, the member has no
+    /// vote: list three seeds or more, so that one may be down.
     pub async fn owner_named(
         &self,
         slot: u16,
         config: &AsyncConnectionConfig,
-        unless: Option<&str>,
     ) -> Result<String, Failure> {
-        let mut asks: FuturesUnordered<_> = (0..self.seeds.len())
-            .map(|i| async move { (i, self.slots(i, config).await) })
-            .collect();
-        let mut fallback: Option<String> = None;
+        let listed = self.seeds.len();
+        let need = listed / 2 + 1;
+        let mut asks: FuturesUnordered<_> =
+            (0..listed).map(|i| async move { (i, self.slots(i, config).await) }).collect();
+        let mut pending = listed;
+        let mut maps: Vec<(&str, SlotMap)> = Vec::new();
+        // Each master named for the slot, and by how many seeds.
+        let mut votes: Vec<(String, usize)> = Vec::new();
         let mut problems: Vec<String> = Vec::new();
         let mut config_failure: Option<(&str, Failure)> = None;
         while let Some((i, answer)) = asks.next().await {
+            pending -= 1;
             let seed = self.seeds.address(i);
             match answer {
-                Ok(map) => match map.owner(slot) {
-                    Some(owner) if Some(seed) == unless => {
-                        fallback = Some(owner.to_owned());
+                Ok(map) => {
+                    if let Some((other, _)) = maps.iter().find(|(_, m)| !m.overlaps(&map)) {
+                        return Err(Failure::Unfit(format!(
+                            "seeds {other} and {seed} are in different clusters (no node ID in \
+                             common): list nodes of one cluster only"
+                        )));
                     }
-                    Some(owner) => return Ok(owner.to_owned()),
-                    None => problems.push(format!("{seed}: no master serves slot {slot}")),
-                },
+                    match map.owner(slot) {
+                        Some(owner) => match votes.iter_mut().find(|(o, _)| o == owner) {
+                            Some((_, n)) => *n += 1,
+                            None => votes.push((owner.to_owned(), 1)),
+                        },
+                        None => problems.push(format!("{seed}: no master serves slot {slot}")),
+                    }
+                    maps.push((seed, map));
+                    if let Some((owner, _)) = votes.iter().find(|(_, n)| *n >= need) {
+                        return Ok(owner.clone());
+                    }
+                }
                 Err(failure) => {
                     if failure.is_config() && config_failure.is_none() {
                         config_failure = Some((seed, failure.clone()));
@@ -385,28 +436,49 @@ impl Cluster {
                     problems.push(format!("{seed}: {failure}"));
                 }
             }
-        }
-        if let Some(owner) = fallback {
-            return Ok(owner);
+            if votes.iter().map(|(_, n)| *n).max().unwrap_or(0) + pending < need {
+                break;
+            }
         }
         // Waiting cannot cure a password, an ACL or a node that is not in
         // cluster mode: the first such failure, with the seed that said it.
-        Err(match config_failure {
-            Some((seed, Failure::Auth(why))) => Failure::Auth(format!("{seed}: {why}")),
-            Some((seed, Failure::NoPerm(why))) => Failure::NoPerm(format!("{seed}: {why}")),
-            Some((seed, Failure::Tls(why))) => Failure::Tls(format!("{seed}: {why}")),
-            Some((seed, Failure::Unfit(why))) => Failure::Unfit(format!("{seed}: {why}")),
-            Some((seed, other)) => Failure::Unfit(format!("{seed}: {other}")),
-            None => Failure::Connection(format!("no slot map: {}", problems.join("; "))),
-        })
+        if let Some((seed, failure)) = config_failure {
+            return Err(match failure {
+                Failure::Auth(why) => Failure::Auth(format!("{seed}: {why}")),
+                Failure::NoPerm(why) => Failure::NoPerm(format!("{seed}: {why}")),
+                Failure::Tls(why) => Failure::Tls(format!("{seed}: {why}")),
+                Failure::Unfit(why) => Failure::Unfit(format!("{seed}: {why}")),
+                other => Failure::Unfit(format!("{seed}: {other}")),
+            });
+        }
+        let named: Vec<String> =
+            votes.iter().map(|(o, n)| format!("{o} by {n} of {listed}")).collect();
+        let said = if named.is_empty() {
+            format!("no slot map from a majority ({need} of {listed} seeds)")
+        } else {
+            format!(
+                "the master of slot {slot} is named {}: more than half of the listed seeds \
+                 must name the same one",
+                named.join(", ")
+            )
+        };
+        Err(Failure::Connection(if problems.is_empty() {
+            said
+        } else {
+            format!("{said}; {}", problems.join("; "))
+        }))
     }
 
     /// Finds the master of `slot` and connects to it.
     pub async fn owner(&self, slot: u16, config: &AsyncConnectionConfig) -> Result<Owner, Failure> {
-        let address = self.owner_named(slot, config, None).await?;
+        let address = self.owner_named(slot, config).await?;
         let client = self.client(&address)?;
+        let tls = self.url.tls.then_some(self.timeout);
         let conn =
             client.get_multiplexed_async_connection_with_config(config).await.map_err(|e| {
+                if let Some(failure) = connect_failure(&e, tls) {
+                    return failure;
+                }
                 match Failure::from_redis(&e) {
                     Failure::Connection(why) => {
                         Failure::Connection(format!("master {address} of slot {slot}: {why}"))
@@ -419,17 +491,6 @@ impl Cluster {
             })?;
         Ok(Owner { address, client, conn })
     }
-}
-
-/// Whether the node at `address`, asked on `conn`, names itself the master
-/// of `slot`.
-pub async fn owns(conn: &mut MultiplexedConnection, address: &str, slot: u16) -> bool {
-    let reply: Result<Value, _> = redis::cmd("CLUSTER").arg("SLOTS").query_async(conn).await;
-    let host = split_address(address).map_or("", |(host, _)| host);
-    reply
-        .ok()
-        .and_then(|r| SlotMap::parse(&r, host).ok())
-        .is_some_and(|map| map.owner(slot) == Some(address))
 }
 
 /// A seed's failure; a node without cluster mode says so in words that
@@ -518,6 +579,10 @@ mod tests {
         assert_eq!(map.masters(), ["10.0.0.1:7000", "[::1]:7002", "seed:7001"]);
         assert_eq!(map.covered(), 16384);
         assert_eq!(map.unreplicated(), 16384 - 5461);
+        assert_eq!(map.ids, ["id"]);
+        let other = SlotMap { ids: vec!["other".into()], ..map.clone() };
+        assert!(!map.overlaps(&other) && map.overlaps(&map));
+        assert!(map.overlaps(&SlotMap::default()), "no IDs: cannot tell");
         assert!(SlotMap::parse(&Value::Int(1), "seed").is_err());
         assert_eq!(SlotMap::parse(&Value::Array(vec![]), "seed").unwrap().owner(0), None);
     }

@@ -223,7 +223,7 @@ impl fmt::Display for Failure {
             Failure::NoSocket => f.write_str("no such file: no socket at this path"),
             Failure::TlsTimeout(d) => write!(
                 f,
-                "no TLS answer within {}: is it a TLS port? (rediss:// needs one; use redis:// for a plain port)",
+                "no TLS answer within {}: is it a TLS port? (a rediss URL needs one; a plain port takes the redis form)",
                 crate::fmt_duration(*d)
             ),
             Failure::Connection(s) => write!(f, "connection failed: {s}"),

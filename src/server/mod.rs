@@ -15,8 +15,8 @@ pub mod sentinel;
 mod url;
 
 pub use failure::{Failure, NEEDS_SCRIPTS, Op, ServerError, summarize};
-pub use url::{ServerUrl, redact};
-pub(crate) use url::{encode_password, host_list, node_url, split_authority};
+pub use url::{ServerUrl, redact, split_list};
+pub(crate) use url::{decode_value, encode_password, group_parts, host_list, node_url, params};
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -27,6 +27,16 @@ use redis::{AsyncConnectionConfig, Client, ErrorKind, IntoConnectionInfo, RedisE
 
 use cluster::Cluster;
 use sentinel::Group;
+
+use std::cell::RefCell;
+
+tokio::task_local! {
+    /// Set by [`Server::dedicated`] inside a call that confirms its write
+    /// ([`Server::call_on`]): the connection the operation wrote on (the
+    /// no-script path writes on one of its own) and the replicas that
+    /// write must reach, so that `WAIT` goes where the write went.
+    static WROTE_ON: RefCell<Option<(MultiplexedConnection, usize)>>;
+}
 
 /// TLS material for `rediss://` (and `rediss+sentinel://`) servers, as read from
 /// the files given.
@@ -149,11 +159,14 @@ struct Verified {
     generation: u64,
     /// The master's `host:port`.
     address: String,
-    /// When the Sentinels (or, with none answering, `ROLE`), or the
+    /// When a majority of the Sentinels (and `ROLE`), or the
     /// cluster's seeds, confirmed it.
     at: tokio::time::Instant,
     /// For a cluster: the hash slot it was confirmed the master of.
     slot: Option<u16>,
+    /// For a Sentinel group: how many replicas a write there must reach
+    /// before its vote counts ([`sentinel::Master::replicas`]).
+    replicas: usize,
 }
 
 impl Server {
@@ -162,8 +175,8 @@ impl Server {
     pub fn new(url: ServerUrl, timeout: Duration, tls: &Tls) -> Result<Server, String> {
         install_crypto_provider();
         let target = match (&url.sentinel, &url.cluster) {
-            (Some(sentinel), _) => Target::Sentinel(Group::new(sentinel.clone(), tls)?),
-            (None, Some(cluster)) => Target::Cluster(Cluster::new(cluster.clone(), tls)?),
+            (Some(sentinel), _) => Target::Sentinel(Group::new(sentinel.clone(), tls, timeout)?),
+            (None, Some(cluster)) => Target::Cluster(Cluster::new(cluster.clone(), tls, timeout)?),
             (None, None) => Target::Direct(open_client(&url.secret, tls).map_err(|e| {
                 if e.starts_with("not a valid") {
                     format!("server URL {:?} is not a valid Redis URL", url.name())
@@ -269,9 +282,17 @@ impl Server {
             Target::Direct(client) => {
                 client.get_multiplexed_async_connection_with_config(&config).await
             }
-            Target::Sentinel(group) => group.master(&config).await.map(|m| m.conn).map_err(|f| {
-                RedisError::from((ErrorKind::Io, "no Sentinel master", f.to_string()))
-            }),
+            Target::Sentinel(group) => {
+                let master = group.master(&config).await.map_err(|f| {
+                    RedisError::from((ErrorKind::Io, "no Sentinel master", f.to_string()))
+                })?;
+                // The write this connection is for is confirmed on it
+                // (`Server::call_on`): `WAIT` counts its own connection's
+                // writes only.
+                let _ = WROTE_ON
+                    .try_with(|w| *w.borrow_mut() = Some((master.conn.clone(), master.replicas)));
+                Ok(master.conn)
+            }
             Target::Cluster(cluster) => {
                 let slot = cluster::key_slot(routed);
                 let bound = self
@@ -383,6 +404,11 @@ impl Server {
     /// error reply forgets `conn` (when it is still the current one), so
     /// that the next call reconnects; calls already holding it go on with
     /// it, which keeps their order.
+    ///
+    /// Through a Sentinel group, an operation whose answer is a vote
+    /// (acquire, extend, raise-fence) answers only once the replicas have
+    /// what it wrote (`Server::confirm`); otherwise it fails, and a
+    /// failure after a grant counts as "may have set", never as a vote.
     pub async fn call_on<T>(
         &self,
         conn: &Conn,
@@ -392,16 +418,102 @@ impl Server {
         f: impl AsyncFnOnce(&mut MultiplexedConnection) -> redis::RedisResult<T>,
     ) -> Result<T, ServerError> {
         let mut c = conn.conn.clone();
-        let failure = match crate::clock::timeout_at(deadline, f(&mut c)).await {
+        let read = |e: redis::RedisError| {
+            if e.is_timeout() { self.timed_out() } else { self.failure(&e) }
+        };
+        let work = async {
+            if !self.confirms(op) {
+                return f(&mut c).await.map_err(read);
+            }
+            let (value, wrote_on) = WROTE_ON
+                .scope(RefCell::new(None), async {
+                    let value = f(&mut c).await;
+                    (value, WROTE_ON.with(|w| w.borrow_mut().take()))
+                })
+                .await;
+            let value = value.map_err(read)?;
+            let (mut on, replicas) =
+                wrote_on.unwrap_or_else(|| (c.clone(), self.replicas_to_reach()));
+            self.confirm(&mut on, replicas, deadline).await?;
+            Ok(value)
+        };
+        let failure = match crate::clock::timeout_at(deadline, work).await {
             Ok(Ok(value)) => return Ok(value),
-            Ok(Err(e)) if e.is_timeout() => self.timed_out(),
-            Ok(Err(e)) => self.failure(&e),
+            Ok(Err(failure)) => failure,
             Err(_) => self.timed_out(),
         };
         if !matches!(failure, Failure::WrongType | Failure::Reply(_) | Failure::Unfit(_)) {
             self.forget(conn.generation);
         }
         Err(self.error(op, key, failure))
+    }
+
+    /// Whether `op`'s answer on this server is a vote that must survive a
+    /// failover: through a Sentinel group, the writes a lock's holder (or
+    /// its fencing number) rests on. A release, a withdrawal, the queue
+    /// and the history are not votes: losing them in a failover costs time
+    /// (a key left to expire), never exclusion.
+    fn confirms(&self, op: Op) -> bool {
+        matches!(self.target, Target::Sentinel(_))
+            && matches!(op, Op::Acquire | Op::Extend | Op::RaiseFence)
+    }
+
+    /// How many replicas a write must reach: as the master was last
+    /// confirmed. A call still on an older connection takes the newest
+    /// count; if its master is not the newest one, it is one failed away
+    /// from, which no count of one or more confirms.
+    fn replicas_to_reach(&self) -> usize {
+        self.lock_verified().as_ref().map_or(0, |v| v.replicas)
+    }
+
+    /// Waits until `replicas` replicas (at least one) have every write made
+    /// so far on `conn`, with `WAIT`, by `deadline`; a failure otherwise.
+    ///
+    /// The argument, with its assumption and its bound, is in the
+    /// [`sentinel`] module doc ("Why a vote waits for the replicas"): a
+    /// write a failover would drop never counts, because the failover
+    /// promotes a replica that has it, and a master already failed away
+    /// from has no replica to confirm it. `WAIT`, not `WAITAOF`: what a
+    /// failover keeps is what a replica received, not what a disk holds.
+    async fn confirm(
+        &self,
+        conn: &mut MultiplexedConnection,
+        replicas: usize,
+        deadline: tokio::time::Instant,
+    ) -> Result<(), Failure> {
+        let needed = replicas.max(1);
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        // WAIT's own timeout leaves room for its reply: Redis ends a
+        // blocked WAIT at its next event-loop turn after the timeout, up to
+        // 1/hz later (100ms at the default `hz 10`), so the slack is 150ms,
+        // or half of what is left when less. A WAIT answered late is a
+        // timeout, which fails the vote the same way. `WAIT n 0` would
+        // block for ever, so it is never sent.
+        let slack = (left / 2).min(Duration::from_millis(150));
+        let wait = crate::millis(left.saturating_sub(slack));
+        if wait == 0 {
+            return Err(Failure::NoVote(format!(
+                "not confirmed on the replicas: no time left to confirm the write on {needed} \
+                 replica(s)"
+            )));
+        }
+        let acked: i64 = redis::cmd("WAIT").arg(needed).arg(wait).query_async(conn).await.map_err(
+            |e| match self.failure(&e) {
+                Failure::NoPerm(why) => Failure::NoPerm(format!(
+                    "{why} (through a Sentinel group, redlock confirms each vote with WAIT: \
+                     grant +wait)"
+                )),
+                other => other,
+            },
+        )?;
+        if usize::try_from(acked).is_ok_and(|acked| acked >= needed) {
+            return Ok(());
+        }
+        Err(Failure::NoVote(format!(
+            "not confirmed on the replicas: {acked} of {needed} replica(s) acknowledged the \
+             write within {wait}ms (a master without a replica, or one failed away from, gets \
+             no vote)"
+        )))
     }
 
     /// The current connection, or a new one. Single flight: the `opening`
@@ -445,6 +557,7 @@ impl Server {
                     address: master.address,
                     at: tokio::time::Instant::now(),
                     slot: None,
+                    replicas: master.replicas,
                 });
                 master.conn
             }
@@ -467,6 +580,7 @@ impl Server {
                     address: owner.address,
                     at: tokio::time::Instant::now(),
                     slot: Some(slot),
+                    replicas: 0,
                 });
                 owner.conn
             }
@@ -485,9 +599,11 @@ impl Server {
     /// FAILOVER`, or a failover while it was cut off, the old master goes on
     /// accepting writes until the Sentinels reconfigure it (seconds later),
     /// while other clients, asking the Sentinels, already lock on the new
-    /// one: redlock's vote on the old master would be a second vote of the
-    /// same group. Asking again before a call, at most once a node timeout,
-    /// bounds that window to one node timeout past the Sentinels' switch.
+    /// one. Asking again before a call, at most once a node timeout, moves
+    /// redlock to the new master within one node timeout of the Sentinels'
+    /// switch; what it writes on the old one meanwhile is no vote, since no
+    /// replica confirms it ([`sentinel`], "Why a vote waits for the
+    /// replicas").
     ///
     /// For a cluster, the same for the master of `slot`: a connection is
     /// bound to the node it was made for, and used for a slot only while
@@ -512,11 +628,11 @@ impl Server {
         }
     }
 
-    /// Whether the cluster's seeds still name the node `conn` goes to as
-    /// the master of `slot` (and records when they did); with no seed
-    /// answering, whether that node itself still says so, so that a
-    /// cluster outliving its seeds keeps its vote. When false, the
-    /// connection is dropped.
+    /// Whether a majority of the cluster's seeds still name the node
+    /// `conn` goes to as the master of `slot` (and records when they did).
+    /// When false, the connection is dropped. No majority answering is no
+    /// confirmation: a master cut off from the rest of its cluster names
+    /// itself the owner until another node replaces it.
     async fn still_owner(
         &self,
         cluster: &Cluster,
@@ -533,13 +649,7 @@ impl Server {
             self.forget(conn.generation);
             return false;
         };
-        let same = match cluster.owner_named(slot, config, Some(&address)).await {
-            Ok(owner) => owner == address,
-            Err(_) => {
-                let mut c = conn.conn.clone();
-                cluster::owns(&mut c, &address, slot).await
-            }
-        };
+        let same = cluster.owner_named(slot, config).await.is_ok_and(|owner| owner == address);
         if same {
             if let Some(v) = self.lock_verified().as_mut() {
                 v.at = tokio::time::Instant::now();
@@ -551,10 +661,12 @@ impl Server {
         same
     }
 
-    /// Whether the Sentinels still name the master `conn` goes to (and
-    /// records when they did); with no Sentinel answering, whether it still
-    /// says `master` to `ROLE`, so that a master outliving its Sentinels
-    /// keeps its vote. When false, the connection is dropped.
+    /// Whether a majority of the Sentinels still name the master `conn`
+    /// goes to, and it still says `master` to `ROLE` (and records when,
+    /// and how many replicas a write there must now reach). When false,
+    /// the connection is dropped. No majority answering is no
+    /// confirmation: a master cut off from its Sentinels may have been
+    /// failed away from, and keeps no vote.
     async fn still_master(
         &self,
         group: &Group,
@@ -566,21 +678,27 @@ impl Server {
             self.forget(conn.generation);
             return false;
         };
-        let same = match group.named(config).await {
-            Ok(named) => named.as_deref() == Some(address.as_str()),
-            Err(_) => {
-                let mut c = conn.conn.clone();
-                crate::server::sentinel::role(&mut c).await.is_ok_and(|role| role == "master")
+        let mut c = conn.conn.clone();
+        let (named, role) = tokio::join!(group.named(config), sentinel::role(&mut c));
+        let confirmed = match (named, role) {
+            (Ok(named), Ok(role)) if named.address == address && role.role == "master" => {
+                Some(named.replicas.max(role.replicas))
             }
+            _ => None,
         };
-        if same {
-            if let Some(v) = self.lock_verified().as_mut() {
-                v.at = tokio::time::Instant::now();
+        match confirmed {
+            Some(replicas) => {
+                if let Some(v) = self.lock_verified().as_mut() {
+                    v.at = tokio::time::Instant::now();
+                    v.replicas = replicas;
+                }
+                true
             }
-        } else {
-            self.forget(conn.generation);
+            None => {
+                self.forget(conn.generation);
+                false
+            }
         }
-        same
     }
 
     fn lock_verified(&self) -> std::sync::MutexGuard<'_, Option<Verified>> {
@@ -628,11 +746,12 @@ impl Server {
         }
     }
 
-    /// A timeout; on a `rediss://` server that never got connected, most
-    /// likely a plain port that waits for a command instead of answering
-    /// the TLS handshake: say so (still retried, as a hung server would be).
+    /// A timeout; on a `rediss://`, `rediss+sentinel://` or
+    /// `rediss+cluster://` server that never got connected, most likely a
+    /// plain port that waits for a command instead of answering the TLS
+    /// handshake: say so (still retried, as a hung server would be).
     fn timed_out(&self) -> Failure {
-        if self.url.secret.starts_with("rediss:") && self.lock_conn().is_none() {
+        if self.url.secret.starts_with("rediss") && self.lock_conn().is_none() {
             Failure::TlsTimeout(self.timeout)
         } else {
             Failure::Timeout(self.timeout)

@@ -515,10 +515,12 @@ fn a_tls_cluster_through_rediss_cluster() {
 
 /// When no seed answers the re-confirmation (here the only seed, reached
 /// through a proxy, is gone), the master the connection is bound to keeps
-/// its vote while it still names itself the owner of the lock's slot, as a
-/// Sentinel group's master that still says `master` does.
+/// no vote, although it still names itself the owner of the lock's slot:
+/// a master cut off from its cluster does so until it is replaced. As a
+/// Sentinel group's master, it votes only while a majority of the listed
+/// nodes that find it confirm it.
 #[test]
-fn with_no_seed_answering_the_slots_master_keeps_its_vote() {
+fn with_no_seed_answering_the_slots_master_keeps_no_vote() {
     let cluster = RedisCluster::start(3, 0);
     let key = unique_key("seedless");
     let slot = key_slot(lock_key(&key).as_bytes());
@@ -526,19 +528,67 @@ fn with_no_seed_answering_the_slots_master_keeps_its_vote() {
     let other = cluster.current_masters().into_iter().find(|m| m.port != owner).expect("another");
     let proxy = crate::harness::proxy::Proxy::start(other.port);
     let out =
-        Redlock::new(&cluster.url()).args(["acquire", "-n", "--key", &key, "--ttl", "2s"]).run();
+        Redlock::new(&cluster.url()).args(["acquire", "-n", "--key", &key, "--ttl", "5s"]).run();
     out.expect(0);
     let token = out.line().to_owned();
     let seed = format!("redis+cluster://127.0.0.1:{}", proxy.port);
     let fleet = library_fleet(&[seed], 1, Duration::from_millis(300));
     runtime().block_on(async {
-        fleet.extend(&key, &token, Duration::from_secs(2)).await.expect("extended");
+        fleet.extend(&key, &token, Duration::from_secs(5)).await.expect("extended");
         drop(proxy);
         tokio::time::sleep(Duration::from_millis(400)).await;
-        let lock = fleet.extend(&key, &token, Duration::from_secs(2)).await.expect("still voting");
-        assert_eq!(lock.granted, (1, 1));
-        fleet.release(&key, &token).await.expect("released");
+        let e = fleet.extend(&key, &token, Duration::from_secs(5)).await.expect_err("no vote");
+        assert!(e.to_string().contains("no slot map from a majority"), "{e}");
         fleet.drain().await;
     });
+    Redlock::new(&cluster.url())
+        .args(["release", "--key", &key, "--token", &token])
+        .run()
+        .expect(0);
     cluster.wait_empty(Duration::from_secs(10));
+}
+
+#[test]
+fn rediss_cluster_at_a_plain_or_silent_port_asks_whether_it_is_a_tls_port() {
+    let plain = crate::harness::RedisServer::start();
+    // A port that accepts connections and never says a word.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_port = silent.local_addr().unwrap().port();
+    for port in [plain.port, silent_port] {
+        let url = format!("rediss+cluster://127.0.0.1:{port}");
+        Redlock::new(&url)
+            .args(["--node-timeout", "300ms", "acquire", "-n", "--key", &unique_key("tls")])
+            .run()
+            .expect(69)
+            .stderr_has("is it a TLS port?");
+    }
+}
+
+/// Seeds of two different clusters behind one URL: their node IDs do not
+/// overlap, so the member fails instead of taking whichever answers first,
+/// and doctor says so as an error.
+#[test]
+fn seeds_of_two_clusters_make_the_member_fail() {
+    let first = RedisCluster::start(3, 0);
+    let mut second = RedisCluster::start(3, 0);
+    let url = format!(
+        "redis+cluster://127.0.0.1:{},127.0.0.1:{}",
+        second.nodes[0].port, first.nodes[0].port
+    );
+    let key = unique_key("two-clusters");
+    let a = Redlock::new(&url).args(["acquire", "-n", "--key", &key, "--ttl", "30s"]).run();
+    let doctor = Redlock::new(&url).args(["doctor"]).run();
+    second.nodes[0].stop();
+    let b = Redlock::new(&url).args(["acquire", "-n", "--key", &key, "--ttl", "30s"]).run();
+    assert!(
+        !(a.code() == 0 && b.code() == 0),
+        "two holders: {} and {}\n{}\n{}",
+        a.line(),
+        b.line(),
+        a.stderr,
+        b.stderr
+    );
+    a.expect(69).stderr_has("different clusters");
+    assert!(doctor.stdout.contains("error: "), "{}", doctor.stdout);
+    assert!(!doctor.stdout.contains("verdict: works"), "{}", doctor.stdout);
 }

@@ -6,7 +6,7 @@
 
 use crate::harness::redis::{Build, NO_SCRIPTS};
 use crate::harness::sentinel::{SERVICE, SentinelGroup};
-use crate::harness::{Fleet, RedisServer, Redlock};
+use crate::harness::{Fleet, RedisServer, Redlock, unique_key};
 
 /// The cells of `server`'s row in the text table, one space apart.
 fn row(stdout: &str, server: &str) -> String {
@@ -226,4 +226,26 @@ fn a_sentinel_group_shows_as_its_master() {
     let json = Redlock::new(&group.url()).args(["doctor", "--json"]).run().json();
     assert_eq!(json["servers"][0]["mode"], "sentinel", "{json}");
     assert_eq!(json["servers"][0]["sentinel_service"], SERVICE, "{json}");
+}
+
+/// A Sentinel group whose master has no replica can never vote (a vote
+/// through a group counts once a replica has the write): doctor says so
+/// as an error, and a lock through it alone is unavailable.
+#[test]
+fn a_sentinel_group_without_a_replica_is_an_error() {
+    let group = SentinelGroup::start_with(0, &[]);
+    let url = group.url();
+    let out = Redlock::new(&url).args(["doctor"]).run();
+    assert_eq!(out.code(), 69, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("has no replica"), "{}", out.stdout);
+    assert!(out.stdout.contains("can never vote"), "{}", out.stdout);
+    assert!(out.stdout.contains("verdict: not fit"), "{}", out.stdout);
+    let json = Redlock::new(&url).args(["doctor", "--json"]).run().json();
+    assert_eq!(json["verdict"], "errors", "{json}");
+    assert_eq!(json["sentinels"][0]["master_replicas"], 0, "{json}");
+    Redlock::new(&url)
+        .args(["acquire", "-n", "--key", &unique_key("no-replica")])
+        .run()
+        .expect(69)
+        .stderr_has("0 of 1 replica(s) acknowledged");
 }

@@ -136,3 +136,118 @@ fn no_output_of_any_subcommand_shows_the_password() {
     // The password file's content is the password, not the path's.
     assert!(outputs.iter().any(|o| o.stderr.contains("authentication failed")));
 }
+
+/// The passwords of a list, each with characters that end a URL's
+/// authority or query when written raw: none may reach a message, `config`
+/// or the command's environment, however the list is spelled.
+const RAW_SECRETS: [&str; 3] = ["Sec7x/Ret9y", "Hid3q#Den4w?Pw5", "Key1k@Lock2j,Pass3&Word4=Z"];
+
+#[test]
+fn the_command_sees_no_password_of_any_server_in_a_list() {
+    let servers: Vec<RedisServer> = ["pwA-71c2", "pwB-83d4", "pwC-95e6"]
+        .iter()
+        .map(|pw| RedisServer::start_with(&["--requirepass", pw]))
+        .collect();
+    let urls: Vec<String> = servers.iter().map(RedisServer::url).collect();
+    let key = unique_key("child-env");
+    let list = urls.join(",");
+    let out = Redlock::new(&list)
+        .args(["run", "--key", &key, "--", "sh", "-c", "printf '%s\\n' \"$REDLOCK_SERVERS\""])
+        .run();
+    out.expect(0);
+    for pw in ["pwA-71c2", "pwB-83d4", "pwC-95e6"] {
+        assert!(!out.stdout.contains(pw), "the command saw {pw}: {}", out.stdout);
+    }
+    for s in &servers {
+        assert!(
+            out.stdout.contains(&format!(":{}", s.port)),
+            "member {} lost: {}",
+            s.port,
+            out.stdout
+        );
+    }
+
+    // A Sentinel URL first (unreachable: the two plain servers are a
+    // quorum): the command's copy keeps every member after it.
+    let group = "redis+sentinel://:mpw-1a2b@127.0.0.1:1/svc?sentinel_password=spw-3c4d";
+    let list = format!("{group},{},{}", urls[1], urls[2]);
+    let out = Redlock::new(&list)
+        .args(["run", "--key", &key, "--", "sh", "-c", "printf '%s\\n' \"$REDLOCK_SERVERS\""])
+        .run();
+    out.expect(0);
+    for pw in ["mpw-1a2b", "spw-3c4d", "pwB-83d4", "pwC-95e6"] {
+        assert!(!out.stdout.contains(pw), "the command saw {pw}: {}", out.stdout);
+    }
+    for s in &servers[1..] {
+        assert!(
+            out.stdout.contains(&format!(":{}", s.port)),
+            "member {} lost: {}",
+            s.port,
+            out.stdout
+        );
+    }
+}
+
+#[test]
+fn no_message_shows_a_password_with_url_delimiters_in_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = unique_key("raw-secret");
+    let mut outputs = Vec::new();
+    for secret in RAW_SECRETS {
+        // Port 1: parsed, then refused; port 99999: a usage error.
+        for port in ["1", "99999"] {
+            let plain = format!("redis://u:{secret}@127.0.0.1:{port}");
+            let list = format!("redis://127.0.0.1:1,{plain},redis://:{secret}@127.0.0.1:{port}/0");
+            let sentinel = format!(
+                "redis+sentinel://u:{secret}@127.0.0.1:{port},127.0.0.1:2/svc?sentinel_password={secret}"
+            );
+            let cluster = format!("redis+cluster://u:{secret}@127.0.0.1:{port},127.0.0.1:2");
+            let unix = format!("unix:///tmp/no-such.sock?db=1&pass={secret}");
+            for servers in [plain, list, sentinel, cluster, unix] {
+                let file = dir.path().join("config.toml");
+                std::fs::write(&file, format!("servers = [{:?}]\n", servers)).unwrap();
+                let file = file.display().to_string();
+                for args in [
+                    vec!["--servers", &servers, "acquire", "-n", "--key", &key],
+                    vec!["acquire", "-n", "--key", &key],
+                    vec!["config"],
+                ] {
+                    outputs.push(Redlock::new(&servers).args(&args).run());
+                }
+                // From the configuration file.
+                outputs.push(
+                    Redlock::new("")
+                        .env("REDLOCK_CONFIG", &file)
+                        .args(["acquire", "-n", "--key", &key])
+                        .run(),
+                );
+                outputs.push(Redlock::new("").env("REDLOCK_CONFIG", &file).args(["config"]).run());
+            }
+        }
+    }
+    for secret in RAW_SECRETS {
+        // Each part between the delimiters is a secret too.
+        for part in secret.split(|c: char| !c.is_ascii_alphanumeric()).filter(|p| p.len() > 1) {
+            assert_no_secret(&outputs, part);
+        }
+    }
+}
+
+#[test]
+fn a_sentinel_password_with_an_ampersand_is_not_shown_as_a_parameter() {
+    let url = "redis+sentinel://127.0.0.1:1/svc?sentinel_password=ab&cdSECRET9";
+    let out = Redlock::new(url).args(["acquire", "-n", "--key", &unique_key("amp")]).run();
+    assert_no_secret(std::slice::from_ref(&out), "cdSECRET9");
+    out.stderr_lacks("unknown parameter");
+}
+
+#[test]
+fn a_password_written_raw_in_a_url_reaches_the_server_as_written() {
+    let secret = "Ba5e/64+pw?x#y@z";
+    let server = RedisServer::start_with(&["--requirepass", secret]);
+    let key = unique_key("raw-pw");
+    let url = format!("redis://default:{secret}@127.0.0.1:{}", server.port);
+    let out = Redlock::new(&url).args(["acquire", "-n", "--key", &key]).run();
+    out.expect(0);
+    assert_no_secret(std::slice::from_ref(&out), "Ba5e");
+}

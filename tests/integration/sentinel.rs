@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use crate::harness::proxy::{Mode, Proxy};
 use crate::harness::sentinel::{SERVICE, Sentinel, SentinelGroup};
-use crate::harness::{Fleet, RedisServer, Redlock, lock_key, pid_in, process_alive, unique_key};
+use crate::harness::{
+    Fleet, RedisServer, Redlock, lock_key, pid_in, process_alive, unique_key, wait_for_file,
+};
 
 /// The token `acquire` printed, once it exits 0.
 fn acquire(servers: &str, key: &str, ttl: &str) -> String {
@@ -182,10 +184,16 @@ fn a_failover_during_a_run_keeps_the_lock_or_stops_the_command_and_redlock_follo
         70 => assert!(!process_alive(child), "exit 70 but the command {child} still runs"),
         _ => out.fail("should keep its lock (0) or stop the command (70)"),
     }
-    // A new lock through the group alone lands on the new master.
+    // A new lock through the group alone lands on the new master, once a
+    // replica follows it (the demoted master, reconfigured by the
+    // Sentinels some seconds after the switch): until then the group has
+    // no vote.
     let key2 = unique_key("after-failover");
-    let token2 = acquire(&group.url(), &key2, "30s");
-    assert_eq!(new_master.get(&lock_key(&key2)).as_deref(), Some(token2.as_str()));
+    let out = Redlock::new(&group.url())
+        .args(["acquire", "--wait", "40s", "--key", &key2, "--ttl", "30s"])
+        .run();
+    out.expect(0);
+    assert_eq!(new_master.get(&lock_key(&key2)).as_deref(), Some(out.line()));
 }
 
 #[test]
@@ -246,10 +254,21 @@ fn a_killed_master_is_replaced_and_redlock_reaches_the_new_one() {
     let out = Redlock::new(&url).args(["acquire", "-n", "--key", &unique_key("during")]).run();
     assert!(matches!(out.code(), 0 | 69), "{}", out.stderr);
     let new = group.await_new_master(old);
-    let token = Redlock::new(&url).args(["acquire", "--wait", "20s", "--key", &key]).run();
+    // The promoted replica has no replica of its own: nothing it grants
+    // would survive its failure, so the group has no vote.
+    Redlock::new(&url)
+        .args(["acquire", "-n", "--key", &key])
+        .run()
+        .expect(69)
+        .stderr_has("not confirmed on the replicas");
+    // The old master back (empty): the Sentinels make it a replica of the
+    // new one, and the group votes again.
+    group.servers[index].start_again();
+    let token = Redlock::new(&url).args(["acquire", "--wait", "40s", "--key", &key]).run();
     token.expect(0);
     let new_master = group.servers.iter().find(|s| s.port == new).unwrap();
     assert_eq!(new_master.get(&lock_key(&key)).as_deref(), Some(token.line()));
+    assert_eq!(group.servers[index].get(&lock_key(&key)).as_deref(), Some(token.line()));
 }
 
 #[test]
@@ -285,4 +304,304 @@ fn a_replica_s_readonly_reply_is_retried_as_unavailable_not_a_lasting_error() {
     assert!(out.elapsed >= Duration::from_millis(900), "ended before the wait: {:?}", out.elapsed);
     assert!(out.stderr.lines().all(|l| l.starts_with("redlock: ")), "{}", out.stderr);
     assert_eq!(master.get(&lock_key(&key)), None);
+}
+
+#[test]
+fn a_sentinel_that_wants_a_password_is_told_about_sentinel_password() {
+    let master = RedisServer::start_with(&["--requirepass", "master-pw-5e1"]);
+    let sentinel = Sentinel::start_with(
+        master.port,
+        &["requirepass sentinel-pw-6f2", &format!("sentinel auth-pass {SERVICE} master-pw-5e1")],
+    );
+    let key = unique_key("sentinel-auth");
+    // The master's password (in the URL, from --password-file or
+    // REDLOCK_PASSWORD) is never sent to a Sentinel: say what is.
+    for url in [
+        format!("redis+sentinel://:master-pw-5e1@{}/{SERVICE}", sentinel.address()),
+        format!("redis+sentinel://{}/{SERVICE}", sentinel.address()),
+    ] {
+        Redlock::new(&url)
+            .env("REDLOCK_PASSWORD", "master-pw-5e1")
+            .args(["acquire", "--wait", "10s", "--key", &key])
+            .run()
+            .expect(69)
+            .within(Duration::from_secs(5))
+            .stderr_has("?sentinel_password=")
+            .stderr_lacks("REDLOCK_PASSWORD")
+            .stderr_lacks("pw-");
+    }
+    // With it, the Sentinel answers (and the wrong one is said as such).
+    let wrong =
+        format!("redis+sentinel://{}/{SERVICE}?sentinel_password=not-it-7a", sentinel.address());
+    Redlock::new(&wrong)
+        .args(["acquire", "-n", "--key", &key])
+        .run()
+        .expect(69)
+        .stderr_has("sentinel_password")
+        .stderr_lacks("not-it-7a");
+}
+
+#[test]
+fn rediss_sentinel_at_a_plain_or_silent_port_asks_whether_it_is_a_tls_port() {
+    let plain = RedisServer::start();
+    // A port that accepts connections and never says a word.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_port = silent.local_addr().unwrap().port();
+    for port in [plain.port, silent_port] {
+        let url = format!("rediss+sentinel://127.0.0.1:{port}/{SERVICE}");
+        Redlock::new(&url)
+            .args(["--node-timeout", "300ms", "acquire", "-n", "--key", &unique_key("tls")])
+            .run()
+            .expect(69)
+            .stderr_has("is it a TLS port?");
+    }
+}
+
+/// The replica of `group` that is not `master_port`.
+fn other_server(group: &SentinelGroup, master_port: u16) -> &RedisServer {
+    group.servers.iter().find(|s| s.port != master_port).expect("a second server")
+}
+
+/// The first element of `ROLE` on `server`.
+fn role_of(server: &RedisServer) -> String {
+    let role: Vec<redis::Value> = server.cmd(&["ROLE"]);
+    match role.first() {
+        Some(redis::Value::BulkString(b)) => String::from_utf8_lossy(b).into_owned(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// Waits until the master of `group` has a replica whose link is up, so
+/// that the next `SENTINEL FAILOVER` has a replica to promote.
+fn await_replicated(group: &SentinelGroup) {
+    let deadline = Instant::now() + Duration::from_secs(40);
+    loop {
+        let master = group.sentinels[0].master_port();
+        let linked = group.servers.iter().any(|s| {
+            Some(s.port) != master && {
+                let info: String = s.cmd(&["INFO", "replication"]);
+                info.contains("master_link_status:up")
+                    && master.is_some_and(|m| info.contains(&format!("master_port:{m}")))
+            }
+        });
+        let known = group.sentinels.iter().all(|s| {
+            let replicas: Vec<std::collections::HashMap<String, String>> =
+                s.cmd(&["SENTINEL", "replicas", SERVICE]);
+            replicas.iter().any(|r| {
+                r.get("flags").is_some_and(|f| f == "slave")
+                    && r.get("master-link-status").is_some_and(|l| l == "ok")
+            })
+        });
+        if linked && known {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the group never got its replica back");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The scenario of a failover with three members: a group (master,
+/// replica, three Sentinels) and two plain servers b and c, quorum 2, c
+/// unreachable from the first job. After `SENTINEL FAILOVER` promotes the
+/// replica, the Sentinels that did not lead it name the old master for
+/// another second or two, and the old master still says `master`: job X
+/// then writes on the old master (and b). Once the Sentinels switched and
+/// c is back, job Y, with the same URL, finds the new, empty master and c.
+/// The old master has no replica any more, so nothing it grants survives:
+/// X must not count its vote, or both hold the lock.
+#[test]
+fn a_master_failed_away_from_gives_no_vote_so_no_second_holder() {
+    let group = SentinelGroup::start();
+    let b = RedisServer::start();
+    let c = RedisServer::start();
+    let c_path = Proxy::start(c.port);
+    // The Sentinel that leads the failover (it is asked to) learns of the
+    // promotion first; delayed, the others' answers come first, as they
+    // would from a nearer Sentinel.
+    let sentinel_paths: Vec<Proxy> = group.sentinels.iter().map(|s| Proxy::start(s.port)).collect();
+    sentinel_paths[0].set(Mode::Delay(Duration::from_millis(300)));
+    let hosts: Vec<String> =
+        sentinel_paths.iter().map(|p| format!("127.0.0.1:{}", p.port)).collect();
+    let url = format!("redis+sentinel://{}/{SERVICE}", hosts.join(","));
+    let servers = format!("{url},{},{}", b.url(), c_path.url());
+    let mut in_window = 0;
+    for round in 0..3 {
+        await_replicated(&group);
+        let key = unique_key("failed-away");
+        let old = group.master().port;
+        let old_master = group.servers.iter().find(|s| s.port == old).unwrap();
+        let promoted = other_server(&group, old);
+        c_path.set(Mode::Stall);
+        let _: String = group.sentinels[0].cmd(&["SENTINEL", "FAILOVER", SERVICE]);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while role_of(promoted) != "master" {
+            assert!(Instant::now() < deadline, "the replica was never promoted");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let naming_old = group.sentinels.iter().filter(|s| s.master_port() == Some(old)).count();
+        let x = Redlock::new(&servers)
+            .args(["-v", "acquire", "-n", "--key", &key, "--ttl", "30s"])
+            .run();
+        let x_on_old = old_master.get(&lock_key(&key));
+        group.await_new_master(old);
+        c_path.set(Mode::Pass);
+        let y = Redlock::new(&servers)
+            .args(["-v", "acquire", "-n", "--key", &key, "--ttl", "30s"])
+            .run();
+        eprintln!(
+            "round {round}: {naming_old} Sentinel(s) named the old master at X; X exit {} \
+             (on the old master: {x_on_old:?}), Y exit {}\n--- X\n{}--- Y\n{}",
+            x.code(),
+            y.code(),
+            x.stderr,
+            y.stderr
+        );
+        assert!(
+            !(x.code() == 0 && y.code() == 0),
+            "two holders of {key}: X {} (old master {old} holds {x_on_old:?}) and Y {}\n\
+             --- X\n{}--- Y\n{}",
+            x.line(),
+            y.line(),
+            x.stderr,
+            y.stderr
+        );
+        if naming_old >= 2 {
+            in_window += 1;
+        }
+        if in_window >= 2 {
+            return;
+        }
+    }
+    assert!(in_window > 0, "X never ran while the Sentinels still named the old master");
+}
+
+/// Repeated failovers of a group that is the only member, under racing
+/// workers, each appending its entry and exit to a ledger: no two inside
+/// at once, whatever the Sentinels, the old master and the new one say.
+#[test]
+fn repeated_failovers_under_racing_workers_never_admit_two() {
+    let group = SentinelGroup::start();
+    let url = group.url();
+    let key = unique_key("failover-race");
+    let dir = tempfile::tempdir().unwrap();
+    let section = crate::harness::ledger::section(dir.path(), "0.3");
+    let stop = dir.path().join("stop");
+    let workers: Vec<_> = (0..4)
+        .map(|_| {
+            let (url, key, section, stop) =
+                (url.clone(), key.clone(), section.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut codes = std::collections::BTreeMap::<i32, usize>::new();
+                while !stop.exists() {
+                    let out = Redlock::new(&url)
+                        .args(["run", "-n", "--key", &key, "--ttl", "3s", "-c", &section])
+                        .run();
+                    *codes.entry(out.code()).or_default() += 1;
+                    std::thread::sleep(Duration::from_millis(fastrand::u64(100..200)));
+                }
+                codes
+            })
+        })
+        .collect();
+    for _ in 0..4 {
+        await_replicated(&group);
+        std::thread::sleep(Duration::from_millis(1500));
+        let old = group.master().port;
+        let _: String =
+            group.sentinels[fastrand::usize(0..3)].cmd(&["SENTINEL", "FAILOVER", SERVICE]);
+        group.await_new_master(old);
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    std::fs::write(&stop, "").unwrap();
+    let mut codes = std::collections::BTreeMap::<i32, usize>::new();
+    for w in workers {
+        for (code, n) in w.join().expect("worker") {
+            *codes.entry(code).or_default() += n;
+        }
+    }
+    let (most, sections) = crate::harness::ledger::audit(dir.path());
+    eprintln!("exit codes {codes:?}; {sections} sections, at most {most} inside at once");
+    assert_eq!(most, 1, "two workers inside at once");
+    assert!(sections > 0, "no worker ever ran: {codes:?}");
+    assert!(codes.keys().all(|c| matches!(c, 0 | 69 | 70 | 75)), "{codes:?}");
+}
+
+/// A Sentinel that names another server for the same service (a split, a
+/// stale or misconfigured Sentinel): the group resolves its master only
+/// when more than half of the listed Sentinels name the same address.
+#[test]
+fn sentinels_that_disagree_give_the_group_no_vote_and_doctor_an_error() {
+    let mut group = SentinelGroup::start();
+    let other = RedisServer::start();
+    let stray = Sentinel::start(other.port);
+    let mut hosts: Vec<String> = group.sentinels.iter().map(Sentinel::address).collect();
+    hosts.push(stray.address());
+    let url = format!("redis+sentinel://{}/{SERVICE}", hosts.join(","));
+    let key = unique_key("split");
+    // Three of four name the master: a majority.
+    let token = acquire(&url, &key, "30s");
+    assert_eq!(group.master().get(&lock_key(&key)).as_deref(), Some(token.as_str()));
+    let plain = Fleet::start(2);
+    let fleet = format!("{url},{}", plain.urls());
+    let doctor = Redlock::new(&fleet).args(["doctor"]).run();
+    assert!(doctor.stdout.contains("disagree"), "{}", doctor.stdout);
+    // Two of them stopped: one names the master, one the other server.
+    group.sentinels[0].stop();
+    group.sentinels[1].stop();
+    for _ in 0..8 {
+        let out = Redlock::new(&url).args(["acquire", "-n", "--key", &key, "--ttl", "30s"]).run();
+        assert_ne!(out.code(), 0, "a second holder through the stray Sentinel: {}", out.stderr);
+        out.expect(69);
+    }
+    assert_eq!(other.get(&lock_key(&key)), None, "written where the stray Sentinel points");
+    let doctor = Redlock::new(&fleet).args(["doctor"]).run();
+    assert!(!doctor.stdout.contains("verdict: works"), "{}", doctor.stdout);
+    assert!(!doctor.stdout.contains("verdict: fit"), "{}", doctor.stdout);
+    assert!(doctor.stdout.contains("error: "), "{}", doctor.stdout);
+    assert_ne!(doctor.code(), 0);
+    assert_ne!(doctor.code(), 1);
+}
+
+/// Without scripts, an operation writes on a connection of its own
+/// (`WATCH`/`MULTI`/`EXEC`), and its vote is confirmed all the same (on
+/// that connection: `WAIT` counts its own connection's writes). A `run`
+/// holds the lock; the replica is then frozen: its renewals are written
+/// but never confirmed, so the command is stopped (70).
+#[test]
+fn without_scripts_a_group_confirms_each_vote_where_it_wrote() {
+    let group = SentinelGroup::start_with(1, crate::harness::redis::NO_SCRIPTS);
+    let url = group.url();
+    let key = unique_key("noscript-group");
+    let dir = tempfile::tempdir().unwrap();
+    let ready = dir.path().join("ready");
+    let running = Redlock::new(&url)
+        .args(["run", "--key", &key, "--ttl", "3s", "-c"])
+        .args([format!("touch {}; sleep 6", ready.display())])
+        .spawn();
+    wait_for_file(&ready);
+    let master = group.master().port;
+    let replica = other_server(&group, master);
+    assert!(replica.get(&lock_key(&key)).is_some(), "the acquisition was replicated");
+    replica.hang();
+    let out = running.wait();
+    replica.resume();
+    out.expect(70).stderr_has("not confirmed on the replicas");
+}
+
+/// With two replicas, a write counts only once both have it: a replica
+/// that a failover left following the old master would otherwise confirm
+/// a write there that the promoted one never gets.
+#[test]
+fn with_two_replicas_a_vote_waits_for_both() {
+    let group = SentinelGroup::start_with(2, &[]);
+    let url = group.url();
+    acquire(&url, &unique_key("two-replicas"), "30s");
+    let master = group.master().port;
+    let frozen = group.servers.iter().find(|s| s.port != master).unwrap();
+    frozen.hang();
+    let out = Redlock::new(&url)
+        .args(["--node-timeout", "500ms", "acquire", "-n", "--key", &unique_key("one-frozen")])
+        .run();
+    frozen.resume();
+    out.expect(69).stderr_has("1 of 2 replica(s) acknowledged");
 }

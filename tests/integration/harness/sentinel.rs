@@ -24,6 +24,8 @@ pub const DOWN_AFTER: Duration = Duration::from_millis(1000);
 pub struct Sentinel {
     /// Its loopback port.
     pub port: u16,
+    /// Its `requirepass`, if it has one.
+    password: Option<String>,
     dir: tempfile::TempDir,
     child: Option<Child>,
 }
@@ -32,6 +34,17 @@ impl Sentinel {
     /// Starts a Sentinel monitoring the master at `master_port` with
     /// quorum 2, on a free port (a new one if the port was taken meanwhile).
     pub fn start(master_port: u16) -> Sentinel {
+        Sentinel::start_with(master_port, &[])
+    }
+
+    /// [`Sentinel::start`] with more lines of configuration (`requirepass
+    /// PW` makes the Sentinel want a password, which the harness then
+    /// sends too).
+    pub fn start_with(master_port: u16, extra: &[&str]) -> Sentinel {
+        let password = extra
+            .iter()
+            .find_map(|l| l.strip_prefix("requirepass "))
+            .map(|pw| pw.trim().to_owned());
         assert!(
             Command::new(SENTINEL_BINARY)
                 .arg("--version")
@@ -56,9 +69,10 @@ impl Sentinel {
                      sentinel monitor {SERVICE} 127.0.0.1 {master_port} 2\n\
                      sentinel down-after-milliseconds {SERVICE} {down}\n\
                      sentinel failover-timeout {SERVICE} 5000\n\
-                     sentinel parallel-syncs {SERVICE} 1\n",
+                     sentinel parallel-syncs {SERVICE} 1\n{extra}",
                     dir = dir.path().display(),
                     down = DOWN_AFTER.as_millis(),
+                    extra = extra.iter().map(|l| format!("{l}\n")).collect::<String>(),
                 ),
             )
             .expect("write sentinel.conf");
@@ -71,15 +85,19 @@ impl Sentinel {
                     Ok(())
                 });
             }
-            let mut sentinel =
-                Sentinel { port, dir, child: Some(cmd.spawn().expect("spawn redis-sentinel")) };
+            let mut sentinel = Sentinel {
+                port,
+                password: password.clone(),
+                dir,
+                child: Some(cmd.spawn().expect("spawn redis-sentinel")),
+            };
             let deadline = Instant::now() + Duration::from_secs(10);
             while Instant::now() < deadline {
                 if let Some(Ok(Some(_))) = sentinel.child.as_mut().map(Child::try_wait) {
                     sentinel.child = None;
                     break;
                 }
-                if pong(port) {
+                if pong(port, password.as_deref()) {
                     return sentinel;
                 }
                 std::thread::sleep(Duration::from_millis(10));
@@ -109,7 +127,9 @@ impl Sentinel {
 
     /// Runs a command on the Sentinel.
     pub fn cmd<T: redis::FromRedisValue>(&self, args: &[&str]) -> T {
-        let client = redis::Client::open(format!("redis://{}", self.address())).expect("client");
+        let auth = self.password.as_ref().map(|pw| format!(":{pw}@")).unwrap_or_default();
+        let client =
+            redis::Client::open(format!("redis://{auth}{}", self.address())).expect("client");
         let mut conn = client
             .get_connection_with_timeout(Duration::from_secs(5))
             .unwrap_or_else(|e| panic!("connect to Sentinel {}: {e}", self.port));
@@ -153,17 +173,34 @@ impl Drop for Sentinel {
     }
 }
 
-fn pong(port: u16) -> bool {
+fn pong(port: u16, password: Option<&str>) -> bool {
     let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
         return false;
     };
     let _ = stream.set_read_timeout(Some(Duration::from_millis(200)));
-    let mut buf = [0u8; 16];
-    stream.write_all(b"PING\r\n").is_ok()
-        && matches!(stream.read(&mut buf), Ok(n) if n > 0 && buf.starts_with(b"+PONG"))
+    let mut asked = Vec::new();
+    if let Some(pw) = password {
+        asked.extend_from_slice(format!("AUTH {pw}\r\n").as_bytes());
+    }
+    asked.extend_from_slice(b"PING\r\n");
+    if stream.write_all(&asked).is_err() {
+        return false;
+    }
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 64];
+    while let Ok(n) = stream.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        seen.extend_from_slice(&buf[..n]);
+        if seen.windows(5).any(|w| w == b"+PONG") {
+            return true;
+        }
+    }
+    false
 }
 
-/// A master, its replica and three Sentinels.
+/// A master, its replicas and three Sentinels.
 pub struct SentinelGroup {
     /// The servers: the master first, then the replica (their roles swap
     /// on a failover; see [`SentinelGroup::master`]).
@@ -176,21 +213,36 @@ impl SentinelGroup {
     /// Starts the group and waits until every Sentinel knows the replica
     /// and the other two Sentinels (a failover needs both).
     pub fn start() -> SentinelGroup {
-        let master = RedisServer::start_build(Build::Redis7, &[]);
+        SentinelGroup::start_with(1, &[])
+    }
+
+    /// [`SentinelGroup::start`] with `replicas` replicas and `extra`
+    /// arguments for every `redis-server` (e.g. [`super::redis::NO_SCRIPTS`]).
+    pub fn start_with(replicas: usize, extra: &[&str]) -> SentinelGroup {
+        let master = RedisServer::start_build(Build::Redis7, extra);
         let port = master.port.to_string();
-        let replica = RedisServer::start_build(Build::Redis7, &["--replicaof", "127.0.0.1", &port]);
-        let sentinels: Vec<Sentinel> = (0..3).map(|_| Sentinel::start(master.port)).collect();
-        let group = SentinelGroup { servers: vec![master, replica], sentinels };
+        let mut args = vec!["--replicaof", "127.0.0.1", &port];
+        args.extend_from_slice(extra);
+        let mut servers = vec![master];
+        for _ in 0..replicas {
+            servers.push(RedisServer::start_build(Build::Redis7, &args));
+        }
+        let sentinels: Vec<Sentinel> = (0..3).map(|_| Sentinel::start(servers[0].port)).collect();
+        let group = SentinelGroup { servers, sentinels };
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let ready = group.sentinels.iter().all(|s| {
                 let replicas: Vec<std::collections::HashMap<String, String>> =
                     s.cmd(&["SENTINEL", "replicas", SERVICE]);
                 let others: Vec<redis::Value> = s.cmd(&["SENTINEL", "sentinels", SERVICE]);
-                let synced = replicas.iter().any(|r| {
-                    r.get("flags").is_some_and(|f| f == "slave")
-                        && r.get("master-link-status").is_some_and(|l| l == "ok")
-                });
+                let synced = replicas
+                    .iter()
+                    .filter(|r| {
+                        r.get("flags").is_some_and(|f| f == "slave")
+                            && r.get("master-link-status").is_some_and(|l| l == "ok")
+                    })
+                    .count()
+                    == group.servers.len() - 1;
                 synced && others.len() == 2
             });
             if ready {
