@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_redlock_global_optspecs
-    string join \n servers= password-file= tls-ca= tls-cert= tls-key= quorum= node-timeout= drift-factor= v/verbose q/quiet log-format= raw-key h/help V/version
+    string join \n servers= password-file= tls-ca= tls-cert= tls-key= quorum= node-timeout= drift-factor= max-ttl= trust-restarts v/verbose q/quiet log-format= raw-key h/help V/version
 end
 
 function __fish_redlock_needs_command
@@ -32,8 +32,10 @@ complete -c redlock -n "__fish_redlock_needs_command" -l tls-key -d 'PEM private
 complete -c redlock -n "__fish_redlock_needs_command" -l quorum -d 'Servers that must agree [default: more than half of them]' -r -f
 complete -c redlock -n "__fish_redlock_needs_command" -l node-timeout -d 'Time limit for each server call [default: a tenth of the TTL, at most 1s]' -r -f
 complete -c redlock -n "__fish_redlock_needs_command" -l drift-factor -d 'Clock drift allowance as a fraction of the TTL' -r -f
+complete -c redlock -n "__fish_redlock_needs_command" -l max-ttl -d 'The longest TTL any holder on these servers uses (a longer --ttl is refused): a server restarted less than this (plus 1s) ago, which may have lost a holder\'s key, counts towards no quorum' -r -f
 complete -c redlock -n "__fish_redlock_needs_command" -l log-format -d 'Format of the messages on stderr' -r -f -a "text\t'One line of text per message'
 json\t'One JSON object per line'"
+complete -c redlock -n "__fish_redlock_needs_command" -l trust-restarts -d 'The servers keep every write across a restart (appendonly yes, appendfsync always): a restarted server votes at once'
 complete -c redlock -n "__fish_redlock_needs_command" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c redlock -n "__fish_redlock_needs_command" -s q -l quiet -d 'Say nothing on stderr but errors (no busy message)'
 complete -c redlock -n "__fish_redlock_needs_command" -l raw-key -d 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock\'s namespace, redlock:{KEY}]'
@@ -57,6 +59,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand run" -l tls-key -d 'PEM 
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l quorum -d 'Servers that must agree [default: more than half of them]' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l node-timeout -d 'Time limit for each server call [default: a tenth of the TTL, at most 1s]' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l drift-factor -d 'Clock drift allowance as a fraction of the TTL' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l max-ttl -d 'The longest TTL any holder on these servers uses (a longer --ttl is refused): a server restarted less than this (plus 1s) ago, which may have lost a holder\'s key, counts towards no quorum' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l log-format -d 'Format of the messages on stderr' -r -f -a "text\t'One line of text per message'
 json\t'One JSON object per line'"
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s k -l key -d 'The lock\'s key (stored as redlock:{KEY}, or as given with --raw-key)' -r -f
@@ -79,6 +82,7 @@ ignore\t''"
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l kill-after -d 'Grace between the --on-lost (or --max-hold) signal and SIGKILL [default: a third of the TTL, at most 10s]' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l metrics-file -d 'After the run (or skip), update this Prometheus textfile (for node_exporter), atomically' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s c -l command -d 'Run this shell command through $SHELL -c (or /bin/sh -c)' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l trust-restarts -d 'The servers keep every write across a restart (appendonly yes, appendfsync always): a restarted server votes at once'
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s q -l quiet -d 'Say nothing on stderr but errors (no busy message)'
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l raw-key -d 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock\'s namespace, redlock:{KEY}]'
@@ -96,12 +100,14 @@ complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l tls-key -d '
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l quorum -d 'Servers that must agree [default: more than half of them]' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l node-timeout -d 'Time limit for each server call [default: a tenth of the TTL, at most 1s]' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l drift-factor -d 'Clock drift allowance as a fraction of the TTL' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l max-ttl -d 'The longest TTL any holder on these servers uses (a longer --ttl is refused): a server restarted less than this (plus 1s) ago, which may have lost a holder\'s key, counts towards no quorum' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l log-format -d 'Format of the messages on stderr' -r -f -a "text\t'One line of text per message'
 json\t'One JSON object per line'"
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s k -l key -d 'The lock\'s key (stored as redlock:{KEY}, or as given with --raw-key)' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l ttl -d 'How long the lock lives on the servers without renewal' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s w -l wait -d 'Wait at most DUR for the lock; 0 tries once, a bare number is seconds [default: wait until acquired]' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l limit -d 'At most N holders at once (N places; 1 is the ordinary lock). Every holder of the key must use the same N' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l trust-restarts -d 'The servers keep every write across a restart (appendonly yes, appendfsync always): a restarted server votes at once'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s q -l quiet -d 'Say nothing on stderr but errors (no busy message)'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l raw-key -d 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock\'s namespace, redlock:{KEY}]'
@@ -120,11 +126,13 @@ complete -c redlock -n "__fish_redlock_using_subcommand extend" -l tls-key -d 'P
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l quorum -d 'Servers that must agree [default: more than half of them]' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l node-timeout -d 'Time limit for each server call [default: a tenth of the TTL, at most 1s]' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l drift-factor -d 'Clock drift allowance as a fraction of the TTL' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand extend" -l max-ttl -d 'The longest TTL any holder on these servers uses (a longer --ttl is refused): a server restarted less than this (plus 1s) ago, which may have lost a holder\'s key, counts towards no quorum' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l log-format -d 'Format of the messages on stderr' -r -f -a "text\t'One line of text per message'
 json\t'One JSON object per line'"
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -s k -l key -d 'The lock\'s key (stored as redlock:{KEY}, or as given with --raw-key)' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l ttl -d 'How long the lock lives on the servers without renewal' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -s t -l token -d 'The token printed by `acquire`' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand extend" -l trust-restarts -d 'The servers keep every write across a restart (appendonly yes, appendfsync always): a restarted server votes at once'
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -s q -l quiet -d 'Say nothing on stderr but errors (no busy message)'
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l raw-key -d 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock\'s namespace, redlock:{KEY}]'
@@ -138,11 +146,13 @@ complete -c redlock -n "__fish_redlock_using_subcommand release" -l tls-key -d '
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l quorum -d 'Servers that must agree [default: more than half of them]' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l node-timeout -d 'Time limit for each server call [default: a tenth of the TTL, at most 1s]' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l drift-factor -d 'Clock drift allowance as a fraction of the TTL' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand release" -l max-ttl -d 'The longest TTL any holder on these servers uses (a longer --ttl is refused): a server restarted less than this (plus 1s) ago, which may have lost a holder\'s key, counts towards no quorum' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l log-format -d 'Format of the messages on stderr' -r -f -a "text\t'One line of text per message'
 json\t'One JSON object per line'"
 complete -c redlock -n "__fish_redlock_using_subcommand release" -s k -l key -d 'The lock\'s key' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand release" -s t -l token -d 'The token printed by `acquire`' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l limit -d 'The places to look at, for a key taken with --limit N [default: as many as the holders\' tokens say]' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand release" -l trust-restarts -d 'The servers keep every write across a restart (appendonly yes, appendfsync always): a restarted server votes at once'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -s q -l quiet -d 'Say nothing on stderr but errors (no busy message)'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l raw-key -d 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock\'s namespace, redlock:{KEY}]'
@@ -158,10 +168,12 @@ complete -c redlock -n "__fish_redlock_using_subcommand status" -l tls-key -d 'P
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l quorum -d 'Servers that must agree [default: more than half of them]' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l node-timeout -d 'Time limit for each server call [default: a tenth of the TTL, at most 1s]' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l drift-factor -d 'Clock drift allowance as a fraction of the TTL' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand status" -l max-ttl -d 'The longest TTL any holder on these servers uses (a longer --ttl is refused): a server restarted less than this (plus 1s) ago, which may have lost a holder\'s key, counts towards no quorum' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l log-format -d 'Format of the messages on stderr' -r -f -a "text\t'One line of text per message'
 json\t'One JSON object per line'"
 complete -c redlock -n "__fish_redlock_using_subcommand status" -s k -l key -d 'The lock\'s key' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l limit -d 'The places to look at, for a key taken with --limit N [default: as many as the holders\' tokens say]' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand status" -l trust-restarts -d 'The servers keep every write across a restart (appendonly yes, appendfsync always): a restarted server votes at once'
 complete -c redlock -n "__fish_redlock_using_subcommand status" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c redlock -n "__fish_redlock_using_subcommand status" -s q -l quiet -d 'Say nothing on stderr but errors (no busy message)'
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l raw-key -d 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock\'s namespace, redlock:{KEY}]'
@@ -176,10 +188,12 @@ complete -c redlock -n "__fish_redlock_using_subcommand history" -l tls-key -d '
 complete -c redlock -n "__fish_redlock_using_subcommand history" -l quorum -d 'Servers that must agree [default: more than half of them]' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand history" -l node-timeout -d 'Time limit for each server call [default: a tenth of the TTL, at most 1s]' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand history" -l drift-factor -d 'Clock drift allowance as a fraction of the TTL' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand history" -l max-ttl -d 'The longest TTL any holder on these servers uses (a longer --ttl is refused): a server restarted less than this (plus 1s) ago, which may have lost a holder\'s key, counts towards no quorum' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand history" -l log-format -d 'Format of the messages on stderr' -r -f -a "text\t'One line of text per message'
 json\t'One JSON object per line'"
 complete -c redlock -n "__fish_redlock_using_subcommand history" -s k -l key -d 'The lock\'s key' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand history" -s n -l count -d 'How many runs to show, newest first (at most 100, the runs kept per key)' -r
+complete -c redlock -n "__fish_redlock_using_subcommand history" -l trust-restarts -d 'The servers keep every write across a restart (appendonly yes, appendfsync always): a restarted server votes at once'
 complete -c redlock -n "__fish_redlock_using_subcommand history" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c redlock -n "__fish_redlock_using_subcommand history" -s q -l quiet -d 'Say nothing on stderr but errors (no busy message)'
 complete -c redlock -n "__fish_redlock_using_subcommand history" -l raw-key -d 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock\'s namespace, redlock:{KEY}]'
@@ -194,10 +208,12 @@ complete -c redlock -n "__fish_redlock_using_subcommand check" -l tls-key -d 'PE
 complete -c redlock -n "__fish_redlock_using_subcommand check" -l quorum -d 'Servers that must agree [default: more than half of them]' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand check" -l node-timeout -d 'Time limit for each server call [default: a tenth of the TTL, at most 1s]' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand check" -l drift-factor -d 'Clock drift allowance as a fraction of the TTL' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand check" -l max-ttl -d 'The longest TTL any holder on these servers uses (a longer --ttl is refused): a server restarted less than this (plus 1s) ago, which may have lost a holder\'s key, counts towards no quorum' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand check" -l log-format -d 'Format of the messages on stderr' -r -f -a "text\t'One line of text per message'
 json\t'One JSON object per line'"
 complete -c redlock -n "__fish_redlock_using_subcommand check" -s k -l key -d 'The lock\'s key' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand check" -l max-age -d 'The last run must have started within DUR (e.g. 25h for a daily job)' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand check" -l trust-restarts -d 'The servers keep every write across a restart (appendonly yes, appendfsync always): a restarted server votes at once'
 complete -c redlock -n "__fish_redlock_using_subcommand check" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c redlock -n "__fish_redlock_using_subcommand check" -s q -l quiet -d 'Say nothing on stderr but errors (no busy message)'
 complete -c redlock -n "__fish_redlock_using_subcommand check" -l raw-key -d 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock\'s namespace, redlock:{KEY}]'
@@ -213,9 +229,11 @@ complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l tls-key -d 'P
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l quorum -d 'Servers that must agree [default: more than half of them]' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l node-timeout -d 'Time limit for each server call [default: a tenth of the TTL, at most 1s]' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l drift-factor -d 'Clock drift allowance as a fraction of the TTL' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l max-ttl -d 'The longest TTL any holder on these servers uses (a longer --ttl is refused): a server restarted less than this (plus 1s) ago, which may have lost a holder\'s key, counts towards no quorum' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l log-format -d 'Format of the messages on stderr' -r -f -a "text\t'One line of text per message'
 json\t'One JSON object per line'"
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l ttl -d 'The TTL whose drift budget the servers\' clocks are checked against' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l trust-restarts -d 'The servers keep every write across a restart (appendonly yes, appendfsync always): a restarted server votes at once'
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -s q -l quiet -d 'Say nothing on stderr but errors (no busy message)'
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l raw-key -d 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock\'s namespace, redlock:{KEY}]'
@@ -230,8 +248,10 @@ complete -c redlock -n "__fish_redlock_using_subcommand config" -l tls-key -d 'P
 complete -c redlock -n "__fish_redlock_using_subcommand config" -l quorum -d 'Servers that must agree [default: more than half of them]' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand config" -l node-timeout -d 'Time limit for each server call [default: a tenth of the TTL, at most 1s]' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand config" -l drift-factor -d 'Clock drift allowance as a fraction of the TTL' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand config" -l max-ttl -d 'The longest TTL any holder on these servers uses (a longer --ttl is refused): a server restarted less than this (plus 1s) ago, which may have lost a holder\'s key, counts towards no quorum' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand config" -l log-format -d 'Format of the messages on stderr' -r -f -a "text\t'One line of text per message'
 json\t'One JSON object per line'"
+complete -c redlock -n "__fish_redlock_using_subcommand config" -l trust-restarts -d 'The servers keep every write across a restart (appendonly yes, appendfsync always): a restarted server votes at once'
 complete -c redlock -n "__fish_redlock_using_subcommand config" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c redlock -n "__fish_redlock_using_subcommand config" -s q -l quiet -d 'Say nothing on stderr but errors (no busy message)'
 complete -c redlock -n "__fish_redlock_using_subcommand config" -l raw-key -d 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock\'s namespace, redlock:{KEY}]'

@@ -80,6 +80,12 @@ pub struct Global {
     /// Clock drift allowance as a fraction of the TTL
     #[arg(long, global = true, value_name = "F", default_value = "0.01", value_hint = ValueHint::Other)]
     pub drift_factor: String,
+    /// The longest TTL any holder on these servers uses (a longer --ttl is refused): a server restarted less than this (plus 1s) ago, which may have lost a holder's key, counts towards no quorum
+    #[arg(long, global = true, value_name = "DUR", default_value = "1m", value_hint = ValueHint::Other)]
+    pub max_ttl: String,
+    /// The servers keep every write across a restart (appendonly yes, appendfsync always): a restarted server votes at once
+    #[arg(long, global = true)]
+    pub trust_restarts: bool,
     /// Say more on stderr (repeat for more)
     #[arg(short, long, global = true, action = clap::ArgAction::Count, conflicts_with = "quiet")]
     pub verbose: u8,

@@ -34,6 +34,9 @@ pub struct Config {
     pub node_timeout: Duration,
     /// Clock drift allowance as a fraction of the TTL.
     pub drift_factor: f64,
+    /// How long a restarted server counts towards no quorum (`--max-ttl`
+    /// plus the fences' linger); `None` with `--trust-restarts`.
+    pub restart_window: Option<Duration>,
     /// Where the lock's keys live (`--raw-key`: the key as given).
     pub key_layout: crate::lock::KeyLayout,
     /// Certificates for `rediss://` servers.
@@ -280,6 +283,22 @@ impl Config {
                 ))
             })?;
         let (command, ttl) = command(parsed.cli.command)?;
+        let max_ttl = duration(&g.max_ttl.label("--max-ttl"), &g.max_ttl.value)?;
+        let holds =
+            matches!(command, Command::Run(_) | Command::Acquire { .. } | Command::Extend { .. });
+        if holds && ttl > max_ttl {
+            return usage(format!(
+                "--ttl {}: above {} {}, the longest TTL a restarted server is kept out of the \
+                 quorum for; raise max-ttl in every host's configuration (and a restarted server \
+                 waits that long before it votes again)",
+                crate::fmt_duration(ttl),
+                g.max_ttl.label("--max-ttl"),
+                crate::fmt_duration(max_ttl),
+            ));
+        }
+        // How long a restarted server gets no vote: the longest TTL a
+        // holder may have plus the fences' linger (src/fence.rs).
+        let restart_window = (!g.trust_restarts.value).then_some(max_ttl + crate::fence::LINGER);
         let drift = crate::quorum::drift_allowance(ttl, drift_factor);
         let validity_budget = ttl.checked_sub(drift).filter(|v| !v.is_zero());
         if validity_budget.is_none() {
@@ -347,7 +366,17 @@ impl Config {
         if servers.is_empty() && !matches!(command, Command::ShowConfig(_)) {
             return usage(NO_SERVERS.to_owned());
         }
-        Ok(Config { servers, quorum, node_timeout, drift_factor, key_layout, tls, log, command })
+        Ok(Config {
+            servers,
+            quorum,
+            node_timeout,
+            drift_factor,
+            restart_window,
+            key_layout,
+            tls,
+            log,
+            command,
+        })
     }
 
     /// Opens (lazily) the servers with the node timeout.
@@ -359,7 +388,8 @@ impl Config {
             .collect::<Result<Vec<_>, _>>()
             .map_err(Error::Usage)?;
         Ok(crate::lock::Fleet::new(servers, self.quorum, self.drift_factor)
-            .with_key_layout(self.key_layout))
+            .with_key_layout(self.key_layout)
+            .with_restart_window(self.restart_window))
     }
 }
 
@@ -439,6 +469,8 @@ fn shown(
         row("verbose", g.verbose.value.to_string(), &g.verbose.origin, ""),
         row("quiet", g.quiet.value.to_string(), &g.quiet.origin, ""),
         row("raw-key", g.raw_key.value.to_string(), &g.raw_key.origin, ""),
+        row("max-ttl", g.max_ttl.value.clone(), &g.max_ttl.origin, ""),
+        row("trust-restarts", g.trust_restarts.value.to_string(), &g.trust_restarts.origin, ""),
     ]
 }
 
@@ -716,6 +748,23 @@ mod tests {
             cli::parse_with_env(std::iter::once("redlock").chain(args.iter().copied()), |_| None)
                 .map_err(|e| Error::Usage(e.to_string()))?;
         Config::from_parsed(parsed, None)
+    }
+
+    #[test]
+    fn a_ttl_above_max_ttl_is_refused_and_sets_the_restart_window() {
+        let c = config(&["acquire", "-k", "k", "--ttl", "1m"]).unwrap();
+        assert_eq!(c.restart_window, Some(Duration::from_secs(61)));
+        let m = usage_message(&["run", "-k", "k", "--ttl", "90s", "--", "true"]);
+        assert!(m.contains("--ttl 1m 30s: above --max-ttl 1m") && m.contains("max-ttl"), "{m}");
+        let c = config(&["--max-ttl", "2h", "acquire", "-k", "k", "--ttl", "1h"]).unwrap();
+        assert_eq!(c.restart_window, Some(Duration::from_secs(7201)));
+        let c = config(&["--trust-restarts", "extend", "-k", "k", "--token", "t"]).unwrap();
+        assert_eq!(c.restart_window, None);
+        // status and release take no TTL of their own.
+        assert!(config(&["--max-ttl", "1s", "status", "-k", "k"]).is_ok());
+        assert!(
+            usage_message(&["--max-ttl", "0", "status", "-k", "k"]).contains("longer than zero")
+        );
     }
 
     #[test]

@@ -104,6 +104,10 @@ pub struct Globals {
     pub log_format: Setting<LogFormat>,
     /// `--raw-key`.
     pub raw_key: Setting<bool>,
+    /// `--max-ttl`, unparsed.
+    pub max_ttl: Setting<String>,
+    /// `--trust-restarts`.
+    pub trust_restarts: Setting<bool>,
 }
 
 /// The file's keys: the global options' long flags without dashes.
@@ -122,6 +126,8 @@ struct Keys {
     quiet: Option<Spanned<bool>>,
     raw_key: Option<Spanned<bool>>,
     log_format: Option<Spanned<String>>,
+    max_ttl: Option<Spanned<Number>>,
+    trust_restarts: Option<Spanned<bool>>,
 }
 
 /// `servers = "a,b"` or `servers = ["a", "b"]`.
@@ -316,6 +322,20 @@ pub fn layer(parsed: &Parsed, file: Option<&File>) -> Result<Globals, Error> {
             keys.and_then(|k| k.raw_key.as_ref()),
             file,
             |r| Ok(*r),
+        )?,
+        max_ttl: pick(
+            given("max_ttl"),
+            g.max_ttl.clone(),
+            keys.and_then(|k| k.max_ttl.as_ref()),
+            file,
+            |n| Ok(n.text()),
+        )?,
+        trust_restarts: pick(
+            given("trust_restarts"),
+            g.trust_restarts,
+            keys.and_then(|k| k.trust_restarts.as_ref()),
+            file,
+            |t| Ok(*t),
         )?,
         log_format: pick(
             given("log_format"),

@@ -202,6 +202,9 @@ pub struct Fleet {
     servers: Vec<Arc<Server>>,
     quorum: usize,
     drift_factor: f64,
+    /// How long a restarted server's grants count towards no quorum
+    /// (`None`: restarted servers are trusted to keep their data).
+    restart_window: Option<Duration>,
     layout: KeyLayout,
     /// Server calls, including those still running after a verdict.
     tasks: TaskTracker,
@@ -289,10 +292,22 @@ impl Fleet {
             servers,
             quorum,
             drift_factor,
+            restart_window: Some(DEFAULT_RESTART_WINDOW),
             layout: KeyLayout::Native,
             tasks: TaskTracker::new(),
         }
         .with_key_layout(KeyLayout::Native)
+    }
+
+    /// The same fleet with restarted servers kept out of every quorum for
+    /// `window` (`None`: trusted at once, for servers that keep every write).
+    pub fn with_restart_window(self, window: Option<Duration>) -> Fleet {
+        Fleet { restart_window: window, ..self }
+    }
+
+    /// How long a restarted server's grants count towards no quorum.
+    pub fn restart_window(&self) -> Option<Duration> {
+        self.restart_window
     }
 
     /// The same fleet with its keys where `layout` puts them. A cluster
@@ -437,6 +452,10 @@ impl Fleet {
             .collect()
     }
 }
+
+/// The restart window of a [`Fleet`] unless set: the default `--max-ttl`
+/// (1 minute) plus the fences' linger ([`fence::LINGER`]).
+pub const DEFAULT_RESTART_WINDOW: Duration = Duration::from_secs(61);
 
 /// How long a process that holds nothing lets its stragglers' writes reach
 /// their connections before it exits ([`Fleet::flush`]): a few turns of the
