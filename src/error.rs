@@ -23,7 +23,8 @@ pub enum Error {
     /// Not enough servers answered usefully to reach or deny a quorum.
     #[error("{what}: {failures}")]
     Unavailable {
-        /// What was being done, e.g. "acquire nightly-report: 1 of 3 servers answered, quorum 2".
+        /// What was being done and how the servers took part, e.g. "acquire
+        /// nightly-report: 1 of 3 servers answered (quorum 2), 2 failed".
         what: String,
         /// The per-server errors behind it.
         failures: Failures,

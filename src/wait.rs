@@ -397,10 +397,18 @@ pub async fn acquire(
                     Level::Info,
                     "acquired",
                     &format!(
-                        "acquired {shown} on {}/{} servers after {attempts} attempt(s) in {}, valid for {}{}",
-                        lock.granted.0,
-                        lock.granted.1,
+                        "acquired {shown} after {attempts} attempt(s) in {}: {}; valid for {}{}",
                         crate::fmt_duration(waited),
+                        crate::lock::took_part(
+                            format!(
+                                "granted by {} of {} (quorum {})",
+                                lock.granted.0,
+                                lock.granted.1,
+                                fleet.quorum()
+                            ),
+                            &report.servers,
+                            "granted",
+                        ),
                         crate::fmt_duration(lock.validity),
                         lock.fence.map_or_else(String::new, |f| format!(", fence {f}")),
                     ),
@@ -595,34 +603,55 @@ impl WaitReport {
     /// with `left` to go (`Duration::MAX`: no bound).
     fn waiting(&mut self, log: &Log, key: &str, last: &Error, elapsed: Duration, left: Duration) {
         let shown = crate::display_key(key.as_bytes());
-        let bound = if left == Duration::MAX {
-            "until it is free".to_owned()
-        } else {
-            format!("at most {} more", crate::fmt_duration(left))
+        let forever = left == Duration::MAX;
+        let more = || format!("at most {} more", crate::fmt_duration(left));
+        // Servers that fail are an outage, not contention: the line says
+        // so, rather than that the lock is busy (`last` names the servers).
+        let cause = match last {
+            Error::Unavailable { .. } => "unavailable",
+            Error::Split(_) => "split",
+            _ => "busy",
+        };
+        let (bound, what) = match cause {
+            "unavailable" => (
+                if forever { "no time limit".to_owned() } else { more() },
+                "the servers are unavailable, retrying".to_owned(),
+            ),
+            _ => (
+                if forever { "until it is free".to_owned() } else { more() },
+                format!("waiting for {shown}"),
+            ),
         };
         let (event, message) = match self.next {
             None => {
                 self.next = Some(FIRST_PROGRESS);
-                ("waiting", format!("waiting for {shown} ({bound}): {last}"))
+                ("waiting", format!("{what} ({bound}): {last}"))
             }
             Some(due) if elapsed >= due => {
                 self.next = Some(elapsed + PROGRESS_EVERY);
+                let still = match cause {
+                    "unavailable" => "the servers are still unavailable, retrying".to_owned(),
+                    _ => format!("still waiting for {shown}"),
+                };
                 (
                     "still_waiting",
-                    format!(
-                        "still waiting for {shown} after {} ({bound}): {last}",
-                        crate::fmt_duration(elapsed)
-                    ),
+                    format!("{still} after {} ({bound}): {last}", crate::fmt_duration(elapsed)),
                 )
             }
             Some(_) => return,
         };
-        let left_ms = (left != Duration::MAX).then(|| crate::millis(left));
+        let left_ms = (!forever).then(|| crate::millis(left));
         log.event(
             Level::Notice,
             event,
             &message,
-            json!({ "key": key, "waited_ms": crate::millis(elapsed), "left_ms": left_ms, "reason": last.to_string() }),
+            json!({
+                "key": key,
+                "cause": cause,
+                "waited_ms": crate::millis(elapsed),
+                "left_ms": left_ms,
+                "reason": last.to_string(),
+            }),
         );
     }
 

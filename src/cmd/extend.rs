@@ -5,7 +5,7 @@ use std::time::Duration;
 use crate::error::Error;
 use crate::exit;
 use crate::lock::Fleet;
-use crate::output::Log;
+use crate::output::{Level, Log};
 
 /// Extends the lock; 70 when the token does not hold it.
 pub async fn extend(
@@ -16,12 +16,24 @@ pub async fn extend(
     log: &Log,
 ) -> Result<u8, Error> {
     let lock = crate::shared::extend(fleet, key, token, ttl).await?;
-    log.info(&format!(
-        "extended {} on {}/{} servers, valid for {}",
-        crate::display_key(key.as_bytes()),
-        lock.granted.0,
-        lock.granted.1,
-        crate::fmt_duration(lock.validity)
-    ));
+    log.event(
+        Level::Info,
+        "extended",
+        &format!(
+            "extended {}: confirmed by {} of {} (quorum {}); valid for {}",
+            crate::display_key(key.as_bytes()),
+            lock.granted.0,
+            lock.granted.1,
+            fleet.quorum(),
+            crate::fmt_duration(lock.validity)
+        ),
+        serde_json::json!({
+            "key": key,
+            "extended": lock.granted.0,
+            "servers": lock.granted.1,
+            "quorum": fleet.quorum(),
+            "validity_ms": crate::millis(lock.validity),
+        }),
+    );
     Ok(exit::OK)
 }

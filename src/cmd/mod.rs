@@ -18,18 +18,20 @@ use crate::error::Error;
 use crate::lock::ServerResult;
 use crate::output::{Level, Log};
 
-/// The `released` event: how many servers deleted the key, and each one's part.
-fn released(log: &Log, key: &str, servers: &[ServerResult]) {
+/// The `released` event: how many servers deleted the key, and each one's
+/// part: `released k: deleted on 2 of 3 (quorum 2), 1 not awaited`.
+fn released(log: &Log, key: &str, quorum: usize, servers: &[ServerResult]) {
     let deleted = servers.iter().filter(|s| s.result == "deleted").count();
+    let first = format!("deleted on {deleted} of {} (quorum {quorum})", servers.len());
     log.event(
         Level::Info,
         "released",
         &format!(
-            "released {} on {deleted}/{} servers",
+            "released {}: {}",
             crate::display_key(key.as_bytes()),
-            servers.len()
+            crate::lock::took_part(first, servers, "deleted")
         ),
-        json!({ "key": key, "deleted": deleted, "servers": servers }),
+        json!({ "key": key, "deleted": deleted, "quorum": quorum, "servers": servers }),
     );
 }
 

@@ -22,14 +22,14 @@ pub async fn release(
     match token {
         Some(token) => {
             let servers = fleet.release(key, token).await?;
-            super::released(log, key, &servers);
+            super::released(log, key, fleet.quorum(), &servers);
         }
         None => {
             let shared = crate::shared::force_release(fleet, key).await;
             let deleted =
                 shared + crate::slots::force_release(fleet, key, limit, any_value).await?;
             log.info(&format!(
-                "force-released {}: deleted on {deleted}/{} servers",
+                "force-released {}: deleted on {deleted} of {} servers",
                 crate::display_key(key.as_bytes()),
                 fleet.servers().len()
             ));

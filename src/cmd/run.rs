@@ -520,7 +520,7 @@ async fn finish(fleet: &Fleet, cfg: &Run, lock: &Lock, log: &Log) {
 
 async fn release(fleet: &Fleet, lock: &Lock, log: &Log) {
     match fleet.release(&lock.key, &lock.token).await {
-        Ok(servers) => super::released(log, &lock.key, &servers),
+        Ok(servers) => super::released(log, &lock.key, fleet.quorum(), &servers),
         Err(e) => log.warn(&format!("release: {e}")),
     }
 }

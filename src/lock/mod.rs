@@ -197,6 +197,30 @@ pub struct ServerResult {
     pub latency_ms: Option<f64>,
 }
 
+/// What the servers of a round did, for messages: `first` (the count
+/// that matters, e.g. `granted by 2 of 3 (quorum 2)`), then how many did
+/// anything else, by kind: `, 1 failed, 1 not awaited`. `main` is the
+/// result `first` counts (`granted`, `deleted`). A server the round
+/// stopped listening to once the verdict was settled is "not awaited":
+/// it is neither a failure nor a refusal.
+pub fn took_part(first: String, results: &[ServerResult], main: &str) -> String {
+    let mut kinds: Vec<(&str, usize)> = Vec::new();
+    for r in results.iter().filter(|r| r.result != main) {
+        let kind = match r.result.as_str() {
+            failed if failed.starts_with("error: ") => "failed",
+            "held" => "held by another",
+            "queued" => "kept for a waiter ahead",
+            "not held" => "did not hold it",
+            other => other,
+        };
+        match kinds.iter_mut().find(|(k, _)| *k == kind) {
+            Some((_, n)) => *n += 1,
+            None => kinds.push((kind, 1)),
+        }
+    }
+    kinds.iter().fold(first, |line, (kind, n)| format!("{line}, {n} {kind}"))
+}
+
 /// The servers of one lock service and the rules for deciding over them.
 pub struct Fleet {
     servers: Vec<Arc<Server>>,
@@ -414,17 +438,31 @@ impl Fleet {
         .await
     }
 
-    /// The error of a round that too few servers answered; `what` names it.
+    /// The error of a round that too few servers answered; `what` names
+    /// the operation and the key, and the counts say what each server did:
+    /// `acquire k: 1 of 3 servers answered (quorum 2), 2 failed: a:
+    /// connection refused (same on b)`. A server the round stopped listening to (its
+    /// answer could not change the verdict) is "not awaited", never counted
+    /// as failed or silent.
     pub(crate) fn unavailable<T>(&self, what: String, round: &Round<T>) -> Error {
         let failures = round.failures();
         let config = failures.any_config();
+        let count = |kind: fn(&Reply<T>) -> bool| round.replies.iter().filter(|r| kind(r)).count();
+        let kinds = [
+            (count(|r| matches!(r, Reply::Answered(_))), "answered"),
+            (count(|r| matches!(r, Reply::Failed(_))), "failed"),
+            (count(|r| matches!(r, Reply::NotAwaited)), "not awaited"),
+        ];
+        let total = round.replies.len();
+        let mut present = kinds.iter().filter(|(n, _)| *n > 0);
+        let servers = if total == 1 { "server" } else { "servers" };
+        let first = present.next().map_or_else(
+            || format!("0 of {total} {servers} answered"),
+            |(n, kind)| format!("{n} of {total} {servers} {kind}"),
+        );
+        let rest: String = present.map(|(n, kind)| format!(", {n} {kind}")).collect();
         Error::Unavailable {
-            what: format!(
-                "{what}: {} of {} servers answered, quorum {}",
-                round.tally.yes + round.tally.no,
-                round.tally.total,
-                self.quorum
-            ),
+            what: format!("{what}: {first} (quorum {}){rest}", self.quorum),
             failures,
             config,
         }

@@ -257,9 +257,13 @@ fn short_detail(text: &str) -> String {
 }
 
 /// Failed calls in one line, servers with the same failure named together:
-/// `a:6379: acquire k: authentication failed: ... (same on b:6379); c:6379:
-/// acquire k: timed out after 1.0s`.
+/// `a:6379: authentication failed: ... (same on b:6379); c:6379: timed out
+/// after 1.0s`. Calls of one operation on one key (one round's, the usual
+/// case) leave both out: the sentence they end names them once (`acquire
+/// k: 2 of 3 servers failed ...: a:6379: ...`). Calls that differ each say
+/// theirs (`a:6379: acquire k: ...; b:6379: status k: ...`).
 pub fn summarize(errors: &[ServerError]) -> String {
+    let one_call = errors.windows(2).all(|w| w[0].op == w[1].op && w[0].key == w[1].key);
     let mut groups: Vec<(&ServerError, Vec<&str>)> = Vec::new();
     for e in errors {
         let same = |(first, _): &&mut (&ServerError, Vec<&str>)| {
@@ -272,9 +276,16 @@ pub fn summarize(errors: &[ServerError]) -> String {
     }
     let parts: Vec<String> = groups
         .iter()
-        .map(|(first, others)| match others.as_slice() {
-            [] => first.to_string(),
-            others => format!("{first} (same on {})", others.join(", ")),
+        .map(|(first, others)| {
+            let first = if one_call {
+                format!("{}: {}", first.server, first.failure)
+            } else {
+                first.to_string()
+            };
+            match others.as_slice() {
+                [] => first,
+                others => format!("{first} (same on {})", others.join(", ")),
+            }
         })
         .collect();
     parts.join("; ")
@@ -325,8 +336,12 @@ mod tests {
             summarize(&[e("a:1", wrong.clone()), e("b:1", Failure::Refused), e("c:1", wrong)]);
         assert_eq!(
             line,
-            "a:1: acquire k: authentication failed: WRONGPASS invalid username-password pair (same on c:1); \
-             b:1: acquire k: connection refused"
+            "a:1: authentication failed: WRONGPASS invalid username-password pair (same on c:1); \
+             b:1: connection refused"
         );
+        // Calls of different operations each name theirs.
+        let status = ServerError { op: Op::Status, ..e("b:1", Failure::Refused) };
+        let line = summarize(&[e("a:1", Failure::Refused), status]);
+        assert_eq!(line, "a:1: acquire k: connection refused; b:1: status k: connection refused");
     }
 }

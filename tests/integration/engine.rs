@@ -83,7 +83,8 @@ fn a_majority_down_is_unavailable_promptly_and_leaves_nothing() {
         .run()
         .expect(69)
         .within(PROMPT)
-        .stderr_has(&format!("{down}: acquire {key}: connection refused"));
+        .stderr_has(&format!("acquire {key}: 3 of 5 servers failed (quorum 3)"))
+        .stderr_has(&format!("{down}: connection refused"));
     assert_eq!(
         fleet.servers[1].get(&lock_key(&key)),
         None,
@@ -144,7 +145,8 @@ fn a_password_the_url_lacks_is_an_auth_error_and_never_printed() {
         .run()
         .expect(69)
         .within(PROMPT) // configuration errors end the wait at once
-        .stderr_has(&format!("{}: acquire {key}: authentication failed", server.name()));
+        .stderr_has(&format!("acquire {key}: 1 of 1 server failed (quorum 1): "))
+        .stderr_has(&format!("{}: authentication failed", server.name()));
 
     let wrong = format!("redis://:wrong-{secret}@127.0.0.1:{}", server.port);
     let out = Redlock::new(&wrong).args(["-v", "acquire", "-n", "--key", &key]).run();

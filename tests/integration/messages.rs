@@ -224,3 +224,48 @@ fn status_of_split_votes_says_contended_and_names_no_holder() {
     assert!(out.stdout.contains("contended by 2 token(s) without a quorum"), "{}", out.stdout);
     assert!(!out.stdout.contains("held by"), "{}", out.stdout);
 }
+
+/// A server the round did not wait for is "not awaited", never a failure,
+/// and the counts say what each server did (issue 30, item 3).
+#[test]
+fn counts_say_what_each_server_did() {
+    use crate::harness::proxy::{Mode, Proxy};
+    let fleet = crate::harness::Fleet::start(3);
+    let slow = Proxy::start(fleet.servers[2].port);
+    slow.set(Mode::Delay(Duration::from_millis(300)));
+    let servers = format!("{},{},{}", fleet.servers[0].url(), fleet.servers[1].url(), slow.url());
+    let key = unique_key("counts");
+    let out = Redlock::new(&servers)
+        .args(["-v", "--node-timeout", "2s", "run", "-k", &key, "--", "true"])
+        .run();
+    out.expect(0);
+    out.stderr_has(&format!("acquired {key} after 1 attempt(s)"))
+        .stderr_has("granted by 2 of 3 (quorum 2), 1 not awaited")
+        .stderr_has(&format!("released {key}: deleted on 2 of 3 (quorum 2), 1 not awaited"))
+        .stderr_lacks("2/3");
+    // One server up (and slow), two refusing: what failed is counted as
+    // failed, the one not waited for is not counted as silent.
+    let servers = format!("{},redis://127.0.0.1:1,redis://127.0.0.1:2", slow.url());
+    let out = Redlock::new(&servers).args(["run", "-n", "-k", &key, "--", "true"]).run();
+    out.expect(69);
+    one_line(
+        &out,
+        &[
+            &format!("acquire {key}: 2 of 3 servers failed (quorum 2), 1 not awaited: "),
+            "127.0.0.1:1: connection refused (same on 127.0.0.1:2)",
+        ],
+    );
+    out.stderr_lacks("0 of 3");
+}
+
+/// An error names the operation and the key once, not again for each
+/// server (issue 30, item 5).
+#[test]
+fn an_error_names_the_operation_once() {
+    let server = RedisServer::start_with(&["--requirepass", "right"]);
+    let url = format!("redis://:wrong@127.0.0.1:{}", server.port);
+    let out = Redlock::new(&url).args(["run", "-k", "pw", "--", "true"]).run();
+    out.expect(69);
+    one_line(&out, &["acquire pw: 1 of 1 server failed (quorum 1): ", "WRONGPASS"]);
+    assert_eq!(out.stderr.matches("acquire pw").count(), 1, "{}", out.stderr);
+}

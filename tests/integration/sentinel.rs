@@ -219,7 +219,7 @@ fn a_group_slower_to_resolve_than_the_quorum_still_gets_the_lock() {
     out.expect(0);
     let token = out.line();
     assert!(
-        out.stderr.contains("on 2/3 servers"),
+        out.stderr.contains("granted by 2 of 3 (quorum 2), 1 not awaited"),
         "decided before the group answered: {}",
         out.stderr
     );

@@ -36,7 +36,8 @@ fn client_certificates_when_the_server_asks() {
         .args(["--tls-ca", &ca, "acquire", "-n", "--key", &key])
         .run()
         .expect(69)
-        .stderr_has(&format!("{}: acquire {key}:", server.name().replace("127", "rediss://127")));
+        .stderr_has(&format!("acquire {key}: 1 of 1 server failed (quorum 1): "))
+        .stderr_has(&format!("{}: ", server.name().replace("127", "rediss://127")));
     let (cert, tls_key) = (certs.path("client.pem"), certs.path("client.key"));
     Redlock::new(&server.url())
         .args(["--tls-ca", &ca, "--tls-cert"])

@@ -38,12 +38,27 @@ fn a_wait_on_unreachable_servers_names_them_and_quiet_says_nothing() {
         .args(["run", "-k", "k", "--wait", "1", "--", "true"])
         .run();
     out.expect(69);
+    // An outage is not contention: the line says the servers fail, and
+    // which, never that the lock is busy.
     let first = out.stderr.lines().next().unwrap_or_default();
     assert!(
-        first.starts_with("redlock: waiting for k (at most ") && first.contains("127.0.0.1:1"),
+        first.starts_with("redlock: the servers are unavailable, retrying (at most ")
+            && first.contains("127.0.0.1:1: connection refused")
+            && !first.contains("waiting for"),
         "{}",
         out.stderr
     );
+    let json = Redlock::new("redis://127.0.0.1:1")
+        .args(["--log-format", "json", "run", "-k", "k", "--wait", "1", "--", "true"])
+        .run();
+    json.expect(69);
+    let waiting: serde_json::Value = json
+        .stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .find(|v: &serde_json::Value| v["event"] == "waiting")
+        .unwrap_or_else(|| json.fail("no waiting event"));
+    assert_eq!(waiting["cause"], "unavailable", "{waiting}");
     let quiet = Redlock::new("redis://127.0.0.1:1")
         .args(["-q", "run", "-k", "k", "--wait", "1", "--", "true"])
         .run();
