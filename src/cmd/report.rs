@@ -11,7 +11,8 @@ use crate::error::Error;
 use crate::history::{self, Entry, Outcome};
 use crate::lock::{Fleet, Lock};
 use crate::metrics::{self, Ran, Sample};
-use crate::output::Log;
+use crate::output::{Level, Log};
+use serde_json::json;
 
 /// Records a run that held `lock` (asked for at `asked`) and ended with
 /// `result`; `signaled` says whether the command's status was a signal.
@@ -38,7 +39,10 @@ pub async fn finished(
         fence: lock.fence,
     };
     let written = history::record(fleet, &cfg.key, &entry).await;
-    warn_if_short(fleet, "the run", written, log);
+    // After a lost lock the final error already says what failed (most
+    // often the same servers): a lost lock prints at most two lines.
+    let level = if matches!(result, Err(Error::Lost(_))) { Level::Info } else { Level::Warn };
+    warn_if_short(fleet, &cfg.key, "the run", written, level, log);
     let wait = lock.since.saturating_duration_since(asked);
     let ran = Some(Ran { start, duration: held, exit_code });
     write_metrics(cfg, ran, wait, log);
@@ -48,33 +52,43 @@ pub async fn finished(
 pub async fn skipped(fleet: &Fleet, cfg: &Run, message: &str, asked: BootInstant, log: &Log) {
     let host = crate::token::hostname();
     let written = history::record_skip(fleet, &cfg.key, &host, SystemTime::now(), message).await;
-    warn_if_short(fleet, "the skip", written, log);
+    warn_if_short(fleet, &cfg.key, "the skip", written, Level::Warn, log);
     write_metrics(cfg, None, asked.elapsed(), log);
 }
 
-/// A warning when fewer than a quorum of the servers recorded `what`:
-/// `history` may then miss it once those servers are gone.
+/// A warning (at `level`) when fewer than a quorum of the servers recorded
+/// `what` in the history of `key`: `history` may then miss it once those
+/// servers are gone.
 fn warn_if_short(
     fleet: &Fleet,
+    key: &str,
     what: &str,
     written: Result<usize, crate::quorum::Failures>,
+    level: Level,
     log: &Log,
 ) {
     let total = fleet.servers().len();
-    match written {
-        Ok(n) if n >= fleet.quorum() => {}
-        Ok(n) => log.warn(&format!(
-            "history: recorded {what} on only {n} of {total} servers (quorum {})",
+    let shown = crate::display_key(key.as_bytes());
+    let message = match written {
+        Ok(n) if n >= fleet.quorum() => return,
+        Ok(n) => format!(
+            "history {shown}: recorded {what} on only {n} of {total} servers (quorum {})",
             fleet.quorum()
-        )),
-        Err(failures) => log.warn(&format!("history: could not record {what}: {failures}")),
-    }
+        ),
+        Err(failures) => format!("history {shown}: could not record {what}: {failures}"),
+    };
+    log.event(level, "history_not_recorded", &message, json!({ "key": key }));
 }
 
 fn write_metrics(cfg: &Run, ran: Option<Ran>, wait: Duration, log: &Log) {
     let Some(path) = &cfg.metrics_file else { return };
     let sample = Sample { key: cfg.key.clone(), ran, wait, at: SystemTime::now() };
     if let Err(e) = metrics::write(path, &sample) {
-        log.warn(&format!("--metrics-file {}: {e}", path.display()));
+        log.event(
+            Level::Warn,
+            "metrics_not_written",
+            &format!("--metrics-file {}: {e}", path.display()),
+            json!({ "path": path, "error": e.to_string() }),
+        );
     }
 }

@@ -40,12 +40,33 @@ enum Stop {
         at: SystemTime,
         /// The signal sent first.
         signal: i32,
+        /// Whether SIGKILL followed it (the command outlived the grace).
+        killed: bool,
     },
     /// `--max-hold` ran out.
     MaxHold {
         /// The signal sent first.
         signal: i32,
+        /// Whether SIGKILL followed it.
+        killed: bool,
     },
+}
+
+impl Stop {
+    /// Records that SIGKILL followed the first signal.
+    fn killed(&mut self) {
+        match self {
+            Stop::Lost { killed, .. } | Stop::MaxHold { killed, .. } => *killed = true,
+        }
+    }
+}
+
+/// How a stop ended, for the final line: `SIGTERM`, or `SIGTERM, then SIGKILL`.
+fn signals_sent(signal: i32, killed: bool) -> String {
+    match killed && signal != libc::SIGKILL {
+        true => format!("{}, then SIGKILL", signals::name(signal)),
+        false => signals::name(signal).to_owned(),
+    }
 }
 
 /// Runs the command under the lock; `Ok` is the command's own exit code.
@@ -195,23 +216,27 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
     let guard = child.disarm_guard();
     let signaled = status.as_ref().is_ok_and(|s| s.signal().is_some());
     let shown = crate::display_key(cfg.key.as_bytes());
+    let lost = matches!(stop, Some(Stop::Lost { .. }));
+    // The last of at most two lines a lost lock prints (the first said so
+    // when the command was stopped); it alone shows with -q, so it names
+    // the cause again. The reason names the key (`extend K: ...`).
     let result = match stop {
-        Some(Stop::Lost { reason, at, signal }) => Err(Error::Lost(format!(
-            "lost the lock on {shown} at {}: {reason}; stopped the command with {}",
+        Some(Stop::Lost { reason, at, signal, killed }) => Err(Error::Lost(format!(
+            "lost the lock at {}: {reason}; stopped the command with {}",
             humantime::format_rfc3339_seconds(at),
-            signals::name(signal)
+            signals_sent(signal, killed)
         ))),
-        Some(Stop::MaxHold { signal }) => Err(Error::MaxHold(format!(
-            "--max-hold {} ran out; stopped the command with {}",
+        Some(Stop::MaxHold { signal, killed }) => Err(Error::MaxHold(format!(
+            "--max-hold {} ran out on {shown}; stopped the command with {}",
             crate::fmt_duration(cfg.max_hold.unwrap_or_default()),
-            signals::name(signal)
+            signals_sent(signal, killed)
         ))),
         None => exit_status(status, &cfg.argv),
     };
     // The release goes first on every server's connection; the history
     // entry follows it in the same round trip instead of a round of its own.
     tokio::join!(
-        finish(&fleet, &cfg, &lock, log),
+        finish(&fleet, &cfg, &lock, lost, log),
         report::finished(&fleet, &cfg, &lock, asked, &result, signaled, log)
     );
     // Reaped only now: its exit went on while the release was on its way.
@@ -329,6 +354,8 @@ async fn supervise(
     let max_hold_at = cfg.max_hold.map(|d| lock.since + d);
     let shown = crate::display_key(cfg.key.as_bytes());
     let mut stop: Option<Stop> = None;
+    // A lost lock prints at most two lines: the first warning (a failing
+    // renewal, or the stop), and the final error; the rest are -v.
     let mut kill_at: Option<BootInstant> = None;
     let mut watching = true;
     let mut was_failing = false;
@@ -385,7 +412,7 @@ async fn supervise(
                             if was_failing { Level::Debug } else { Level::Warn },
                             "renewal_failed",
                             &format!(
-                                "renewing {shown} failed ({error}); retrying, {} of validity left",
+                                "renewal failed, retrying with {} of validity left: {error}",
                                 crate::fmt_duration(left)
                             ),
                             json!({ "key": cfg.key, "error": error, "validity_left_ms": crate::millis(left) }),
@@ -393,16 +420,18 @@ async fn supervise(
                         was_failing = true;
                     }
                     Health::Lost { reason, .. } => {
+                        // Stopping the command says it (the `stopping`
+                        // line, at once); with `ignore` this is the line.
                         let ignored = cfg.on_lost == OnLost::Ignore;
-                        let then = if ignored {
-                            "; --on-lost ignore keeps the command running"
+                        let (level, then) = if ignored {
+                            (Level::Warn, "; --on-lost ignore keeps the command running")
                         } else {
-                            "; stopping the command"
+                            (Level::Info, "; stopping the command")
                         };
                         log.event(
-                            Level::Warn,
+                            level,
                             "lost",
-                            &format!("lost the lock on {shown}: {reason}{then}"),
+                            &format!("lost the lock: {reason}{then}"),
                             json!({ "key": cfg.key, "reason": reason, "ignored": ignored }),
                         );
                     }
@@ -430,20 +459,23 @@ async fn supervise(
                     kill_at = Some(kill);
                 }
                 let why = if for_max_hold {
-                    stop = Some(Stop::MaxHold { signal });
-                    "--max-hold ran out".to_owned()
+                    stop = Some(Stop::MaxHold { signal, killed: false });
+                    format!("--max-hold ran out on {shown}")
                 } else {
                     let reason = match &current {
                         Health::Lost { reason, .. } => reason.clone(),
                         Health::Failing { error, .. } => format!("could not renew in time ({error})"),
-                        Health::Held { .. } => "its validity ran out".to_owned(),
+                        Health::Held { .. } => format!("the lock on {shown} ran out of validity"),
                     };
-                    stop = Some(Stop::Lost { reason: reason.clone(), at: SystemTime::now(), signal });
-                    format!("losing the lock on {shown} ({reason})")
+                    let at = SystemTime::now();
+                    stop = Some(Stop::Lost { reason: reason.clone(), at, signal, killed: false });
+                    format!("lost the lock: {reason}")
                 };
                 let kill_in = kill.saturating_duration_since(now);
+                // After a failing renewal's warning, the stop is the
+                // final line's to tell.
                 log.event(
-                    Level::Warn,
+                    if was_failing { Level::Info } else { Level::Warn },
                     "stopping",
                     &format!(
                         "{why}; sent {} to the command, SIGKILL in {}",
@@ -459,14 +491,18 @@ async fn supervise(
                 );
             }
             () = clock.sleep_until(kill_at.unwrap_or(never)), if kill_at.is_some() => {
+                // The final line says it ("then SIGKILL").
                 log.event(
-                    Level::Warn,
+                    Level::Info,
                     "killed",
                     "the command is still running; sent SIGKILL",
                     json!({ "pid": child.pid() }),
                 );
                 child.stop(libc::SIGKILL);
                 kill_at = None;
+                if let Some(stop) = stop.as_mut() {
+                    stop.killed();
+                }
             }
         }
     }
@@ -484,14 +520,22 @@ fn guard_fired(child: &mut Child, stop: &mut Option<Stop>) {
         let reason = "redlock was stopped or frozen until the lock's validity ran out, \
                       and its guard killed the command"
             .to_owned();
-        *stop = Some(Stop::Lost { reason, at: SystemTime::now(), signal: libc::SIGKILL });
+        let at = SystemTime::now();
+        *stop = Some(Stop::Lost { reason, at, signal: libc::SIGKILL, killed: false });
     }
 }
 
 /// Ends the hold: with `--keep`, shortens the lock's TTL to what is left of
 /// the keep time instead of deleting it; otherwise releases it everywhere.
-/// Failures are warnings: the exit code stays the command's.
-async fn finish(fleet: &Fleet, cfg: &Run, lock: &Lock, log: &Log) {
+/// Failures are warnings: the exit code stays the command's. After a `lost`
+/// lock there is nothing to keep, and a release that finds the lock gone
+/// (or the servers still failing) is expected: said with -v only, as the
+/// final error already says why the lock was lost.
+async fn finish(fleet: &Fleet, cfg: &Run, lock: &Lock, lost: bool, log: &Log) {
+    if lost {
+        release_quietly(fleet, lock, log).await;
+        return;
+    }
     if let Some(keep) = cfg.keep {
         // A renewal the aborted watchdog left in flight must land before
         // the shortening, or it would stretch the lock back to a full TTL.
@@ -511,7 +555,12 @@ async fn finish(fleet: &Fleet, cfg: &Run, lock: &Lock, log: &Log) {
                     );
                     return;
                 }
-                Err(e) => log.warn(&format!("--keep: {e}; releasing instead")),
+                Err(e) => log.event(
+                    Level::Warn,
+                    "keep_failed",
+                    &format!("--keep: {e}; releasing instead"),
+                    json!({ "key": lock.key, "error": e.to_string() }),
+                ),
             }
         }
     }
@@ -519,9 +568,24 @@ async fn finish(fleet: &Fleet, cfg: &Run, lock: &Lock, log: &Log) {
 }
 
 async fn release(fleet: &Fleet, lock: &Lock, log: &Log) {
+    release_at(fleet, lock, Level::Warn, log).await;
+}
+
+/// [`release`] of a lock already lost: a failure is said with -v only.
+async fn release_quietly(fleet: &Fleet, lock: &Lock, log: &Log) {
+    release_at(fleet, lock, Level::Info, log).await;
+}
+
+async fn release_at(fleet: &Fleet, lock: &Lock, failure: Level, log: &Log) {
     match fleet.release(&lock.key, &lock.token).await {
         Ok(servers) => super::released(log, &lock.key, fleet.quorum(), &servers),
-        Err(e) => log.warn(&format!("release: {e}")),
+        // The error names the operation and the key (`release K: ...`).
+        Err(e) => log.event(
+            failure,
+            "release_failed",
+            &e.to_string(),
+            json!({ "key": lock.key, "error": e.to_string() }),
+        ),
     }
 }
 

@@ -174,6 +174,14 @@ fn lose_the_lock(on_lost: &[&str], child: &str) -> (crate::harness::Output, i32,
 fn a_lost_lock_stops_the_child_before_the_validity_ends() {
     let (out, child, elapsed) = lose_the_lock(&[], "sleep 30");
     out.expect(70).stderr_has("lost the lock");
+    // Two lines: the stop when it happens, and the final error; no failed
+    // release that reads like a second error (issue 30, item 5).
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert_eq!(lines.len(), 2, "{}", out.stderr);
+    assert!(lines[0].starts_with("redlock: lost the lock: extend "), "{}", out.stderr);
+    assert!(lines[0].contains("sent SIGTERM to the command"), "{}", out.stderr);
+    assert!(lines[1].starts_with("redlock: lost the lock at "), "{}", out.stderr);
+    assert!(lines[1].ends_with("stopped the command with SIGTERM"), "{}", out.stderr);
     assert!(!process_alive(child), "child {child} still runs");
     // The lock was valid for at most 2s from before the child started.
     assert!(elapsed < Duration::from_secs(2), "stopped only after {elapsed:?}");
@@ -187,6 +195,9 @@ fn a_child_that_ignores_the_stop_signal_is_killed_before_the_validity_ends() {
     let script = "trap '' INT TERM; sleep 0.1 & exec sleep 30";
     let (out, child, elapsed) = lose_the_lock(&["--on-lost", "INT"], script);
     out.expect(70).stderr_has("SIGKILL").stderr_lacks("left processes");
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert_eq!(lines.len(), 2, "{}", out.stderr);
+    assert!(lines[1].ends_with("with SIGINT, then SIGKILL"), "{}", out.stderr);
     assert!(!process_alive(child), "child {child} still runs");
     assert!(elapsed < Duration::from_secs(2), "killed only after {elapsed:?}");
 }
