@@ -616,6 +616,30 @@ where
     Ok(Parsed { cli, given, password })
 }
 
+/// True when `args` (the program name first) ask for `--log-format json`
+/// before any `--`: for the error of a command line that did not parse.
+pub fn asks_for_json<I, T>(args: I) -> bool
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString>,
+{
+    let args: Vec<String> =
+        args.into_iter().map(|a| a.into().to_string_lossy().into_owned()).collect();
+    let before = args.iter().take_while(|a| *a != "--");
+    let mut json = false;
+    let mut format_next = false;
+    for a in before {
+        if format_next {
+            json = a == "json";
+        }
+        format_next = a == "--log-format";
+        if let Some(value) = a.strip_prefix("--log-format=") {
+            json = value == "json";
+        }
+    }
+    json
+}
+
 /// A parse error as one line: clap's message with everything it names (the
 /// missing arguments, the offending value) and its tips ("a similar
 /// subcommand exists", "use '-- echo'"), without the usage block, which

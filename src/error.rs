@@ -58,6 +58,22 @@ pub enum Error {
 }
 
 impl Error {
+    /// A word for what went wrong, for the JSON `error` event: `usage`,
+    /// `busy`, `unavailable`, `split`, `lost`, `cannot_run`, `max_hold`,
+    /// `interrupted`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Error::Usage(_) => "usage",
+            Error::Busy { .. } => "busy",
+            Error::Unavailable { .. } => "unavailable",
+            Error::Split(_) => "split",
+            Error::Lost(_) => "lost",
+            Error::CannotRun { .. } => "cannot_run",
+            Error::MaxHold(_) => "max_hold",
+            Error::Interrupted(..) => "interrupted",
+        }
+    }
+
     /// The process exit code for this error (DESIGN.md's table).
     pub fn exit_code(&self) -> u8 {
         match self {

@@ -8,9 +8,8 @@ use std::process::ExitCode;
 use clap::error::ErrorKind;
 use redlock::cli::LogFormat;
 use redlock::config::Config;
-use redlock::output::{Level, Log};
+use redlock::output::Log;
 use redlock::{error::Error, exit};
-use serde_json::json;
 
 fn main() -> ExitCode {
     one_malloc_arena();
@@ -32,8 +31,16 @@ fn main() -> ExitCode {
             return ExitCode::from(exit::USAGE);
         }
         Err(e) => {
-            // clap's message spans several lines (usage, tip); DESIGN.md wants one.
-            Log::new(0, false, LogFormat::Text).error(&redlock::cli::error_line(&e));
+            // clap's message spans several lines (usage, tip); DESIGN.md
+            // wants one. The command line did not parse, but a pipeline that
+            // asked for JSON still gets its error as a JSON event.
+            let format = if redlock::cli::asks_for_json(std::env::args_os()) {
+                LogFormat::Json
+            } else {
+                LogFormat::Text
+            };
+            let line = redlock::cli::error_line(&e);
+            Log::new(0, false, format).failed(&Error::Usage(line));
             return ExitCode::from(exit::USAGE);
         }
     };
@@ -62,16 +69,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            match &e {
-                // With `-E 0` a busy lock is a normal outcome (cron on a
-                // fleet): say it only with -v, so cron mails nothing.
-                Error::Busy { code, .. } => {
-                    let level = if *code == 0 { Level::Info } else { Level::Warn };
-                    log.event(level, "busy", &e.to_string(), json!({ "exit_code": code }));
-                }
-                Error::Interrupted(..) => log.warn(&e.to_string()),
-                _ => log.error(&e.to_string()),
-            }
+            log.failed(&e);
             ExitCode::from(e.exit_code())
         }
     }

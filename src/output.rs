@@ -75,7 +75,11 @@ impl Log {
         self.emit(level, message, all);
     }
 
-    /// Writes one message; `fields` are extra JSON members (ignored in text mode).
+    /// Writes one message; `fields` are extra JSON members (ignored in text
+    /// mode). In JSON mode every line has an `event`, so that a pipeline
+    /// routing on it drops none: a message written without one is the
+    /// event named after its level (`error`, `warning`, `notice`, `info`,
+    /// `debug`).
     pub fn emit(&self, level: Level, message: &str, fields: serde_json::Value) {
         if !self.enabled(level) {
             return;
@@ -86,8 +90,13 @@ impl Log {
                 let ts_ms = std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
                     .map_or(0, |d| d.as_millis());
-                let mut obj =
-                    serde_json::json!({ "ts_ms": ts_ms, "level": level.name(), "msg": message });
+                let event = match level {
+                    Level::Warn => "warning",
+                    other => other.name(),
+                };
+                let mut obj = serde_json::json!({
+                    "ts_ms": ts_ms, "level": level.name(), "event": event, "msg": message
+                });
                 if let (Some(obj), serde_json::Value::Object(extra)) = (obj.as_object_mut(), fields)
                 {
                     obj.extend(extra);
@@ -99,9 +108,25 @@ impl Log {
         let _ = writeln!(std::io::stderr().lock(), "{line}");
     }
 
-    /// An error line.
+    /// An error line (the `error` event).
     pub fn error(&self, message: &str) {
         self.emit(Level::Error, message, serde_json::Value::Null);
+    }
+
+    /// The line of the error that ends the process: the `error` event with
+    /// `kind` ([`crate::error::Error::kind`]) and `exit_code`; a signal
+    /// that ended a wait is the `interrupted` warning; a busy lock is the
+    /// `busy` warning (with `-E 0`, a `-v` message: cron mails nothing).
+    pub fn failed(&self, e: &crate::error::Error) {
+        let code = e.exit_code();
+        let fields = serde_json::json!({ "kind": e.kind(), "exit_code": code });
+        let (level, event) = match e {
+            crate::error::Error::Busy { code: 0, .. } => (Level::Info, "busy"),
+            crate::error::Error::Busy { .. } => (Level::Warn, "busy"),
+            crate::error::Error::Interrupted(..) => (Level::Warn, "interrupted"),
+            _ => (Level::Error, "error"),
+        };
+        self.event(level, event, &e.to_string(), fields);
     }
 
     /// A warning (or a busy message).

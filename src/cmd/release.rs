@@ -6,7 +6,7 @@
 use crate::error::Error;
 use crate::exit;
 use crate::lock::Fleet;
-use crate::output::Log;
+use crate::output::{Level, Log};
 
 /// Releases the lock; `token: None` forces, and `any_value` deletes even a
 /// value that redlock did not write; `limit` says how many places to free
@@ -28,11 +28,16 @@ pub async fn release(
             let shared = crate::shared::force_release(fleet, key).await;
             let deleted =
                 shared + crate::slots::force_release(fleet, key, limit, any_value).await?;
-            log.info(&format!(
-                "force-released {}: deleted on {deleted} of {} servers",
-                crate::display_key(key.as_bytes()),
-                fleet.servers().len()
-            ));
+            log.event(
+                Level::Info,
+                "force_released",
+                &format!(
+                    "force-released {}: deleted on {deleted} of {} servers",
+                    crate::display_key(key.as_bytes()),
+                    fleet.servers().len()
+                ),
+                serde_json::json!({ "key": key, "deleted": deleted }),
+            );
         }
     }
     Ok(exit::OK)

@@ -78,7 +78,12 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
     })?;
     if let Some(jitter) = cfg.jitter {
         let pause = jitter.mul_f64(fastrand::f64());
-        log.info(&format!("--jitter: sleeping {}", crate::fmt_duration(pause)));
+        log.event(
+            Level::Info,
+            "jitter",
+            &format!("--jitter: sleeping {}", crate::fmt_duration(pause)),
+            json!({ "key": cfg.key, "sleep_ms": crate::millis(pause) }),
+        );
         tokio::select! {
             () = tokio::time::sleep(pause) => {}
             signal = signals.recv() => {
@@ -95,10 +100,15 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
                 crate::display_key(cfg.key.as_bytes())
             )));
         }
-        log.info(&format!(
-            "{} is already held by this job (REDLOCK_TOKEN); running the command directly",
-            crate::display_key(cfg.key.as_bytes())
-        ));
+        log.event(
+            Level::Info,
+            "reentry",
+            &format!(
+                "{} is already held by this job (REDLOCK_TOKEN); running the command directly",
+                crate::display_key(cfg.key.as_bytes())
+            ),
+            json!({ "key": cfg.key }),
+        );
         // The holder's own redlock renews and guards the lock; this guard
         // only follows redlock's death.
         let mut child = child::spawn(&cfg.argv, &[], None, None)?;
@@ -206,8 +216,11 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
         _ => cfg.grace().min(Duration::from_secs(1)),
     };
     if child.stop_leftovers(grace).await {
-        log.warn(
+        log.event(
+            Level::Warn,
+            "leftovers_stopped",
             "the command left processes running; stopped them, as they would run without the lock",
+            json!({ "key": cfg.key }),
         );
     }
     // Renewal and the guard last until nothing of the job runs, leftovers

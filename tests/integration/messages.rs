@@ -269,3 +269,34 @@ fn an_error_names_the_operation_once() {
     one_line(&out, &["acquire pw: 1 of 1 server failed (quorum 1): ", "WRONGPASS"]);
     assert_eq!(out.stderr.matches("acquire pw").count(), 1, "{}", out.stderr);
 }
+
+/// Every JSON line has an `event`, the error line too: a pipeline that
+/// routes on it drops nothing, least of all the line that matters (issue
+/// 30, item 8).
+#[test]
+fn every_json_line_is_an_event_the_error_too() {
+    let lines = |out: &Output| -> Vec<serde_json::Value> {
+        out.stderr
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|_| out.fail("a line is not JSON")))
+            .collect()
+    };
+    let out = Redlock::new("redis://127.0.0.1:1")
+        .args(["--log-format", "json", "-vv", "run", "-k", "k", "--wait", "300ms", "--", "true"])
+        .run();
+    out.expect(69);
+    let all = lines(&out);
+    assert!(all.len() > 2, "{}", out.stderr);
+    for line in &all {
+        assert!(line["event"].is_string(), "no event: {line}");
+    }
+    let last = all.last().unwrap();
+    assert_eq!((&last["event"], &last["level"]), (&"error".into(), &"error".into()), "{last}");
+    assert_eq!((&last["kind"], &last["exit_code"]), (&"unavailable".into(), &69.into()), "{last}");
+    // A command line that does not parse, asking for JSON, gets JSON.
+    let out = Redlock::new("redis://127.0.0.1:1").args(["--log-format=json", "runn"]).run();
+    out.expect(64);
+    let all = lines(&out);
+    assert_eq!(all.len(), 1, "{}", out.stderr);
+    assert_eq!((&all[0]["event"], &all[0]["kind"]), (&"error".into(), &"usage".into()));
+}
