@@ -590,7 +590,15 @@ where
     }
     let password =
         env("REDLOCK_PASSWORD").map(|p| p.to_string_lossy().into_owned()).filter(|p| !p.is_empty());
-    let matches = command.try_get_matches_from_mut(args)?;
+    let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+    let parsed = command.try_get_matches_from_mut(&args);
+    // The subcommand is built now (by the parse, in place): its options
+    // are known to the checks below.
+    let typed: Vec<String> = args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+    if let Some(e) = single_dash_long(&command, &typed) {
+        return Err(e);
+    }
+    let matches = parsed.map_err(|e| refine(&command, &typed, e))?;
     let cli = Cli::from_arg_matches(&matches)?;
     // Global options given after the subcommand are recorded there.
     let mut levels = vec![&matches];
@@ -614,6 +622,169 @@ where
         })
         .collect();
     Ok(Parsed { cli, given, password })
+}
+
+/// The options `command` takes at the top and in the subcommand that
+/// `args` (the program name first) name before any `--` (a built one:
+/// after a parse).
+fn options<'c>(command: &'c clap::Command, args: &[String]) -> Vec<&'c clap::Arg> {
+    let sub =
+        args.iter().skip(1).take_while(|a| *a != "--").find_map(|a| command.find_subcommand(a));
+    command
+        .get_arguments()
+        .chain(sub.into_iter().flat_map(clap::Command::get_arguments))
+        .filter(|a| !a.is_positional())
+        .collect()
+}
+
+/// The error for a short option run together with letters that spell a
+/// long one: `-key=deploy` (Go tools and consul take single-dash long
+/// flags) reads as `-k` with the value `ey=deploy`, and locked the key
+/// `ey=deploy`; `-ttl 5s` fails on `-t`. Refused before anything runs,
+/// with the long form. A word that is the value of the option before it
+/// (`--key -wait`) is left alone.
+fn single_dash_long(command: &clap::Command, args: &[String]) -> Option<clap::Error> {
+    // `-name` or `-name=value`, name of 3 or more lowercase letters and dashes.
+    let spelled = |arg: &str| -> Option<String> {
+        let body = arg.strip_prefix('-').filter(|b| !b.starts_with('-'))?;
+        let name = body.split('=').next().unwrap_or(body);
+        let word = name.len() >= 3 && name.bytes().all(|b| b.is_ascii_lowercase() || b == b'-');
+        word.then(|| name.to_owned())
+    };
+    let before: Vec<&str> =
+        args.iter().skip(1).map(String::as_str).take_while(|a| *a != "--").collect();
+    if !before.iter().any(|a| spelled(a).is_some()) {
+        return None;
+    }
+    let options = options(command, args);
+    let takes_value = |arg: &str| {
+        let (long, short) = match arg.strip_prefix("--") {
+            Some(long) if !long.contains('=') => (Some(long), None),
+            Some(_) => return false,
+            None => match arg.strip_prefix('-').map(|s| (s.chars().next(), s.chars().count())) {
+                Some((Some(c), 1)) => (None, Some(c)),
+                _ => return false,
+            },
+        };
+        options.iter().any(|o| {
+            (long.is_some() && o.get_long() == long || short.is_some() && o.get_short() == short)
+                && o.get_action().takes_values()
+        })
+    };
+    for (i, arg) in before.iter().enumerate() {
+        let Some(name) = spelled(arg) else { continue };
+        if i > 0 && takes_value(before[i - 1]) {
+            continue;
+        }
+        if !options.iter().any(|o| o.get_long() == Some(name.as_str())) {
+            continue;
+        }
+        // A server list's passwords are never shown.
+        let arg = match arg.split_once('=') {
+            Some((flag, value)) if value.contains("://") => {
+                format!("{flag}={}", crate::server::redact(value))
+            }
+            _ => (*arg).to_owned(),
+        };
+        let first = arg.chars().nth(1).unwrap_or('-');
+        let as_read = match options.iter().find(|o| o.get_short() == Some(first)) {
+            Some(o) if o.get_action().takes_values() => {
+                format!("it reads as -{first} with the value '{}'", &arg[2..])
+            }
+            _ => "a single dash takes one letter".to_owned(),
+        };
+        return Some(clap::Error::raw(
+            clap::error::ErrorKind::UnknownArgument,
+            format!("'{arg}': {as_read}; did you mean '-{arg}'? (long options take two dashes)\n"),
+        ));
+    }
+    None
+}
+
+/// clap's error, with suggestions a user would give: the nearest option
+/// or subcommand by edit distance, a swap of two letters counting as one
+/// (`--kye` is `--key`, not `--keep`; `rn` is `run`), and without the tip
+/// to pass an unknown option as a value after `--`, which for `run` would
+/// run it as the command.
+fn refine(command: &clap::Command, args: &[String], e: clap::Error) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let context = |kind| match e.get(kind) {
+        Some(ContextValue::String(s)) => Some(s.clone()),
+        _ => None,
+    };
+    match e.kind() {
+        ErrorKind::UnknownArgument => {
+            // A word without a dash is the forgotten `--` of `run`
+            // ([`error_line`] gives the tip).
+            let Some(arg) = context(ContextKind::InvalidArg).filter(|a| a.starts_with('-')) else {
+                return e;
+            };
+            let options = options(command, args);
+            let hint = arg.strip_prefix("--").and_then(|typed| {
+                let typed = typed.split('=').next().unwrap_or(typed);
+                did_you_mean(typed, options.iter().filter_map(|o| o.get_long()))
+            });
+            let hint = hint.map(|l| format!("; did you mean '--{l}'?")).unwrap_or_default();
+            clap::Error::raw(e.kind(), format!("unexpected argument '{arg}'{hint}\n"))
+        }
+        ErrorKind::InvalidSubcommand => {
+            let Some(typed) = context(ContextKind::InvalidSubcommand) else { return e };
+            let names = command.get_subcommands().map(clap::Command::get_name);
+            match did_you_mean(&typed, names.filter(|n| *n != "help")) {
+                Some(name) => clap::Error::raw(
+                    e.kind(),
+                    format!("unrecognized subcommand '{typed}'; did you mean '{name}'?\n"),
+                ),
+                None => e,
+            }
+        }
+        _ => e,
+    }
+}
+
+/// The candidate nearest to `typed`, if near enough to be what was meant:
+/// at most one edit for names of up to 4 letters, two beyond; a swap of
+/// two neighbouring letters is one edit, and `typed` that begins exactly
+/// one candidate (3 letters or more) is that candidate. Ties go to the
+/// first candidate.
+pub fn did_you_mean<'a>(typed: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    let limit = if typed.chars().count() <= 4 { 1 } else { 2 };
+    let candidates: Vec<&str> = candidates.collect();
+    let prefixed: Vec<&str> =
+        candidates.iter().copied().filter(|c| typed.len() >= 3 && c.starts_with(typed)).collect();
+    if let [only] = prefixed.as_slice() {
+        return Some(only);
+    }
+    candidates
+        .into_iter()
+        .map(|c| (edits(typed, c), c))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+/// The optimal string alignment distance of `a` and `b`: insertions,
+/// deletions, substitutions and swaps of two neighbouring characters.
+fn edits(a: &str, b: &str) -> usize {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (d[i - 1][j] + 1).min(d[i][j - 1] + 1).min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = best;
+        }
+    }
+    d[a.len()][b.len()]
 }
 
 /// True when `args` (the program name first) ask for `--log-format json`
@@ -687,10 +858,25 @@ mod tests {
     use super::*;
 
     fn line(args: &[&str]) -> String {
-        match Cli::try_parse_from(std::iter::once("redlock").chain(args.iter().copied())) {
-            Ok(cli) => panic!("{args:?} parsed: {cli:?}"),
+        let args = std::iter::once("redlock").chain(args.iter().copied());
+        match parse_with_env(args, |_| None) {
+            Ok(p) => panic!("parsed: {:?}", p.cli),
             Err(e) => error_line(&e),
         }
+    }
+
+    #[test]
+    fn suggestions_count_a_swap_as_one_edit() {
+        let longs = ["key", "keep", "ttl", "wait", "metrics-file", "max-hold", "max-ttl"];
+        let best = |typed| did_you_mean(typed, longs.iter().copied());
+        assert_eq!(best("kye"), Some("key"));
+        assert_eq!(best("kep"), Some("key"), "ties go to the first");
+        assert_eq!(best("wiat"), Some("wait"));
+        assert_eq!(best("metrics"), Some("metrics-file"), "a prefix of one");
+        assert_eq!(best("max"), None, "a prefix of two, and far from both");
+        assert_eq!(best("flock"), None);
+        assert_eq!(edits("rn", "run"), 1);
+        assert_eq!(edits("ab", "ba"), 1);
     }
 
     #[test]
@@ -709,7 +895,10 @@ mod tests {
         for (args, expect) in [
             (&["release", "--key", "m2"][..], "--token <TOKEN>"),
             (&["run", "--key", "a", "echo", "hello"], "after '--': -- echo"),
-            (&["runn"], "'run'"),
+            (&["runn"], "did you mean 'run'?"),
+            (&["rn"], "did you mean 'run'?"),
+            (&["run", "--kye", "a"], "did you mean '--key'?"),
+            (&["run", "-key=a", "--", "true"], "did you mean '--key=a'?"),
             (&["run", "-k", "a", "-n", "--wait", "5", "--", "true"], "'--wait <DUR>'"),
             (&["status"], "--key <KEY>"),
         ] {

@@ -11,6 +11,18 @@ use redis::IntoConnectionInfo;
 use super::cluster::ClusterUrl;
 use super::sentinel::SentinelUrl;
 
+/// The schemes a server URL may have, the longer of two with the same
+/// start first.
+const SCHEMES: [&str; 7] = [
+    "rediss+sentinel",
+    "redis+sentinel",
+    "rediss+cluster",
+    "redis+cluster",
+    "rediss",
+    "redis",
+    "unix",
+];
+
 /// A validated server address: what to connect to and how to name it.
 #[derive(Clone)]
 pub struct ServerUrl {
@@ -27,7 +39,32 @@ pub struct ServerUrl {
 impl ServerUrl {
     /// Checks the scheme and the address; the error never contains a password.
     pub fn parse(raw: &str) -> Result<ServerUrl, String> {
+        // `redis://a:1 redis://b:2`: a list written with spaces.
+        let words: Vec<&str> = raw.split_whitespace().collect();
+        if words.iter().filter(|w| w.contains("://")).count() > 1 {
+            let words: Vec<String> = words.iter().map(|w| redact(w)).collect();
+            return Err(format!(
+                "server URL {:?} holds {} URLs: separate servers with commas, not spaces: {}",
+                words.join(" "),
+                words.len(),
+                words.join(",")
+            ));
+        }
         let shown = redact(raw);
+        // `redis//host:6391`, `unix:/tmp/s.sock`: a scheme whose `://` is
+        // misspelt (never `redis:6379`, a host named redis).
+        let misspelt = SCHEMES.iter().find(|scheme| {
+            raw.strip_prefix(**scheme)
+                .is_some_and(|rest| rest.starts_with("//") || rest.starts_with(":/"))
+        });
+        if let Some(scheme) = misspelt.filter(|_| !raw.contains("://")) {
+            let rest = raw[scheme.len()..].trim_start_matches(':').trim_start_matches('/');
+            let slash = if *scheme == "unix" { "/" } else { "" };
+            let fixed = redact(&format!("{scheme}://{slash}{rest}"));
+            return Err(format!(
+                "server URL {shown:?} misspells the \"://\" after {scheme}; use {fixed}"
+            ));
+        }
         if !raw.contains("://") {
             // `127.0.0.1:6379` or `localhost:6379` (which `url` reads as a scheme).
             return Err(format!(
@@ -540,6 +577,24 @@ pub(crate) fn node_url(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_misspelt_scheme_and_a_list_with_spaces_get_the_fix() {
+        let err = |raw: &str| ServerUrl::parse(raw).err().unwrap_or_default();
+        let m = err("redis//host:6391");
+        assert!(m.ends_with("misspells the \"://\" after redis; use redis://host:6391"), "{m}");
+        assert!(err("rediss:/h:1").ends_with("use rediss://h:1"));
+        assert!(err("unix:/tmp/r.sock").ends_with("use unix:///tmp/r.sock"));
+        assert!(err("redis//:pw@h").ends_with("use redis://:***@h"));
+        // A host named redis is not a scheme.
+        assert!(err("redis:6379").contains("has no scheme; use redis://redis:6379"));
+        let m = err("redis://a:1 redis://:pw@b:2");
+        assert!(
+            m.ends_with("holds 2 URLs: separate servers with commas, not spaces: redis://a:1,redis://:***@b:2"),
+            "{m}"
+        );
+        assert!(!m.contains("pw"), "{m}");
+    }
 
     #[test]
     fn redact_hides_passwords() {

@@ -23,7 +23,7 @@ fn usage(args: &[&str], expect: &[&str]) -> Output {
 fn usage_errors_name_what_is_wrong_on_one_line() {
     usage(&["release", "--key", "m2"], &["--token <TOKEN>"]);
     usage(&["run", "--key", "a", "echo", "hello"], &["'echo'", "-- echo"]);
-    usage(&["runn"], &["'runn'", "similar subcommand exists: 'run'"]);
+    usage(&["runn"], &["'runn'", "did you mean 'run'?"]);
     usage(&["run", "--key", "a", "--wait", "-10s", "--", "true"], &["--wait \"-10s\"", "negative"]);
     usage(&["run", "-k", "a", "-n", "-w", "5", "--", "true"], &["--no-wait", "--wait"]);
     usage(&["acquire", "-k", "a", "--wait", "soon"], &["--wait \"soon\"", "not a duration"]);
@@ -299,4 +299,42 @@ fn every_json_line_is_an_event_the_error_too() {
     let all = lines(&out);
     assert_eq!(all.len(), 1, "{}", out.stderr);
     assert_eq!((&all[0]["event"], &all[0]["kind"]), (&"error".into(), &"usage".into()));
+}
+
+/// Flags that silently did the wrong thing are refused or corrected
+/// (issue 30, item 6): a single-dash long option (`-key=deploy` locked the
+/// key `ey=deploy`), a typo's nearest option and subcommand, a misspelt
+/// scheme, URLs separated by spaces.
+#[test]
+fn flags_that_did_the_wrong_thing_are_refused_with_the_fix() {
+    let out = usage(
+        &["run", "-key=deploy", "--", "true"],
+        &["'-key=deploy'", "-k with the value 'ey=deploy'"],
+    );
+    out.stderr_has("did you mean '--key=deploy'?");
+    usage(&["run", "-k", "a", "-ttl", "5s", "--", "true"], &["did you mean '--ttl'?"]);
+    usage(&["acquire", "-k", "a", "-wait", "5"], &["'-wait'", "did you mean '--wait'?"]);
+    usage(&["-servers=redis://:pw@h:1", "status", "-k", "a"], &["did you mean '--servers="])
+        .stderr_lacks("pw");
+    usage(&["run", "--kye", "a", "--", "true"], &["did you mean '--key'?"])
+        .stderr_lacks("--keep")
+        .stderr_lacks("-- --kye");
+    usage(&["run", "-k", "a", "--wiat", "5", "--", "true"], &["did you mean '--wait'?"]);
+    usage(&["rn"], &["'rn'", "did you mean 'run'?"]);
+    usage(&["--servers", "redis//host:6391", "status", "-k", "k"], &["use redis://host:6391"])
+        .stderr_lacks("redis://redis");
+    usage(
+        &["--servers", "redis://a:1 redis://b:2", "status", "-k", "k"],
+        &["separate servers with commas, not spaces: redis://a:1,redis://b:2"],
+    )
+    .stderr_lacks("invalid port");
+    // A word after an option that takes a value is that value: a key may
+    // begin with a dash.
+    let server = RedisServer::start();
+    Redlock::new(&server.url()).args(["run", "--key", "-wait", "--", "true"]).run().expect(0);
+    Redlock::new(&server.url()).args(["run", "-k", "-ttl", "--", "true"]).run().expect(0);
+    // `-key=deploy` locked nothing.
+    let out = Redlock::new(&server.url()).args(["run", "-key=deploy", "--", "true"]).run();
+    out.expect(64);
+    assert_eq!(server.get(&lock_key("ey=deploy")), None);
 }
