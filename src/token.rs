@@ -14,6 +14,14 @@
 //! meets the token learns the `N` it was taken with (agreement on N). A
 //! token of an ordinary lock (N = 1) keeps the old form exactly. A shared
 //! holder (`--shared`, [`crate::shared`]) writes `RANDOM-shared.PID...`.
+//!
+//! A token of `redlock acquire` names the process that ran it (its
+//! parent: the script that holds the token and releases it), since the
+//! `acquire` process itself has exited by the time anyone reads the
+//! token, and says so with `-acquire` before any other tag:
+//! `RANDOM-acquire.PID...`, `RANDOM-acquire-2of3.PID...`,
+//! `RANDOM-acquire-shared.PID...` (the queue's script looks for
+//! `-shared.`, which stays whole). Tokens without it read as before.
 
 use std::fmt;
 use std::str::FromStr;
@@ -35,6 +43,25 @@ pub struct Token {
     pub place: Option<(u32, u32)>,
     /// True for a shared holder (`--shared`).
     pub shared: bool,
+    /// True when `pid` is the process that ran `redlock acquire` (which
+    /// holds the token), not a redlock process: no redlock renews or
+    /// guards this lock.
+    pub caller: bool,
+}
+
+/// The process that tokens made by this process name, when it is not
+/// this process ([`hold_for_caller`]).
+static CALLER: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+
+/// Makes every token this process makes from now on name its parent (the
+/// caller of `redlock acquire`, which holds the token once this process
+/// has exited) and say so ([`Token::caller`]).
+pub fn hold_for_caller() {
+    // SAFETY: getppid has no preconditions and cannot fail.
+    let parent = unsafe { libc::getppid() };
+    if let Ok(parent) = u32::try_from(parent) {
+        let _ = CALLER.set(parent);
+    }
 }
 
 /// The value the lock key holds while shared holders have it
@@ -47,13 +74,15 @@ impl Token {
         let created_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        let (pid, caller) = CALLER.get().map_or((std::process::id(), false), |&p| (p, true));
         Token {
             random: uuid::Uuid::new_v4().as_u128(),
-            pid: std::process::id(),
+            pid,
             created_ms,
             host: hostname(),
             place: None,
             shared: false,
+            caller,
         }
     }
 
@@ -98,6 +127,9 @@ impl Default for Token {
 impl fmt::Display for Token {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{:032x}", self.random)?;
+        if self.caller {
+            f.write_str("-acquire")?;
+        }
         if let Some((slot, limit)) = self.place {
             write!(f, "-{slot}of{limit}")?;
         } else if self.shared {
@@ -114,10 +146,20 @@ impl FromStr for Token {
     fn from_str(s: &str) -> Result<Token, ()> {
         let mut parts = s.splitn(4, '.');
         let first = parts.next().ok_or(())?;
-        let (random, place, shared) = match first.split_once('-') {
-            Some((random, "shared")) => (random, None, true),
-            Some((random, place)) => (random, Some(parse_place(place)?), false),
-            None => (first, None, false),
+        // `RANDOM[-acquire][-SofN | -shared]`
+        let (random, tags) = first.split_once('-').map_or((first, None), |(r, t)| (r, Some(t)));
+        let (caller, tag) = match tags {
+            Some("acquire") => (true, None),
+            Some(tags) => match tags.strip_prefix("acquire-") {
+                Some(rest) => (true, Some(rest)),
+                None => (false, Some(tags)),
+            },
+            None => (false, None),
+        };
+        let (place, shared) = match tag {
+            Some("shared") => (None, true),
+            Some(place) => (Some(parse_place(place)?), false),
+            None => (None, false),
         };
         if random.len() != 32 || !random.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(());
@@ -129,7 +171,7 @@ impl FromStr for Token {
         if host.is_empty() || host != sanitize_host(host) {
             return Err(());
         }
-        Ok(Token { random, pid, created_ms, host: host.to_owned(), place, shared })
+        Ok(Token { random, pid, created_ms, host: host.to_owned(), place, shared, caller })
     }
 }
 
@@ -193,6 +235,23 @@ mod tests {
     }
 
     #[test]
+    fn an_acquire_token_names_its_caller_and_says_so() {
+        let plain = Token::new();
+        let caller = Token { caller: true, pid: 4121, ..plain.clone() };
+        let text = caller.to_string();
+        assert!(text.starts_with(&format!("{:032x}-acquire.4121.", plain.random)), "{text}");
+        assert_eq!(text.parse::<Token>(), Ok(caller.clone()));
+        for t in [caller.clone().at(2, 3), caller.clone().for_shared()] {
+            assert_eq!(t.to_string().parse::<Token>(), Ok(t.clone()));
+        }
+        // The queue's script finds a shared waiter by `-shared.`.
+        assert!(caller.for_shared().to_string().contains("-acquire-shared."));
+        // Tokens of earlier versions read as before: a run's.
+        let old: Token = format!("{:032x}-2of3.7.1.h", plain.random).parse().unwrap();
+        assert!(!old.caller && old.slot() == 2);
+    }
+
+    #[test]
     fn places_round_trip_and_limit_one_keeps_the_old_form() {
         let plain = Token::new();
         assert_eq!(plain.clone().at(1, 1).to_string(), plain.to_string());
@@ -204,7 +263,18 @@ mod tests {
         let shared = plain.clone().for_shared();
         assert!(shared.to_string().contains("-shared."));
         assert_eq!(shared.to_string().parse::<Token>(), Ok(shared));
-        for bad in ["0of3", "4of3", "1of1", "of3", "2of", "-1of3", "2of3x"] {
+        for bad in [
+            "0of3",
+            "4of3",
+            "1of1",
+            "of3",
+            "2of",
+            "-1of3",
+            "2of3x",
+            "acquire-acquire",
+            "shared-acquire",
+            "2of3-shared",
+        ] {
             let s = format!("{:032x}-{bad}.1.2.h", plain.random);
             assert!(s.parse::<Token>().is_err(), "{s}");
         }
@@ -223,8 +293,8 @@ mod properties {
         }
 
         #[test]
-        fn tokens_round_trip(random: u128, pid: u32, created_ms: u64, host in "[a-z0-9][a-z0-9.-]{0,40}", limit in 1u32..200, slot in 1u32..200) {
-            let t = Token { random, pid, created_ms, host, place: None, shared: false }.at(slot.min(limit), limit);
+        fn tokens_round_trip(random: u128, pid: u32, created_ms: u64, host in "[a-z0-9][a-z0-9.-]{0,40}", limit in 1u32..200, slot in 1u32..200, caller: bool) {
+            let t = Token { random, pid, created_ms, host, place: None, shared: false, caller }.at(slot.min(limit), limit);
             prop_assert_eq!(t.to_string().parse::<Token>(), Ok(t));
         }
     }

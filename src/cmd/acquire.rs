@@ -18,6 +18,8 @@ pub async fn acquire(fleet: &Fleet, request: &Request, json: bool, log: &Log) ->
     // Without the handlers (they cannot fail in practice) a signal simply
     // ends the process, as it would any other program.
     let mut signals = Signals::install().ok();
+    // The token names the caller, which holds it once this process exits.
+    crate::token::hold_for_caller();
     let lock = crate::wait::acquire(fleet, request, log, signals.as_mut()).await?;
     if let Some(signal) = signals.as_mut().and_then(Signals::try_recv) {
         let _ = fleet.release(&request.key, &lock.token).await;

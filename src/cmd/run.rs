@@ -271,8 +271,13 @@ async fn reentry(fleet: &Fleet, key: &str, signals: &mut Signals) -> Result<bool
     else {
         return Ok(false);
     };
+    // A token of `redlock acquire` names the script that holds it, an
+    // ancestor too: but no redlock renews or guards that lock, so a run
+    // inside it is no re-entry.
     let ours = token.parse::<Token>().is_ok_and(|t| {
-        t.host == crate::token::hostname() && i32::try_from(t.pid).is_ok_and(is_ancestor)
+        !t.caller
+            && t.host == crate::token::hostname()
+            && i32::try_from(t.pid).is_ok_and(is_ancestor)
     });
     if held_key != key || !ours {
         return Ok(false);

@@ -11,6 +11,7 @@ use serde_json::json;
 
 use crate::error::Error;
 use crate::exit;
+use crate::history::Entry;
 use crate::lock::{Fleet, ServerView, Status, describe_value};
 use crate::queue::Waiter;
 use crate::shared::SharedHolder;
@@ -35,8 +36,9 @@ pub async fn status(fleet: &Fleet, key: &str, json: bool, limit: Option<u32>) ->
     // The place shown in the single-lock fields: the first held one.
     let first = &places[0].1;
     let status = places.iter().map(|(_, s)| s).find(|s| s.holder.is_some()).unwrap_or(first);
+    let ended = ended_run(fleet, key, status).await;
     let text = if json {
-        let mut out = render_json(key, status, &queue);
+        let mut out = render_json(key, status, &queue, ended.as_ref());
         if marked {
             // The marker is no token: the holders are listed one by one.
             out["holder"] = json!({
@@ -61,7 +63,7 @@ pub async fn status(fleet: &Fleet, key: &str, json: bool, limit: Option<u32>) ->
     } else if marked {
         render_shared(key, first, &shared, &queue)
     } else if places.len() == 1 {
-        render_table(key, status, &queue)
+        render_table(key, status, &queue, ended.as_ref())
     } else {
         render_places(key, &places, &queue)
     };
@@ -77,6 +79,26 @@ pub async fn status(fleet: &Fleet, key: &str, json: bool, limit: Option<u32>) ->
             unknown.quorum
         ))),
     }
+}
+
+/// The run that the holder's token took the lock for, when that run has
+/// ended and the lock outlives it (`run --keep`): its history entry
+/// ([`crate::history`]). `None` for a token of `acquire` or `--shared`, for
+/// another client's value, while the run goes on, and when the history
+/// cannot be read (servers without scripts).
+async fn ended_run(fleet: &Fleet, key: &str, status: &Status) -> Option<Entry> {
+    let (value, _) = status.holder.as_ref()?;
+    let token = value.parse::<Token>().ok()?;
+    if token.caller || token.shared {
+        return None;
+    }
+    let history = crate::history::read(fleet, key, crate::history::MAX_ENTRIES).await;
+    history.entries.into_iter().find(|e| e.token == *value)
+}
+
+/// When a run ended.
+fn end_of(run: &Entry) -> std::time::SystemTime {
+    run.start() + Duration::from_millis(run.duration_ms)
 }
 
 /// The places with each holder's fence only where it is known to be its
@@ -109,6 +131,7 @@ fn holder_json(slot: u32, status: &Status) -> Option<serde_json::Value> {
         "fingerprint": fingerprint(value),
         "host": token.as_ref().map(|t| t.host.clone()),
         "pid": token.as_ref().map(|t| t.pid),
+        "caller": token.as_ref().map(|t| t.caller),
         "acquired_at": token.as_ref().map(|t| humantime::format_rfc3339_millis(t.created()).to_string()),
         "fence": status.fence,
         "ttl_ms": ttl_ms(*ttl),
@@ -125,6 +148,7 @@ fn shared_json(h: &SharedHolder) -> serde_json::Value {
         "fingerprint": fingerprint(&h.token),
         "host": token.as_ref().map(|t| t.host.clone()),
         "pid": token.as_ref().map(|t| t.pid),
+        "caller": token.as_ref().map(|t| t.caller),
         "acquired_at": token.as_ref().map(|t| humantime::format_rfc3339_millis(t.created()).to_string()),
         "fence": null,
         "ttl_ms": crate::millis(h.ttl),
@@ -134,7 +158,7 @@ fn shared_json(h: &SharedHolder) -> serde_json::Value {
 /// The table of a key held shared: the per-server view of the lock key
 /// (the marker), then one row per shared holder.
 fn render_shared(key: &str, status: &Status, holders: &[SharedHolder], queue: &[Waiter]) -> String {
-    let mut out = render_table(key, status, queue);
+    let mut out = render_table(key, status, queue, None);
     out.push_str(&format!("\n{} shared holder(s):", holders.len()));
     for h in holders {
         out.push_str(&format!(
@@ -232,7 +256,7 @@ fn waiter_facts(w: &Waiter) -> (Option<String>, Option<u32>, String) {
     )
 }
 
-fn render_table(key: &str, status: &Status, queue: &[Waiter]) -> String {
+fn render_table(key: &str, status: &Status, queue: &[Waiter], ended: Option<&Entry>) -> String {
     let rows: Vec<[String; 4]> = status
         .servers
         .iter()
@@ -262,13 +286,27 @@ fn render_table(key: &str, status: &Status, queue: &[Waiter]) -> String {
                 .iter()
                 .filter(|(_, v)| matches!(v, ServerView::Held { value: h, .. } if h == value))
                 .count();
-            out.push_str(&format!(
-                "held: {shown} is held by {} on {on}/{total} servers (quorum {}), {} left{}",
-                describe_value(value),
-                status.quorum,
-                ttl_text(*ttl),
-                status.fence.map_or_else(String::new, |f| format!(", fence {f}"))
-            ));
+            let fence = status.fence.map_or_else(String::new, |f| format!(", fence {f}"));
+            match (ended, ttl) {
+                // Its process has ended: say what keeps the lock, and until when.
+                (Some(run), Some(left)) => out.push_str(&format!(
+                    "held: {shown} is kept by --keep until {} ({} left): the run of {} pid {} \
+                     ended at {} ({}); on {on}/{total} servers (quorum {}){fence}",
+                    humantime::format_rfc3339_seconds(std::time::SystemTime::now() + *left),
+                    crate::fmt_duration(*left),
+                    run.host,
+                    run.pid,
+                    humantime::format_rfc3339_seconds(end_of(run)),
+                    run.describe_outcome(),
+                    status.quorum,
+                )),
+                _ => out.push_str(&format!(
+                    "held: {shown} is held by {} on {on}/{total} servers (quorum {}), {} left{fence}",
+                    describe_value(value),
+                    status.quorum,
+                    ttl_text(*ttl),
+                )),
+            }
         }
         None if status.known => {
             // Values on a minority each: contenders mid-attempt, or the
@@ -316,7 +354,12 @@ fn render_table(key: &str, status: &Status, queue: &[Waiter]) -> String {
     out
 }
 
-fn render_json(key: &str, status: &Status, queue: &[Waiter]) -> serde_json::Value {
+fn render_json(
+    key: &str,
+    status: &Status,
+    queue: &[Waiter],
+    ended: Option<&Entry>,
+) -> serde_json::Value {
     let servers: Vec<serde_json::Value> = status
         .servers
         .iter()
@@ -332,15 +375,30 @@ fn render_json(key: &str, status: &Status, queue: &[Waiter]) -> serde_json::Valu
             }),
         })
         .collect();
-    let holder = status.holder.as_ref().map(|(value, _)| {
+    let holder = status.holder.as_ref().map(|(value, ttl)| {
         let token = value.parse::<Token>().ok();
+        let here = token.as_ref().filter(|t| t.host == crate::token::hostname());
         json!({
             "token": value,
             "host": token.as_ref().map(|t| t.host.clone()),
             "pid": token.as_ref().map(|t| t.pid),
+            // The pid is the caller of `redlock acquire` (which holds the
+            // token), not a redlock process.
+            "caller": token.as_ref().map(|t| t.caller),
+            // Whether that process is gone; null on another host.
+            "process_ended": here.map(crate::lock::process_ended),
             "acquired_at": token.as_ref().map(|t| humantime::format_rfc3339_millis(t.created()).to_string()),
             "held_ms": token.as_ref().map(|t| crate::millis(t.held_for())),
             "fence": status.fence,
+            // The run the lock outlives (`--keep`), and until when.
+            "run_ended": ended.map(|run| json!({
+                "at": humantime::format_rfc3339_millis(end_of(run)).to_string(),
+                "outcome": run.describe_outcome(),
+                "exit_code": run.exit_code,
+            })),
+            "kept_until": ended.zip(*ttl).map(|(_, left)| {
+                humantime::format_rfc3339_millis(std::time::SystemTime::now() + left).to_string()
+            }),
         })
     });
     // `held` is null when too few servers answered to tell: a script that

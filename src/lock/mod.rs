@@ -297,14 +297,25 @@ pub fn describe_value(value: &str) -> String {
     }
     match value.parse::<Token>() {
         Ok(t) => format!(
-            "{} pid {} (since {}, for {})",
+            "{} pid {} ({}since {}, for {}{})",
             t.host,
             t.pid,
+            if t.caller { "the caller of redlock acquire, " } else { "" },
             humantime::format_rfc3339_seconds(t.created()),
-            crate::fmt_duration(t.held_for())
+            crate::fmt_duration(t.held_for()),
+            if process_ended(&t) { "; that process has ended" } else { "" },
         ),
         Err(()) => format!("another client (value {:?})", crate::display_key(value.as_bytes())),
     }
+}
+
+/// True when the process a token names ran on this host and exists no
+/// more (a `run --keep` whose run ended, a holder killed with SIGKILL, or
+/// an `acquire` token of an earlier version, which named the `acquire`
+/// process itself). Another host's processes cannot be seen: false.
+pub fn process_ended(t: &Token) -> bool {
+    t.host == crate::token::hostname()
+        && i32::try_from(t.pid).is_ok_and(|pid| crate::procs::stat(pid).is_none())
 }
 
 impl Fleet {

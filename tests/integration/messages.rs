@@ -338,3 +338,49 @@ fn flags_that_did_the_wrong_thing_are_refused_with_the_fix() {
     out.expect(64);
     assert_eq!(server.get(&lock_key("ey=deploy")), None);
 }
+
+/// `status` never names a process as the holder once it has ended: after
+/// `run --keep`, the lock is kept by --keep, until a time; after
+/// `acquire`, the pid is the caller's (which holds the token), and said
+/// so (issue 30, item 7).
+#[test]
+fn status_says_who_really_holds_the_lock() {
+    let server = RedisServer::start();
+    let key = unique_key("kept");
+    Redlock::new(&server.url())
+        .args(["run", "--keep", "20s", "-k", &key, "--", "true"])
+        .run()
+        .expect(0);
+    let out = Redlock::new(&server.url()).args(["status", "-k", &key]).run();
+    out.expect(0);
+    let last = out.stdout.lines().last().unwrap_or_default();
+    assert!(last.starts_with(&format!("held: {key} is kept by --keep until ")), "{}", out.stdout);
+    assert!(last.contains(" ended at ") && last.contains("(exit 0)"), "{}", out.stdout);
+    let json = Redlock::new(&server.url()).args(["status", "-k", &key, "--json"]).run();
+    let holder = &json.expect(0).json()["holder"];
+    assert_eq!(holder["run_ended"]["exit_code"], 0, "{holder}");
+    assert!(holder["kept_until"].is_string(), "{holder}");
+    assert_eq!(holder["process_ended"], true, "{holder}");
+
+    // `acquire` run by a shell: the shell holds the token.
+    let key = unique_key("caller");
+    let script =
+        format!("{} acquire -k {key} > /dev/null && echo $$", env!("CARGO_BIN_EXE_redlock"));
+    let mut sh = std::process::Command::new("/bin/sh");
+    crate::harness::isolate(&mut sh).env("REDLOCK_SERVERS", server.url()).args(["-c", &script]);
+    let shell = sh.output().unwrap();
+    assert!(shell.status.success(), "{shell:?}");
+    let shell_pid: u64 = String::from_utf8_lossy(&shell.stdout).trim().parse().unwrap();
+    let json = Redlock::new(&server.url()).args(["status", "-k", &key, "--json"]).run();
+    let holder = &json.expect(0).json()["holder"];
+    assert_eq!((&holder["pid"], &holder["caller"]), (&shell_pid.into(), &true.into()), "{holder}");
+    let out = Redlock::new(&server.url()).args(["status", "-k", &key]).run();
+    out.expect(0);
+    assert!(
+        out.stdout.contains(&format!("pid {shell_pid} (the caller of redlock acquire, since ")),
+        "{}",
+        out.stdout
+    );
+    // The shell has exited too: said, on this host.
+    assert!(out.stdout.contains("; that process has ended)"), "{}", out.stdout);
+}
