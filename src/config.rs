@@ -196,6 +196,8 @@ pub enum Command {
         ttl: Duration,
         /// JSON output.
         json: bool,
+        /// The configuration file read, if any (doctor says when none was).
+        config_file: Option<PathBuf>,
     },
     /// `config`: rows of setting, effective value (passwords redacted), source.
     ShowConfig(Vec<[String; 3]>),
@@ -343,6 +345,9 @@ impl Config {
         let command = match command {
             Command::ShowConfig(_) => {
                 Command::ShowConfig(shown(&g, quorum, node_timeout, env_password))
+            }
+            Command::Doctor { ttl, json, .. } => {
+                Command::Doctor { ttl, json, config_file: g.file.clone() }
             }
             other => other,
         };
@@ -584,7 +589,8 @@ fn command(command: cli::Command) -> Result<(Command, Duration), Error> {
         }
         cli::Command::Doctor(cli::Lazy(a)) => {
             let ttl = ttl(&a.ttl)?;
-            (Command::Doctor { ttl, json: a.json }, ttl)
+            // The file is known once the global options are layered.
+            (Command::Doctor { ttl, json: a.json, config_file: None }, ttl)
         }
         // The rows are filled in once the global options are validated.
         cli::Command::Config => (Command::ShowConfig(Vec::new()), DEFAULT_TTL),

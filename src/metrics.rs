@@ -6,6 +6,14 @@
 //! counters (`redlock_runs_total`, `redlock_skips_total`) and the last run's
 //! figures are carried over from the previous file: a skip updates the
 //! skip counter and `redlock_last_ran` and keeps the last run's figures.
+//!
+//! Server health comes from the last acquire attempt of the invocation
+//! ([`observe`]): how many servers answered it and how many failed, of how
+//! many. A server the attempt did not wait for (the verdict was settled
+//! without it) is neither: on a healthy fleet of 3, 2 answered, 0 failed
+//! is normal. `redlock_last_servers_failed > 0` is the alert: the lock was
+//! taken (or found busy) with a server refusing, timing out or erring, so
+//! fewer failures than before would stop the job.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -23,6 +31,40 @@ pub struct Sample {
     pub wait: Duration,
     /// When this invocation ended.
     pub at: SystemTime,
+    /// The servers as the last acquire attempt saw them, when one was made.
+    pub servers: Option<Servers>,
+}
+
+/// How the servers took part in an acquire attempt.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Servers {
+    /// Servers that answered (granted, or held by another).
+    pub answered: usize,
+    /// Servers that failed (refused, timed out, answered an error).
+    pub failed: usize,
+    /// Servers configured.
+    pub total: usize,
+}
+
+/// The last acquire attempt's servers in this process ([`observe`]).
+static OBSERVED: std::sync::Mutex<Option<Servers>> = std::sync::Mutex::new(None);
+
+/// Records how the servers took part in an acquire attempt (each one's
+/// result: `granted`, `held`, `queued`, `not awaited`, `error: ...`).
+pub fn observe(results: &[crate::lock::ServerResult]) {
+    let count = |f: fn(&str) -> bool| results.iter().filter(|r| f(&r.result)).count();
+    let servers = Servers {
+        answered: count(|r| r != "not awaited" && !r.starts_with("error: ")),
+        failed: count(|r| r.starts_with("error: ")),
+        total: results.len(),
+    };
+    // A panic elsewhere while holding the lock leaves the value usable.
+    *OBSERVED.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(servers);
+}
+
+/// What the last acquire attempt of this process saw ([`observe`]).
+pub fn observed() -> Option<Servers> {
+    *OBSERVED.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The figures of a run that held the lock.
@@ -37,7 +79,7 @@ pub struct Ran {
 }
 
 /// The metrics, their type and help, in the order they are written.
-const METRICS: [(&str, &str, &str); 9] = [
+const METRICS: [(&str, &str, &str); 12] = [
     ("redlock_runs_total", "counter", "Runs that held the lock and ran the command."),
     ("redlock_skips_total", "counter", "Runs that found the lock busy and skipped."),
     ("redlock_last_ran", "gauge", "1 when the last invocation ran the command, 0 when it skipped."),
@@ -47,6 +89,17 @@ const METRICS: [(&str, &str, &str); 9] = [
     ("redlock_last_end_timestamp_seconds", "gauge", "When the last run ended."),
     ("redlock_last_duration_seconds", "gauge", "How long the last run held the lock."),
     ("redlock_last_exit_code", "gauge", "The exit code of the last run."),
+    ("redlock_last_servers", "gauge", "Servers configured, at the last invocation."),
+    (
+        "redlock_last_servers_answered",
+        "gauge",
+        "Servers that answered the last invocation's last acquire attempt.",
+    ),
+    (
+        "redlock_last_servers_failed",
+        "gauge",
+        "Servers that failed (refused, timed out, erred) in the last invocation's last acquire attempt.",
+    ),
 ];
 
 fn seconds(t: SystemTime) -> f64 {
@@ -63,6 +116,11 @@ pub fn write(path: &Path, sample: &Sample) -> std::io::Result<()> {
     };
     set("redlock_last_invocation_timestamp_seconds", seconds(sample.at));
     set("redlock_last_wait_seconds", sample.wait.as_secs_f64());
+    if let Some(servers) = sample.servers {
+        set("redlock_last_servers", servers.total as f64);
+        set("redlock_last_servers_answered", servers.answered as f64);
+        set("redlock_last_servers_failed", servers.failed as f64);
+    }
     match sample.ran {
         Some(ran) => {
             set("redlock_last_ran", 1.0);

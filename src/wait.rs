@@ -361,6 +361,7 @@ pub async fn acquire(
             &format!("attempt {attempts} on {shown}: {outcome}"),
             json!({ "key": key, "attempt": attempts, "outcome": outcome, "servers": report.servers }),
         );
+        crate::metrics::observe(&report.servers);
         // An ordered waiter that a release woke: a split, or a round with
         // too few answers (it stops once nobody can win it, and the servers
         // not awaited then count as silent), is most often that release

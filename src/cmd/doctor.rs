@@ -172,6 +172,7 @@ pub async fn doctor(
     fleet: &Fleet,
     ttl: Duration,
     drift_factor: f64,
+    config_file: Option<&std::path::Path>,
     json: bool,
 ) -> Result<u8, Error> {
     // The status round first: through a cluster, it opens the connection
@@ -215,6 +216,8 @@ pub async fn doctor(
         assess_cluster(c, &mut a);
     }
     let quorum = fleet.quorum();
+    let members: Vec<&str> = fleet.servers().iter().map(|s| s.name()).collect();
+    assess_setup(&members, quorum, config_file.is_some(), &mut a);
     let verdict = if probes.len() < quorum {
         "unavailable"
     } else if !a.errors.is_empty() {
@@ -919,6 +922,88 @@ pub fn assess(
     a
 }
 
+/// Judges the configuration itself, whatever the servers answer: how many
+/// failures the members and quorum tolerate, whether they share one host,
+/// and whether a configuration file keeps the hosts of a fleet alike.
+/// `members` are the servers' display names ([`Server::name`]).
+pub fn assess_setup(members: &[&str], quorum: usize, config_file: bool, a: &mut Assessment) {
+    let n = members.len();
+    let spare = n.saturating_sub(quorum);
+    match (n, spare) {
+        (1, _) => a.notes.push(
+            "one server: no failure is tolerated (while it is down, or after a restart until \
+             --max-ttl has passed, no lock can be taken); 3 or 5 independent servers tolerate \
+             1 or 2"
+                .to_owned(),
+        ),
+        (2, _) => a.warnings.push(format!(
+            "2 servers (quorum {quorum}) tolerate no failure: no better than 1, and twice as \
+             likely to stop every lock, as either one down does; use 3 (or 5)"
+        )),
+        (_, 0) => a.warnings.push(format!(
+            "{n} servers with quorum {quorum} tolerate no failure: any one down stops every lock; \
+             the default quorum ({}) tolerates {}",
+            n / 2 + 1,
+            n - (n / 2 + 1)
+        )),
+        _ => {}
+    }
+    let mut hosts: Vec<String> = members.iter().flat_map(|m| member_hosts(m)).collect();
+    hosts.sort();
+    hosts.dedup();
+    if let (true, [host]) = (n > 1, hosts.as_slice()) {
+        if host == THIS_MACHINE {
+            a.notes.push(
+                "every server is on this machine: only jobs on this host can share these \
+                 locks, and its failure stops all of them (fine for trying redlock; a fleet \
+                 needs servers on independent machines)"
+                    .to_owned(),
+            );
+        } else {
+            a.warnings.push(format!(
+                "every server is on {host}: one machine's failure stops every lock; put them \
+                 on independent machines"
+            ));
+        }
+    }
+    if !config_file {
+        a.notes.push(format!(
+            "no configuration file ($REDLOCK_CONFIG, ~/.config/redlock/config.toml or {}): \
+             every host must be given the same servers, quorum and max-ttl by hand; one file \
+             deployed to every host keeps them alike (`redlock config` shows where each \
+             value comes from)",
+            crate::config_file::SYSTEM_FILE
+        ));
+    }
+}
+
+/// How [`member_hosts`] names this machine: loopback addresses and unix sockets.
+const THIS_MACHINE: &str = "localhost";
+
+/// The hosts a member's display name lists: `h:6379`, `rediss://h:6379/1`,
+/// `unix:/path` (this machine), `sentinel:SERVICE@h1:26379,h2:26379`,
+/// `cluster:h1:7000,h2:7001`. Loopback addresses are [`THIS_MACHINE`].
+fn member_hosts(name: &str) -> Vec<String> {
+    if name.starts_with("unix:") {
+        return vec![THIS_MACHINE.to_owned()];
+    }
+    let list = name
+        .strip_prefix("cluster:")
+        .or_else(|| name.strip_prefix("sentinel:").and_then(|s| s.split_once('@')).map(|(_, l)| l))
+        .unwrap_or(name);
+    let list = list.strip_prefix("rediss://").unwrap_or(list);
+    list.split(',')
+        .map(|node| {
+            let node = node.split('/').next().unwrap_or(node);
+            let host = node.rsplit_once(':').map_or(node, |(host, _)| host).to_ascii_lowercase();
+            let loopback = host == "localhost"
+                || host == "[::1]"
+                || host.parse::<std::net::Ipv4Addr>().is_ok_and(|ip| ip.is_loopback());
+            if loopback { THIS_MACHINE.to_owned() } else { host }
+        })
+        .collect()
+}
+
 /// What a failed server is, in a word for the ROLE column: a server that
 /// answered with an error is not "unreachable".
 fn failure_role(failure: &Failure) -> &'static str {
@@ -1233,6 +1318,35 @@ mod tests {
         assert!(row("d ").contains("Redis 7.0.15 master scripts allowed"), "{text}");
         assert!(row("a ").contains("master transaction allowed"), "{text}");
         assert!(row("b ").contains("master (cluster) unknown"), "{text}");
+    }
+
+    #[test]
+    fn the_setup_says_what_failures_it_tolerates_and_where_the_servers_are() {
+        let setup = |members: &[&str], quorum, file| {
+            let mut a = Assessment::default();
+            assess_setup(members, quorum, file, &mut a);
+            a
+        };
+        let a = setup(&["a:1", "b:1", "c:1"], 2, true);
+        assert!(a.warnings.is_empty() && a.notes.is_empty(), "{a:?}");
+        let a = setup(&["a:1"], 1, true);
+        assert!(a.warnings.is_empty() && a.notes[0].starts_with("one server"), "{a:?}");
+        let a = setup(&["a:1", "b:1"], 2, true);
+        assert!(a.warnings[0].starts_with("2 servers (quorum 2) tolerate no failure"), "{a:?}");
+        let a = setup(&["a:1", "b:1", "c:1"], 3, true);
+        assert!(a.warnings[0].starts_with("3 servers with quorum 3 tolerate no failure"), "{a:?}");
+        let a = setup(&["redis.lan:7001", "rediss://REDIS.lan:7002/1", "redis.lan:7003"], 2, true);
+        assert!(a.warnings[0].starts_with("every server is on redis.lan"), "{a:?}");
+        let local = ["127.0.0.1:7001", "localhost:7002", "unix:/run/r.sock", "[::1]:7004"];
+        let a = setup(&local, 3, true);
+        assert!(a.warnings.is_empty(), "{a:?}");
+        assert!(a.notes[0].starts_with("every server is on this machine"), "{a:?}");
+        let a = setup(&["sentinel:m@h1:26379,h2:26379", "cluster:h1:7000", "h1:6379"], 2, true);
+        assert!(a.warnings.is_empty(), "a group's other hosts count: {a:?}");
+        let a = setup(&["cluster:h1:7000,h1:7001", "h1:6379", "sentinel:m@h1:1"], 2, true);
+        assert!(a.warnings[0].starts_with("every server is on h1"), "{a:?}");
+        let a = setup(&["a:1", "b:1", "c:1"], 2, false);
+        assert!(a.notes[0].starts_with("no configuration file"), "{a:?}");
     }
 
     #[test]

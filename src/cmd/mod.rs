@@ -67,8 +67,8 @@ pub async fn execute(config: Config) -> Result<u8, Error> {
         Command::Check { key, max_age, require_success, json } => {
             Ok(check::check(&fleet, &key, max_age, require_success, json).await)
         }
-        Command::Doctor { ttl, json } => {
-            doctor::doctor(&fleet, ttl, config.drift_factor, json).await
+        Command::Doctor { ttl, json, config_file } => {
+            doctor::doctor(&fleet, ttl, config.drift_factor, config_file.as_deref(), json).await
         }
         Command::ShowConfig(rows) => Ok(show_config(&rows)),
     };

@@ -82,7 +82,8 @@ fn warn_if_short(
 
 fn write_metrics(cfg: &Run, ran: Option<Ran>, wait: Duration, log: &Log) {
     let Some(path) = &cfg.metrics_file else { return };
-    let sample = Sample { key: cfg.key.clone(), ran, wait, at: SystemTime::now() };
+    let servers = metrics::observed();
+    let sample = Sample { key: cfg.key.clone(), ran, wait, at: SystemTime::now(), servers };
     if let Err(e) = metrics::write(path, &sample) {
         log.event(
             Level::Warn,

@@ -249,3 +249,21 @@ fn a_sentinel_group_without_a_replica_is_an_error() {
         .expect(69)
         .stderr_has("0 of 1 replica(s) acknowledged");
 }
+
+/// The configuration itself is judged: 2 servers tolerate no failure (a
+/// warning: no better than 1), one server tolerates none either (a note:
+/// a valid choice), and servers all on this machine are said to be (issue
+/// 30, item 9).
+#[test]
+fn the_setup_is_judged_two_servers_one_server_one_machine() {
+    let fleet = Fleet::start(2);
+    let json = Redlock::on(&fleet).args(["doctor", "--json"]).run();
+    json.expect(1);
+    let json = json.json();
+    let warnings = json["warnings"].to_string();
+    assert!(warnings.contains("2 servers (quorum 2) tolerate no failure"), "{json}");
+    assert!(json["notes"].to_string().contains("every server is on this machine"), "{json}");
+    let one = Redlock::new(&fleet.servers[0].url()).args(["doctor"]).run();
+    one.expect(0);
+    assert!(one.stdout.contains("note: one server: no failure is tolerated"), "{}", one.stdout);
+}

@@ -258,3 +258,35 @@ fn the_metrics_file_parses_and_its_counters_survive_across_runs() {
         .collect();
     assert_eq!(names, ["job.prom"], "no temporary file left behind");
 }
+
+/// The textfile has the servers' health of each invocation: a degraded
+/// quorum shows in monitoring, not only in a cron mail (issue 30, item 9).
+#[test]
+fn the_metrics_file_says_how_many_servers_answered_and_failed() {
+    use crate::harness::proxy::{Mode, Proxy};
+    let fleet = Fleet::start(2);
+    // The live servers answer after the refusal, which the verdict then
+    // certainly waited for.
+    let slow: Vec<Proxy> = fleet.servers.iter().map(|s| Proxy::start(s.port)).collect();
+    for proxy in &slow {
+        proxy.set(Mode::Delay(Duration::from_millis(20)));
+    }
+    let servers = format!("{},{},redis://127.0.0.1:1", slow[0].url(), slow[1].url());
+    let key = unique_key("metrics-health");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("job.prom");
+    let file = path.display().to_string();
+    let run = |servers: &str| {
+        Redlock::new(servers)
+            .args(["-q", "run", "-n", "--metrics-file", &file, "--key", &key, "--", "true"])
+            .run()
+    };
+    run(&servers).expect(0);
+    let m = metrics(&path);
+    assert_eq!(m["redlock_last_servers"], 3.0, "{m:?}");
+    assert_eq!(m["redlock_last_servers_failed"], 1.0, "{m:?}");
+    assert_eq!(m["redlock_last_servers_answered"], 2.0, "{m:?}");
+    run(&fleet.urls()).expect(0);
+    let m = metrics(&path);
+    assert_eq!((m["redlock_last_servers"], m["redlock_last_servers_failed"]), (2.0, 0.0), "{m:?}");
+}
