@@ -144,7 +144,7 @@ pub enum Command {
     Doctor(Lazy<DoctorArgs>),
     /// Print the effective configuration and where each value came from (flag, environment, file, default)
     #[command(after_help = CONFIG_EXAMPLES)]
-    Config,
+    Config(Lazy<ConfigArgs>),
 }
 
 /// A subcommand's arguments, put into clap's tree only when that subcommand
@@ -192,14 +192,44 @@ impl<T: Args> Args for Lazy<T> {
 
 /// `augment` run on `cmd` as the derive runs it, before the subcommand's
 /// own description: the arguments' struct describes itself too, and,
-/// deferred, would otherwise have the last word.
+/// deferred, would otherwise have the last word. Then [`short_help`].
 fn keep_about(cmd: clap::Command, augment: fn(clap::Command) -> clap::Command) -> clap::Command {
     use clap::builder::Resettable;
     let kept = |text: Option<&clap::builder::StyledStr>| {
         text.cloned().map_or(Resettable::Reset, Resettable::Value)
     };
     let (about, long) = (kept(cmd.get_about()), kept(cmd.get_long_about()));
-    augment(cmd).about(about).long_about(long)
+    short_help(augment(cmd).about(about).long_about(long))
+}
+
+/// A subcommand's `-h` shows what the subcommand adds and points to
+/// `redlock -h` for the global options, as `flock -h` fits a screen
+/// (`run -h` listed every global option too: 78 lines); its `--help` and
+/// its man page stay complete. Runs when the subcommand is built, after
+/// the root has propagated its global options into it: they are hidden
+/// from the short help, with their help as long help (which `--help` and
+/// the man page read).
+fn short_help(cmd: clap::Command) -> clap::Command {
+    let name = cmd.get_name().to_owned();
+    let globals: Vec<clap::Id> =
+        cmd.get_arguments().filter(|a| a.is_global_set()).map(|a| a.get_id().clone()).collect();
+    let mut cmd = cmd;
+    for id in globals {
+        cmd = cmd.mut_arg(id, |a| {
+            let a = match a.get_long_help().or(a.get_help()).cloned() {
+                Some(help) => a.long_help(help),
+                None => a,
+            };
+            a.hide_short_help(true)
+        });
+    }
+    let examples = cmd.get_after_help().map(ToString::to_string).unwrap_or_default();
+    let pointer = format!(
+        "Global options (--servers, --quorum, -v, -q, --log-format...): 'redlock -h'. \
+         All options, with details: 'redlock {name} --help'."
+    );
+    let short = if examples.is_empty() { pointer } else { format!("{examples}\n\n{pointer}") };
+    cmd.after_long_help(examples).after_help(short)
 }
 
 /// The lock key and TTL, shared by the subcommands that take a lock.
@@ -208,8 +238,8 @@ pub struct KeyTtl {
     /// The lock's key (stored as redlock:{KEY}, or as given with --raw-key)
     #[arg(long, short = 'k', allow_hyphen_values = true, value_hint = ValueHint::Other)]
     pub key: String,
-    /// How long the lock lives on the servers without renewal
-    #[arg(long, value_name = "DUR", value_hint = ValueHint::Other, default_value = "30s", allow_hyphen_values = true)]
+    /// How long the lock lives on the servers without renewal [default: 30s, or the configuration file's ttl]
+    #[arg(long, value_name = "DUR", value_hint = ValueHint::Other, default_value = "30s", hide_default_value = true, allow_hyphen_values = true)]
     pub ttl: String,
 }
 
@@ -219,7 +249,7 @@ pub struct Waiting {
     /// Try once; fail at once when the lock is busy (as --wait 0)
     #[arg(short = 'n', long = "no-wait", conflicts_with = "wait")]
     pub no_wait: bool,
-    /// Wait at most DUR for the lock; 0 tries once, a bare number is seconds [default: wait until acquired]
+    /// Wait at most DUR for the lock; 0 tries once, a bare number is seconds, forever waits until acquired [default: forever, or the configuration file's wait]
     #[arg(short = 'w', long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true)]
     pub wait: Option<String>,
     /// Do not queue: attempt whenever woken, in no order (the behaviour before the wait queue) [default: first come, first served]
@@ -425,11 +455,15 @@ pub struct CheckArgs {
     pub json: bool,
 }
 
+/// `redlock config`: no options of its own.
+#[derive(Debug, Args)]
+pub struct ConfigArgs {}
+
 /// `redlock doctor`.
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
-    /// The TTL whose drift budget the servers' clocks are checked against
-    #[arg(long, value_name = "DUR", value_hint = ValueHint::Other, default_value = "30s", allow_hyphen_values = true)]
+    /// The TTL whose drift budget the servers' clocks are checked against [default: 30s, or the configuration file's ttl]
+    #[arg(long, value_name = "DUR", value_hint = ValueHint::Other, default_value = "30s", hide_default_value = true, allow_hyphen_values = true)]
     pub ttl: String,
     /// Print one JSON object instead of a report
     #[arg(long)]
@@ -470,8 +504,10 @@ Examples:
 const CONFIG_EXAMPLES: &str = "\
 The configuration file is $REDLOCK_CONFIG, else ~/.config/redlock/config.toml, else \
 /etc/redlock/config.toml: TOML with one key per global option, named as the flag \
-(servers, quorum, node-timeout, drift-factor, password-file, tls-ca, tls-cert, tls-key, \
-log-format, verbose, quiet). Flags win over the environment, the environment over the file.
+(servers, quorum, node-timeout, drift-factor, max-ttl, trust-restarts, raw-key, password-file, \
+tls-ca, tls-cert, tls-key, log-format, verbose, quiet), and the fleet's default ttl and wait \
+(for run, acquire, extend and doctor; their --ttl, --wait and -n win). Flags win over the \
+environment, the environment over the file.
 
 Examples:
   redlock config
@@ -534,7 +570,9 @@ pub enum Given {
 pub struct Parsed {
     /// The parsed command line.
     pub cli: Cli,
-    /// Global option id (`servers`, `node_timeout`...) to where clap found it.
+    /// Global option id (`servers`, `node_timeout`...) to where clap found
+    /// it; also `ttl`, `wait` and `no_wait` when the subcommand's were on
+    /// the command line (the file's `ttl` and `wait` default them).
     pub given: std::collections::HashMap<String, Given>,
     /// `REDLOCK_PASSWORD`, the password for servers whose URL has none
     /// (unset when empty).
@@ -605,7 +643,7 @@ where
     if let Some((_, sub)) = matches.subcommand() {
         levels.push(sub);
     }
-    let given = command
+    let mut given: std::collections::HashMap<String, Given> = command
         .get_arguments()
         .filter(|a| a.is_global_set())
         .map(|arg| {
@@ -621,6 +659,16 @@ where
             (id.to_owned(), given)
         })
         .collect();
+    // The subcommand's --ttl and --wait (-n), which the file may default.
+    if let Some((_, sub)) = matches.subcommand() {
+        for id in ["ttl", "wait", "no_wait"] {
+            if sub.try_contains_id(id).is_ok()
+                && sub.value_source(id) == Some(ValueSource::CommandLine)
+            {
+                given.insert(id.to_owned(), Given::Flag);
+            }
+        }
+    }
     Ok(Parsed { cli, given, password })
 }
 

@@ -284,15 +284,16 @@ impl Config {
                     g.drift_factor.label("--drift-factor")
                 ))
             })?;
-        let (command, ttl) = command(parsed.cli.command)?;
+        let (command, ttl) = command(parsed.cli.command, &g)?;
         let max_ttl = duration(&g.max_ttl.label("--max-ttl"), &g.max_ttl.value)?;
         let holds =
             matches!(command, Command::Run(_) | Command::Acquire { .. } | Command::Extend { .. });
         if holds && ttl > max_ttl {
             return usage(format!(
-                "--ttl {}: above {} {}, the longest TTL a restarted server is kept out of the \
+                "{} {}: above {} {}, the longest TTL a restarted server is kept out of the \
                  quorum for; raise max-ttl in every host's configuration (and a restarted server \
                  waits that long before it votes again)",
+                ttl_label(&g),
                 crate::fmt_duration(ttl),
                 g.max_ttl.label("--max-ttl"),
                 crate::fmt_duration(max_ttl),
@@ -476,6 +477,14 @@ fn shown(
         row("raw-key", g.raw_key.value.to_string(), &g.raw_key.origin, ""),
         row("max-ttl", g.max_ttl.value.clone(), &g.max_ttl.origin, ""),
         row("trust-restarts", g.trust_restarts.value.to_string(), &g.trust_restarts.origin, ""),
+        match &g.ttl.value {
+            Some(ttl) => row("ttl", ttl.clone(), &g.ttl.origin, ""),
+            None => row("ttl", "30s".into(), &Origin::Default, "run, acquire, extend, doctor"),
+        },
+        match &g.wait.value {
+            Some(wait) => row("wait", wait.clone(), &g.wait.origin, ""),
+            None => row("wait", "forever".into(), &Origin::Default, "until acquired: run, acquire"),
+        },
     ]
 }
 
@@ -488,12 +497,13 @@ fn usage<T>(message: String) -> Result<T, Error> {
     Err(Error::Usage(message))
 }
 
-/// The subcommand's settings and the TTL that sizes the node timeout.
-fn command(command: cli::Command) -> Result<(Command, Duration), Error> {
+/// The subcommand's settings and the TTL that sizes the node timeout; `g`
+/// gives the file's `ttl` and `wait` where no flag gave them.
+fn command(command: cli::Command, g: &config_file::Globals) -> Result<(Command, Duration), Error> {
     Ok(match command {
         cli::Command::Run(cli::Lazy(a)) => {
             let a = *a;
-            let (key, ttl) = key_ttl(&a.lock)?;
+            let (key, ttl) = key_ttl(&a.lock, g)?;
             let renew_every = match &a.renew_every {
                 Some(raw) => {
                     let d = duration("--renew-every", raw)?;
@@ -520,7 +530,7 @@ fn command(command: cli::Command) -> Result<(Command, Duration), Error> {
             let run = Run {
                 key,
                 ttl,
-                wait: wait(&a.waiting)?,
+                wait: wait(&a.waiting, g)?,
                 fence: !a.no_fence,
                 ordered: !a.waiting.unordered,
                 limit: limit_or_shared(a.limit, a.shared)?,
@@ -543,11 +553,11 @@ fn command(command: cli::Command) -> Result<(Command, Duration), Error> {
             (Command::Run(run), ttl)
         }
         cli::Command::Acquire(cli::Lazy(a)) => {
-            let (key, ttl) = key_ttl(&a.lock)?;
+            let (key, ttl) = key_ttl(&a.lock, g)?;
             let request = Request {
                 key,
                 ttl,
-                wait: wait(&a.waiting)?,
+                wait: wait(&a.waiting, g)?,
                 fence: !a.no_fence,
                 ordered: !a.waiting.unordered,
                 limit: limit_or_shared(a.limit, a.shared)?,
@@ -556,7 +566,7 @@ fn command(command: cli::Command) -> Result<(Command, Duration), Error> {
             (Command::Acquire { request, json: a.json }, ttl)
         }
         cli::Command::Extend(cli::Lazy(a)) => {
-            let (key, ttl) = key_ttl(&a.lock)?;
+            let (key, ttl) = key_ttl(&a.lock, g)?;
             let token = token_arg(a.token)?;
             (Command::Extend { key, token, ttl }, ttl)
         }
@@ -588,12 +598,12 @@ fn command(command: cli::Command) -> Result<(Command, Duration), Error> {
             (Command::Check { key, max_age, require_success, json: a.json }, DEFAULT_TTL)
         }
         cli::Command::Doctor(cli::Lazy(a)) => {
-            let ttl = ttl(&a.ttl)?;
+            let ttl = ttl_or_file(&a.ttl, g)?;
             // The file is known once the global options are layered.
             (Command::Doctor { ttl, json: a.json, config_file: None }, ttl)
         }
         // The rows are filled in once the global options are validated.
-        cli::Command::Config => (Command::ShowConfig(Vec::new()), DEFAULT_TTL),
+        cli::Command::Config(_) => (Command::ShowConfig(Vec::new()), DEFAULT_TTL),
     })
 }
 
@@ -621,17 +631,35 @@ fn limit_or_shared(n: u32, shared: bool) -> Result<u32, Error> {
     limit(n)
 }
 
-fn key_ttl(a: &cli::KeyTtl) -> Result<(String, Duration), Error> {
-    Ok((nonempty("--key", a.key.clone())?, ttl(&a.ttl)?))
+fn key_ttl(a: &cli::KeyTtl, g: &config_file::Globals) -> Result<(String, Duration), Error> {
+    Ok((nonempty("--key", a.key.clone())?, ttl_or_file(&a.ttl, g)?))
+}
+
+/// `--ttl` as given (or its default), or the file's `ttl` when the
+/// command line gave none.
+fn ttl_or_file(raw: &str, g: &config_file::Globals) -> Result<Duration, Error> {
+    match &g.ttl.value {
+        Some(file) => ttl_named(&ttl_label(g), file),
+        None => ttl(raw),
+    }
+}
+
+/// How messages name the TTL: `--ttl`, or the file's line.
+fn ttl_label(g: &config_file::Globals) -> String {
+    g.ttl.label("--ttl")
 }
 
 fn ttl(raw: &str) -> Result<Duration, Error> {
-    let d = duration("--ttl", raw)?;
+    ttl_named("--ttl", raw)
+}
+
+fn ttl_named(label: &str, raw: &str) -> Result<Duration, Error> {
+    let d = duration(label, raw)?;
     if d > MAX_TTL {
-        return usage(format!("--ttl {raw}: longer than the maximum of 365 days"));
+        return usage(format!("{label} {raw}: longer than the maximum of 365 days"));
     }
     if d < Duration::from_millis(10) {
-        return usage(format!("--ttl {raw}: shorter than the minimum of 10ms"));
+        return usage(format!("{label} {raw}: shorter than the minimum of 10ms"));
     }
     Ok(d)
 }
@@ -657,14 +685,27 @@ fn nonempty(flag: &str, value: String) -> Result<String, Error> {
     Ok(value)
 }
 
-fn wait(w: &cli::Waiting) -> Result<Wait, Error> {
-    Ok(match (&w.wait, w.no_wait) {
-        (_, true) => Wait::Once,
-        // `--wait 0` tries once, as flock's `-w 0` does.
-        (Some(raw), false) if parse_duration(raw).is_ok_and(|d| d.is_zero()) => Wait::Once,
-        (Some(raw), false) => Wait::For(duration("--wait", raw)?),
-        (None, false) => Wait::Forever,
-    })
+/// `-n`, `--wait`, or the file's `wait` when the command line gave
+/// neither, or waiting until acquired.
+fn wait(w: &cli::Waiting, g: &config_file::Globals) -> Result<Wait, Error> {
+    match (&w.wait, w.no_wait, &g.wait.value) {
+        (_, true, _) => Ok(Wait::Once),
+        (Some(raw), false, _) => wait_for("--wait", raw),
+        (None, false, Some(file)) => wait_for(&g.wait.label("--wait"), file),
+        (None, false, None) => Ok(Wait::Forever),
+    }
+}
+
+/// A `--wait` value: `0` tries once, as flock's `-w 0` does; `forever`
+/// waits until acquired (to override a configuration file's `wait`).
+fn wait_for(label: &str, raw: &str) -> Result<Wait, Error> {
+    if raw.trim().eq_ignore_ascii_case("forever") {
+        return Ok(Wait::Forever);
+    }
+    if parse_duration(raw).is_ok_and(|d| d.is_zero()) {
+        return Ok(Wait::Once);
+    }
+    duration(label, raw).map(Wait::For)
 }
 
 fn optional(flag: &str, raw: &Option<String>) -> Result<Option<Duration>, Error> {
@@ -754,6 +795,54 @@ mod tests {
             cli::parse_with_env(std::iter::once("redlock").chain(args.iter().copied()), |_| None)
                 .map_err(|e| Error::Usage(e.to_string()))?;
         Config::from_parsed(parsed, None)
+    }
+
+    /// The configuration of `args` (one server) with `text` as the file.
+    fn file_config(args: &[&str], text: &str) -> Result<Config, Error> {
+        let args = ["redlock", "--servers=redis://h"].into_iter().chain(args.iter().copied());
+        let parsed =
+            cli::parse_with_env(args, |_| None).map_err(|e| Error::Usage(e.to_string()))?;
+        let file = config_file::File::parse(std::path::Path::new("/etc/r.toml"), text.to_owned())?;
+        Config::from_parsed(parsed, Some(&file))
+    }
+
+    #[test]
+    fn the_file_defaults_ttl_and_wait_and_flags_win() {
+        let request = |args: &[&str], text: &str| match file_config(args, text).unwrap().command {
+            Command::Acquire { request, .. } => (request.ttl, request.wait),
+            other => panic!("{other:?}"),
+        };
+        let secs = Duration::from_secs;
+        let text = "ttl = \"45s\"\nwait = \"5m\"\n";
+        assert_eq!(request(&["acquire", "-k", "k"], text), (secs(45), Wait::For(secs(300))));
+        assert_eq!(request(&["acquire", "-k", "k", "--ttl", "10s"], text).0, secs(10));
+        assert_eq!(request(&["acquire", "-k", "k", "-n"], text).1, Wait::Once);
+        assert_eq!(request(&["acquire", "-k", "k", "-w", "0"], text).1, Wait::Once);
+        assert_eq!(request(&["acquire", "-k", "k", "--wait", "forever"], text).1, Wait::Forever);
+        assert_eq!(request(&["acquire", "-k", "k"], "wait = 0\n").1, Wait::Once);
+        assert_eq!(request(&["acquire", "-k", "k"], "").1, Wait::Forever);
+        match file_config(&["acquire", "-k", "k"], "ttl = \"2m\"\n") {
+            Err(Error::Usage(m)) => {
+                assert!(m.starts_with("/etc/r.toml:1: ttl 2m: above --max-ttl 1m"), "{m}")
+            }
+            other => panic!("{other:?}"),
+        }
+        let Command::Doctor { ttl, config_file, .. } =
+            file_config(&["doctor"], text).unwrap().command
+        else {
+            panic!("doctor is not doctor")
+        };
+        assert_eq!((ttl, config_file), (secs(45), Some("/etc/r.toml".into())));
+        let Command::ShowConfig(rows) = file_config(&["config"], text).unwrap().command else {
+            panic!("config is not config")
+        };
+        let row = |name: &str| rows.iter().find(|r| r[0] == name).cloned().unwrap();
+        assert_eq!(row("ttl"), ["ttl".to_owned(), "45s".into(), "/etc/r.toml:1".into()]);
+        assert_eq!(row("wait")[1..], ["5m".to_owned(), "/etc/r.toml:2".into()]);
+        let Command::ShowConfig(rows) = file_config(&["config"], "").unwrap().command else {
+            panic!("config is not config")
+        };
+        assert!(rows.iter().any(|r| r[0] == "wait" && r[1] == "forever"), "{rows:?}");
     }
 
     #[test]

@@ -3,12 +3,16 @@
 //! the default. The file is `$REDLOCK_CONFIG`, else
 //! `$XDG_CONFIG_HOME/redlock/config.toml` (`~/.config/redlock/config.toml`),
 //! else `/etc/redlock/config.toml`; TOML, one key per global option with a
-//! flag, spelled as the flag without its dashes:
+//! flag, spelled as the flag without its dashes, and the fleet's default
+//! `ttl` and `wait` (for the subcommands that take `--ttl` and `--wait`;
+//! their flags, and `-n`, win):
 //!
 //! ```toml
 //! servers = ["redis://redis-a:6379", "redis://redis-b:6379", "redis://redis-c:6379"]
 //! password-file = "/etc/redlock/password"
 //! node-timeout = "200ms"
+//! ttl = "1m"
+//! wait = "15m"
 //! ```
 //!
 //! Every value keeps where it came from ([`Origin`]), so that a bad value
@@ -108,6 +112,12 @@ pub struct Globals {
     pub max_ttl: Setting<String>,
     /// `--trust-restarts`.
     pub trust_restarts: Setting<bool>,
+    /// The file's `ttl`, unparsed: the default of `--ttl` (`None`: the
+    /// flag's own default, or the flag given).
+    pub ttl: Setting<Option<String>>,
+    /// The file's `wait`, unparsed: the default of `--wait` (`None`: wait
+    /// until acquired, or `--wait`/`-n` given).
+    pub wait: Setting<Option<String>>,
 }
 
 /// The file's keys: the global options' long flags without dashes.
@@ -128,6 +138,8 @@ struct Keys {
     log_format: Option<Spanned<String>>,
     max_ttl: Option<Spanned<Number>>,
     trust_restarts: Option<Spanned<bool>>,
+    ttl: Option<Spanned<Number>>,
+    wait: Option<Spanned<Number>>,
 }
 
 /// `servers = "a,b"` or `servers = ["a", "b"]`.
@@ -175,7 +187,8 @@ impl File {
                 let line = e.span().map_or(1, |s| line_of(&text, s.start));
                 let key = key_on_line(&text, line);
                 let key = key.map(|k| format!(" {k}:")).unwrap_or_default();
-                let message = e.message().replace('\n', " ");
+                let message =
+                    unknown_key(e.message()).unwrap_or_else(|| e.message().replace('\n', " "));
                 Err(Error::Usage(format!("{}:{line}:{key} {message}", path.display())))
             }
         }
@@ -184,6 +197,18 @@ impl File {
     fn origin<T>(&self, spanned: &Spanned<T>) -> Origin {
         Origin::File(self.path.clone(), line_of(&self.text, spanned.span().start))
     }
+}
+
+/// serde's "unknown field `node-timout`, expected one of `servers`, ..."
+/// as "unknown key `node-timout`; did you mean `node-timeout`?", when one
+/// key is near enough ([`crate::cli::did_you_mean`]); `None` for any other
+/// message, or a key near none (whose message lists them all).
+fn unknown_key(message: &str) -> Option<String> {
+    let rest = message.strip_prefix("unknown field `")?;
+    let typed = rest.split('`').next()?;
+    let known = rest.split('`').skip(2).step_by(2);
+    let meant = crate::cli::did_you_mean(typed, known)?;
+    Some(format!("unknown key `{typed}`; did you mean `{meant}`?"))
 }
 
 fn line_of(text: &str, offset: usize) -> usize {
@@ -337,6 +362,17 @@ pub fn layer(parsed: &Parsed, file: Option<&File>) -> Result<Globals, Error> {
             file,
             |t| Ok(*t),
         )?,
+        ttl: pick(given("ttl"), None, keys.and_then(|k| k.ttl.as_ref()), file, |n| {
+            Ok(Some(n.text()))
+        })?,
+        wait: pick(
+            // `-n` is a wait given on the command line too.
+            if given("no_wait") == Given::Flag { Given::Flag } else { given("wait") },
+            None,
+            keys.and_then(|k| k.wait.as_ref()),
+            file,
+            |n| Ok(Some(n.text())),
+        )?,
         log_format: pick(
             given("log_format"),
             g.log_format,
@@ -391,7 +427,13 @@ mod tests {
     #[test]
     fn a_bad_file_names_file_line_and_key() {
         let m = usage(&[], "servers = \"redis://a\"\nnode-timout = \"1s\"\n");
-        assert!(m.starts_with("/etc/redlock/config.toml:2: node-timout: unknown field"), "{m}");
+        assert_eq!(
+            m,
+            "/etc/redlock/config.toml:2: node-timout: unknown key `node-timout`; did you mean `node-timeout`?"
+        );
+        // A key near none: the list of keys.
+        let m = usage(&[], "colour = true\n");
+        assert!(m.contains("unknown field `colour`, expected one of `servers`"), "{m}");
         let m = usage(&[], "\nquorum = \"two\"\n");
         assert!(m.starts_with("/etc/redlock/config.toml:2: quorum: "), "{m}");
         let m = usage(&[], "log-format = \"xml\"\n");

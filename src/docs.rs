@@ -93,7 +93,7 @@ const FILES: &[(&str, &str)] = &[
     ),
     (
         "/etc/redlock/config.toml",
-        "The system's configuration file, read when neither of the above exists. TOML, one key per global option named as its flag without dashes: servers (a string or an array), quorum, node\\-timeout, drift\\-factor, password\\-file, tls\\-ca, tls\\-cert, tls\\-key, log\\-format, verbose, quiet. Flags win over the environment, the environment over the file. An unknown key or a bad value is a usage error (64) naming the file, line and key; \\fBredlock config\\fR shows each setting and its source. The package installs an example as /usr/share/doc/redlock/config.toml.example.",
+        "The system's configuration file, read when neither of the above exists. TOML, one key per global option named as its flag without dashes: servers (a string or an array), quorum, node\\-timeout, drift\\-factor, max\\-ttl, trust\\-restarts, raw\\-key, password\\-file, tls\\-ca, tls\\-cert, tls\\-key, log\\-format, verbose, quiet; and a default ttl and wait for the fleet, for run, acquire, extend and doctor (their \\-\\-ttl, \\-\\-wait and \\-n win). Flags win over the environment, the environment over the file. An unknown key (with the key meant, when one is near) or a bad value is a usage error (64) naming the file, line and key; \\fBredlock config\\fR shows each setting and its source. The package installs an example as /usr/share/doc/redlock/config.toml.example.",
     ),
 ];
 
@@ -254,7 +254,8 @@ pub fn files() -> Vec<Generated> {
             .display_name(name.clone())
             .bin_name(format!("redlock {}", sub.get_name()));
         let examples = sub
-            .get_after_help()
+            .get_after_long_help()
+            .or_else(|| sub.get_after_help())
             .map(|h| {
                 let body: Vec<String> =
                     h.to_string().lines().skip(1).map(|l| roff_escape(l.trim())).collect();

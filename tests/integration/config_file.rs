@@ -81,7 +81,9 @@ fn a_bad_file_is_a_usage_error_naming_file_line_and_key() {
     for (text, expect) in [
         (
             "servers = \"redis://a\"\nnode-timout = \"1s\"\n",
-            format!("{shown}:2: node-timout: unknown field"),
+            format!(
+                "{shown}:2: node-timout: unknown key `node-timout`; did you mean `node-timeout`?"
+            ),
         ),
         (
             "servers = \"redis://a\"\n\nquorum = 3\n",
@@ -102,4 +104,47 @@ fn a_bad_file_is_a_usage_error_naming_file_line_and_key() {
         .run()
         .expect(64)
         .stderr_has("REDLOCK_CONFIG=");
+}
+
+/// The file gives the fleet's default `ttl` and `wait`; flags win; `config`
+/// shows them; a misspelt key gets the key it meant (issue 30, item 10).
+#[test]
+fn the_file_gives_a_default_ttl_and_wait_and_names_a_misspelt_key() {
+    let server = RedisServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("fleet.toml");
+    write(&file, "ttl = \"45s\"\nwait = \"1s\"\n");
+    let with_file =
+        || Redlock::new(&server.url()).env("REDLOCK_CONFIG", &file.display().to_string());
+    let key = unique_key("file-defaults");
+    let held = with_file().args(["acquire", "-k", &key]).run();
+    held.expect(0);
+    let pttl = server.pttl(&crate::harness::lock_key(&key));
+    assert!((40_000..=45_000).contains(&pttl), "the file's ttl: {pttl}");
+    // The file's wait: 1s, not for ever.
+    let out = with_file().args(["run", "-k", &key, "--", "true"]).run();
+    out.expect(75).within(std::time::Duration::from_secs(10));
+    // Flags win: -n tries once, --ttl is the flag's.
+    with_file().args(["run", "-n", "-k", &key, "--", "true"]).run().expect(75);
+    let other = unique_key("file-defaults-flag");
+    with_file().args(["acquire", "-k", &other, "--ttl", "10s"]).run().expect(0);
+    assert!(server.pttl(&crate::harness::lock_key(&other)) <= 10_000);
+    let out = with_file().args(["config"]).run();
+    out.expect(0);
+    let row = |name: &str| {
+        let found = out.stdout.lines().find(|l| l.split_whitespace().next() == Some(name));
+        found.unwrap_or_else(|| out.fail(name)).to_owned()
+    };
+    assert!(row("ttl").contains("45s") && row("ttl").ends_with(":1"), "{}", out.stdout);
+    assert!(row("wait").contains("1s") && row("wait").ends_with(":2"), "{}", out.stdout);
+    // A bad value names the file's line.
+    write(&file, "ttl = \"soon\"\n");
+    with_file().args(["acquire", "-k", &key]).run().expect(64).stderr_has(":1: ttl \"soon\"");
+    // A misspelt key: the key meant.
+    write(&file, "node-timout = \"1s\"\n");
+    with_file()
+        .args(["status", "-k", &key])
+        .run()
+        .expect(64)
+        .stderr_has("unknown key `node-timout`; did you mean `node-timeout`?");
 }

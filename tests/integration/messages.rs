@@ -384,3 +384,28 @@ fn status_says_who_really_holds_the_lock() {
     // The shell has exited too: said, on this host.
     assert!(out.stdout.contains("; that process has ended)"), "{}", out.stdout);
 }
+
+/// A subcommand's `-h` shows what it adds and points to `redlock -h` for
+/// the global options; `--help` and the man page stay complete (issue 30,
+/// item 10).
+#[test]
+fn short_help_shows_what_the_subcommand_adds() {
+    let help = |args: &[&str]| {
+        let out = Redlock::new("").args(args).run();
+        out.expect(0);
+        out.stdout.clone()
+    };
+    let short = help(&["run", "-h"]);
+    assert!(!short.contains("--servers <") && !short.contains("--log-format <"), "{short}");
+    assert!(short.contains("'redlock -h'") && short.contains("'redlock run --help'"), "{short}");
+    assert!(short.contains("--keep <DUR>") && short.contains("redlock run -n -E 0"), "{short}");
+    assert!(short.lines().count() <= 50, "{} lines", short.lines().count());
+    assert!(help(&["status", "-h"]).lines().count() <= 20);
+    let long = help(&["run", "--help"]);
+    assert!(long.contains("--servers <URL[,URL...]>") && long.contains("--keep <DUR>"), "{long}");
+    assert!(!long.contains("'redlock -h'"), "{long}");
+    assert!(help(&["-h"]).contains("--servers <URL[,URL...]>"));
+    let man = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/man/redlock-run.1"));
+    let man = man.unwrap();
+    assert!(man.contains("\\-\\-servers") && man.contains("Redis servers, comma"), "{man}");
+}
