@@ -203,12 +203,11 @@ fn keep_about(cmd: clap::Command, augment: fn(clap::Command) -> clap::Command) -
 }
 
 /// A subcommand's `-h` shows what the subcommand adds and points to
-/// `redlock -h` for the global options, as `flock -h` fits a screen
-/// (`run -h` listed every global option too: 78 lines); its `--help` and
-/// its man page stay complete. Runs when the subcommand is built, after
-/// the root has propagated its global options into it: they are hidden
-/// from the short help, with their help as long help (which `--help` and
-/// the man page read).
+/// `redlock -h` for the global options, so that it fits a screen as
+/// `flock -h` does; its `--help` and its man page stay complete. Runs
+/// when the subcommand is built, after the root has propagated its global
+/// options into it: they are hidden from the short help, with their help
+/// as long help (which `--help` and the man page read).
 fn short_help(cmd: clap::Command) -> clap::Command {
     let name = cmd.get_name().to_owned();
     let globals: Vec<clap::Id> =
@@ -687,7 +686,7 @@ fn options<'c>(command: &'c clap::Command, args: &[String]) -> Vec<&'c clap::Arg
 
 /// The error for a short option run together with letters that spell a
 /// long one: `-key=deploy` (Go tools and consul take single-dash long
-/// flags) reads as `-k` with the value `ey=deploy`, and locked the key
+/// flags) reads as `-k` with the value `ey=deploy`, and would lock the key
 /// `ey=deploy`; `-ttl 5s` fails on `-t`. Refused before anything runs,
 /// with the long form. A word that is the value of the option before it
 /// (`--key -wait`) is left alone.

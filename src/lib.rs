@@ -44,7 +44,8 @@
 //! - [`wait`]: retries with jittered backoff until acquired or the deadline.
 //! - [`queue`]: the wait queue on the servers (kept by the acquire script), so
 //!   waiters go in arrival order.
-//! - [`token`]: the lock token (128 random bits + host, pid, time).
+//! - [`token`]: the lock token (128 random bits + host, pid, time; the
+//!   pid of the caller for `acquire`).
 //! - [`clock`]: `CLOCK_BOOTTIME` instants and timers, so that suspended
 //!   time counts against a lock's validity.
 //! - [`watchdog`]: renewal every `ttl/3` and the validity deadline; reports

@@ -107,7 +107,7 @@ fn a_bad_file_is_a_usage_error_naming_file_line_and_key() {
 }
 
 /// The file gives the fleet's default `ttl` and `wait`; flags win; `config`
-/// shows them; a misspelt key gets the key it meant (issue 30, item 10).
+/// shows them; a misspelt key gets the key it meant.
 #[test]
 fn the_file_gives_a_default_ttl_and_wait_and_names_a_misspelt_key() {
     let server = RedisServer::start();

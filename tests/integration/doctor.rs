@@ -252,8 +252,7 @@ fn a_sentinel_group_without_a_replica_is_an_error() {
 
 /// The configuration itself is judged: 2 servers tolerate no failure (a
 /// warning: no better than 1), one server tolerates none either (a note:
-/// a valid choice), and servers all on this machine are said to be (issue
-/// 30, item 9).
+/// a valid choice), and servers all on this machine are said to be.
 #[test]
 fn the_setup_is_judged_two_servers_one_server_one_machine() {
     let fleet = Fleet::start(2);

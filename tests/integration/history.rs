@@ -260,7 +260,7 @@ fn the_metrics_file_parses_and_its_counters_survive_across_runs() {
 }
 
 /// The textfile has the servers' health of each invocation: a degraded
-/// quorum shows in monitoring, not only in a cron mail (issue 30, item 9).
+/// quorum shows in monitoring, not only in a cron mail.
 #[test]
 fn the_metrics_file_says_how_many_servers_answered_and_failed() {
     use crate::harness::proxy::{Mode, Proxy};

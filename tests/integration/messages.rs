@@ -226,7 +226,7 @@ fn status_of_split_votes_says_contended_and_names_no_holder() {
 }
 
 /// A server the round did not wait for is "not awaited", never a failure,
-/// and the counts say what each server did (issue 30, item 3).
+/// and the counts say what each server did.
 #[test]
 fn counts_say_what_each_server_did() {
     use crate::harness::proxy::{Mode, Proxy};
@@ -259,7 +259,7 @@ fn counts_say_what_each_server_did() {
 }
 
 /// An error names the operation and the key once, not again for each
-/// server (issue 30, item 5).
+/// server.
 #[test]
 fn an_error_names_the_operation_once() {
     let server = RedisServer::start_with(&["--requirepass", "right"]);
@@ -271,8 +271,7 @@ fn an_error_names_the_operation_once() {
 }
 
 /// Every JSON line has an `event`, the error line too: a pipeline that
-/// routes on it drops nothing, least of all the line that matters (issue
-/// 30, item 8).
+/// routes on it drops nothing, least of all the line that matters.
 #[test]
 fn every_json_line_is_an_event_the_error_too() {
     let lines = |out: &Output| -> Vec<serde_json::Value> {
@@ -301,9 +300,9 @@ fn every_json_line_is_an_event_the_error_too() {
     assert_eq!((&all[0]["event"], &all[0]["kind"]), (&"error".into(), &"usage".into()));
 }
 
-/// Flags that silently did the wrong thing are refused or corrected
-/// (issue 30, item 6): a single-dash long option (`-key=deploy` locked the
-/// key `ey=deploy`), a typo's nearest option and subcommand, a misspelt
+/// Flags that would silently do the wrong thing are refused or corrected:
+/// a single-dash long option (`-key=deploy` would lock the key
+/// `ey=deploy`), a typo's nearest option and subcommand, a misspelt
 /// scheme, URLs separated by spaces.
 #[test]
 fn flags_that_did_the_wrong_thing_are_refused_with_the_fix() {
@@ -342,7 +341,7 @@ fn flags_that_did_the_wrong_thing_are_refused_with_the_fix() {
 /// `status` never names a process as the holder once it has ended: after
 /// `run --keep`, the lock is kept by --keep, until a time; after
 /// `acquire`, the pid is the caller's (which holds the token), and said
-/// so (issue 30, item 7).
+/// so.
 #[test]
 fn status_says_who_really_holds_the_lock() {
     let server = RedisServer::start();
@@ -386,8 +385,7 @@ fn status_says_who_really_holds_the_lock() {
 }
 
 /// A subcommand's `-h` shows what it adds and points to `redlock -h` for
-/// the global options; `--help` and the man page stay complete (issue 30,
-/// item 10).
+/// the global options; `--help` and the man page stay complete.
 #[test]
 fn short_help_shows_what_the_subcommand_adds() {
     let help = |args: &[&str]| {

@@ -63,7 +63,7 @@ fn a_partition_of_the_majority_stops_the_child_before_the_validity_ends() {
     assert!(stopped_after < Duration::from_secs(2), "child stopped only after {stopped_after:?}");
     let out = running.wait();
     out.expect(70).stderr_has("lost the lock");
-    // The failing renewal, and the final error: no more (issue 30, item 5).
+    // The failing renewal, and the final error: no more.
     let lines: Vec<&str> = out.stderr.lines().collect();
     assert_eq!(lines.len(), 2, "{}", out.stderr);
     assert!(lines[0].starts_with("redlock: renewal failed, retrying with "), "{}", out.stderr);

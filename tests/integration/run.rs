@@ -175,7 +175,7 @@ fn a_lost_lock_stops_the_child_before_the_validity_ends() {
     let (out, child, elapsed) = lose_the_lock(&[], "sleep 30");
     out.expect(70).stderr_has("lost the lock");
     // Two lines: the stop when it happens, and the final error; no failed
-    // release that reads like a second error (issue 30, item 5).
+    // release that reads like a second error.
     let lines: Vec<&str> = out.stderr.lines().collect();
     assert_eq!(lines.len(), 2, "{}", out.stderr);
     assert!(lines[0].starts_with("redlock: lost the lock: extend "), "{}", out.stderr);
