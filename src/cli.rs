@@ -210,18 +210,16 @@ fn keep_about(cmd: clap::Command, augment: fn(clap::Command) -> clap::Command) -
 /// as long help (which `--help` and the man page read).
 fn short_help(cmd: clap::Command) -> clap::Command {
     let name = cmd.get_name().to_owned();
-    let globals: Vec<clap::Id> =
-        cmd.get_arguments().filter(|a| a.is_global_set()).map(|a| a.get_id().clone()).collect();
-    let mut cmd = cmd;
-    for id in globals {
-        cmd = cmd.mut_arg(id, |a| {
-            let a = match a.get_long_help().or(a.get_help()).cloned() {
-                Some(help) => a.long_help(help),
-                None => a,
-            };
-            a.hide_short_help(true)
-        });
-    }
+    let cmd = cmd.mut_args(|a| {
+        if !a.is_global_set() {
+            return a;
+        }
+        let a = match a.get_long_help().or(a.get_help()).cloned() {
+            Some(help) => a.long_help(help),
+            None => a,
+        };
+        a.hide_short_help(true)
+    });
     let examples = cmd.get_after_help().map(ToString::to_string).unwrap_or_default();
     let pointer = format!(
         "Global options (--servers, --quorum, -v, -q, --log-format...): 'redlock -h'. \
