@@ -216,8 +216,12 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
         _ => cfg.grace().min(Duration::from_secs(1)),
     };
     if child.stop_leftovers(grace).await {
+        // After redlock stopped the job (a lost lock, --max-hold), what is
+        // left is most often its group still dying of that signal: the
+        // final error says the job was stopped.
+        let level = if stop.is_some() { Level::Info } else { Level::Warn };
         log.event(
-            Level::Warn,
+            level,
             "leftovers_stopped",
             "the command left processes running; stopped them, as they would run without the lock",
             json!({ "key": cfg.key }),
