@@ -263,7 +263,10 @@ impl Fleet {
             &self.tasks,
             quorum,
             (Op::Acquire, key),
-            |server, answer| contend(server, Arc::clone(&call), answer, verdict_rx.clone()),
+            |server, answer| {
+                let restart = self.restart_window;
+                contend(server, Arc::clone(&call), answer, verdict_rx.clone(), restart)
+            },
             |r| match r {
                 Granted::Yes(..) => Vote::Yes,
                 Granted::No { .. } => Vote::No,
@@ -581,6 +584,7 @@ async fn contend(
     call: Arc<Call>,
     answer: Answer<Granted>,
     mut verdict: watch::Receiver<Option<bool>>,
+    restart_window: Option<Duration>,
 ) {
     let key = call.key();
     // Until this attempt is done, releases here wait.
@@ -623,7 +627,14 @@ async fn contend(
         let mut granted =
             parse_acquire(reply).map_err(|msg| server.bad_reply(Op::Acquire, key, msg))?;
         if let Granted::Yes(grant) = &mut granted {
-            grant.no_vote = no_vote(grant.clock, (sent, answered));
+            // The server's own account of itself came in the same round
+            // trip, on a new connection; on an old one it is known.
+            let facts = match restart_window {
+                Some(_) => server.facts(&conn, deadline).await,
+                None => None,
+            };
+            grant.no_vote = no_vote(grant.clock, (sent, answered))
+                .or_else(|| restarted(facts.as_ref(), restart_window));
         }
         // This attempt's own token, fresh and random, already here: another
         // member of the fleet is this same server (one URL listed twice, a
@@ -817,7 +828,10 @@ pub const CLOCK_ALLOWANCE: Duration = Duration::from_millis(900);
 /// newcomer shares a server that still has the key. A host whose own
 /// clock is off sees every server off, and takes no lock until its clock
 /// is fixed: the error names the offset.
-fn no_vote(clock: Option<Duration>, (sent, answered): (SystemTime, SystemTime)) -> Option<String> {
+pub(super) fn no_vote(
+    clock: Option<Duration>,
+    (sent, answered): (SystemTime, SystemTime),
+) -> Option<String> {
     let clock = clock?;
     let epoch = |t: SystemTime| t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     let (sent, answered) = (epoch(sent), epoch(answered));
@@ -832,6 +846,46 @@ fn no_vote(clock: Option<Duration>, (sent, answered): (SystemTime, SystemTime)) 
             crate::fmt_duration(off),
             if ahead { "ahead of" } else { "behind" },
             crate::fmt_duration(CLOCK_ALLOWANCE)
+        )
+    })
+}
+
+/// Why a grant counts towards no quorum, if it does not: the server
+/// (`facts`, its own account) started less than `window` ago.
+///
+/// The argument: a server that restarts without its data (no persistence,
+/// or `appendfsync everysec` losing the last second) forgets every
+/// holder's key, so its "free" may hide a holder that relies on it; with a
+/// holder on exactly a quorum, a newcomer then shares a second quorum with
+/// it. Redlock's answer is a delayed restart: no vote until no holder can
+/// still rely on a key the server forgot. A key lives at most the longest
+/// TTL (`--max-ttl`, which `run`, `acquire` and `extend` never exceed)
+/// after its last write, and the fences need their linger more
+/// ([`crate::fence`]): that sum is `window`. The grant is kept (the server
+/// rejoins with the key), but not counted. The bound: a server whose
+/// uptime cannot be read (an ACL without `INFO`) is assumed to have
+/// restarted long ago, and `doctor` says so; one that keeps every write
+/// (`appendfsync always`: [`crate::server::Facts::keeps_data`]) lost
+/// nothing and votes at once; so is one whose data was lost
+/// without a restart (`FLUSHALL`); a holder with a TTL above `--max-ttl`
+/// (another configuration) is not covered. A fleet restarted at once takes
+/// no lock for `window`, and the error says when each server votes again.
+pub(super) fn restarted(
+    facts: Option<&crate::server::Facts>,
+    window: Option<Duration>,
+) -> Option<String> {
+    let (facts, window) = (facts?, window?);
+    if facts.keeps_data {
+        return None;
+    }
+    let up = facts.started.elapsed();
+    (up < window).then(|| {
+        format!(
+            "it restarted {} ago, within the longest TTL plus 1s ({}): it may have lost a \
+             holder's key; it votes again in {}",
+            crate::fmt_duration(up),
+            crate::fmt_duration(window),
+            crate::fmt_duration(window - up)
         )
     })
 }

@@ -220,18 +220,34 @@ pub fn run(ctx: &Arc<Ctx>, world: &mut World, family: Family, seed: u64) {
                 }
                 record(ctx, &what, "stop", None);
             }
-            Family::Restart | Family::RestartLate => {
+            Family::RestartLate => {
+                // Down for the longest TTL (2 s) plus a second, back empty.
                 let i = rng.usize(..n);
-                let late = family == Family::RestartLate;
-                let what =
-                    format!("restart server {i} empty{}", if late { " after 3s" } else { "" });
+                let what = format!("restart server {i} empty after 3s down");
                 record(ctx, &what, "start", None);
                 world.fleet.servers[i].stop();
-                if late {
-                    // The longest TTL (2 s) plus a second.
-                    std::thread::sleep(Duration::from_secs(3));
-                }
+                std::thread::sleep(Duration::from_secs(3));
                 world.fleet.servers[i].start_again();
+                record(ctx, &what, "stop", None);
+            }
+            Family::Restart => {
+                // Server x down for a while, so that holders take exact
+                // quorums of the others; meanwhile server y restarts empty
+                // (forgetting their keys); then x comes back, empty too.
+                let x = rng.usize(..n);
+                let y = (x + 1 + rng.usize(..n - 1)) % n;
+                let (down, after) = (ms(&mut rng, 300, 1500), ms(&mut rng, 0, 500));
+                let what = format!(
+                    "server {x} down {}ms, server {y} restarted empty {}ms before it is back",
+                    down.as_millis() + after.as_millis(),
+                    after.as_millis()
+                );
+                record(ctx, &what, "start", None);
+                world.fleet.servers[x].stop();
+                std::thread::sleep(down);
+                world.fleet.servers[y].restart();
+                std::thread::sleep(after);
+                world.fleet.servers[x].start_again();
                 record(ctx, &what, "stop", None);
             }
             Family::Clock => {
