@@ -288,6 +288,11 @@ impl Fleet {
             })
             .collect();
         let mut attempt = self.conclude_acquire(key, token, ttl, fence, start, &round).await;
+        if matches!(attempt, Attempt::Acquired(_))
+            && let Some(twins) = self.twins(key).await
+        {
+            attempt = Attempt::Unavailable(twins);
+        }
         if let Some(place) = place
             && Votes::of(&round.replies).queued > 0
             && !matches!(attempt, Attempt::Acquired(_) | Attempt::Busy(_))
@@ -303,6 +308,51 @@ impl Fleet {
         verdict.send_replace(Some(matches!(attempt, Attempt::Acquired(_))));
         let ahead = place.and_then(|p| queue::ahead(&views, self.quorum, p.member));
         AttemptReport { attempt, servers, ahead }
+    }
+
+    /// Two members that are one server (the same `run_id`, however their
+    /// URLs are spelled), as a configuration error. One server counted as
+    /// two makes a quorum of fewer servers than it says, and renewals count
+    /// it twice: the fleet is refused (69), whatever won this round. The
+    /// twin of a server that answered is as quick to connect and answer
+    /// (its connection may still be opening: a host name to resolve);
+    /// [`TWIN_WAIT`] bounds the wait for it. A member that does not answer
+    /// in time (down, hung), or whose `INFO` is refused, is not compared.
+    async fn twins(&self, key: &str) -> Option<Error> {
+        let deadline = tokio::time::Instant::now() + TWIN_WAIT;
+        let facts = futures_util::future::join_all(self.servers.iter().map(|s| async move {
+            // A cluster member's connection is for the lock's slot, which
+            // a call naming no key would not reuse; a cluster listed twice
+            // meets its own token instead (`contend`).
+            if s.cluster().is_some() {
+                return None;
+            }
+            // The connection the round's call opens (or opened): one open
+            // per server, shared.
+            let conn = crate::clock::timeout_at(deadline, s.connect(Op::Acquire, b"", deadline));
+            s.facts(&conn.await.ok()?.ok()?, deadline).await
+        }))
+        .await;
+        for (i, a) in facts.iter().enumerate() {
+            let Some(a) = a else { continue };
+            for (j, b) in facts.iter().enumerate().skip(i + 1) {
+                if b.as_ref().is_some_and(|b| b.run_id == a.run_id) {
+                    let (first, second) = (&self.servers[i], &self.servers[j]);
+                    let why = format!(
+                        "the same server as {} (run_id {}): list each server once",
+                        first.name(),
+                        a.run_id.get(..12).unwrap_or(&a.run_id)
+                    );
+                    let shown = crate::display_key(key.as_bytes());
+                    return Some(Error::Unavailable {
+                        what: format!("acquire {shown}: a server is listed twice"),
+                        failures: Failures(vec![second.unfit(Op::Acquire, key, why)]),
+                        config: true,
+                    });
+                }
+            }
+        }
+        None
     }
 
     async fn conclude_acquire(
@@ -485,6 +535,11 @@ impl<'a> Votes<'a> {
         counts
     }
 }
+
+/// How long a won round waits for the `INFO` answers of members that are
+/// still in flight before it compares the servers' identities: a twin
+/// answers with its twin.
+const TWIN_WAIT: Duration = Duration::from_millis(20);
 
 /// The least an acquire round with split votes (or a configuration error)
 /// waits for its slowest servers, on top of the time it has already taken.
