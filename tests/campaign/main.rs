@@ -244,6 +244,13 @@ fn family(family: Family) {
             out.hangs,
             out.dir.join("history.jsonl").display()
         );
+        // The bound is real: frozen past the TTL with its guard, a holder's
+        // command overlaps the next holder's, and only the fences order
+        // them (checked above: no fence violation). Asserted on the long
+        // runs; a short seed may freeze no holder at the right moment.
+        if family == Family::FreezeAll && full {
+            assert!(overlaps > 0, "freeze-all seed {}: the bound never showed", setup.seed);
+        }
         std::fs::remove_dir_all(&out.dir).ok();
     }
 }

@@ -108,6 +108,11 @@ fn tree(pid: u32) -> Vec<u32> {
     all
 }
 
+/// A process's command name (`/proc/PID/comm`).
+fn comm(pid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default().trim().to_owned()
+}
+
 fn record(ctx: &Ctx, what: &str, phase: &str, foreign: Option<(String, u64)>) {
     ctx.rec.record(&Event::Nemesis {
         t: now(),
@@ -146,7 +151,15 @@ pub fn run(ctx: &Arc<Ctx>, world: &mut World, family: Family, seed: u64) {
         let n = world.fleet.servers.len();
         match family {
             Family::Freeze | Family::FreezeAll => {
-                let running = ctx.running.lock().unwrap().clone();
+                // A run inside its section: its command (perl) runs.
+                let running: Vec<(u32, Duration)> = ctx
+                    .running
+                    .lock()
+                    .unwrap()
+                    .clone()
+                    .into_iter()
+                    .filter(|(pid, _)| tree(*pid).iter().skip(1).any(|p| comm(*p) == "perl"))
+                    .collect();
                 if running.is_empty() {
                     continue;
                 }
