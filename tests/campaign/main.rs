@@ -79,7 +79,11 @@ pub fn campaign(setup: &Setup) -> Outcome {
     let dir = tempfile::Builder::new().prefix("redlock-campaign-").tempdir().unwrap().keep();
     let n = setup.servers;
     let mut clocks = Vec::new();
-    let servers: Vec<RedisServer> = (0..n)
+    // The sentinel family: a Sentinel group is one member, listed first,
+    // beside n - 1 plain servers.
+    let group = (setup.family == Family::Sentinel).then(harness::sentinel::SentinelGroup::start);
+    let plain = if group.is_some() { n - 1 } else { n };
+    let servers: Vec<RedisServer> = (0..plain)
         .map(|i| {
             if setup.family == Family::Clock {
                 // Redis 6.2 (no jemalloc) runs under libfaketime; the
@@ -126,8 +130,12 @@ pub fn campaign(setup: &Setup) -> Outcome {
             }
         })
         .collect();
+    let urls: Vec<String> = match &group {
+        Some(g) => urls.iter().map(|u| format!("{},{u}", g.url())).collect(),
+        None => urls,
+    };
     let ctx = Ctx::new(&dir, urls, setup.trust_restarts);
-    let mut world = World { fleet, proxies, clocks };
+    let mut world = World { fleet, proxies, clocks, group };
     let workers: Vec<_> = (0..setup.clients)
         .map(|c| {
             let (ctx, seed) = (Arc::clone(&ctx), setup.seed);
@@ -303,6 +311,11 @@ fn foreign() {
 #[test]
 fn mixed() {
     family(Family::Mixed);
+}
+
+#[test]
+fn sentinel() {
+    family(Family::Sentinel);
 }
 
 /// The campaign can fail: clients given disjoint halves of the servers (a

@@ -36,11 +36,15 @@ pub enum Family {
     Foreign,
     /// All of the above but the bound, at random.
     Mixed,
+    /// One member is a Sentinel group (a master, one replica, three
+    /// Sentinels) beside two plain servers: `SENTINEL FAILOVER` at random,
+    /// and pauses of a plain server (so that holders hold exact quorums).
+    Sentinel,
 }
 
 impl Family {
     /// Every family the campaign runs, the bound last.
-    pub const ALL: [Family; 10] = [
+    pub const ALL: [Family; 11] = [
         Family::Freeze,
         Family::Pause,
         Family::Partition,
@@ -50,6 +54,7 @@ impl Family {
         Family::Evict,
         Family::Foreign,
         Family::Mixed,
+        Family::Sentinel,
         Family::FreezeAll,
     ];
 
@@ -66,6 +71,7 @@ impl Family {
             Family::Evict => "evict",
             Family::Foreign => "foreign",
             Family::Mixed => "mixed",
+            Family::Sentinel => "sentinel",
         }
     }
 }
@@ -87,6 +93,8 @@ pub struct World {
     pub proxies: Vec<Vec<Proxy>>,
     /// Each server's libfaketime timestamp file (the clock family only).
     pub clocks: Vec<PathBuf>,
+    /// The Sentinel group that is one more member (the sentinel family only).
+    pub group: Option<crate::harness::sentinel::SentinelGroup>,
 }
 
 /// The pids of `pid` and all its descendants.
@@ -177,8 +185,27 @@ pub fn run(ctx: &Arc<Ctx>, world: &mut World, family: Family, seed: u64) {
                 }
                 record(ctx, &what, "stop", None);
             }
-            Family::Pause | Family::Restart | Family::RestartLate | Family::Clock
-                if family == Family::Pause || rng.bool() =>
+            Family::Sentinel if rng.bool() => {
+                let Some(group) = &world.group else { continue };
+                let what = "SENTINEL FAILOVER".to_owned();
+                record(ctx, &what, "start", None);
+                // Refused while one is in progress (INPROG): nothing happens.
+                let sentinel = &group.sentinels[rng.usize(..group.sentinels.len())];
+                let client = redis::Client::open(format!("redis://{}", sentinel.address()));
+                if let Ok(mut conn) = client.and_then(|c| c.get_connection()) {
+                    let _: redis::RedisResult<redis::Value> = redis::cmd("SENTINEL")
+                        .arg("FAILOVER")
+                        .arg(crate::harness::sentinel::SERVICE)
+                        .query(&mut conn);
+                }
+                record(ctx, &what, "stop", None);
+            }
+            Family::Pause
+            | Family::Restart
+            | Family::RestartLate
+            | Family::Clock
+            | Family::Sentinel
+                if matches!(family, Family::Pause | Family::Sentinel) || rng.bool() =>
             {
                 // Pauses make holders with exact quorums, which the other
                 // families then test.
@@ -314,7 +341,7 @@ pub fn run(ctx: &Arc<Ctx>, world: &mut World, family: Family, seed: u64) {
                 }
                 record(ctx, &what, "stop", None);
             }
-            Family::Pause | Family::Mixed => {}
+            Family::Pause | Family::Mixed | Family::Sentinel => {}
         }
     }
     heal(world);
