@@ -48,6 +48,7 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 fn main() {
+    common::trust_fresh_servers();
     if let Ok(spec) = std::env::var(WORKER) {
         worker(&spec);
         return;

@@ -83,8 +83,14 @@ pub struct Global {
     /// The longest TTL any holder on these servers uses (a longer --ttl is refused): a server restarted less than this (plus 1s) ago, which may have lost a holder's key, counts towards no quorum
     #[arg(long, global = true, value_name = "DUR", default_value = "1m", value_hint = ValueHint::Other)]
     pub max_ttl: String,
-    /// The servers keep every write across a restart (appendonly yes, appendfsync always): a restarted server votes at once
-    #[arg(long, global = true)]
+    /// Trust every restarted server to have kept its data: it votes at once (a server that says appendonly yes and appendfsync always is trusted without this)
+    #[arg(
+        long,
+        global = true,
+        env = "REDLOCK_TRUST_RESTARTS",
+        hide_env_values = true,
+        value_parser = clap::builder::FalseyValueParser::new()
+    )]
     pub trust_restarts: bool,
     /// Say more on stderr (repeat for more)
     #[arg(short, long, global = true, action = clap::ArgAction::Count, conflicts_with = "quiet")]

@@ -22,7 +22,8 @@ use crate::token::Token;
 pub async fn status(fleet: &Fleet, key: &str, json: bool, limit: Option<u32>) -> Result<u8, Error> {
     let queue_keys = fleet.key_layout().queue_keys(key);
     let lists = crate::queue::list(fleet.servers(), key, &queue_keys);
-    let (places, lists) = tokio::join!(crate::slots::status(fleet, key, limit), lists);
+    let (places, lists, votes) =
+        tokio::join!(crate::slots::status(fleet, key, limit), lists, fleet.votes());
     let queue = crate::queue::agreed(&lists, fleet.quorum());
     if places.is_empty() {
         return Err(Error::Usage("status: no place read".to_owned()));
@@ -59,6 +60,13 @@ pub async fn status(fleet: &Fleet, key: &str, json: bool, limit: Option<u32>) ->
             json!(places.iter().filter_map(|(n, s)| holder_json(*n, s)).collect::<Vec<_>>())
         };
         out["shared"] = json!(marked);
+        // Why a server's grant would count towards no quorum now (`null`:
+        // it would count).
+        if let Some(servers) = out["servers"].as_array_mut() {
+            for (entry, vote) in servers.iter_mut().zip(&votes) {
+                entry["no_vote"] = json!(vote);
+            }
+        }
         out.to_string()
     } else if marked {
         render_shared(key, first, &shared, &queue)
@@ -67,6 +75,10 @@ pub async fn status(fleet: &Fleet, key: &str, json: bool, limit: Option<u32>) ->
     } else {
         render_places(key, &places, &queue)
     };
+    let text = fleet.servers().iter().zip(&votes).fold(text, |text, (server, vote)| match vote {
+        Some(why) if !json => format!("{text}\n{}: no vote: {why}", server.name()),
+        _ => text,
+    });
     // A closed stdout (`| head -0`) loses only the report; the verdict is the exit code.
     let _ = writeln!(std::io::stdout().lock(), "{text}");
     let held = places.iter().any(|(_, s)| s.holder.is_some());

@@ -263,7 +263,10 @@ impl Fleet {
             &self.tasks,
             quorum,
             (Op::Acquire, key),
-            |server, answer| contend(server, Arc::clone(&call), answer, verdict_rx.clone()),
+            |server, answer| {
+                let restart = self.restart_window;
+                contend(server, Arc::clone(&call), answer, verdict_rx.clone(), restart)
+            },
             |r| match r {
                 Granted::Yes(..) => Vote::Yes,
                 Granted::No { .. } => Vote::No,
@@ -285,6 +288,11 @@ impl Fleet {
             })
             .collect();
         let mut attempt = self.conclude_acquire(key, token, ttl, fence, start, &round).await;
+        if matches!(attempt, Attempt::Acquired(_))
+            && let Some(twins) = self.twins(key).await
+        {
+            attempt = Attempt::Unavailable(twins);
+        }
         if let Some(place) = place
             && Votes::of(&round.replies).queued > 0
             && !matches!(attempt, Attempt::Acquired(_) | Attempt::Busy(_))
@@ -300,6 +308,51 @@ impl Fleet {
         verdict.send_replace(Some(matches!(attempt, Attempt::Acquired(_))));
         let ahead = place.and_then(|p| queue::ahead(&views, self.quorum, p.member));
         AttemptReport { attempt, servers, ahead }
+    }
+
+    /// Two members that are one server (the same `run_id`, however their
+    /// URLs are spelled), as a configuration error. One server counted as
+    /// two makes a quorum of fewer servers than it says, and renewals count
+    /// it twice: the fleet is refused (69), whatever won this round. The
+    /// twin of a server that answered is as quick to connect and answer
+    /// (its connection may still be opening: a host name to resolve);
+    /// [`TWIN_WAIT`] bounds the wait for it. A member that does not answer
+    /// in time (down, hung), or whose `INFO` is refused, is not compared.
+    async fn twins(&self, key: &str) -> Option<Error> {
+        let deadline = tokio::time::Instant::now() + TWIN_WAIT;
+        let facts = futures_util::future::join_all(self.servers.iter().map(|s| async move {
+            // A cluster member's connection is for the lock's slot, which
+            // a call naming no key would not reuse; a cluster listed twice
+            // meets its own token instead (`contend`).
+            if s.cluster().is_some() {
+                return None;
+            }
+            // The connection the round's call opens (or opened): one open
+            // per server, shared.
+            let conn = crate::clock::timeout_at(deadline, s.connect(Op::Acquire, b"", deadline));
+            s.facts(&conn.await.ok()?.ok()?, deadline).await
+        }))
+        .await;
+        for (i, a) in facts.iter().enumerate() {
+            let Some(a) = a else { continue };
+            for (j, b) in facts.iter().enumerate().skip(i + 1) {
+                if b.as_ref().is_some_and(|b| b.run_id == a.run_id) {
+                    let (first, second) = (&self.servers[i], &self.servers[j]);
+                    let why = format!(
+                        "the same server as {} (run_id {}): list each server once",
+                        first.name(),
+                        a.run_id.get(..12).unwrap_or(&a.run_id)
+                    );
+                    let shown = crate::display_key(key.as_bytes());
+                    return Some(Error::Unavailable {
+                        what: format!("acquire {shown}: a server is listed twice"),
+                        failures: Failures(vec![second.unfit(Op::Acquire, key, why)]),
+                        config: true,
+                    });
+                }
+            }
+        }
+        None
     }
 
     async fn conclude_acquire(
@@ -483,6 +536,11 @@ impl<'a> Votes<'a> {
     }
 }
 
+/// How long a won round waits for the `INFO` answers of members that are
+/// still in flight before it compares the servers' identities: a twin
+/// answers with its twin.
+const TWIN_WAIT: Duration = Duration::from_millis(20);
+
 /// The least an acquire round with split votes (or a configuration error)
 /// waits for its slowest servers, on top of the time it has already taken.
 const STRAGGLER_FLOOR: Duration = Duration::from_millis(2);
@@ -581,6 +639,7 @@ async fn contend(
     call: Arc<Call>,
     answer: Answer<Granted>,
     mut verdict: watch::Receiver<Option<bool>>,
+    restart_window: Option<Duration>,
 ) {
     let key = call.key();
     // Until this attempt is done, releases here wait.
@@ -623,7 +682,14 @@ async fn contend(
         let mut granted =
             parse_acquire(reply).map_err(|msg| server.bad_reply(Op::Acquire, key, msg))?;
         if let Granted::Yes(grant) = &mut granted {
-            grant.no_vote = no_vote(grant.clock, (sent, answered));
+            // The server's own account of itself came in the same round
+            // trip, on a new connection; on an old one it is known.
+            let facts = match restart_window {
+                Some(_) => server.facts(&conn, deadline).await,
+                None => None,
+            };
+            grant.no_vote = no_vote(grant.clock, (sent, answered))
+                .or_else(|| restarted(facts.as_ref(), restart_window));
         }
         // This attempt's own token, fresh and random, already here: another
         // member of the fleet is this same server (one URL listed twice, a
@@ -817,7 +883,10 @@ pub const CLOCK_ALLOWANCE: Duration = Duration::from_millis(900);
 /// newcomer shares a server that still has the key. A host whose own
 /// clock is off sees every server off, and takes no lock until its clock
 /// is fixed: the error names the offset.
-fn no_vote(clock: Option<Duration>, (sent, answered): (SystemTime, SystemTime)) -> Option<String> {
+pub(super) fn no_vote(
+    clock: Option<Duration>,
+    (sent, answered): (SystemTime, SystemTime),
+) -> Option<String> {
     let clock = clock?;
     let epoch = |t: SystemTime| t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     let (sent, answered) = (epoch(sent), epoch(answered));
@@ -832,6 +901,46 @@ fn no_vote(clock: Option<Duration>, (sent, answered): (SystemTime, SystemTime)) 
             crate::fmt_duration(off),
             if ahead { "ahead of" } else { "behind" },
             crate::fmt_duration(CLOCK_ALLOWANCE)
+        )
+    })
+}
+
+/// Why a grant counts towards no quorum, if it does not: the server
+/// (`facts`, its own account) started less than `window` ago.
+///
+/// The argument: a server that restarts without its data (no persistence,
+/// or `appendfsync everysec` losing the last second) forgets every
+/// holder's key, so its "free" may hide a holder that relies on it; with a
+/// holder on exactly a quorum, a newcomer then shares a second quorum with
+/// it. Redlock's answer is a delayed restart: no vote until no holder can
+/// still rely on a key the server forgot. A key lives at most the longest
+/// TTL (`--max-ttl`, which `run`, `acquire` and `extend` never exceed)
+/// after its last write, and the fences need their linger more
+/// ([`crate::fence`]): that sum is `window`. The grant is kept (the server
+/// rejoins with the key), but not counted. The bound: a server whose
+/// uptime cannot be read (an ACL without `INFO`) is assumed to have
+/// restarted long ago, and `doctor` says so; one that keeps every write
+/// (`appendfsync always`: [`crate::server::Facts::keeps_data`]) lost
+/// nothing and votes at once; so is one whose data was lost
+/// without a restart (`FLUSHALL`); a holder with a TTL above `--max-ttl`
+/// (another configuration) is not covered. A fleet restarted at once takes
+/// no lock for `window`, and the error says when each server votes again.
+pub(super) fn restarted(
+    facts: Option<&crate::server::Facts>,
+    window: Option<Duration>,
+) -> Option<String> {
+    let (facts, window) = (facts?, window?);
+    if facts.keeps_data {
+        return None;
+    }
+    let up = facts.started.elapsed();
+    (up < window).then(|| {
+        format!(
+            "it restarted {} ago, within the longest TTL plus 1s ({}): it may have lost a \
+             holder's key; it votes again in {}",
+            crate::fmt_duration(up),
+            crate::fmt_duration(window),
+            crate::fmt_duration(window - up)
         )
     })
 }

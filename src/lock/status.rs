@@ -60,6 +60,27 @@ impl Status {
 }
 
 impl Fleet {
+    /// Why each server's grant would count towards no quorum now (it
+    /// restarted too recently, or its clock is too far from this host's:
+    /// `acquire::restarted`, `acquire::no_vote`), `None` where it would
+    /// count or cannot be asked; one `TIME` per server.
+    pub async fn votes(&self) -> Vec<Option<String>> {
+        let window = self.restart_window;
+        let asks = self.servers.iter().map(|server| async move {
+            let sent = std::time::SystemTime::now();
+            let time: (u64, u64) = server
+                .call(Op::Status, b"", async |c| redis::cmd("TIME").query_async(c).await)
+                .await
+                .ok()?;
+            let answered = std::time::SystemTime::now();
+            let clock = Duration::from_secs(time.0) + Duration::from_micros(time.1);
+            let facts = server.current_facts(server.deadline()).await;
+            super::acquire::no_vote(Some(clock), (sent, answered))
+                .or_else(|| super::acquire::restarted(facts.as_ref(), window))
+        });
+        futures_util::future::join_all(asks).await
+    }
+
     /// Reads the key's value, TTL and fencing counter on every server.
     pub async fn status(&self, key: &str) -> Status {
         self.status_of(key, 1).await

@@ -83,6 +83,52 @@ pub struct Conn {
     /// Which of this server's connections it is, so that a failure on it
     /// never forgets a newer one.
     generation: u64,
+    /// What the server said of itself when this connection opened:
+    /// `None` until `INFO server` answers, then its [`Facts`] (`None`
+    /// inside when it could not be asked: an ACL without `INFO`).
+    facts: tokio::sync::watch::Receiver<Option<Option<Facts>>>,
+}
+
+/// What a server says of itself (`INFO server`), read once per connection
+/// in the same round trip as the connection's first call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Facts {
+    /// Its `run_id`: one per server process, so two members with the same
+    /// one are one server listed twice.
+    pub run_id: String,
+    /// When it started, on this host's clock: the answer's arrival less
+    /// its `uptime_in_seconds` (whole seconds, so at most a second later
+    /// than the true start: a restart is never taken for older than it is).
+    pub started: tokio::time::Instant,
+    /// Whether it keeps every acknowledged write across a restart: its
+    /// append-only file is on, written without error, and synced before
+    /// every answer (`appendfsync always`, read with `CONFIG GET`; an ACL
+    /// that refuses it leaves this false). `everysec` loses up to a second
+    /// of writes, and a renewal's later expiry with them.
+    pub keeps_data: bool,
+}
+
+impl Facts {
+    /// Reads the answers of `INFO server`, `INFO persistence` and
+    /// `CONFIG GET appendfsync` (when allowed), as they arrived `now`.
+    pub fn parse(
+        server: &str,
+        persistence: &str,
+        appendfsync: Option<&str>,
+        now: tokio::time::Instant,
+    ) -> Option<Facts> {
+        let field = |info: &'_ str, name: &str| -> Option<String> {
+            info.lines()
+                .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+                .map(|v| v.trim().to_owned())
+        };
+        let uptime: u64 = field(server, "uptime_in_seconds")?.parse().ok()?;
+        let started = now.checked_sub(Duration::from_secs(uptime)).unwrap_or(now);
+        let keeps_data = field(persistence, "aof_enabled").as_deref() == Some("1")
+            && field(persistence, "aof_last_write_status").as_deref() == Some("ok")
+            && appendfsync == Some("always");
+        Some(Facts { run_id: field(server, "run_id")?, started, keeps_data })
+    }
 }
 
 /// What a server's URL leads to.
@@ -586,9 +632,65 @@ impl Server {
             }
         };
         *opened += 1;
-        let conn = Conn { conn, generation: *opened };
+        let conn = Conn { facts: self.ask_facts(&conn), conn, generation: *opened };
         *self.lock_conn() = Some(conn.clone());
         Ok(conn)
+    }
+
+    /// Asks the server behind a new connection for its [`Facts`], in the
+    /// background: the request goes out with the connection's first call,
+    /// and its answer arrives before that call's. Bounded by the node
+    /// timeout; a refusal (an ACL without `INFO`) or no answer leaves them
+    /// unknown.
+    fn ask_facts(
+        &self,
+        conn: &MultiplexedConnection,
+    ) -> tokio::sync::watch::Receiver<Option<Option<Facts>>> {
+        let (tx, rx) = tokio::sync::watch::channel(None);
+        let mut c = conn.clone();
+        let timeout = self.timeout;
+        tokio::spawn(async move {
+            let (mut c1, mut c2) = (c.clone(), c.clone());
+            let (mut server, mut persistence, mut fsync) =
+                (redis::cmd("INFO"), redis::cmd("INFO"), redis::cmd("CONFIG"));
+            server.arg("server");
+            persistence.arg("persistence");
+            fsync.arg("GET").arg("appendfsync");
+            let asks = async {
+                tokio::join!(
+                    server.query_async::<String>(&mut c),
+                    persistence.query_async::<String>(&mut c1),
+                    fsync.query_async::<Vec<String>>(&mut c2)
+                )
+            };
+            let facts = match tokio::time::timeout(timeout, asks).await {
+                Ok((Ok(server), persistence, fsync)) => Facts::parse(
+                    &server,
+                    persistence.as_deref().unwrap_or(""),
+                    fsync.ok().as_ref().and_then(|f| f.get(1)).map(String::as_str),
+                    tokio::time::Instant::now(),
+                ),
+                _ => None,
+            };
+            tx.send_replace(Some(facts));
+        });
+        rx
+    }
+
+    /// What the server behind `conn` said of itself ([`Facts`]), waiting
+    /// for the answer at most until `deadline`; `None` when it could not
+    /// be asked or did not answer in time.
+    pub async fn facts(&self, conn: &Conn, deadline: tokio::time::Instant) -> Option<Facts> {
+        let mut rx = conn.facts.clone();
+        let known = crate::clock::timeout_at(deadline, rx.wait_for(Option::is_some)).await;
+        known.ok()?.ok()?.clone().flatten()
+    }
+
+    /// The [`Facts`] of the current connection (if any), waiting for them
+    /// at most until `deadline`.
+    pub async fn current_facts(&self, deadline: tokio::time::Instant) -> Option<Facts> {
+        let conn = self.lock_conn().clone()?;
+        self.facts(&conn, deadline).await
     }
 
     /// The current connection, if there is one and, for a Sentinel group,

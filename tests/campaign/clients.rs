@@ -55,12 +55,14 @@ pub struct Ctx {
     pub running: Mutex<Vec<(u32, Duration)>>,
     /// Hangs seen: operations still running after [`harness::HANG`].
     pub hangs: Mutex<Vec<String>>,
+    /// Pass `--trust-restarts` (a negative control).
+    trust_restarts: bool,
 }
 
 impl Ctx {
     /// A context for clients on `urls` (one list per client), recording
     /// into `dir/history.jsonl`.
-    pub fn new(dir: &Path, urls: Vec<String>) -> Arc<Ctx> {
+    pub fn new(dir: &Path, urls: Vec<String>, trust_restarts: bool) -> Arc<Ctx> {
         std::fs::write(dir.join("section.pl"), SECTION).unwrap();
         Arc::new(Ctx {
             rec: Recorder::create(&dir.join("history.jsonl")),
@@ -71,6 +73,7 @@ impl Ctx {
             stop: AtomicBool::new(false),
             running: Mutex::new(Vec::new()),
             hangs: Mutex::new(Vec::new()),
+            trust_restarts,
         })
     }
 
@@ -201,8 +204,13 @@ pub fn perform(ctx: &Ctx, client: usize, ask: &Ask) -> Done {
     });
     let log = std::fs::File::create(ctx.dir.join(format!("op{op}.err"))).unwrap();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_redlock"));
+    // The campaign's TTLs are at most 2 s: its servers vote 3 s after a
+    // restart, as redlock's own rule has it (no trust by default).
     harness::isolate(&mut cmd)
+        .env_remove("REDLOCK_TRUST_RESTARTS")
         .env("REDLOCK_SERVERS", &ctx.urls[client])
+        .args(["--max-ttl", "2s"])
+        .args(ctx.trust_restarts.then_some("--trust-restarts"))
         .args(&args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -338,7 +346,10 @@ pub fn client(ctx: &Ctx, client: usize, seed: u64) {
     while !ctx.stop.load(Ordering::Relaxed) {
         let ttl = ms(&mut rng, 1000, 2000);
         let wait = if rng.u8(0..4) == 0 { None } else { Some(ms(&mut rng, 200, 3000)) };
-        let section = (ms(&mut rng, 20, 300), if rng.bool() { 0 } else { 3 });
+        // Mostly short sections; some long enough to see the next fault.
+        let long = rng.u8(0..5) == 0;
+        let length = if long { ms(&mut rng, 500, 2500) } else { ms(&mut rng, 20, 300) };
+        let section = (length, if rng.bool() { 0 } else { 3 });
         match rng.u8(0..20) {
             0..=8 => {
                 perform(ctx, client, &Ask { section, ..Ask::run("x", Mode::Exclusive, ttl, wait) });

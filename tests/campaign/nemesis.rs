@@ -36,11 +36,15 @@ pub enum Family {
     Foreign,
     /// All of the above but the bound, at random.
     Mixed,
+    /// One member is a Sentinel group (a master, one replica, three
+    /// Sentinels) beside two plain servers: `SENTINEL FAILOVER` at random,
+    /// and pauses of a plain server (so that holders hold exact quorums).
+    Sentinel,
 }
 
 impl Family {
     /// Every family the campaign runs, the bound last.
-    pub const ALL: [Family; 10] = [
+    pub const ALL: [Family; 11] = [
         Family::Freeze,
         Family::Pause,
         Family::Partition,
@@ -50,6 +54,7 @@ impl Family {
         Family::Evict,
         Family::Foreign,
         Family::Mixed,
+        Family::Sentinel,
         Family::FreezeAll,
     ];
 
@@ -66,6 +71,7 @@ impl Family {
             Family::Evict => "evict",
             Family::Foreign => "foreign",
             Family::Mixed => "mixed",
+            Family::Sentinel => "sentinel",
         }
     }
 }
@@ -87,6 +93,8 @@ pub struct World {
     pub proxies: Vec<Vec<Proxy>>,
     /// Each server's libfaketime timestamp file (the clock family only).
     pub clocks: Vec<PathBuf>,
+    /// The Sentinel group that is one more member (the sentinel family only).
+    pub group: Option<crate::harness::sentinel::SentinelGroup>,
 }
 
 /// The pids of `pid` and all its descendants.
@@ -106,6 +114,11 @@ fn tree(pid: u32) -> Vec<u32> {
         i += 1;
     }
     all
+}
+
+/// A process's command name (`/proc/PID/comm`).
+fn comm(pid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default().trim().to_owned()
 }
 
 fn record(ctx: &Ctx, what: &str, phase: &str, foreign: Option<(String, u64)>) {
@@ -146,7 +159,15 @@ pub fn run(ctx: &Arc<Ctx>, world: &mut World, family: Family, seed: u64) {
         let n = world.fleet.servers.len();
         match family {
             Family::Freeze | Family::FreezeAll => {
-                let running = ctx.running.lock().unwrap().clone();
+                // A run inside its section: its command (perl) runs.
+                let running: Vec<(u32, Duration)> = ctx
+                    .running
+                    .lock()
+                    .unwrap()
+                    .clone()
+                    .into_iter()
+                    .filter(|(pid, _)| tree(*pid).iter().skip(1).any(|p| comm(*p) == "perl"))
+                    .collect();
                 if running.is_empty() {
                     continue;
                 }
@@ -164,8 +185,27 @@ pub fn run(ctx: &Arc<Ctx>, world: &mut World, family: Family, seed: u64) {
                 }
                 record(ctx, &what, "stop", None);
             }
-            Family::Pause | Family::Restart | Family::RestartLate | Family::Clock
-                if family == Family::Pause || rng.bool() =>
+            Family::Sentinel if rng.bool() => {
+                let Some(group) = &world.group else { continue };
+                let what = "SENTINEL FAILOVER".to_owned();
+                record(ctx, &what, "start", None);
+                // Refused while one is in progress (INPROG): nothing happens.
+                let sentinel = &group.sentinels[rng.usize(..group.sentinels.len())];
+                let client = redis::Client::open(format!("redis://{}", sentinel.address()));
+                if let Ok(mut conn) = client.and_then(|c| c.get_connection()) {
+                    let _: redis::RedisResult<redis::Value> = redis::cmd("SENTINEL")
+                        .arg("FAILOVER")
+                        .arg(crate::harness::sentinel::SERVICE)
+                        .query(&mut conn);
+                }
+                record(ctx, &what, "stop", None);
+            }
+            Family::Pause
+            | Family::Restart
+            | Family::RestartLate
+            | Family::Clock
+            | Family::Sentinel
+                if matches!(family, Family::Pause | Family::Sentinel) || rng.bool() =>
             {
                 // Pauses make holders with exact quorums, which the other
                 // families then test.
@@ -220,18 +260,34 @@ pub fn run(ctx: &Arc<Ctx>, world: &mut World, family: Family, seed: u64) {
                 }
                 record(ctx, &what, "stop", None);
             }
-            Family::Restart | Family::RestartLate => {
+            Family::RestartLate => {
+                // Down for the longest TTL (2 s) plus a second, back empty.
                 let i = rng.usize(..n);
-                let late = family == Family::RestartLate;
-                let what =
-                    format!("restart server {i} empty{}", if late { " after 3s" } else { "" });
+                let what = format!("restart server {i} empty after 3s down");
                 record(ctx, &what, "start", None);
                 world.fleet.servers[i].stop();
-                if late {
-                    // The longest TTL (2 s) plus a second.
-                    std::thread::sleep(Duration::from_secs(3));
-                }
+                std::thread::sleep(Duration::from_secs(3));
                 world.fleet.servers[i].start_again();
+                record(ctx, &what, "stop", None);
+            }
+            Family::Restart => {
+                // Server x down for a while, so that holders take exact
+                // quorums of the others; meanwhile server y restarts empty
+                // (forgetting their keys); then x comes back, empty too.
+                let x = rng.usize(..n);
+                let y = (x + 1 + rng.usize(..n - 1)) % n;
+                let (down, after) = (ms(&mut rng, 300, 1500), ms(&mut rng, 0, 500));
+                let what = format!(
+                    "server {x} down {}ms, server {y} restarted empty {}ms before it is back",
+                    down.as_millis() + after.as_millis(),
+                    after.as_millis()
+                );
+                record(ctx, &what, "start", None);
+                world.fleet.servers[x].stop();
+                std::thread::sleep(down);
+                world.fleet.servers[y].restart();
+                std::thread::sleep(after);
+                world.fleet.servers[x].start_again();
                 record(ctx, &what, "stop", None);
             }
             Family::Clock => {
@@ -285,7 +341,7 @@ pub fn run(ctx: &Arc<Ctx>, world: &mut World, family: Family, seed: u64) {
                 }
                 record(ctx, &what, "stop", None);
             }
-            Family::Pause | Family::Mixed => {}
+            Family::Pause | Family::Mixed | Family::Sentinel => {}
         }
     }
     heal(world);

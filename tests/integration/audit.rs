@@ -111,3 +111,25 @@ fn a_ttl_with_no_room_for_scheduling_is_refused() {
     assert_eq!(fleet.dbsizes(), vec![0], "a refused run wrote to a server");
     Redlock::on(&fleet).args(["run", "--ttl", "1s", "-k", &key, "--", "true"]).run().expect(0);
 }
+
+/// A server listed twice under two spellings (`127.0.0.1` and `localhost`,
+/// `/0` and no database) was refused only when the round met its own token
+/// on the twin: `acquire -n` exited 0 when it won before the twin's answer,
+/// and renewals then counted the server twice. Servers are compared by
+/// what they are (their `run_id`), not by how their URL is spelled.
+#[test]
+fn a_server_listed_twice_under_two_spellings_is_always_refused() {
+    let fleet = Fleet::start(2);
+    let (p, q) = (fleet.servers[0].port, fleet.servers[1].port);
+    for twins in [
+        format!("redis://127.0.0.1:{p},redis://localhost:{p},redis://127.0.0.1:{q}"),
+        format!("redis://127.0.0.1:{q},redis://127.0.0.1:{p}/0,redis://127.0.0.1:{p}"),
+    ] {
+        for _ in 0..5 {
+            let key = unique_key("twins");
+            let out = Redlock::new(&twins).args(["acquire", "-n", "-k", &key]).run();
+            out.expect(69).stderr_has("listed twice").stderr_has("the same server as");
+            assert_eq!(fleet.values(&lock_key(&key)), vec![None, None], "nothing is left held");
+        }
+    }
+}

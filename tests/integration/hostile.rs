@@ -76,8 +76,10 @@ fn durations_near_the_64_bit_limit_are_usage_errors() {
         assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
     }
     assert_eq!(fleet.values(&lock_key("k")), vec![None]);
-    // The longest accepted TTL works end to end.
-    let out = Redlock::on(&fleet).args(["acquire", "--key", "k", "--ttl", "365d"]).run();
+    // The longest accepted TTL works end to end (with --max-ttl that long).
+    let out = Redlock::on(&fleet)
+        .args(["--max-ttl", "365d", "acquire", "--key", "k", "--ttl", "365d"])
+        .run();
     out.expect(0);
     assert!(fleet.servers[0].pttl(&lock_key("k")) > 364 * 24 * 3600 * 1000);
 }

@@ -129,12 +129,10 @@ pub fn path_with_redlock() -> String {
 
 /// Runs a shell snippet with `redlock` on PATH and the fleet's servers.
 pub fn sh(fleet: &Fleet, script: &str) -> std::process::Child {
-    Command::new("sh")
+    crate::harness::isolate(&mut Command::new("sh"))
         .args(["-c", script])
         .env("PATH", path_with_redlock())
         .env("REDLOCK_SERVERS", fleet.urls())
-        .env_remove("REDLOCK_KEY")
-        .env_remove("REDLOCK_TOKEN")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -287,14 +285,11 @@ fn action_step(
     let step = &action["runs"]["steps"][index];
     assert_eq!(step["shell"], "bash");
     let mut command = Command::new("bash");
-    command
+    crate::harness::isolate(&mut command)
         .args(["--noprofile", "--norc", "-eo", "pipefail", "-c"])
         .arg(step["run"].as_str().unwrap())
         .env("PATH", path)
-        .env("GITHUB_ACTION_PATH", root())
-        .env_remove("REDLOCK_KEY")
-        .env_remove("REDLOCK_TOKEN")
-        .env_remove("REDLOCK_SERVERS");
+        .env("GITHUB_ACTION_PATH", root());
     for (k, v) in github {
         command.env(format!("GITHUB_{}", k.to_uppercase()), v);
     }

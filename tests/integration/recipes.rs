@@ -182,6 +182,7 @@ fn run_component(overrides: &[(&str, &str)], fleet: &Fleet, path: &str) -> (Stri
     let jobs = yaml(job);
     let (job_name, job) = jobs.as_object().unwrap().iter().next().expect("one job");
     let mut command = Command::new("sh");
+    crate::harness::isolate(&mut command);
     for (k, v) in job["variables"].as_object().into_iter().flatten() {
         let value = v.as_str().or_else(|| v["value"].as_str()).unwrap();
         command.env(k, interpolate(value, &inputs));

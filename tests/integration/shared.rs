@@ -305,3 +305,24 @@ fn a_shared_waiter_gets_in_while_exclusive_holders_keep_arriving() {
     let audit = rw_audit(dir.path());
     assert_eq!(audit.shared, 1, "{audit:?}");
 }
+
+/// Readers never wait for each other: 8 loops of 3 shared runs of a
+/// 0.3 s job on 5 servers, and every reader is inside as soon as it
+/// starts (no writer queues).
+#[test]
+fn readers_never_wait_while_only_readers_hold_the_lock() {
+    let fleet = Fleet::start(5);
+    let key = unique_key("rw-readers");
+    let dir = tempfile::tempdir().unwrap();
+    let loops = crate::limit::limit_loops(&fleet, &key, dir.path(), (8, 3, "0.3"), &["--shared"]);
+    for l in loops {
+        assert!(l.wait_with_output().unwrap().status.success());
+    }
+    let failures = std::fs::read_to_string(dir.path().join("failures")).unwrap_or_default();
+    assert!(failures.is_empty(), "runs failed: {failures}");
+    let (whole, used) = crate::limit::limit_usage(dir.path());
+    eprintln!("24 shared runs of 0.3 s: {whole:?}, {used:.2} inside while anyone waited");
+    // Three rounds of 0.3 s if nobody waits, plus the runs' own start-up;
+    // a reader that waited for a pause would add hundreds of milliseconds.
+    assert!(whole < Duration::from_millis(2500), "took {whole:?}");
+}

@@ -195,7 +195,7 @@ fn a_process_keeps_one_pubsub_connection_per_server_however_often_it_waits() {
             redlock::server::Server::new(url, Duration::from_secs(1), &Default::default()).unwrap()
         })
         .collect();
-    let lib = redlock::lock::Fleet::new(servers, 2, 0.01);
+    let lib = redlock::lock::Fleet::new(servers, 2, 0.01).with_restart_window(None);
     let log = redlock::output::Log::new(0, true, redlock::cli::LogFormat::Text);
     let request = Request {
         key: key.clone(),

@@ -1,0 +1,133 @@
+//! A server restarted without its data votes for no one until no holder
+//! can still rely on a key it forgot (`--max-ttl` plus 1 s): the delayed
+//! restart that Redlock's safety needs, enforced by redlock itself.
+//!
+//! The tests run with `--max-ttl 3s` (so a restarted server waits 4 s) on
+//! servers that have been up that long, and without the harness's
+//! `REDLOCK_TRUST_RESTARTS` ([`Redlock::distrust_restarts`]).
+
+use std::time::{Duration, Instant};
+
+use crate::harness::proxy::{Mode, Proxy};
+use crate::harness::{Fleet, Redlock, unique_key, wait_for_file};
+
+/// The longest TTL of these tests, and how long a restarted server waits.
+const MAX_TTL: &str = "3s";
+const WINDOW: Duration = Duration::from_secs(4);
+
+/// `n` servers that have been up for the whole window.
+fn aged_fleet(n: usize) -> Fleet {
+    let fleet = Fleet::start(n);
+    std::thread::sleep(WINDOW);
+    fleet
+}
+
+fn redlock(servers: &str) -> Redlock {
+    Redlock::new(servers).distrust_restarts().args(["--max-ttl", MAX_TTL])
+}
+
+/// `run -n --ttl 3s -k KEY --`.
+fn run_n(key: &str) -> [&str; 7] {
+    ["run", "-n", "--ttl", MAX_TTL, "-k", key, "--"]
+}
+
+/// The holder has exactly a quorum (A and B; C was unreachable from it).
+/// B restarts empty: B and C are free, and a second run used to get in at
+/// once, beside the first. B's grant now counts towards no quorum.
+#[test]
+fn a_server_restarted_empty_gives_no_vote_to_a_second_holder() {
+    let mut fleet = aged_fleet(3);
+    let key = unique_key("restart-empty");
+    let dir = tempfile::tempdir().unwrap();
+    let inside = dir.path().join("inside");
+    // The holder reaches C through a proxy that holds everything.
+    let proxy = Proxy::start(fleet.servers[2].port);
+    proxy.set(Mode::Stall);
+    let holder_servers =
+        format!("{},{},{}", fleet.servers[0].url(), fleet.servers[1].url(), proxy.url());
+    let holder = redlock(&holder_servers)
+        // Renewals 2 s apart: the second comes before the holder learns of
+        // the restart at its next renewal.
+        .args(["run", "--ttl", MAX_TTL, "--renew-every", "2s", "--kill-after", "100ms"])
+        .args(["--node-timeout", "200ms", "-k", &key, "--"])
+        .args(["sh", "-c"])
+        .args([format!(
+            "touch {i}; trap 'rm -f {i}; exit 143' TERM; sleep 6 & wait; rm -f {i}",
+            i = inside.display()
+        )])
+        .spawn();
+    wait_for_file(&inside);
+    // What the holder sent C is never delivered.
+    proxy.drop_connections();
+    fleet.servers[1].restart();
+    let overlap = dir.path().join("overlap");
+    let check = format!("test -e {} && touch {}; true", inside.display(), overlap.display());
+    let out = redlock(&fleet.urls()).args(run_n(&key)).args(["sh", "-c", &check]).run();
+    // It may run once the holder has lost its lock (at its next renewal,
+    // with B empty and C cut off) and stopped its command: never before.
+    assert!(!overlap.exists(), "a second holder ran beside the first:\n{}", out.stderr);
+    let _ = holder.wait();
+}
+
+/// One server restarted: the others make a quorum at once.
+#[test]
+fn one_restarted_server_costs_nothing_while_the_others_make_a_quorum() {
+    let mut fleet = aged_fleet(3);
+    let key = unique_key("restart-one");
+    fleet.servers[0].restart();
+    let out = redlock(&fleet.urls()).args(run_n(&key)).args(["true"]).run();
+    out.expect(0).within(Duration::from_secs(2));
+}
+
+/// A whole fleet restarted: no lock until the window passes, with a line
+/// that says why, then at once.
+#[test]
+fn a_fleet_restarted_at_once_locks_again_after_the_window() {
+    let mut fleet = Fleet::start(3);
+    let key = unique_key("restart-all");
+    for s in &mut fleet.servers {
+        s.restart();
+    }
+    let restarted = Instant::now();
+    let flags = ["run", "--ttl", "1s", "-k", &key];
+    let out = redlock(&fleet.urls()).args(flags).args(["-n", "--", "true"]).run();
+    out.expect(69).stderr_has("votes again in");
+    // status says which servers have no vote, and why.
+    let status = redlock(&fleet.urls()).args(["status", "-k", &key, "--json"]).run();
+    let json = status.json();
+    for server in json["servers"].as_array().unwrap() {
+        assert!(server["no_vote"].as_str().is_some_and(|v| v.contains("restarted")), "{json}");
+    }
+    let table = redlock(&fleet.urls()).args(["status", "-k", &key]).run();
+    assert!(table.stdout.contains("no vote: it restarted"), "{}", table.stdout);
+    let out = redlock(&fleet.urls()).args(flags).args(["--wait", "20s", "--", "true"]).run();
+    out.expect(0).stderr_has("votes again in");
+    let took = restarted.elapsed();
+    assert!(took >= WINDOW - Duration::from_secs(1), "a restarted server voted after {took:?}");
+    assert!(took < WINDOW + Duration::from_secs(3), "locked only after {took:?}");
+}
+
+/// Servers that keep every write (`appendonly yes`, `appendfsync always`)
+/// lost nothing in a restart, and vote at once; so does any server with
+/// `--trust-restarts`.
+#[test]
+fn servers_that_keep_their_data_and_trusted_ones_vote_at_once() {
+    let mut fleet = Fleet::start_build_with(
+        crate::harness::redis::Build::Redis7,
+        3,
+        &["--appendonly", "yes", "--appendfsync", "always"],
+    );
+    let key = unique_key("restart-kept");
+    fleet.servers[0].restart();
+    redlock(&fleet.urls()).args(run_n(&key)).args(["true"]).run().expect(0);
+    let mut fleet = Fleet::start(3);
+    for s in &mut fleet.servers {
+        s.restart();
+    }
+    redlock(&fleet.urls())
+        .args(["--trust-restarts"])
+        .args(run_n(&key))
+        .args(["true"])
+        .run()
+        .expect(0);
+}
