@@ -54,6 +54,8 @@ pub struct Probe {
     pub role: String,
     /// `run_id`: the same on two URLs means the same server.
     pub run_id: String,
+    /// `uptime_in_seconds`: how long ago it started.
+    pub uptime: Option<Duration>,
     /// Server clock minus ours, compensated by half the round trip, in ms.
     pub clock_offset_ms: f64,
     /// `maxmemory` in bytes (0: no limit).
@@ -209,6 +211,7 @@ pub async fn doctor(
     .flatten()
     .collect::<Vec<_>>();
     let mut a = assess(&probes, &failures, ttl, drift_factor);
+    assess_restarts(&probes, fleet.restart_window(), &mut a);
     for g in &groups {
         assess_group(g, &mut a);
     }
@@ -321,6 +324,7 @@ async fn probe(server: &Server) -> Result<Probe, ServerError> {
         valkey_version: info.get("valkey_version").map(|v| (*v).to_owned()),
         role: field("role"),
         run_id: field("run_id"),
+        uptime: field("uptime_in_seconds").parse().ok().map(Duration::from_secs),
         clock_offset_ms: (server_us - local_us) / 1000.0,
         maxmemory: field("maxmemory").parse().unwrap_or(0),
         policy: field("maxmemory_policy"),
@@ -755,6 +759,33 @@ pub fn assess_group(g: &GroupCheck, a: &mut Assessment) {
             g.group,
             g.answers.len()
         ));
+    }
+}
+
+/// A warning for each server up for less than `window` (`--max-ttl` plus
+/// 1 s; `None` with `--trust-restarts`) that does not keep every write: it
+/// may have forgotten a holder's key in a restart, so its grants count
+/// towards no quorum until then (`lock::acquire`'s `restarted`).
+pub fn assess_restarts(probes: &[Probe], window: Option<Duration>, a: &mut Assessment) {
+    let Some(window) = window else { return };
+    for p in probes {
+        let keeps_data = p.appendonly && p.appendfsync.as_deref() == Some("always");
+        match p.uptime {
+            Some(up) if up < window && !keeps_data => a.warnings.push(format!(
+                "{}: up {} only: a server without appendfsync always may have lost a holder's \
+                 key in a restart, so it gets no vote until {} after its start (in {})",
+                p.server,
+                crate::fmt_duration(up),
+                crate::fmt_duration(window),
+                crate::fmt_duration(window - up)
+            )),
+            None => a.notes.push(format!(
+                "{}: no uptime in its INFO: a restart is not seen, and it is assumed to have \
+                 restarted long ago",
+                p.server
+            )),
+            _ => {}
+        }
     }
 }
 
@@ -1228,6 +1259,24 @@ mod tests {
             PubSub::Refused("User u has no permissions to access one of the channels".into());
         let a = assess(&[p], &[], Duration::from_secs(30), 0.01);
         assert!(a.warnings.is_empty() && a.notes[0].contains("not woken by releases"), "{a:?}");
+    }
+
+    #[test]
+    fn a_server_restarted_within_the_window_gets_a_warning_unless_it_keeps_its_data() {
+        let window = Some(Duration::from_secs(61));
+        let mut young = healthy("a", "1");
+        young.uptime = Some(Duration::from_secs(5));
+        let mut a = Assessment::default();
+        assess_restarts(&[young.clone()], window, &mut a);
+        assert!(a.warnings.is_empty(), "appendfsync always keeps its data: {a:?}");
+        young.appendfsync = Some("everysec".into());
+        assess_restarts(&[young.clone()], window, &mut a);
+        assert!(
+            a.warnings[0].contains("no vote until 1m 1s") && a.warnings[0].contains("in 56.0s")
+        );
+        let mut trusted = Assessment::default();
+        assess_restarts(&[young], None, &mut trusted);
+        assert!(trusted.warnings.is_empty());
     }
 
     #[test]
