@@ -379,10 +379,20 @@ impl RedisServer {
             }
             None => redis::Client::open(self.url()),
         };
-        client
-            .expect("client")
-            .get_connection_with_timeout(Duration::from_secs(5))
-            .unwrap_or_else(|e| panic!("connect to {}: {e}; log:\n{}", self.port, self.log()))
+        let client = client.expect("client");
+        // A connection reset as it opens is retried: a Sentinel failover
+        // kills the old master's clients (CLIENT KILL) while tests inspect it.
+        let mut tries = 0;
+        loop {
+            match client.get_connection_with_timeout(Duration::from_secs(5)) {
+                Ok(conn) => return conn,
+                Err(e) if tries < 5 && e.is_connection_dropped() => {
+                    tries += 1;
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                Err(e) => panic!("connect to {}: {e}; log:\n{}", self.port, self.log()),
+            }
+        }
     }
 
     /// Runs a command on the server.
@@ -391,8 +401,15 @@ impl RedisServer {
         for a in &args[1..] {
             cmd.arg(*a);
         }
-        cmd.query(&mut self.conn())
-            .unwrap_or_else(|e| panic!("{args:?} on {}: {e}; log:\n{}", self.port, self.log()))
+        // Retried when the connection drops (see `conn`).
+        let mut tries = 0;
+        loop {
+            match cmd.query(&mut self.conn()) {
+                Ok(value) => return value,
+                Err(e) if tries < 5 && e.is_connection_dropped() => tries += 1,
+                Err(e) => panic!("{args:?} on {}: {e}; log:\n{}", self.port, self.log()),
+            }
+        }
     }
 
     /// The string value of `key`, if any.
