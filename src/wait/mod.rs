@@ -21,21 +21,16 @@ use serde_json::json;
 
 use crate::error::Error;
 use crate::exit;
-use crate::lock::{Attempt, Fleet, Lock, Place, is_shared};
+use crate::lock::{Attempt, Fleet, Lock, Place};
 use crate::lock::{Request, Wait};
 use crate::output::{Level, Log};
 use crate::queue;
 use crate::server::{Failure, Server};
 use crate::signals::Signals;
 
-/// How many attempts a waiter makes, [`CHASE_PAUSE`] apart, when it finds
-/// the lock still held by the token whose release it just heard (the
-/// release reached some servers before others). Bounded per release heard,
-/// so that a release that failed on a quorum costs a few attempts, never a
-/// storm.
-const CHASES: u32 = 3;
-/// The pause before a chasing attempt: about one turn of the servers.
-const CHASE_PAUSE: Duration = Duration::from_millis(1);
+mod state;
+
+pub(crate) use state::{Action, Asked, CHASE_PAUSE, Event, Seen, WaitState};
 
 /// The first pause between attempts.
 pub const FIRST_PAUSE: Duration = Duration::from_millis(25);
@@ -94,19 +89,25 @@ pub const SETTLE_BOUND: Duration = Duration::from_secs(5);
 #[derive(Debug)]
 pub struct Backoff {
     window: Duration,
+    rng: fastrand::Rng,
 }
 
 impl Backoff {
     /// A backoff at its first step.
     pub fn new() -> Backoff {
-        Backoff { window: FIRST_PAUSE }
+        Backoff { window: FIRST_PAUSE, rng: fastrand::Rng::new() }
+    }
+
+    /// A backoff whose jitter comes from `seed` (tests).
+    pub fn seeded(seed: u64) -> Backoff {
+        Backoff { window: FIRST_PAUSE, rng: fastrand::Rng::with_seed(seed) }
     }
 
     /// The next pause.
     pub fn next_pause(&mut self) -> Duration {
         let window = self.window;
         self.window = (self.window * 2).min(MAX_PAUSE);
-        window / 2 + window.mul_f64(fastrand::f64() / 2.0)
+        window / 2 + window.mul_f64(self.rng.f64() / 2.0)
     }
 }
 
@@ -118,12 +119,12 @@ impl Default for Backoff {
 
 /// A release as announced (`scripts/release.lua`): `FIRST\nTOKEN`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-struct Release {
+pub(crate) struct Release {
     /// The waiter first in the queue where it was announced (empty: none);
     /// `None` from a publisher that does not say (an older redlock).
-    first: Option<String>,
+    pub(crate) first: Option<String>,
     /// The released token.
-    token: Vec<u8>,
+    pub(crate) token: Vec<u8>,
 }
 
 impl Release {
@@ -289,276 +290,207 @@ pub async fn acquire(
     let key = key.as_str();
     let shown = crate::display_key(key.as_bytes());
     let start = Instant::now();
-    let deadline = match wait {
-        Wait::Once => Some(start),
-        Wait::For(d) => Some(start + *d),
-        Wait::Forever => None,
-    };
-    let mut backoff = Backoff::new();
-    let mut wait_report = WaitReport::default();
-    let mut attempts = 0u32;
-    // Split rounds in a row: each one makes the next attempt more patient
-    // with slow servers (`lock::patience`).
-    let mut splits = 0u32;
-    let mut wake: Option<Wake> = None;
     // This wait's entry in the queue ([`crate::queue`]), kept by the
-    // attempts themselves; `joined` once one of them may have written it.
-    // A shared wait's member says so, for the queue's turn of shared
-    // waiters (`scripts/acquire.lua`).
+    // attempts themselves. A shared wait's member says so, for the queue's
+    // turn of shared waiters (`scripts/acquire.lua`).
     let member = queue::entry(request.shared).to_string();
+    let mut state = WaitState::new(
+        Asked {
+            start,
+            deadline: match wait {
+                Wait::Once => Some(start),
+                Wait::For(d) => Some(start + *d),
+                Wait::Forever => None,
+            },
+            ordered: *ordered,
+            member: member.clone(),
+            places: usize::try_from(request.limit.max(1)).unwrap_or(usize::MAX),
+        },
+        Backoff::new(),
+    );
     let since_ms = crate::millis(
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default(),
     );
+    let mut wait_report = WaitReport::default();
+    let mut wake: Option<Wake> = None;
+    // Whether an attempt may have written our queue entry.
     let mut joined = false;
-    // False for the one attempt after the queue proved disordered.
-    let mut order = true;
-    // Waiters ahead of us as the last attempt saw it, and when. A release
-    // heard that names another waiter (heard only on a server without
-    // scripts, or by a shared waiter, or through a second wait of this
-    // process: an ordered waiter hears only the releases that name it)
-    // moves us up one place without asking the servers; the turn to take a
-    // free key always comes from the servers.
-    let mut ahead: Option<(usize, Instant)>;
-    // The token of the last release heard, and how many attempts since
-    // met it still holding (see `CHASES`).
-    let mut heard: Option<Vec<u8>> = None;
-    let mut chases = 0;
-    // Whether the last attempt came of a release heard (and its chases),
-    // rather than of the end of a pause.
-    let mut woken = false;
+    // What the last attempt saw, as the error the wait ends with.
+    let mut last: Option<Error> = None;
     let queue_keys = fleet.key_layout().queue_keys(key);
     // Leaving the queue needs no answer: in the background, so that a
     // server that hangs does not hold the end of the wait.
-    let leave = async |joined: bool| {
+    let leave = |joined: bool| {
         if joined {
             let servers = fleet.servers().to_vec();
             let (key, keys, member) = (key.to_owned(), queue_keys.clone(), member.clone());
             fleet.background(queue::leave(servers, key, keys, member));
         }
     };
-    let join = *wait != Wait::Once;
+    let join = state.joins();
     let places = request.limit.max(1);
+    let mut action = state.first();
     loop {
-        attempts += 1;
-        // Whether the last attempt found the lock free but another
-        // waiter's turn ([`Attempt::Queued`]).
-        let mut held_up = false;
-        let place = ordered.then_some(Place { member: &member, join, order, since_ms, places });
-        let report = crate::slots::attempt(fleet, request, splits, place).await;
-        joined |= place.is_some() && join;
-        order = true;
-        let outcome = match &report.attempt {
-            Attempt::Acquired(_) => "acquired",
-            Attempt::Busy(_) => "busy",
-            Attempt::Split(_) => "split",
-            Attempt::Unavailable(_) => "unavailable",
-            Attempt::Queued { .. } => "queued",
-            Attempt::Disordered => "disordered",
-        };
-        log.event(
-            Level::Info,
-            "acquire_attempt",
-            &format!("attempt {attempts} on {shown}: {outcome}"),
-            json!({ "key": key, "attempt": attempts, "outcome": outcome, "servers": report.servers }),
-        );
-        crate::metrics::observe(&report.servers);
-        // An ordered waiter that a release woke: a split, or a round with
-        // too few answers (it stops once nobody can win it, and the servers
-        // not awaited then count as silent), is most often that release
-        // still on its way to some servers, the old token holding them
-        // (seen: "2 of 5 servers answered" with 2 of 5 down, one holding
-        // the old token, one not awaited). Chased as a busy answer naming
-        // the token heard is (below), within the wait's deadline. Waiting a
-        // whole pause instead let a waiter behind it, refreshing its place
-        // while this one's grant was being withdrawn from a server, find no
-        // first waiter on a quorum and take the lock out of turn
-        // (waiting_scale's FIFO test with 2 of 5 servers down: 1 run in 15).
-        // Only right after a wake: what a refresh meets at the end of a
-        // pause is left to the backoff.
-        let in_time = deadline.is_none_or(|d| Instant::now() < d);
-        let lagging = match &report.attempt {
-            Attempt::Split(_) => true,
-            Attempt::Unavailable(e) => !config_error(e),
-            _ => false,
-        };
-        if lagging && *ordered && woken && chases < CHASES && in_time {
-            chases += 1;
-            log.debug(&format!(
-                "attempt {attempts}: not taken just after a release; again at once"
-            ));
-            tokio::time::sleep(CHASE_PAUSE).await;
-            continue;
-        }
-        let (last, holder_left) = match report.attempt {
-            Attempt::Acquired(lock) => {
-                unreachable_servers(log, key, &report.servers);
-                let waited = start.elapsed();
-                wait_report.acquired(log, key, waited, attempts);
-                log.event(
-                    Level::Info,
-                    "acquired",
-                    &format!(
-                        "acquired {shown} after {attempts} attempt(s) in {}: {}; valid for {}{}",
-                        crate::fmt_duration(waited),
-                        crate::lock::took_part(
-                            format!(
-                                "granted by {} of {} (quorum {})",
-                                lock.granted.0,
-                                lock.granted.1,
-                                fleet.quorum()
-                            ),
-                            &report.servers,
-                            "granted",
-                        ),
-                        crate::fmt_duration(lock.validity),
-                        lock.fence.map_or_else(String::new, |f| format!(", fence {f}")),
-                    ),
-                    json!({
-                        "key": key,
-                        "quorum": fleet.quorum(),
-                        "granted": lock.granted.0,
-                        "servers": lock.granted.1,
-                        "validity_ms": crate::millis(lock.validity),
-                        "fence": lock.fence,
-                        "waited_ms": crate::millis(waited),
-                        "attempts": attempts,
-                    }),
-                );
-                return Ok(lock);
-            }
-            Attempt::Disordered => {
-                // No waiter is first on a quorum: once more, without order.
-                order = false;
-                continue;
-            }
-            Attempt::Busy(holder) => {
-                let message = holder.describe(key);
-                // Still held by the token we heard released: its release
-                // is on its way to the other servers. Attempt again soon,
-                // a few times per release heard, rather than wait a whole
-                // pause for a release already announced.
-                // The marker of shared holders counts as the token heard:
-                // the last of them announced it as it went.
-                let chase = heard.as_deref() == Some(holder.value.as_bytes())
-                    || (heard.is_some() && crate::shared::is_marker(&holder.value));
-                if chase && chases < CHASES {
-                    chases += 1;
-                    tokio::time::sleep(CHASE_PAUSE).await;
-                    continue;
+        let event = match action {
+            Action::Attempt { .. } | Action::Chase => {
+                let order = match action {
+                    Action::Attempt { order } => order,
+                    _ => {
+                        log.debug(&format!(
+                            "attempt {}: not taken just after a release; again at once",
+                            state.attempts
+                        ));
+                        tokio::time::sleep(CHASE_PAUSE).await;
+                        true
+                    }
+                };
+                let place =
+                    ordered.then_some(Place { member: &member, join, order, since_ms, places });
+                let report = crate::slots::attempt(fleet, request, state.splits, place).await;
+                joined |= place.is_some() && join;
+                log_attempt(log, key, state.attempts + 1, &report);
+                crate::metrics::observe(&report.servers);
+                let seen = seen(&report.attempt);
+                let ahead = report.ahead;
+                match report.attempt {
+                    Attempt::Acquired(lock) => {
+                        let attempts = state.attempts + 1;
+                        unreachable_servers(log, key, &report.servers);
+                        wait_report.acquired(log, key, start.elapsed(), attempts);
+                        acquired(log, fleet, key, &lock, &report.servers, start, attempts);
+                        return Ok(lock);
+                    }
+                    Attempt::Busy(holder) => {
+                        let message = holder.describe(key);
+                        last = Some(Error::Busy { message, code: exit::BUSY });
+                    }
+                    Attempt::Queued { ahead } => {
+                        let message = format!("{shown} has {ahead} waiter(s) queued ahead");
+                        last = Some(Error::Busy { message, code: exit::BUSY });
+                    }
+                    Attempt::Split(split) => {
+                        let message = format!("acquire {}", split.describe(key, fleet.quorum()));
+                        last = Some(Error::Split(message));
+                    }
+                    Attempt::Unavailable(e) => last = Some(e),
+                    Attempt::Disordered => {}
                 }
-                (Error::Busy { message, code: exit::BUSY }, holder.remaining)
+                Event::Attempted { seen, ahead }
             }
-            Attempt::Queued { ahead } => {
-                held_up = true;
-                let message = format!("{shown} has {ahead} waiter(s) queued ahead");
-                (Error::Busy { message, code: exit::BUSY }, None)
-            }
-            Attempt::Split(split) => {
-                let message = format!("acquire {}", split.describe(key, fleet.quorum()));
-                (Error::Split(message), split.expires)
-            }
-            Attempt::Unavailable(e) => {
-                if config_error(&e) {
-                    leave(joined).await;
-                    return Err(e);
+            Action::Pause { until, left, report, listen } => {
+                let last_seen = last.as_ref().map_or_else(String::new, ToString::to_string);
+                if report && let Some(last) = &last {
+                    wait_report.waiting(log, key, last, start.elapsed(), left);
                 }
-                (e, None)
-            }
-        };
-        ahead = report.ahead.map(|n| (n, Instant::now()));
-        let split = matches!(last, Error::Split(_));
-        splits = if split { splits + 1 } else { 0 };
-        // Nobody holds the lock: settle the split, or let the waiter whose
-        // turn it is take it or lapse ([`queue::HELD_UP`]), even when not
-        // waiting: busy means a holder has a quorum, never only a queue.
-        let until = match deadline {
-            Some(d) if split => Some(d.max(start + SETTLE_BOUND)),
-            Some(d) if held_up => Some(d.max(start + queue::HELD_UP + MAX_PAUSE)),
-            other => other,
-        };
-        let left = until.map_or(Duration::MAX, |d| d.saturating_duration_since(Instant::now()));
-        if left.is_zero() {
-            leave(joined).await;
-            return Err(last);
-        }
-        // Settling a split, or a queue's turn, is not waiting for a
-        // holder: `-n` says nothing.
-        if !((split || held_up) && *wait == Wait::Once) {
-            wait_report.waiting(log, key, &last, start.elapsed(), left);
-        }
-        // A split has no holder to announce a release; and withdrawals are
-        // not announced (they would wake every waiter into the same split).
-        if !split {
-            let own = (*ordered && !request.shared).then_some(member.as_str());
-            wake.get_or_insert_with(|| Wake::subscribe(fleet, key, own, log));
-        }
-        let holder_expiry = holder_left.map(|d| Instant::now() + d.max(Duration::from_millis(1)));
-        // Until the next attempt: at the end of a pause, or at a release
-        // that names us (or nobody). Far back in the queue a pause ends in
-        // an attempt only to refresh our place once REFRESH has passed.
-        loop {
-            let left = match until {
-                Some(d) => d.saturating_duration_since(Instant::now()),
-                None => Duration::MAX,
-            };
-            if left.is_zero() {
-                leave(joined).await;
-                return Err(last);
-            }
-            let mut pause = backoff.next_pause().min(left);
-            if let Some(expiry) = holder_expiry {
-                // Never sleep past the moment the holder's lock expires
-                // (once it has, the pauses are the backoff's alone).
-                let until = expiry.saturating_duration_since(Instant::now());
-                if !until.is_zero() {
-                    pause = pause.min(until);
+                if listen {
+                    let own = (*ordered && !request.shared).then_some(member.as_str());
+                    wake.get_or_insert_with(|| Wake::subscribe(fleet, key, own, log));
                 }
-            }
-            log.debug(&format!(
-                "attempt {attempts}: {last}; next in at most {}",
-                crate::fmt_duration(pause)
-            ));
-            tokio::select! {
-                () = tokio::time::sleep(pause) => {
-                    woken = false;
-                    // Behind the first `places` waiters, a pause ends in
-                    // an attempt only to refresh our entry.
-                    match ahead {
-                        Some((n, at)) if join && n >= places as usize && at.elapsed() < queue::REFRESH => {
-                            continue;
-                        }
-                        _ => break,
+                log.debug(&format!(
+                    "attempt {}: {last_seen}; next in at most {}",
+                    state.attempts,
+                    crate::fmt_duration(until.saturating_duration_since(Instant::now()))
+                ));
+                tokio::select! {
+                    () = tokio::time::sleep_until(until.into()) => Event::PauseEnded,
+                    release = released(&mut wake) => {
+                        log.debug(&format!(
+                            "woken by a release; first in line: {}",
+                            release.first.as_deref().unwrap_or("(not said)")
+                        ));
+                        Event::Released(release)
+                    }
+                    signal = next_signal(&mut signals) => {
+                        leave(joined);
+                        return Err(interrupted(signal, key));
                     }
                 }
-                release = released(&mut wake) => {
-                    log.debug(&format!(
-                        "woken by a release; first in line: {}",
-                        release.first.as_deref().unwrap_or("(not said)")
-                    ));
-                    let first = release.first.as_deref().filter(|f| !f.is_empty());
-                    heard = Some(release.token.clone());
-                    chases = 0;
-                    woken = true;
-                    match first {
-                        // Another waiter's turn: we move up one place. A
-                        // shared waiter named first lets every shared
-                        // waiter with no exclusive one ahead go in with it
-                        // (`scripts/acquire.lua`): a shared waiter tries.
-                        Some(f) if *ordered && f != member && !(is_shared(f) && is_shared(&member)) => {
-                            if let Some((n, _)) = ahead.as_mut() {
-                                *n = n.saturating_sub(1).max(1);
-                            }
-                        }
-                        _ => break,
-                    }
-                }
-                signal = next_signal(&mut signals) => {
-                    leave(joined).await;
-                    return Err(interrupted(signal, key));
-                }
             }
-        }
+            // (`Acquired` comes of an attempt that took the lock, which
+            // returned it above.)
+            Action::Acquired | Action::GiveUp => {
+                leave(joined);
+                return Err(last.unwrap_or_else(|| {
+                    Error::Usage(format!("acquire {shown}: no attempt was made"))
+                }));
+            }
+        };
+        action = state.step(Instant::now(), event);
     }
+}
+
+/// What an attempt showed, for the wait's decisions ([`WaitState`]).
+fn seen(attempt: &Attempt) -> Seen {
+    match attempt {
+        Attempt::Acquired(_) => Seen::Acquired,
+        Attempt::Disordered => Seen::Disordered,
+        Attempt::Busy(h) => Seen::Busy { holder: h.value.clone(), remaining: h.remaining },
+        Attempt::Queued { .. } => Seen::Queued,
+        Attempt::Split(s) => Seen::Split { expires: s.expires },
+        Attempt::Unavailable(e) => Seen::Unavailable { config: config_error(e) },
+    }
+}
+
+/// The `-vv` line of one attempt.
+fn log_attempt(log: &Log, key: &str, n: u32, report: &crate::lock::AttemptReport) {
+    let outcome = match &report.attempt {
+        Attempt::Acquired(_) => "acquired",
+        Attempt::Busy(_) => "busy",
+        Attempt::Split(_) => "split",
+        Attempt::Unavailable(_) => "unavailable",
+        Attempt::Queued { .. } => "queued",
+        Attempt::Disordered => "disordered",
+    };
+    log.event(
+        Level::Info,
+        "acquire_attempt",
+        &format!("attempt {n} on {}: {outcome}", crate::display_key(key.as_bytes())),
+        json!({ "key": key, "attempt": n, "outcome": outcome, "servers": report.servers }),
+    );
+}
+
+/// The line of a lock taken.
+fn acquired(
+    log: &Log,
+    fleet: &Fleet,
+    key: &str,
+    lock: &Lock,
+    servers: &[crate::lock::ServerResult],
+    start: Instant,
+    attempts: u32,
+) {
+    let waited = start.elapsed();
+    log.event(
+        Level::Info,
+        "acquired",
+        &format!(
+            "acquired {} after {attempts} attempt(s) in {}: {}; valid for {}{}",
+            crate::display_key(key.as_bytes()),
+            crate::fmt_duration(waited),
+            crate::lock::took_part(
+                format!(
+                    "granted by {} of {} (quorum {})",
+                    lock.granted.0,
+                    lock.granted.1,
+                    fleet.quorum()
+                ),
+                servers,
+                "granted",
+            ),
+            crate::fmt_duration(lock.validity),
+            lock.fence.map_or_else(String::new, |f| format!(", fence {f}")),
+        ),
+        json!({
+            "key": key,
+            "quorum": fleet.quorum(),
+            "granted": lock.granted.0,
+            "servers": lock.granted.1,
+            "validity_ms": crate::millis(lock.validity),
+            "fence": lock.fence,
+            "waited_ms": crate::millis(waited),
+            "attempts": attempts,
+        }),
+    );
 }
 
 /// The next release heard. With no listener (yet), or none left, never:
