@@ -35,7 +35,7 @@ use redis::{Script, Value};
 use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
-use crate::lock::{Call, Fleet};
+use crate::lock::{Call, Fleet, Operation};
 use crate::quorum::{Failures, Reply, Round, Vote};
 use crate::server::Op;
 
@@ -207,13 +207,15 @@ pub async fn record(fleet: &Fleet, key: &str, entry: &Entry) -> Result<usize, Fa
     let call = Call {
         op: Op::Record,
         key: key.to_owned(),
-        script: &SCRIPTS.record,
-        keys: vec![layout.history_key(key)],
-        args: vec![
-            json,
-            MAX_ENTRIES.to_string().into_bytes(),
-            crate::millis(RETENTION).to_string().into_bytes(),
-        ],
+        operation: Operation::Scripted {
+            script: &SCRIPTS.record,
+            keys: vec![layout.history_key(key)],
+            args: vec![
+                json,
+                MAX_ENTRIES.to_string().into_bytes(),
+                crate::millis(RETENTION).to_string().into_bytes(),
+            ],
+        },
     };
     written(fleet.round(call, int, |_| Vote::Yes).await)
 }
@@ -229,14 +231,16 @@ pub async fn record_skip(
     let call = Call {
         op: Op::Record,
         key: key.to_owned(),
-        script: &SCRIPTS.skip,
-        keys: vec![fleet.key_layout().skips_key(key)],
-        args: vec![
-            host.into(),
-            epoch_ms(at).to_string().into_bytes(),
-            holder.into(),
-            crate::millis(RETENTION).to_string().into_bytes(),
-        ],
+        operation: Operation::Scripted {
+            script: &SCRIPTS.skip,
+            keys: vec![fleet.key_layout().skips_key(key)],
+            args: vec![
+                host.into(),
+                epoch_ms(at).to_string().into_bytes(),
+                holder.into(),
+                crate::millis(RETENTION).to_string().into_bytes(),
+            ],
+        },
     };
     written(fleet.round(call, int, |_| Vote::Yes).await)
 }
@@ -254,9 +258,11 @@ pub async fn read(fleet: &Fleet, key: &str, n: usize) -> History {
     let call = Call {
         op: Op::History,
         key: key.to_owned(),
-        script: &SCRIPTS.read,
-        keys: vec![layout.history_key(key), layout.skips_key(key)],
-        args: vec![n.to_string().into_bytes()],
+        operation: Operation::Scripted {
+            script: &SCRIPTS.read,
+            keys: vec![layout.history_key(key), layout.skips_key(key)],
+            args: vec![n.to_string().into_bytes()],
+        },
     };
     let round = fleet.round(call, parse_read, |_| Vote::Yes).await;
     let failures = round.failures();

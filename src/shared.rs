@@ -70,7 +70,7 @@ use redis::{Script, Value};
 
 use crate::error::Error;
 use crate::fence;
-use crate::lock::{Call, Fleet, Lock, is_shared, parse_int};
+use crate::lock::{Call, Fleet, Lock, Operation, is_shared, parse_int};
 use crate::quorum::{Reply, Vote};
 use crate::server::Op;
 use crate::token::SHARED_MARKER;
@@ -102,12 +102,17 @@ async fn retime(
     exact: bool,
 ) -> Result<Lock, Error> {
     let layout = fleet.key_layout();
-    let keys = vec![layout.lock_key(key), layout.readers_key(key), layout.fence_key(key)];
-    let more = vec![
-        crate::millis(fence::lifetime(ttl)).to_string().into_bytes(),
-        if exact { "exact" } else { "" }.into(),
-    ];
-    fleet.retime(&SCRIPTS.extend, key, keys, token, ttl, more, crate::lock::NO_SHARED_HOLD).await
+    let operation = Operation::Scripted {
+        script: &SCRIPTS.extend,
+        keys: vec![layout.lock_key(key), layout.readers_key(key), layout.fence_key(key)],
+        args: vec![
+            token.into(),
+            crate::millis(ttl).to_string().into(),
+            crate::millis(fence::lifetime(ttl)).to_string().into_bytes(),
+            if exact { "exact" } else { "" }.into(),
+        ],
+    };
+    fleet.retime(operation, key, token, ttl, crate::lock::NO_SHARED_HOLD).await
 }
 
 /// [`Fleet::extend`], for a shared holder's token too.
@@ -135,13 +140,15 @@ pub async fn force_release(fleet: &Fleet, key: &str) -> usize {
     let call = Call {
         op: Op::ForceRelease,
         key: key.to_owned(),
-        script: &SCRIPTS.force,
-        keys: [
-            vec![layout.lock_key(key), layout.readers_key(key)],
-            layout.queue_keys(key).to_vec(),
-        ]
-        .concat(),
-        args: vec![crate::lock::release_channel(key).into_bytes()],
+        operation: Operation::Scripted {
+            script: &SCRIPTS.force,
+            keys: [
+                vec![layout.lock_key(key), layout.readers_key(key)],
+                layout.queue_keys(key).to_vec(),
+            ]
+            .concat(),
+            args: vec![crate::lock::release_channel(key).into_bytes()],
+        },
     };
     let round = fleet.round(call, parse_int, |_| Vote::Yes).await;
     round.replies.iter().filter(|r| matches!(r, Reply::Answered(1))).count()
@@ -178,9 +185,11 @@ pub async fn holders(fleet: &Fleet, key: &str) -> Vec<SharedHolder> {
     let call = Call {
         op: Op::Status,
         key: key.to_owned(),
-        script: &SCRIPTS.status,
-        keys: vec![layout.lock_key(key), layout.readers_key(key)],
-        args: Vec::new(),
+        operation: Operation::Scripted {
+            script: &SCRIPTS.status,
+            keys: vec![layout.lock_key(key), layout.readers_key(key)],
+            args: Vec::new(),
+        },
     };
     let round = fleet.round(call, parse_status, |_| Vote::Yes).await;
     let quorum = fleet.quorum();

@@ -66,38 +66,6 @@ impl Numbers {
         ];
         fields.iter().flat_map(|f| f.to_le_bytes()).collect()
     }
-
-    /// Reads the packed form back (the no-script path stands in for the
-    /// script); `None` when it is not ten whole non-negative numbers.
-    pub fn unpack(packed: &[u8]) -> Option<Numbers> {
-        if packed.len() != 80 {
-            return None;
-        }
-        let mut n = [0i64; 10];
-        for (slot, chunk) in n.iter_mut().zip(packed.chunks_exact(8)) {
-            let f = f64::from_le_bytes(chunk.try_into().ok()?);
-            if f.fract() != 0.0 || !(-1.0..9.007e15).contains(&f) {
-                return None;
-            }
-            // Exact: integral and below 2^53 (checked just above).
-            #[allow(clippy::cast_possible_truncation)]
-            let whole = f as i64;
-            *slot = whole;
-        }
-        let whole = |i: usize| u64::try_from(n[i]).ok();
-        Some(Numbers {
-            ttl_ms: whole(0)?,
-            proposal: whole(1),
-            window_us: whole(2)?,
-            life_ms: whole(3)?,
-            join: n[4] == 1,
-            order: n[5] == 1,
-            queue_life_ms: whole(6)?,
-            since_ms: whole(7)?,
-            skew_ms: whole(8)?,
-            places: u32::try_from(n[9]).ok()?,
-        })
-    }
 }
 
 /// How an attempt takes part in the lock's wait queue ([`crate::queue`]).
@@ -227,13 +195,6 @@ impl Fleet {
     ) -> AttemptReport {
         let start = BootInstant::now();
         let [order, deadlines] = self.layout.queue_keys(key);
-        let mut keys =
-            vec![self.layout.held_key(key, token), self.layout.fence_key(key), order, deadlines];
-        // A shared holder's token joins the shared holders instead
-        // ([`crate::shared`]): the same script, round and queue.
-        if is_shared(token) {
-            keys.push(self.layout.readers_key(key));
-        }
         let numbers = Numbers {
             ttl_ms: crate::millis(ttl),
             proposal: fence.then(|| fence::proposal(SystemTime::now())),
@@ -249,9 +210,18 @@ impl Fleet {
         let call = Arc::new(Call {
             op: Op::Acquire,
             key: key.to_owned(),
-            script: &SCRIPTS.acquire,
-            keys,
-            args: vec![token.into(), place.map_or("", |p| p.member).into(), numbers.pack()],
+            operation: Operation::Acquire(AcquireOp {
+                lock: self.layout.held_key(key, token),
+                fence: self.layout.fence_key(key),
+                order,
+                deadlines,
+                // A shared holder's token joins the shared holders instead
+                // ([`crate::shared`]): the same script, round and queue.
+                readers: is_shared(token).then(|| self.layout.readers_key(key)),
+                token: token.to_owned(),
+                member: place.map_or(String::new(), |p| p.member.to_owned()),
+                numbers,
+            }),
         });
         // The verdict every server task waits for: Some(true) keeps the
         // votes, Some(false) withdraws them. Dropped unsent (this future
@@ -450,20 +420,17 @@ impl Fleet {
         if !settled.write_back {
             return Ok(Some(fence));
         }
-        let mut keys = vec![self.layout.held_key(key, token), self.layout.fence_key(key)];
-        if is_shared(token) {
-            keys.push(self.layout.readers_key(key));
-        }
         let call = Call {
             op: Op::RaiseFence,
             key: key.to_owned(),
-            script: &SCRIPTS.raise_fence,
-            keys,
-            args: vec![
-                token.into(),
-                fence.to_string().into_bytes(),
-                crate::millis(fence::lifetime(ttl)).to_string().into(),
-            ],
+            operation: Operation::RaiseFence(RaiseFenceOp {
+                lock: self.layout.held_key(key, token),
+                fence: self.layout.fence_key(key),
+                readers: is_shared(token).then(|| self.layout.readers_key(key)),
+                token: token.to_owned(),
+                value: fence,
+                life_ms: crate::millis(fence::lifetime(ttl)),
+            }),
         };
         // Yes only where the counter is now exactly the fence: a server that
         // granted late may have drawn more, and would not give it back.
@@ -642,6 +609,10 @@ async fn contend(
     restart_window: Option<Duration>,
 ) {
     let key = call.key();
+    let Operation::Acquire(op) = &call.operation else {
+        let why = "an acquire round ran another operation".to_owned();
+        return answer.send(Err(server.bad_reply(Op::Acquire, key, why)));
+    };
     // Until this attempt is done, releases here wait.
     let _attempting = server.attempting().await;
     let deadline = server.deadline();
@@ -699,7 +670,7 @@ async fn contend(
         // ever. It is a configuration that waiting cannot cure. Exclusion
         // is safe either way: one server grants one SET NX.
         if let Granted::No { holder: Some(holder), .. } = &granted
-            && call.args.first().is_some_and(|token| token == holder.as_bytes())
+            && op.token == *holder
         {
             return Err(server.unfit(
                 Op::Acquire,
@@ -735,7 +706,7 @@ async fn contend(
             let won = decided(&mut verdict).await;
             if refused_here {
                 if won {
-                    leave_here(&server, &conn, &call).await;
+                    leave_here(&server, &conn, key, op).await;
                 }
                 return;
             }
@@ -745,7 +716,7 @@ async fn contend(
             if keep {
                 // Won without this server: let its vote land all the same.
                 if refused(&set.await) {
-                    leave_here(&server, &conn, &call).await;
+                    leave_here(&server, &conn, key, op).await;
                 }
                 return;
             }
@@ -754,7 +725,7 @@ async fn contend(
     };
     drop(set);
     if !keep {
-        withdraw(&server, &conn, &call, entry).await;
+        withdraw(&server, &conn, key, op, entry).await;
     }
 }
 
@@ -762,16 +733,15 @@ async fn contend(
 /// that won elsewhere but was refused here (and so kept or refreshed the
 /// entry, which would otherwise stand first for others until it expires).
 /// Best effort, on the attempt's connection: after the attempt.
-async fn leave_here(server: &Server, conn: &Conn, call: &Call) {
-    let member = &call.args[1];
-    if member.is_empty() {
+async fn leave_here(server: &Server, conn: &Conn, key: &str, op: &AcquireOp) {
+    if op.member.is_empty() {
         return;
     }
     let mut pipe = redis::pipe();
-    pipe.cmd("ZREM").arg(&call.keys[2]).arg(member).ignore();
-    pipe.cmd("ZREM").arg(&call.keys[3]).arg(member).ignore();
+    pipe.cmd("ZREM").arg(&op.order).arg(&op.member).ignore();
+    pipe.cmd("ZREM").arg(&op.deadlines).arg(&op.member).ignore();
     let send = async |c: &mut MultiplexedConnection| pipe.query_async::<()>(c).await;
-    let _ = server.call_on(conn, Op::Queue, call.key().as_bytes(), server.deadline(), send).await;
+    let _ = server.call_on(conn, Op::Queue, key.as_bytes(), server.deadline(), send).await;
 }
 
 /// Deletes the token of `call`, a failed attempt, from its lock key on
@@ -789,36 +759,37 @@ async fn leave_here(server: &Server, conn: &Conn, call: &Call) {
 /// `entry` is the waiter's queue entry (join score, deadline) that the
 /// grant being withdrawn removed: it goes back, so that a head whose
 /// attempt failed keeps its place.
-async fn withdraw(server: &Server, conn: &Conn, call: &Call, entry: Option<(u64, u64)>) {
-    let key = call.key();
+async fn withdraw(
+    server: &Server,
+    conn: &Conn,
+    key: &str,
+    op: &AcquireOp,
+    entry: Option<(u64, u64)>,
+) {
     // No-script hook: the same compare-and-delete without a script.
     if server.scripts_refused() {
         let send = async |_: &mut MultiplexedConnection| {
-            crate::lock::noscript::withdraw(server, &call.keys[0], &call.args[0]).await
+            crate::lock::noscript::withdraw(server, &op.lock, op.token.as_bytes()).await
         };
         let _ = server.call(Op::Withdraw, key.as_bytes(), send).await;
         return;
     }
-    let (member, (score, deadline)) = match entry {
-        Some(entry) => (call.args[1].as_slice(), entry),
-        None => (&b""[..], (0, 0)),
-    };
-    // A shared attempt's call has the shared holders as a fifth key: the
-    // script then withdraws its entry there (announcing nothing).
-    let readers = call.keys.get(4);
+    // A shared attempt withdraws its entry among the shared holders
+    // (announcing nothing).
+    let withdrawal = Operation::Withdraw(WithdrawOp {
+        lock: op.lock.clone(),
+        order: op.order.clone(),
+        deadlines: op.deadlines.clone(),
+        readers: op.readers.clone(),
+        token: op.token.clone(),
+        entry: entry.map(|(score, deadline)| (op.member.clone(), score, deadline)),
+        channel: None,
+    });
+    let keys = withdrawal.keys();
     let mut pipe = redis::pipe();
     pipe.cmd("SCRIPT").arg("LOAD").arg(WITHDRAW_LUA).ignore();
-    pipe.cmd("EVALSHA")
-        .arg(SCRIPTS.withdraw.get_hash())
-        .arg(3 + usize::from(readers.is_some()))
-        .arg(&call.keys[0])
-        .arg(&call.keys[2])
-        .arg(&call.keys[3])
-        .arg(readers)
-        .arg(&call.args[0])
-        .arg(member)
-        .arg(format!("{score} {deadline}"))
-        .arg(readers.map(|_| ""));
+    pipe.cmd("EVALSHA").arg(SCRIPTS.withdraw.get_hash()).arg(keys.len()).arg(keys);
+    pipe.arg(withdrawal.args());
     let send = async |c: &mut MultiplexedConnection| pipe.query_async::<Value>(c).await;
     let first = server.call_on(conn, Op::Withdraw, key.as_bytes(), server.deadline(), send).await;
     if let Err(e) = first
@@ -999,7 +970,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_packed_numbers_read_back_exactly() {
+    fn the_numbers_are_packed_as_ten_little_endian_doubles() {
         let numbers = Numbers {
             ttl_ms: 30_000,
             proposal: Some(1_795_621_712_435_565),
@@ -1013,14 +984,24 @@ mod tests {
             places: 3,
         };
         let packed = numbers.pack();
-        assert_eq!(packed.len(), 80);
-        assert_eq!(Numbers::unpack(&packed), Some(numbers));
-        let unfenced = Numbers { proposal: None, ..numbers };
-        assert_eq!(Numbers::unpack(&unfenced.pack()), Some(unfenced));
-        assert_eq!(Numbers::unpack(b"30000 - 500000"), None);
-        let mut half = packed.clone();
-        half[..8].copy_from_slice(&0.5f64.to_le_bytes());
-        assert_eq!(Numbers::unpack(&half), None);
+        let read: Vec<f64> =
+            packed.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().unwrap())).collect();
+        #[allow(clippy::cast_precision_loss)]
+        let expected = [
+            30_000.0,
+            1_795_621_712_435_565.0,
+            500_000.0,
+            31_000.0,
+            1.0,
+            0.0,
+            60_000.0,
+            1_795_621_712_435.0,
+            100.0,
+            3.0,
+        ];
+        assert_eq!(read, expected);
+        let unfenced = Numbers { proposal: None, ..numbers }.pack();
+        assert_eq!(f64::from_le_bytes(unfenced[8..16].try_into().unwrap()), -1.0);
     }
 
     #[test]

@@ -8,39 +8,41 @@ impl Fleet {
     /// server, never shortening it. The new validity counts from the start
     /// of the round and assumes only `ttl`.
     pub async fn extend(&self, key: &str, token: &str, ttl: Duration) -> Result<Lock, Error> {
-        let keys = vec![self.layout.held_key(key, token), self.layout.fence_key(key)];
-        let lifetime = crate::millis(crate::fence::lifetime(ttl)).to_string();
-        let more = vec![lifetime.into_bytes()];
-        self.retime(&SCRIPTS.extend, key, keys, token, ttl, more, NOT_HELD).await
+        let operation = Operation::Extend(ExtendOp {
+            lock: self.layout.held_key(key, token),
+            fence: self.layout.fence_key(key),
+            token: token.to_owned(),
+            ttl_ms: crate::millis(ttl),
+            life_ms: crate::millis(crate::fence::lifetime(ttl)),
+        });
+        self.retime(operation, key, token, ttl, NOT_HELD).await
     }
 
     /// Sets the TTL of a lock held by `token` to exactly `ttl` on every
     /// server, shortening it if need be (`run --keep`).
     pub async fn set_ttl(&self, key: &str, token: &str, ttl: Duration) -> Result<Lock, Error> {
-        let keys = vec![self.layout.held_key(key, token)];
-        self.retime(&SCRIPTS.set_ttl, key, keys, token, ttl, Vec::new(), NOT_HELD).await
+        let operation = Operation::SetTtl(SetTtlOp {
+            lock: self.layout.held_key(key, token),
+            token: token.to_owned(),
+            ttl_ms: crate::millis(ttl),
+        });
+        self.retime(operation, key, token, ttl, NOT_HELD).await
     }
 
     /// One compare-and-set round on a holder's TTL: [`Fleet::extend`],
     /// [`Fleet::set_ttl`] and their shared twins ([`crate::shared`]).
-    /// `script` gets KEYS `keys` and ARGV token, ttl ms, then `more`, and
-    /// answers 1 where the token holds; `refused` says what a quorum of 0
-    /// means.
-    #[allow(clippy::too_many_arguments)]
+    /// `operation` sets `token`'s lock to `ttl` and answers 1 where the
+    /// token holds; `refused` says what a quorum of 0 means.
     pub(crate) async fn retime(
         &self,
-        script: &'static Script,
+        operation: Operation,
         key: &str,
-        keys: Vec<String>,
         token: &str,
         ttl: Duration,
-        more: Vec<Vec<u8>>,
         refused: &str,
     ) -> Result<Lock, Error> {
         let start = BootInstant::now();
-        let mut args = vec![token.into(), crate::millis(ttl).to_string().into()];
-        args.extend(more);
-        let call = Call { op: Op::Extend, key: key.to_owned(), script, keys, args };
+        let call = Call { op: Op::Extend, key: key.to_owned(), operation };
         let round = self.round(call, parse_int, done_here).await;
         let shown = crate::display_key(key.as_bytes());
         match round.outcome() {
@@ -158,28 +160,26 @@ impl Fleet {
     /// A shared holder's token ([`crate::shared`]) leaves the shared
     /// holders instead: the withdrawal script, with the release channel.
     fn release_call(&self, key: &str, token: &str) -> Call {
-        if is_shared(token) {
-            let [order, deadlines] = self.layout.queue_keys(key);
-            return Call {
-                op: Op::Release,
-                key: key.to_owned(),
-                script: &SCRIPTS.withdraw,
-                keys: vec![
-                    self.layout.lock_key(key),
-                    order,
-                    deadlines,
-                    self.layout.readers_key(key),
-                ],
-                args: vec![token.into(), Vec::new(), Vec::new(), release_channel(key).into_bytes()],
-            };
-        }
-        Call {
-            op: Op::Release,
-            key: key.to_owned(),
-            script: &SCRIPTS.release,
-            keys: [vec![self.layout.held_key(key, token)], self.layout.queue_keys(key).to_vec()]
-                .concat(),
-            args: vec![token.into(), release_channel(key).into_bytes()],
-        }
+        let [order, deadlines] = self.layout.queue_keys(key);
+        let operation = if is_shared(token) {
+            Operation::Withdraw(WithdrawOp {
+                lock: self.layout.lock_key(key),
+                order,
+                deadlines,
+                readers: Some(self.layout.readers_key(key)),
+                token: token.to_owned(),
+                entry: None,
+                channel: Some(release_channel(key)),
+            })
+        } else {
+            Operation::Release(ReleaseOp {
+                lock: self.layout.held_key(key, token),
+                order,
+                deadlines,
+                token: token.to_owned(),
+                channel: release_channel(key),
+            })
+        };
+        Call { op: Op::Release, key: key.to_owned(), operation }
     }
 }

@@ -19,11 +19,14 @@ mod acquire;
 mod hold;
 mod keys;
 pub mod noscript;
+mod ops;
 mod status;
 
-use acquire::Numbers;
 pub use acquire::{Attempt, AttemptReport, Place, Split};
 pub use keys::{KeyLayout, WAKE_TAG, release_channel, wake_channel};
+pub(crate) use ops::{
+    AcquireOp, ExtendOp, Operation, RaiseFenceOp, ReleaseOp, SetTtlOp, StatusOp, WithdrawOp,
+};
 pub use status::{ServerView, Status};
 
 use std::sync::{Arc, LazyLock};
@@ -111,18 +114,14 @@ pub struct Request {
     pub shared: bool,
 }
 
-/// One script call, the same on every server of a round.
+/// One call, the same on every server of a round.
 pub(crate) struct Call {
     /// What it does, for errors and for whether the round may end early.
     pub(crate) op: Op,
     /// The lock's key as the user gave it, for messages.
     pub(crate) key: String,
-    /// The script.
-    pub(crate) script: &'static Script,
-    /// KEYS: the server-side names ([`KeyLayout`]).
-    pub(crate) keys: Vec<String>,
-    /// ARGV.
-    pub(crate) args: Vec<Vec<u8>>,
+    /// The operation, its keys and arguments by name.
+    pub(crate) operation: Operation,
 }
 
 impl Call {
@@ -156,11 +155,11 @@ impl Call {
 
     /// Runs the script on `c`.
     async fn run_script(&self, c: &mut MultiplexedConnection) -> redis::RedisResult<Value> {
-        let mut invocation = self.script.prepare_invoke();
-        for k in &self.keys {
+        let mut invocation = self.operation.script().prepare_invoke();
+        for k in self.operation.keys() {
             invocation.key(k);
         }
-        for a in &self.args {
+        for a in self.operation.args() {
             invocation.arg(a);
         }
         invocation.invoke_async(c).await

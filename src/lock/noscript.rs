@@ -70,9 +70,10 @@
 //!   works on every server since Redis 2.2.
 
 use redis::aio::MultiplexedConnection;
-use redis::{ErrorKind, Pipeline, RedisError, RedisResult, Script, Value};
+use redis::{ErrorKind, Pipeline, RedisError, RedisResult, Value};
 
-use super::{Call, Numbers, SCRIPTS, is_shared};
+use super::acquire::Numbers;
+use super::{AcquireOp, Call, ExtendOp, Operation, RaiseFenceOp, SetTtlOp, StatusOp};
 use crate::server::{NEEDS_SCRIPTS, Server};
 
 /// Whether `value`, read from a lock key, is `token`'s hold: never for the
@@ -105,30 +106,29 @@ pub fn refuses_scripts(e: &RedisError) -> bool {
 /// the script's shape. Operations that need their script (the shared
 /// lock's, the history's) fail with one line.
 pub(crate) async fn invoke(server: &Server, call: &Call) -> RedisResult<Value> {
-    // Which script the call is: the lock's own, by identity.
-    let is = |script: &Script| std::ptr::eq(call.script, script);
-    // A shared holder's acquire and fence write-back use the lock's
-    // scripts with the shared holders as one more key: they have no
-    // transaction here.
-    let shared = || call.args.first().is_some_and(|t| is_shared(&String::from_utf8_lossy(t)));
-    if (is(&SCRIPTS.acquire) || is(&SCRIPTS.raise_fence)) && shared() {
+    // A shared holder's acquire and fence write-back (the shared holders as
+    // one more key), a shared holder's release and the scripts of their
+    // own have no transaction here.
+    let shared = match &call.operation {
+        Operation::Acquire(AcquireOp { readers, .. })
+        | Operation::RaiseFence(RaiseFenceOp { readers, .. }) => readers.is_some(),
+        Operation::Withdraw(_) | Operation::Scripted { .. } => true,
+        _ => false,
+    };
+    if shared {
         return Err(needs_scripts(call));
     }
-    let mut c = server.dedicated(call.keys.first().map_or(&b""[..], |k| k.as_bytes())).await?;
-    if is(&SCRIPTS.acquire) {
-        acquire(&mut c, call).await
-    } else if is(&SCRIPTS.extend) {
-        extend(&mut c, call).await
-    } else if is(&SCRIPTS.set_ttl) {
-        set_ttl(&mut c, call).await
-    } else if is(&SCRIPTS.release) {
-        release(&mut c, &call.keys[0], &call.args[0], Some(&call.args[1])).await
-    } else if is(&SCRIPTS.status) {
-        status(&mut c, call).await
-    } else if is(&SCRIPTS.raise_fence) {
-        raise_fence(&mut c, call).await
-    } else {
-        Err(needs_scripts(call))
+    let mut c = server.dedicated(call.operation.first_key().as_bytes()).await?;
+    match &call.operation {
+        Operation::Acquire(op) => acquire(&mut c, op).await,
+        Operation::Extend(op) => extend(&mut c, op).await,
+        Operation::SetTtl(op) => set_ttl(&mut c, op).await,
+        Operation::Release(op) => {
+            release(&mut c, &op.lock, op.token.as_bytes(), Some(op.channel.as_bytes())).await
+        }
+        Operation::Status(op) => status(&mut c, op).await,
+        Operation::RaiseFence(op) => raise_fence(&mut c, op).await,
+        Operation::Withdraw(_) | Operation::Scripted { .. } => Err(needs_scripts(call)),
     }
 }
 
@@ -174,14 +174,16 @@ fn aborted(reply: &Value) -> bool {
     matches!(reply, Value::Nil)
 }
 
-/// `WATCH keys`, then the lock's value and PTTL, read under that WATCH.
+/// `WATCH lock also...`, then the lock's value and PTTL, read under that
+/// WATCH.
 async fn watch_lock(
     c: &mut MultiplexedConnection,
-    keys: &[&str],
+    lock: &str,
+    also: &[&str],
 ) -> RedisResult<(Option<Vec<u8>>, i64)> {
     let mut pipe = redis::pipe();
-    pipe.cmd("WATCH").arg(keys).ignore();
-    pipe.cmd("GET").arg(keys[0]).cmd("PTTL").arg(keys[0]);
+    pipe.cmd("WATCH").arg(lock).arg(also).ignore();
+    pipe.cmd("GET").arg(lock).cmd("PTTL").arg(lock);
     pipe.query_async(c).await.map_err(first_error)
 }
 
@@ -248,49 +250,49 @@ async fn unwatch(c: &mut MultiplexedConnection) -> RedisResult<()> {
 /// above it. `now` is at most one node timeout older than the EXEC, which
 /// only lowers the draw's upper bound (1). A nil EXEC: another client took
 /// the lock or drew a fence meanwhile; read and decide again.
-async fn acquire(c: &mut MultiplexedConnection, call: &Call) -> RedisResult<Value> {
-    let (lock, fence_key, token) = (&call.keys[0], &call.keys[1], &call.args[0]);
-    let Some(Numbers { ttl_ms: ttl, proposal, window_us: window, life_ms: life, .. }) =
-        Numbers::unpack(&call.args[2])
-    else {
-        return Err(RedisError::from((ErrorKind::Client, "bad acquire arguments")));
-    };
+async fn acquire(c: &mut MultiplexedConnection, op: &AcquireOp) -> RedisResult<Value> {
+    let (lock, fence_key, token) = (&op.lock, &op.fence, &op.token);
+    let Numbers { ttl_ms: ttl, proposal, window_us: window, life_ms: life, .. } = op.numbers;
     for _ in 0..TRIES {
-        let (value, pttl) = watch_lock(c, &[lock, fence_key]).await?;
+        let (value, pttl) = watch_lock(c, lock, &[fence_key]).await?;
         if let Some(holder) = value {
             unwatch(c).await?;
             return Ok(refused(holder, pttl));
         }
         let mut tx = redis::pipe();
         tx.cmd("SET").arg(lock).arg(token).arg("NX").arg("PX").arg(ttl);
-        let drawn = match proposal {
-            None => None,
-            Some(proposal) => {
-                let (counter, (secs, micros)): (Option<u64>, (u64, u64)) = redis::pipe()
-                    .cmd("GET")
-                    .arg(fence_key)
-                    .cmd("TIME")
-                    .query_async(c)
-                    .await
-                    .map_err(first_error)?;
-                let now = secs * 1_000_000 + micros;
-                let draw = proposal.clamp(now, now + window);
-                let drawn = draw.max(counter.unwrap_or(0) + 1);
-                tx.cmd("SET").arg(fence_key).arg(drawn).arg("PX").arg(life);
-                Some(drawn)
-            }
-        };
+        // The server's clock goes back with the grant, as the script's
+        // does (the grant of a clock far from ours counts towards no
+        // quorum), and draws the fence.
+        let (counter, (secs, micros)): (Option<u64>, (u64, u64)) = redis::pipe()
+            .cmd("GET")
+            .arg(fence_key)
+            .cmd("TIME")
+            .query_async(c)
+            .await
+            .map_err(first_error)?;
+        let drawn = proposal.map(|proposal| {
+            let now = secs * 1_000_000 + micros;
+            let draw = proposal.clamp(now, now + window);
+            draw.max(counter.unwrap_or(0) + 1)
+        });
+        if let Some(drawn) = drawn {
+            tx.cmd("SET").arg(fence_key).arg(drawn).arg("PX").arg(life);
+        }
         let reply = transaction(c, tx).await?;
         if aborted(&reply) {
             continue;
         }
         // Under WATCH the key was free and untouched: `SET NX` has set it.
         let fence = drawn.map_or(-1, |f| i64::try_from(f).unwrap_or(i64::MAX));
+        let text = |n: u64| Value::BulkString(n.to_string().into_bytes());
         return Ok(Value::Array(vec![
             Value::Int(1),
             Value::Int(fence),
             Value::Int(-1),
             Value::Int(-1),
+            text(secs),
+            text(micros),
         ]));
     }
     Err(contended("acquire"))
@@ -313,16 +315,12 @@ fn refused(holder: Vec<u8>, pttl: i64) -> Value {
 /// grow) `EXEC`. The EXEC runs even with nothing to raise: a non-nil reply
 /// proves that the token still held the lock at that moment, as the
 /// script's read does. Nil: the lock changed; decide again.
-async fn extend(c: &mut MultiplexedConnection, call: &Call) -> RedisResult<Value> {
-    let (lock, fence_key, token) = (&call.keys[0], &call.keys[1], &call.args[0]);
-    let millis = |i: usize| -> RedisResult<i64> {
-        String::from_utf8_lossy(&call.args[i]).parse().map_err(|_| {
-            RedisError::from((ErrorKind::Client, "bad extend arguments", format!("{i}")))
-        })
-    };
-    let (ttl, life) = (millis(1)?, millis(2)?);
+async fn extend(c: &mut MultiplexedConnection, op: &ExtendOp) -> RedisResult<Value> {
+    let (lock, fence_key, token) = (&op.lock, &op.fence, op.token.as_bytes());
+    let whole = |ms: u64| i64::try_from(ms).unwrap_or(i64::MAX);
+    let (ttl, life) = (whole(op.ttl_ms), whole(op.life_ms));
     for _ in 0..TRIES {
-        let (value, left) = watch_lock(c, &[lock, fence_key]).await?;
+        let (value, left) = watch_lock(c, lock, &[fence_key]).await?;
         if !held_by(value.as_deref(), token) {
             unwatch(c).await?;
             return Ok(Value::Int(0));
@@ -348,10 +346,10 @@ async fn extend(c: &mut MultiplexedConnection, call: &Call) -> RedisResult<Value
 
 /// set_ttl.lua: `WATCH lock; GET lock` and, while the token holds it,
 /// `MULTI; PEXPIRE lock ttl; EXEC`. Nil: the lock changed; decide again.
-async fn set_ttl(c: &mut MultiplexedConnection, call: &Call) -> RedisResult<Value> {
-    let (lock, token, ttl) = (&call.keys[0], &call.args[0], &call.args[1]);
+async fn set_ttl(c: &mut MultiplexedConnection, op: &SetTtlOp) -> RedisResult<Value> {
+    let (lock, token, ttl) = (&op.lock, op.token.as_bytes(), op.ttl_ms);
     for _ in 0..TRIES {
-        let (value, _) = watch_lock(c, &[lock]).await?;
+        let (value, _) = watch_lock(c, lock, &[]).await?;
         if !held_by(value.as_deref(), token) {
             unwatch(c).await?;
             return Ok(Value::Int(0));
@@ -382,7 +380,7 @@ async fn release(
     channel: Option<&[u8]>,
 ) -> RedisResult<Value> {
     for _ in 0..TRIES {
-        let (value, _) = watch_lock(c, &[lock]).await?;
+        let (value, _) = watch_lock(c, lock, &[]).await?;
         if !held_by(value.as_deref(), token) {
             unwatch(c).await?;
             return Ok(Value::Int(0));
@@ -406,9 +404,9 @@ async fn release(
 /// status.lua: `MULTI; GET lock; PTTL lock; GET fence; EXEC`, one
 /// consistent read (a transaction runs as one step; no WATCH needed, it
 /// writes nothing).
-async fn status(c: &mut MultiplexedConnection, call: &Call) -> RedisResult<Value> {
+async fn status(c: &mut MultiplexedConnection, op: &StatusOp) -> RedisResult<Value> {
     let mut tx = redis::pipe();
-    tx.cmd("GET").arg(&call.keys[0]).cmd("PTTL").arg(&call.keys[0]).cmd("GET").arg(&call.keys[1]);
+    tx.cmd("GET").arg(&op.lock).cmd("PTTL").arg(&op.lock).cmd("GET").arg(&op.fence);
     transaction(c, tx).await
 }
 
@@ -416,13 +414,12 @@ async fn status(c: &mut MultiplexedConnection, call: &Call) -> RedisResult<Value
 /// token holds the lock, `MULTI; SET fence wanted PX life` (only when it
 /// raises the counter) `EXEC`. Never lowers: the comparison is with the
 /// counter as read, and the EXEC applies only if it is still that.
-async fn raise_fence(c: &mut MultiplexedConnection, call: &Call) -> RedisResult<Value> {
-    let (lock, fence_key, token) = (&call.keys[0], &call.keys[1], &call.args[0]);
+async fn raise_fence(c: &mut MultiplexedConnection, op: &RaiseFenceOp) -> RedisResult<Value> {
+    let (lock, fence_key, token) = (&op.lock, &op.fence, op.token.as_bytes());
     let parse = |b: &[u8]| String::from_utf8_lossy(b).parse::<i64>().ok();
-    let wanted = parse(&call.args[1])
-        .ok_or_else(|| RedisError::from((ErrorKind::Client, "bad raise-fence arguments")))?;
+    let wanted = i64::try_from(op.value).unwrap_or(i64::MAX);
     for _ in 0..TRIES {
-        let (value, _) = watch_lock(c, &[lock, fence_key]).await?;
+        let (value, _) = watch_lock(c, lock, &[fence_key]).await?;
         if !held_by(value.as_deref(), token) {
             unwatch(c).await?;
             return Ok(Value::Int(-1));
@@ -432,7 +429,7 @@ async fn raise_fence(c: &mut MultiplexedConnection, call: &Call) -> RedisResult<
         let mut tx = redis::pipe();
         tx.cmd("PTTL").arg(lock);
         let after = if wanted > current {
-            tx.cmd("SET").arg(fence_key).arg(wanted).arg("PX").arg(&call.args[2]);
+            tx.cmd("SET").arg(fence_key).arg(wanted).arg("PX").arg(op.life_ms);
             wanted
         } else {
             current

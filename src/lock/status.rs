@@ -91,9 +91,10 @@ impl Fleet {
         let call = Call {
             op: Op::Status,
             key: key.to_owned(),
-            script: &SCRIPTS.status,
-            keys: vec![self.layout.slot_key(key, slot), self.layout.fence_key(key)],
-            args: Vec::new(),
+            operation: Operation::Status(StatusOp {
+                lock: self.layout.slot_key(key, slot),
+                fence: self.layout.fence_key(key),
+            }),
         };
         let round = self.round(call, parse_status, |_| Vote::Yes).await;
         let servers: Vec<(String, ServerView)> = self

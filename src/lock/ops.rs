@@ -1,0 +1,231 @@
+//! The lock operations as types: each names its keys and arguments, and
+//! both ways of running it read them by name: the script path
+//! ([`Operation::script`], [`Operation::keys`], [`Operation::args`], in the
+//! order each script's header documents) and the transaction path
+//! ([`super::noscript`], which matches on the operation). Reordering a
+//! script's arguments is a change to one `match` arm here, next to its
+//! script's name.
+
+use redis::Script;
+
+use super::SCRIPTS;
+use super::acquire::Numbers;
+
+/// `scripts/acquire.lua`: take the lock, keep the queue, draw the fence.
+#[derive(Clone, Debug)]
+pub(crate) struct AcquireOp {
+    /// The lock key (a place's key for `--limit`).
+    pub(crate) lock: String,
+    /// Its fencing counter.
+    pub(crate) fence: String,
+    /// The queue's order.
+    pub(crate) order: String,
+    /// The queue's deadlines.
+    pub(crate) deadlines: String,
+    /// The shared holders, for a shared holder's attempt (`--shared`).
+    pub(crate) readers: Option<String>,
+    /// This attempt's token.
+    pub(crate) token: String,
+    /// The waiter's queue entry, or empty.
+    pub(crate) member: String,
+    /// The numbers (TTL, fence proposal, queue...).
+    pub(crate) numbers: Numbers,
+}
+
+/// `scripts/extend.lua`: push the TTL of the token's lock (and its
+/// counter's) to at least `ttl_ms`.
+#[derive(Clone, Debug)]
+pub(crate) struct ExtendOp {
+    /// The lock key.
+    pub(crate) lock: String,
+    /// Its fencing counter.
+    pub(crate) fence: String,
+    /// The holder's token.
+    pub(crate) token: String,
+    /// The new TTL.
+    pub(crate) ttl_ms: u64,
+    /// The counter's lifetime (the TTL plus the linger).
+    pub(crate) life_ms: u64,
+}
+
+/// `scripts/set_ttl.lua`: set the TTL of the token's lock to exactly
+/// `ttl_ms` (`--keep`).
+#[derive(Clone, Debug)]
+pub(crate) struct SetTtlOp {
+    /// The lock key.
+    pub(crate) lock: String,
+    /// The holder's token.
+    pub(crate) token: String,
+    /// The TTL.
+    pub(crate) ttl_ms: u64,
+}
+
+/// `scripts/release.lua`: delete the key while `token` holds it, and call
+/// the next waiter.
+#[derive(Clone, Debug)]
+pub(crate) struct ReleaseOp {
+    /// The lock key.
+    pub(crate) lock: String,
+    /// The queue's order.
+    pub(crate) order: String,
+    /// The queue's deadlines.
+    pub(crate) deadlines: String,
+    /// The holder's token (for `release --force`, the value read there).
+    pub(crate) token: String,
+    /// The release channel of the key.
+    pub(crate) channel: String,
+}
+
+/// `scripts/withdraw.lua`: take back a failed attempt's vote (and put back
+/// the waiter's entry its grant removed); with `readers`, a shared
+/// holder's withdrawal, and with a `channel` too, its release.
+#[derive(Clone, Debug)]
+pub(crate) struct WithdrawOp {
+    /// The lock key.
+    pub(crate) lock: String,
+    /// The queue's order.
+    pub(crate) order: String,
+    /// The queue's deadlines.
+    pub(crate) deadlines: String,
+    /// The shared holders (a shared token).
+    pub(crate) readers: Option<String>,
+    /// The attempt's token.
+    pub(crate) token: String,
+    /// The waiter's entry to put back, with its join score and deadline.
+    pub(crate) entry: Option<(String, u64, u64)>,
+    /// The release channel, for a shared holder's release.
+    pub(crate) channel: Option<String>,
+}
+
+/// `scripts/status.lua`: read the lock and its counter.
+#[derive(Clone, Debug)]
+pub(crate) struct StatusOp {
+    /// The lock key.
+    pub(crate) lock: String,
+    /// Its fencing counter.
+    pub(crate) fence: String,
+}
+
+/// `scripts/raise_fence.lua`: raise the counter to the holder's fence.
+#[derive(Clone, Debug)]
+pub(crate) struct RaiseFenceOp {
+    /// The lock key.
+    pub(crate) lock: String,
+    /// Its fencing counter.
+    pub(crate) fence: String,
+    /// The shared holders, for a shared holder (`--shared`).
+    pub(crate) readers: Option<String>,
+    /// The holder's token.
+    pub(crate) token: String,
+    /// The fence to record.
+    pub(crate) value: u64,
+    /// The counter's lifetime.
+    pub(crate) life_ms: u64,
+}
+
+/// One operation, the same on every server of a round.
+#[derive(Clone, Debug)]
+pub(crate) enum Operation {
+    /// Take the lock.
+    Acquire(AcquireOp),
+    /// Renew it.
+    Extend(ExtendOp),
+    /// Shorten it to the rest of `--keep`.
+    SetTtl(SetTtlOp),
+    /// Release it.
+    Release(ReleaseOp),
+    /// Take back an attempt (or a shared hold).
+    Withdraw(WithdrawOp),
+    /// Read it.
+    Status(StatusOp),
+    /// Record the fence on a quorum.
+    RaiseFence(RaiseFenceOp),
+    /// A script that has no transaction twice (the shared holders' own
+    /// scripts, the run history): its keys and arguments as it documents.
+    Scripted {
+        /// The script.
+        script: &'static Script,
+        /// KEYS.
+        keys: Vec<String>,
+        /// ARGV.
+        args: Vec<Vec<u8>>,
+    },
+}
+
+impl Operation {
+    /// The script that runs it.
+    pub(crate) fn script(&self) -> &'static Script {
+        match self {
+            Operation::Acquire(_) => &SCRIPTS.acquire,
+            Operation::Extend(_) => &SCRIPTS.extend,
+            Operation::SetTtl(_) => &SCRIPTS.set_ttl,
+            Operation::Release(_) => &SCRIPTS.release,
+            Operation::Withdraw(_) => &SCRIPTS.withdraw,
+            Operation::Status(_) => &SCRIPTS.status,
+            Operation::RaiseFence(_) => &SCRIPTS.raise_fence,
+            Operation::Scripted { script, .. } => script,
+        }
+    }
+
+    /// The script's KEYS, in its documented order.
+    pub(crate) fn keys(&self) -> Vec<&str> {
+        match self {
+            Operation::Acquire(a) => {
+                let mut keys = vec![&*a.lock, &a.fence, &a.order, &a.deadlines];
+                keys.extend(a.readers.as_deref());
+                keys
+            }
+            Operation::Extend(e) => vec![&e.lock, &e.fence],
+            Operation::SetTtl(s) => vec![&s.lock],
+            Operation::Release(r) => vec![&r.lock, &r.order, &r.deadlines],
+            Operation::Withdraw(w) => {
+                let mut keys = vec![&*w.lock, &w.order, &w.deadlines];
+                keys.extend(w.readers.as_deref());
+                keys
+            }
+            Operation::Status(s) => vec![&s.lock, &s.fence],
+            Operation::RaiseFence(r) => {
+                let mut keys = vec![&*r.lock, &r.fence];
+                keys.extend(r.readers.as_deref());
+                keys
+            }
+            Operation::Scripted { keys, .. } => keys.iter().map(String::as_str).collect(),
+        }
+    }
+
+    /// The script's ARGV, in its documented order.
+    pub(crate) fn args(&self) -> Vec<Vec<u8>> {
+        let text = |n: u64| n.to_string().into_bytes();
+        match self {
+            Operation::Acquire(a) => {
+                vec![a.token.clone().into(), a.member.clone().into(), a.numbers.pack()]
+            }
+            Operation::Extend(e) => vec![e.token.clone().into(), text(e.ttl_ms), text(e.life_ms)],
+            Operation::SetTtl(s) => vec![s.token.clone().into(), text(s.ttl_ms)],
+            Operation::Release(r) => vec![r.token.clone().into(), r.channel.clone().into()],
+            Operation::Withdraw(w) => {
+                let (member, entry) = match &w.entry {
+                    Some((member, score, deadline)) => {
+                        (member.clone().into_bytes(), format!("{score} {deadline}").into_bytes())
+                    }
+                    None => (Vec::new(), Vec::new()),
+                };
+                let mut args = vec![w.token.clone().into(), member, entry];
+                if w.readers.is_some() {
+                    args.push(w.channel.clone().unwrap_or_default().into_bytes());
+                }
+                args
+            }
+            Operation::Status(_) => Vec::new(),
+            Operation::RaiseFence(r) => {
+                vec![r.token.clone().into(), text(r.value), text(r.life_ms)]
+            }
+            Operation::Scripted { args, .. } => args.clone(),
+        }
+    }
+
+    /// The first key, whose hash slot a cluster routes the call by.
+    pub(crate) fn first_key(&self) -> &str {
+        self.keys().first().copied().unwrap_or("")
+    }
+}
