@@ -43,7 +43,7 @@ fn main() {
                 Attempt::Acquired(_) => {}
                 other => panic!("uncontended acquire failed: {other:?}"),
             }
-            fleet.release(&key, &token).await.unwrap();
+            fleet.release(&key, &token, false).await.unwrap();
             t.elapsed()
         };
         let raw_cycle = async |i: usize| {

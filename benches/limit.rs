@@ -123,6 +123,9 @@ fn main() {
     let degraded: Vec<_> = (0..reps).map(|_| repetition("--limit 3", true)).collect();
     report("--limit 3, 2 of 5 servers stopped at 1 s", (2.9, 2.5), &degraded);
     let shared: Vec<_> = (0..reps).map(|_| repetition("--shared", false)).collect();
-    // Readers never wait for each other: all 8 inside at once, 3 rounds.
-    report("--shared, 5 servers (8 readers at once)", (1.2, 7.0), &shared);
+    // Readers never wait for each other: 3 rounds of 0.3 s, 8 inside at
+    // once; what is left is each run's own start-up (the "used" figure
+    // counts the moments between runs, when a loop has begun its next run
+    // and is not inside yet).
+    report("--shared, 5 servers (8 readers at once)", (1.2, 0.0), &shared);
 }

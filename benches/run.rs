@@ -163,13 +163,13 @@ fn handoff(servers: &Fleet, urls: &str, rounds: u64, extra: &[&str]) -> (Duratio
         }
         let mut out = BufReader::new(waiter.stdout.take().unwrap());
         let start = Instant::now();
-        rt.block_on(fleet.release(&key, &token)).unwrap();
+        rt.block_on(fleet.release(&key, &token, false)).unwrap();
         let mut line = String::new();
         out.read_line(&mut line).unwrap();
         let took = start.elapsed();
         assert!(!line.trim().is_empty(), "the waiter printed no token");
         assert!(waiter.wait().unwrap().success());
-        rt.block_on(fleet.release(&key, line.trim())).unwrap();
+        rt.block_on(fleet.release(&key, line.trim(), false)).unwrap();
         // The first rounds warm up the page cache and the servers.
         if i >= 10 {
             samples.push(took);
@@ -335,7 +335,7 @@ fn worker(spec: &str) {
             }
             sections += 1;
             let _ = std::fs::remove_dir(&inside);
-            fleet.release(key, &lock.token).await.unwrap();
+            fleet.release(key, &lock.token, lock.shared).await.unwrap();
         }
         fleet.drain().await;
     });

@@ -60,8 +60,8 @@ fn main() {
                 Attempt::Acquired(_) => {}
                 other => panic!("uncontended acquire failed: {other:?}"),
             }
-            fleet.extend(&key, &token, ttl).await.unwrap();
-            fleet.release(&key, &token).await.unwrap();
+            fleet.extend(&key, &token, false, ttl).await.unwrap();
+            fleet.release(&key, &token, false).await.unwrap();
             t.elapsed()
         };
         for i in 0..100 {

@@ -57,32 +57,30 @@
 //! A shared holder draws a fence from the key's counter as an exclusive
 //! holder does, in the same script (the rule and argument of
 //! [`crate::fence`]; a write-back compares the holder's entry instead of
-//! the key). Its token says it is shared ([`crate::token::Token::shared`]): the acquire,
-//! fence write-back, withdrawal and release rounds of [`Fleet`] take the
-//! shared holders' key for such a token, and [`extend`] and [`set_ttl`]
-//! go to the shared extend script for it, so renewal, `--keep`, release
-//! and `redlock extend/release --token` work for both.
+//! the key). Its token says it is shared ([`crate::token::Mode::Shared`]),
+//! read once where the token comes in, and carried as the lock's
+//! [`crate::lock::Lock::shared`]: the acquire, fence write-back, withdrawal,
+//! release and renewal rounds of [`Fleet`] (`scripts/shared_extend.lua`
+//! for `extend` and `--keep`) take the shared holders' key for it, so
+//! renewal, `--keep`, release and `redlock extend/release --token` work
+//! for both.
 
 use std::sync::LazyLock;
 use std::time::Duration;
 
 use redis::{Script, Value};
 
-use crate::error::Error;
-use crate::fence;
-use crate::lock::{Call, Fleet, Lock, Operation, is_shared, parse_int};
+use crate::lock::{Call, Fleet, Operation, parse_int};
 use crate::quorum::{Reply, Vote};
 use crate::server::Op;
 use crate::token::SHARED_MARKER;
 /// The shared holders' scripts, hashed once.
 struct Scripts {
-    extend: LazyLock<Script>,
     status: LazyLock<Script>,
     force: LazyLock<Script>,
 }
 
 static SCRIPTS: Scripts = Scripts {
-    extend: LazyLock::new(|| Script::new(include_str!("scripts/shared_extend.lua"))),
     status: LazyLock::new(|| Script::new(include_str!("scripts/shared_status.lua"))),
     force: LazyLock::new(|| {
         Script::new(concat!(
@@ -91,47 +89,6 @@ static SCRIPTS: Scripts = Scripts {
         ))
     }),
 };
-
-/// One compare-and-extend round of a shared holder's entry: at least
-/// `ttl` from now, or exactly (`--keep`) when `exact`.
-async fn retime(
-    fleet: &Fleet,
-    key: &str,
-    token: &str,
-    ttl: Duration,
-    exact: bool,
-) -> Result<Lock, Error> {
-    let layout = fleet.key_layout();
-    let operation = Operation::Scripted {
-        script: &SCRIPTS.extend,
-        keys: vec![layout.lock_key(key), layout.readers_key(key), layout.fence_key(key)],
-        args: vec![
-            token.into(),
-            crate::millis(ttl).to_string().into(),
-            crate::millis(fence::lifetime(ttl)).to_string().into_bytes(),
-            if exact { "exact" } else { "" }.into(),
-        ],
-    };
-    fleet.retime(operation, key, token, ttl, crate::lock::NO_SHARED_HOLD).await
-}
-
-/// [`Fleet::extend`], for a shared holder's token too.
-pub async fn extend(fleet: &Fleet, key: &str, token: &str, ttl: Duration) -> Result<Lock, Error> {
-    if is_shared(token) {
-        retime(fleet, key, token, ttl, false).await
-    } else {
-        fleet.extend(key, token, ttl).await
-    }
-}
-
-/// [`Fleet::set_ttl`], for a shared holder's token too.
-pub async fn set_ttl(fleet: &Fleet, key: &str, token: &str, ttl: Duration) -> Result<Lock, Error> {
-    if is_shared(token) {
-        retime(fleet, key, token, ttl, true).await
-    } else {
-        fleet.set_ttl(key, token, ttl).await
-    }
-}
 
 /// `release --force` of the shared holders of `key`: the marker and every
 /// entry, on every server that has the marker. Returns how many had it.

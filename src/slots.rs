@@ -27,7 +27,7 @@
 //! data before the TTL lapsed may grant the same place twice.
 //!
 //! # Agreement on N
-//! The place and N travel in the holder's token ([`Token::place`]), so
+//! The place and N travel in the holder's token ([`crate::token::Mode::Place`]), so
 //! every contender that meets a holder learns the N it was taken with. A
 //! contender that meets a holder with another N takes nothing and ends
 //! with a usage error naming both values (exit 64). Why the token and not
@@ -72,7 +72,7 @@ use std::time::Duration;
 
 use crate::error::Error;
 use crate::lock::Request;
-use crate::lock::{Attempt, AttemptReport, Fleet, Place, ServerView, Status};
+use crate::lock::{Attempt, AttemptReport, Fleet, Held, Place, ServerView, Status};
 use crate::token::Token;
 
 /// The largest `--limit`: a busy round of a waiter costs one acquire round
@@ -103,7 +103,9 @@ pub async fn attempt(
     let base = Token::new();
     let try_place = async |i: u32| {
         let token = if *shared { base.clone().for_shared() } else { base.clone().at(i + 1, limit) };
-        let report = fleet.attempt(key, &token.to_string(), *ttl, *fence, splits, place).await;
+        let value = token.to_string();
+        let held = Held { token: &value, shared: token.is_shared() };
+        let report = fleet.attempt(key, held, *ttl, *fence, splits, place).await;
         agree(report, key, limit, *shared)
     };
     let mut best = try_place(0).await;

@@ -38,15 +38,30 @@ pub struct Token {
     pub created_ms: u64,
     /// The holder's host name (letters, digits, `-`, `.`, `_` only).
     pub host: String,
-    /// The place held and the limit it was taken with, `(slot, limit)`
-    /// with `1 <= slot <= limit`, when the limit is more than 1.
-    pub place: Option<(u32, u32)>,
-    /// True for a shared holder (`--shared`).
-    pub shared: bool,
+    /// How it holds the lock.
+    pub mode: Mode,
     /// True when `pid` is the process that ran `redlock acquire` (which
     /// holds the token), not a redlock process: no redlock renews or
     /// guards this lock.
     pub caller: bool,
+}
+
+/// How a token holds its lock.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// The one holder of an ordinary lock.
+    #[default]
+    Exclusive,
+    /// Place `slot` of a `--limit` lock taken with `limit` places
+    /// (`1 <= slot <= limit`, `limit >= 2`).
+    Place {
+        /// The place, from 1.
+        slot: u32,
+        /// The limit it was taken with.
+        limit: u32,
+    },
+    /// One of the shared holders (`--shared`).
+    Shared,
 }
 
 /// The process that tokens made by this process name, when it is not
@@ -80,30 +95,42 @@ impl Token {
             pid,
             created_ms,
             host: hostname(),
-            place: None,
-            shared: false,
+            mode: Mode::Exclusive,
             caller,
         }
     }
 
     /// The same token for a shared holder.
     pub fn for_shared(self) -> Token {
-        Token { shared: true, place: None, ..self }
+        Token { mode: Mode::Shared, ..self }
     }
 
-    /// The same token for place `slot` of `limit` (`None` when `limit` is 1).
+    /// The same token for place `slot` of `limit` (an ordinary lock's when
+    /// `limit` is 1).
     pub fn at(self, slot: u32, limit: u32) -> Token {
-        Token { place: (limit > 1).then_some((slot, limit)), ..self }
+        let mode = if limit > 1 { Mode::Place { slot, limit } } else { Mode::Exclusive };
+        Token { mode, ..self }
     }
 
     /// The place this token holds: 1 for an ordinary lock.
     pub fn slot(&self) -> u32 {
-        self.place.map_or(1, |(slot, _)| slot)
+        match self.mode {
+            Mode::Place { slot, .. } => slot,
+            Mode::Exclusive | Mode::Shared => 1,
+        }
     }
 
     /// The limit this token was taken with: 1 for an ordinary lock.
     pub fn limit(&self) -> u32 {
-        self.place.map_or(1, |(_, limit)| limit)
+        match self.mode {
+            Mode::Place { limit, .. } => limit,
+            Mode::Exclusive | Mode::Shared => 1,
+        }
+    }
+
+    /// True for a shared holder's token.
+    pub fn is_shared(&self) -> bool {
+        self.mode == Mode::Shared
     }
 
     /// When the token was made, as a wall-clock time.
@@ -130,10 +157,10 @@ impl fmt::Display for Token {
         if self.caller {
             f.write_str("-acquire")?;
         }
-        if let Some((slot, limit)) = self.place {
-            write!(f, "-{slot}of{limit}")?;
-        } else if self.shared {
-            f.write_str("-shared")?;
+        match self.mode {
+            Mode::Place { slot, limit } => write!(f, "-{slot}of{limit}")?,
+            Mode::Shared => f.write_str("-shared")?,
+            Mode::Exclusive => {}
         }
         write!(f, ".{}.{}.{}", self.pid, self.created_ms, self.host)
     }
@@ -156,10 +183,13 @@ impl FromStr for Token {
             },
             None => (false, None),
         };
-        let (place, shared) = match tag {
-            Some("shared") => (None, true),
-            Some(place) => (Some(parse_place(place)?), false),
-            None => (None, false),
+        let mode = match tag {
+            Some("shared") => Mode::Shared,
+            Some(place) => {
+                let (slot, limit) = parse_place(place)?;
+                Mode::Place { slot, limit }
+            }
+            None => Mode::Exclusive,
         };
         if random.len() != 32 || !random.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(());
@@ -171,7 +201,7 @@ impl FromStr for Token {
         if host.is_empty() || host != sanitize_host(host) {
             return Err(());
         }
-        Ok(Token { random, pid, created_ms, host: host.to_owned(), place, shared, caller })
+        Ok(Token { random, pid, created_ms, host: host.to_owned(), mode, caller })
     }
 }
 
@@ -294,7 +324,7 @@ mod properties {
 
         #[test]
         fn tokens_round_trip(random: u128, pid: u32, created_ms: u64, host in "[a-z0-9][a-z0-9.-]{0,40}", limit in 1u32..200, slot in 1u32..200, caller: bool) {
-            let t = Token { random, pid, created_ms, host, place: None, shared: false, caller }.at(slot.min(limit), limit);
+            let t = Token { random, pid, created_ms, host, mode: Mode::Exclusive, caller }.at(slot.min(limit), limit);
             prop_assert_eq!(t.to_string().parse::<Token>(), Ok(t));
         }
     }

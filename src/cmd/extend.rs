@@ -15,7 +15,8 @@ pub async fn extend(
     ttl: Duration,
     log: &Log,
 ) -> Result<u8, Error> {
-    let lock = crate::shared::extend(fleet, key, token, ttl).await?;
+    // A token given on the command line: a shared holder's says so.
+    let lock = fleet.extend(key, token, crate::lock::is_shared(token), ttl).await?;
     log.event(
         Level::Info,
         "extended",

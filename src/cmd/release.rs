@@ -21,7 +21,8 @@ pub async fn release(
 ) -> Result<u8, Error> {
     match token {
         Some(token) => {
-            let servers = fleet.release(key, token).await?;
+            // A token given on the command line: a shared holder's says so.
+            let servers = fleet.release(key, token, crate::lock::is_shared(token)).await?;
             super::released(log, key, fleet.quorum(), &servers);
         }
         None => {

@@ -564,7 +564,7 @@ async fn finish(fleet: &Fleet, cfg: &Run, lock: &Lock, lost: bool, log: &Log) {
         fleet.drain().await;
         let left = (lock.since + keep).saturating_duration_since(BootInstant::now());
         if left >= Duration::from_millis(1) {
-            match crate::shared::set_ttl(fleet, &lock.key, &lock.token, left).await {
+            match fleet.set_ttl(&lock.key, &lock.token, lock.shared, left).await {
                 Ok(_) => {
                     log.event(
                         Level::Info,
@@ -599,7 +599,7 @@ async fn release_quietly(fleet: &Fleet, lock: &Lock, log: &Log) {
 }
 
 async fn release_at(fleet: &Fleet, lock: &Lock, failure: Level, log: &Log) {
-    match fleet.release(&lock.key, &lock.token).await {
+    match fleet.release(&lock.key, &lock.token, lock.shared).await {
         Ok(servers) => super::released(log, &lock.key, fleet.quorum(), &servers),
         // The error names the operation and the key (`release K: ...`).
         Err(e) => log.event(
@@ -646,6 +646,7 @@ mod tests {
         let lock = Lock {
             key: cfg.key.clone(),
             token: "t".into(),
+            shared: false,
             ttl,
             since: BootInstant::now(),
             validity: ttl - Duration::from_secs(1),

@@ -101,7 +101,7 @@ pub async fn status(fleet: &Fleet, key: &str, json: bool, limit: Option<u32>) ->
 async fn ended_run(fleet: &Fleet, key: &str, status: &Status) -> Option<Entry> {
     let (value, _) = status.holder.as_ref()?;
     let token = value.parse::<Token>().ok()?;
-    if token.caller || token.shared {
+    if token.caller || token.is_shared() {
         return None;
     }
     let history = crate::history::read(fleet, key, crate::history::MAX_ENTRIES).await;

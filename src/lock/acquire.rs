@@ -68,6 +68,16 @@ impl Numbers {
     }
 }
 
+/// The token an attempt sets, and whether it is a shared holder's
+/// ([`crate::shared`]): read once where the token is made or comes in.
+#[derive(Clone, Copy, Debug)]
+pub struct Held<'a> {
+    /// The token.
+    pub token: &'a str,
+    /// A shared holder's token.
+    pub shared: bool,
+}
+
 /// How an attempt takes part in the lock's wait queue ([`crate::queue`]).
 /// Exclusion never rests on it: the attempt is a plain majority round
 /// whatever the queue says.
@@ -163,7 +173,9 @@ impl Fleet {
         ttl: Duration,
         fence: bool,
     ) -> AttemptReport {
-        self.attempt(key, token, ttl, fence, 0, None).await
+        // A token given as text: a shared holder's says so, read once here.
+        let held = Held { token, shared: is_shared(token) };
+        self.attempt(key, held, ttl, fence, 0, None).await
     }
 
     /// [`Fleet::try_acquire`] by a contender whose last `splits` rounds in
@@ -187,7 +199,7 @@ impl Fleet {
     pub async fn attempt(
         &self,
         key: &str,
-        token: &str,
+        Held { token, shared }: Held<'_>,
         ttl: Duration,
         fence: bool,
         splits: u32,
@@ -217,7 +229,7 @@ impl Fleet {
                 deadlines,
                 // A shared holder's token joins the shared holders instead
                 // ([`crate::shared`]): the same script, round and queue.
-                readers: is_shared(token).then(|| self.layout.readers_key(key)),
+                readers: shared.then(|| self.layout.readers_key(key)),
                 token: token.to_owned(),
                 member: place.map_or(String::new(), |p| p.member.to_owned()),
                 numbers,
@@ -257,7 +269,8 @@ impl Fleet {
                 _ => None,
             })
             .collect();
-        let mut attempt = self.conclude_acquire(key, token, ttl, fence, start, &round).await;
+        let held = Held { token, shared };
+        let mut attempt = self.conclude_acquire(key, held, ttl, fence, start, &round).await;
         if matches!(attempt, Attempt::Acquired(_))
             && let Some(twins) = self.twins(key).await
         {
@@ -328,7 +341,7 @@ impl Fleet {
     async fn conclude_acquire(
         &self,
         key: &str,
-        token: &str,
+        held: Held<'_>,
         ttl: Duration,
         fence: bool,
         start: BootInstant,
@@ -340,12 +353,13 @@ impl Fleet {
         match quorum::standing(votes.ours, &votes.counts(), 0, self.quorum) {
             Standing::Won => {
                 let fence =
-                    if fence { self.settle_fence(key, token, ttl, round).await } else { Ok(None) };
+                    if fence { self.settle_fence(key, held, ttl, round).await } else { Ok(None) };
                 let elapsed = start.elapsed();
                 match (fence, quorum::validity(ttl, elapsed, self.drift_factor)) {
                     (Ok(fence), Some(validity)) => Attempt::Acquired(Lock {
                         key: key.to_owned(),
-                        token: token.to_owned(),
+                        token: held.token.to_owned(),
+                        shared: held.shared,
                         ttl,
                         since: start,
                         validity,
@@ -401,7 +415,7 @@ impl Fleet {
     async fn settle_fence(
         &self,
         key: &str,
-        token: &str,
+        Held { token, shared }: Held<'_>,
         ttl: Duration,
         round: &Round<Granted>,
     ) -> Result<Option<u64>, Error> {
@@ -426,7 +440,7 @@ impl Fleet {
             operation: Operation::RaiseFence(RaiseFenceOp {
                 lock: self.layout.held_key(key, token),
                 fence: self.layout.fence_key(key),
-                readers: is_shared(token).then(|| self.layout.readers_key(key)),
+                readers: shared.then(|| self.layout.readers_key(key)),
                 token: token.to_owned(),
                 value: fence,
                 life_ms: crate::millis(fence::lifetime(ttl)),

@@ -7,40 +7,80 @@ impl Fleet {
     /// Makes a lock held by `token` last at least `ttl` from now on every
     /// server, never shortening it. The new validity counts from the start
     /// of the round and assumes only `ttl`.
-    pub async fn extend(&self, key: &str, token: &str, ttl: Duration) -> Result<Lock, Error> {
-        let operation = Operation::Extend(ExtendOp {
-            lock: self.layout.held_key(key, token),
-            fence: self.layout.fence_key(key),
-            token: token.to_owned(),
-            ttl_ms: crate::millis(ttl),
-            life_ms: crate::millis(crate::fence::lifetime(ttl)),
-        });
-        self.retime(operation, key, token, ttl, NOT_HELD).await
+    pub async fn extend(
+        &self,
+        key: &str,
+        token: &str,
+        shared: bool,
+        ttl: Duration,
+    ) -> Result<Lock, Error> {
+        let operation = if shared {
+            self.shared_retime(key, token, ttl, false)
+        } else {
+            Operation::Extend(ExtendOp {
+                lock: self.layout.held_key(key, token),
+                fence: self.layout.fence_key(key),
+                token: token.to_owned(),
+                ttl_ms: crate::millis(ttl),
+                life_ms: crate::millis(crate::fence::lifetime(ttl)),
+            })
+        };
+        self.retime(operation, key, token, shared, ttl).await
+    }
+
+    /// A shared holder's renewal (`scripts/shared_extend.lua`): its entry
+    /// among the shared holders to at least `ttl` from now, or exactly
+    /// (`--keep`) when `exact`; the marker never below the latest entry.
+    fn shared_retime(&self, key: &str, token: &str, ttl: Duration, exact: bool) -> Operation {
+        Operation::Scripted {
+            script: &SCRIPTS.shared_extend,
+            keys: vec![
+                self.layout.lock_key(key),
+                self.layout.readers_key(key),
+                self.layout.fence_key(key),
+            ],
+            args: vec![
+                token.into(),
+                crate::millis(ttl).to_string().into(),
+                crate::millis(crate::fence::lifetime(ttl)).to_string().into_bytes(),
+                if exact { "exact" } else { "" }.into(),
+            ],
+        }
     }
 
     /// Sets the TTL of a lock held by `token` to exactly `ttl` on every
     /// server, shortening it if need be (`run --keep`).
-    pub async fn set_ttl(&self, key: &str, token: &str, ttl: Duration) -> Result<Lock, Error> {
-        let operation = Operation::SetTtl(SetTtlOp {
-            lock: self.layout.held_key(key, token),
-            token: token.to_owned(),
-            ttl_ms: crate::millis(ttl),
-        });
-        self.retime(operation, key, token, ttl, NOT_HELD).await
+    pub async fn set_ttl(
+        &self,
+        key: &str,
+        token: &str,
+        shared: bool,
+        ttl: Duration,
+    ) -> Result<Lock, Error> {
+        let operation = if shared {
+            self.shared_retime(key, token, ttl, true)
+        } else {
+            Operation::SetTtl(SetTtlOp {
+                lock: self.layout.held_key(key, token),
+                token: token.to_owned(),
+                ttl_ms: crate::millis(ttl),
+            })
+        };
+        self.retime(operation, key, token, shared, ttl).await
     }
 
-    /// One compare-and-set round on a holder's TTL: [`Fleet::extend`],
-    /// [`Fleet::set_ttl`] and their shared twins ([`crate::shared`]).
-    /// `operation` sets `token`'s lock to `ttl` and answers 1 where the
-    /// token holds; `refused` says what a quorum of 0 means.
-    pub(crate) async fn retime(
+    /// One compare-and-set round on a holder's TTL ([`Fleet::extend`],
+    /// [`Fleet::set_ttl`]): `operation` sets `token`'s lock to `ttl` and
+    /// answers 1 where the token holds.
+    async fn retime(
         &self,
         operation: Operation,
         key: &str,
         token: &str,
+        shared: bool,
         ttl: Duration,
-        refused: &str,
     ) -> Result<Lock, Error> {
+        let refused = if shared { NO_SHARED_HOLD } else { NOT_HELD };
         let start = BootInstant::now();
         let call = Call { op: Op::Extend, key: key.to_owned(), operation };
         let round = self.round(call, parse_int, done_here).await;
@@ -57,6 +97,7 @@ impl Fleet {
                 Ok(Lock {
                     key: key.to_owned(),
                     token: token.to_owned(),
+                    shared,
                     ttl,
                     since: start,
                     validity,
@@ -78,9 +119,14 @@ impl Fleet {
     /// [`Fleet::drain`]), with each server's part.
     /// A shared holder's token leaves the shared holders (the withdrawal
     /// script, with the release channel).
-    pub async fn release(&self, key: &str, token: &str) -> Result<Vec<ServerResult>, Error> {
-        let refused = if is_shared(token) { NO_SHARED_HOLD } else { NOT_HELD };
-        let call = self.release_call(key, token);
+    pub async fn release(
+        &self,
+        key: &str,
+        token: &str,
+        shared: bool,
+    ) -> Result<Vec<ServerResult>, Error> {
+        let refused = if shared { NO_SHARED_HOLD } else { NOT_HELD };
+        let call = self.release_call(key, token, shared);
         let round = self.round(call, parse_int, done_here).await;
         let shown = crate::display_key(key.as_bytes());
         match round.outcome() {
@@ -147,7 +193,9 @@ impl Fleet {
         }
         let mut deleted = 0;
         for (value, servers) in values {
-            let call = Call { op: Op::ForceRelease, ..self.release_call(key, value) };
+            // A value read on the servers: a shared holder's token says so.
+            let call =
+                Call { op: Op::ForceRelease, ..self.release_call(key, value, is_shared(value)) };
             let round = self.round_on(&servers, call, parse_int, |_| Vote::Yes).await;
             deleted += round.replies.iter().filter(|r| matches!(r, Reply::Answered(1))).count();
         }
@@ -159,9 +207,9 @@ impl Fleet {
     /// The compare-and-delete of `token` on `key`, announcing the release.
     /// A shared holder's token ([`crate::shared`]) leaves the shared
     /// holders instead: the withdrawal script, with the release channel.
-    fn release_call(&self, key: &str, token: &str) -> Call {
+    fn release_call(&self, key: &str, token: &str, shared: bool) -> Call {
         let [order, deadlines] = self.layout.queue_keys(key);
-        let operation = if is_shared(token) {
+        let operation = if shared {
             Operation::Withdraw(WithdrawOp {
                 lock: self.layout.lock_key(key),
                 order,

@@ -22,7 +22,7 @@ pub mod noscript;
 mod ops;
 mod status;
 
-pub use acquire::{Attempt, AttemptReport, Place, Split};
+pub use acquire::{Attempt, AttemptReport, Held, Place, Split};
 pub use keys::{KeyLayout, WAKE_TAG, release_channel, wake_channel};
 pub(crate) use ops::{
     AcquireOp, ExtendOp, Operation, RaiseFenceOp, ReleaseOp, SetTtlOp, StatusOp, WithdrawOp,
@@ -59,6 +59,7 @@ struct Scripts {
     status: LazyLock<Script>,
     raise_fence: LazyLock<Script>,
     withdraw: LazyLock<Script>,
+    shared_extend: LazyLock<Script>,
 }
 
 /// The withdrawal script's source: it is sent with every withdrawal (see
@@ -79,6 +80,7 @@ static SCRIPTS: Scripts = Scripts {
     status: LazyLock::new(|| Script::new(include_str!("../scripts/status.lua"))),
     raise_fence: LazyLock::new(|| Script::new(include_str!("../scripts/raise_fence.lua"))),
     withdraw: LazyLock::new(|| Script::new(WITHDRAW_LUA)),
+    shared_extend: LazyLock::new(|| Script::new(include_str!("../scripts/shared_extend.lua"))),
 };
 
 /// How long to wait for a busy lock.
@@ -240,6 +242,9 @@ pub struct Lock {
     pub key: String,
     /// The value stored under the key on the servers that granted it.
     pub token: String,
+    /// True for a shared holder (`--shared`): its token is an entry among
+    /// the shared holders, not the key's value.
+    pub shared: bool,
     /// The TTL the servers were given.
     pub ttl: Duration,
     /// When the round that took (or last extended) the lock started, on
@@ -518,7 +523,7 @@ pub(crate) const NO_SHARED_HOLD: &str = "no shared hold of this token";
 
 /// True when `token` is a shared holder's ([`crate::shared`]).
 pub fn is_shared(token: &str) -> bool {
-    token.parse::<Token>().is_ok_and(|t| t.shared)
+    token.parse::<Token>().is_ok_and(|t| t.is_shared())
 }
 
 /// The vote of a compare-and-extend or compare-and-delete reply: 1 when

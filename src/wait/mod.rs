@@ -304,6 +304,7 @@ pub async fn acquire(
             },
             ordered: *ordered,
             member: member.clone(),
+            shared: request.shared,
             places: usize::try_from(request.limit.max(1)).unwrap_or(usize::MAX),
         },
         Backoff::new(),

@@ -121,8 +121,10 @@ pub struct Asked {
     pub deadline: Option<Instant>,
     /// Ordered (the queue's order, not `--unordered`).
     pub ordered: bool,
-    /// The waiter's entry in the queue (a shared waiter's says so).
+    /// The waiter's entry in the queue.
     pub member: String,
+    /// A shared waiter (`--shared`).
+    pub shared: bool,
     /// The key's places (`--limit N`; 1 for the lock).
     pub places: usize,
 }
@@ -216,11 +218,11 @@ impl WaitState {
                     // shared waiter named first lets every shared waiter
                     // with no exclusive one ahead go in with it
                     // (`scripts/acquire.lua`): a shared waiter tries.
+                    // (The first waiter's entry, as the server said it.)
                     Some(first)
                         if self.asked.ordered
                             && first != self.asked.member
-                            && !(crate::lock::is_shared(first)
-                                && crate::lock::is_shared(&self.asked.member)) =>
+                            && !(self.asked.shared && crate::lock::is_shared(first)) =>
                     {
                         if let Some((n, _)) = self.ahead.as_mut() {
                             *n = n.saturating_sub(1).max(1);
@@ -327,6 +329,7 @@ mod tests {
             deadline: wait.map(|w| start + w),
             ordered,
             member: "me".into(),
+            shared: false,
             places: 1,
         };
         (WaitState::new(asked, Backoff::seeded(7)), start)

@@ -210,7 +210,7 @@ fn a_process_keeps_one_pubsub_connection_per_server_however_often_it_waits() {
         // A holder whose lock expires by itself: each wait subscribes.
         Redlock::on(&fleet).args(["acquire", "-k", &key, "--ttl", "300ms"]).run().expect(0);
         let lock = rt.block_on(redlock::wait::acquire(&lib, &request, &log, None)).unwrap();
-        rt.block_on(lib.release(&key, &lock.token)).unwrap();
+        rt.block_on(lib.release(&key, &lock.token, lock.shared)).unwrap();
     }
     let subscribes: usize = fleet.servers.iter().map(|s| s.calls(&["subscribe"])).sum();
     // Two servers listened to (3 - quorum 2 + 1), once each, in three waits.
