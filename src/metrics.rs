@@ -49,13 +49,13 @@ pub struct Servers {
 /// The last acquire attempt's servers in this process ([`observe`]).
 static OBSERVED: std::sync::Mutex<Option<Servers>> = std::sync::Mutex::new(None);
 
-/// Records how the servers took part in an acquire attempt (each one's
-/// result: `granted`, `held`, `queued`, `not awaited`, `error: ...`).
+/// Records how the servers took part in an acquire attempt.
 pub fn observe(results: &[crate::lock::ServerResult]) {
-    let count = |f: fn(&str) -> bool| results.iter().filter(|r| f(&r.result)).count();
+    use crate::lock::Part;
+    let count = |f: fn(&Part) -> bool| results.iter().filter(|r| f(&r.result)).count();
     let servers = Servers {
-        answered: count(|r| r != "not awaited" && !r.starts_with("error: ")),
-        failed: count(|r| r.starts_with("error: ")),
+        answered: count(|r| matches!(r, Part::Answered(_))),
+        failed: count(|r| matches!(r, Part::Failed(_))),
         total: results.len(),
     };
     // A panic elsewhere while holding the lock leaves the value usable.

@@ -21,7 +21,8 @@ use crate::output::{Level, Log};
 /// The `released` event: how many servers deleted the key, and each one's
 /// part: `released k: deleted on 2 of 3 (quorum 2), 1 not awaited`.
 fn released(log: &Log, key: &str, quorum: usize, servers: &[ServerResult]) {
-    let deleted = servers.iter().filter(|s| s.result == "deleted").count();
+    let deleted =
+        servers.iter().filter(|s| s.result == crate::lock::Part::Answered("deleted")).count();
     let first = format!("deleted on {deleted} of {} (quorum {quorum})", servers.len());
     log.event(
         Level::Info,

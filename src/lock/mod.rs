@@ -191,11 +191,38 @@ impl Call {
 pub struct ServerResult {
     /// The server's display name.
     pub server: String,
-    /// `granted`, `held` (acquire), `deleted`, `not held` (release),
-    /// `not awaited`, or `error: ...`.
-    pub result: String,
+    /// What it did (in JSON, its text: `granted`, `error: ...`).
+    pub result: Part,
     /// Time to answer from the start of the round, in milliseconds.
     pub latency_ms: Option<f64>,
+}
+
+/// What one server did in a round.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Part {
+    /// It answered: what the answer was (`granted`, `held`, `queued` for
+    /// an acquire; `deleted`, `not held` for a release).
+    Answered(&'static str),
+    /// It failed: why.
+    Failed(String),
+    /// The round stopped listening once its verdict was settled.
+    NotAwaited,
+}
+
+impl std::fmt::Display for Part {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Part::Answered(what) => f.write_str(what),
+            Part::Failed(why) => write!(f, "error: {why}"),
+            Part::NotAwaited => f.write_str("not awaited"),
+        }
+    }
+}
+
+impl serde::Serialize for Part {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
 }
 
 /// What the servers of a round did, for messages: `first` (the count
@@ -204,15 +231,16 @@ pub struct ServerResult {
 /// result `first` counts (`granted`, `deleted`). A server the round
 /// stopped listening to once the verdict was settled is "not awaited":
 /// it is neither a failure nor a refusal.
-pub fn took_part(first: String, results: &[ServerResult], main: &str) -> String {
+pub fn took_part(first: String, results: &[ServerResult], main: &'static str) -> String {
     let mut kinds: Vec<(&str, usize)> = Vec::new();
-    for r in results.iter().filter(|r| r.result != main) {
-        let kind = match r.result.as_str() {
-            failed if failed.starts_with("error: ") => "failed",
-            "held" => "held by another",
-            "queued" => "kept for a waiter ahead",
-            "not held" => "did not hold it",
-            other => other,
+    for r in results.iter().filter(|r| r.result != Part::Answered(main)) {
+        let kind = match &r.result {
+            Part::Failed(_) => "failed",
+            Part::NotAwaited => "not awaited",
+            Part::Answered("held") => "held by another",
+            Part::Answered("queued") => "kept for a waiter ahead",
+            Part::Answered("not held") => "did not hold it",
+            Part::Answered(other) => other,
         };
         match kinds.iter_mut().find(|(k, _)| *k == kind) {
             Some((_, n)) => *n += 1,
@@ -496,9 +524,9 @@ impl Fleet {
             .map(|((server, reply), latency)| ServerResult {
                 server: server.name().to_owned(),
                 result: match reply {
-                    Reply::Answered(v) => describe(v).to_owned(),
-                    Reply::Failed(e) => format!("error: {}", e.failure),
-                    Reply::NotAwaited => "not awaited".to_owned(),
+                    Reply::Answered(v) => Part::Answered(describe(v)),
+                    Reply::Failed(e) => Part::Failed(e.failure.to_string()),
+                    Reply::NotAwaited => Part::NotAwaited,
                 },
                 latency_ms: latency.map(|d| d.as_secs_f64() * 1000.0),
             })

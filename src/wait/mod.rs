@@ -612,7 +612,10 @@ impl WaitReport {
 fn unreachable_servers(log: &Log, key: &str, servers: &[crate::lock::ServerResult]) {
     let failed: Vec<String> = servers
         .iter()
-        .filter_map(|s| s.result.strip_prefix("error: ").map(|e| format!("{}: {e}", s.server)))
+        .filter_map(|s| match &s.result {
+            crate::lock::Part::Failed(e) => Some(format!("{}: {e}", s.server)),
+            _ => None,
+        })
         .collect();
     if failed.is_empty() {
         return;
