@@ -404,6 +404,19 @@ async fn supervise(
         tokio::select! {
             status = child.wait() => {
                 guard_fired(child, &mut stop);
+                // The guard's SIGKILL at its deadline can reach redlock
+                // before the guard's own report of it (both resume together
+                // after a freeze): a command killed by SIGKILL once that
+                // deadline has passed was killed for the lock's validity.
+                let killed = status.as_ref().is_ok_and(|s| s.signal() == Some(libc::SIGKILL));
+                if stop.is_none() && killed && child.past_kill_time() {
+                    stop = Some(Stop::Lost {
+                        reason: GUARD_KILLED.to_owned(),
+                        at: SystemTime::now(),
+                        signal: libc::SIGKILL,
+                        killed: false,
+                    });
+                }
                 return (status, stop);
             }
             signal = signals.recv() => forward(child, signal, log),
@@ -530,6 +543,9 @@ async fn supervise(
     }
 }
 
+/// Why a command was stopped by the guard.
+const GUARD_KILLED: &str = "redlock was stopped or frozen until the lock's validity ran out, and its guard killed the command";
+
 /// Records the guard's kill as the stop, when it fired and redlock had not
 /// begun stopping the command itself: redlock did not run (frozen, or
 /// stopped by job control) until after the validity ended. A command that
@@ -539,9 +555,7 @@ fn guard_fired(child: &mut Child, stop: &mut Option<Stop>) {
         // Whatever outlived the guard's kill (a command started after it
         // fired, a process forked past its scan) is killed now.
         child.stop(libc::SIGKILL);
-        let reason = "redlock was stopped or frozen until the lock's validity ran out, \
-                      and its guard killed the command"
-            .to_owned();
+        let reason = GUARD_KILLED.to_owned();
         let at = SystemTime::now();
         *stop = Some(Stop::Lost { reason, at, signal: libc::SIGKILL, killed: false });
     }

@@ -354,7 +354,13 @@ fn exit_status(o: &Op, out: &mut Vec<Violation>) {
                 lines.push(*l);
             }
             match exit {
-                Some((_, _, how, Some(c))) if how == "normal" && code != *c => {
+                // A stop that redlock began (the lock lost, --max-hold) as
+                // the command ended by itself: 70 or 124 says that the lock
+                // was lost while it ran. (One that ended long before the
+                // stop keeps its status: found.rs tests it.)
+                Some((_, _, how, Some(c)))
+                    if how == "normal" && code != *c && ![70, 124].contains(&code) =>
+                {
                     Some(format!("the command exited {c} by itself, but run exited {code}"))
                 }
                 Some((_, _, how, _)) if how != "normal" && ![70, 124].contains(&code) => {

@@ -27,3 +27,49 @@ fn a_command_that_ended_while_redlock_was_frozen_keeps_its_status() {
     send_signal(running.pid(), libc::SIGCONT);
     running.wait().expect(3);
 }
+
+/// The pids of `pid`'s children.
+fn children(pid: i32) -> Vec<i32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<i32>() else { continue };
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let ppid = stat.rsplit(')').next().and_then(|r| r.split_whitespace().nth(1));
+        if ppid.and_then(|p| p.parse::<i32>().ok()) == Some(pid) {
+            out.push(child);
+        }
+    }
+    out
+}
+
+/// Campaign `freeze-all` (seed 874449656): redlock, its guard and its
+/// command frozen together past the lock's validity (a paused VM), then
+/// resumed together: the guard killed the command at once, and redlock
+/// saw the command's SIGKILL before the guard's own report of it, so it
+/// exited 137 ("ended by signal 9", as if not by redlock) instead of 70.
+#[test]
+fn a_command_the_guard_killed_after_a_freeze_is_reported_lost() {
+    let fleet = Fleet::start(1);
+    for _ in 0..3 {
+        let key = unique_key("freeze-all");
+        let dir = tempfile::tempdir().unwrap();
+        let started = dir.path().join("started");
+        let job = format!("touch {}; sleep 5", started.display());
+        let running = Redlock::on(&fleet)
+            .args(["run", "--ttl", "1s", "-k", &key, "--", "sh", "-c", &job])
+            .spawn();
+        wait_for_file(&started);
+        let mut all = vec![running.pid()];
+        all.extend(children(running.pid()));
+        let grandchildren: Vec<i32> = all[1..].iter().flat_map(|p| children(*p)).collect();
+        all.extend(grandchildren);
+        for p in &all {
+            send_signal(*p, libc::SIGSTOP);
+        }
+        std::thread::sleep(Duration::from_millis(1500));
+        for p in &all {
+            send_signal(*p, libc::SIGCONT);
+        }
+        running.wait().expect(70).stderr_has("lost the lock");
+    }
+}
