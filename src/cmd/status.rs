@@ -228,6 +228,13 @@ fn render_places(key: &str, places: &[(u32, Status)], queue: &[Waiter]) -> Strin
         places.len(),
         crate::display_key(key.as_bytes()),
     ));
+    out.push_str(&queue_lines(queue));
+    out
+}
+
+/// A line for each queued waiter, each after a newline.
+fn queue_lines(queue: &[Waiter]) -> String {
+    let mut out = String::new();
     for (i, w) in queue.iter().enumerate() {
         let (host, pid, since) = waiter_facts(w);
         out.push_str(&format!(
@@ -340,15 +347,7 @@ fn render_table(key: &str, status: &Status, queue: &[Waiter], ended: Option<&Ent
             ));
         }
     }
-    for (i, w) in queue.iter().enumerate() {
-        let (host, pid, since) = waiter_facts(w);
-        out.push_str(&format!(
-            "\nqueued {}: {} pid {}, waiting since {since}",
-            i + 1,
-            host.as_deref().unwrap_or("?"),
-            pid.map_or_else(|| "?".to_owned(), |p| p.to_string())
-        ));
-    }
+    out.push_str(&queue_lines(queue));
     out
 }
 

@@ -1,7 +1,7 @@
 //! The cluster check of a `redis+cluster://` member: each seed's
 //! `cluster_state` and slot map, and the probe key's slot.
 
-use super::PROBE_KEY;
+use super::{PROBE_KEY, within};
 use crate::lock::Fleet;
 use crate::server::cluster::{SlotMap, key_slot};
 use crate::server::{Failure, Server};
@@ -59,12 +59,7 @@ pub async fn check_cluster(fleet: &Fleet, server: &Server) -> Option<ClusterChec
                     .to_owned();
                 Ok::<_, Failure>((state, cluster.slots(i, config).await?))
             };
-            let answer = match tokio::time::timeout(timeout, work).await {
-                Ok(Ok(answer)) => Ok(answer),
-                Ok(Err(failure)) => Err(failure.to_string()),
-                Err(_) => Err(Failure::Timeout(timeout).to_string()),
-            };
-            (seed.to_owned(), answer)
+            (seed.to_owned(), within(timeout, work).await)
         }
     });
     let probe_key = fleet.key_layout().lock_key(PROBE_KEY);

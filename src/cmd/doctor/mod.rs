@@ -31,7 +31,7 @@ use crate::error::Error;
 use crate::exit;
 use crate::lock::Fleet;
 use crate::quorum::Failures;
-use crate::server::ServerError;
+use crate::server::{Failure, ServerError};
 
 mod assess;
 mod cluster;
@@ -67,6 +67,19 @@ struct Report {
     total: usize,
     /// What it adds up to.
     verdict: Verdict,
+}
+
+/// `work` bounded by `timeout`; its failure, or the timeout, as the text
+/// the report shows.
+async fn within<T>(
+    timeout: Duration,
+    work: impl Future<Output = Result<T, Failure>>,
+) -> Result<T, String> {
+    match tokio::time::timeout(timeout, work).await {
+        Ok(Ok(answer)) => Ok(answer),
+        Ok(Err(failure)) => Err(failure.to_string()),
+        Err(_) => Err(Failure::Timeout(timeout).to_string()),
+    }
 }
 
 /// Checks the servers and prints a report (or JSON) on stdout.

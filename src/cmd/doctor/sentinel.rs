@@ -1,8 +1,9 @@
 //! The Sentinel check of a `redis+sentinel://` group: what each of its
 //! Sentinels names as the master, and that master's `ROLE`.
 
+use super::within;
+use crate::server::Server;
 use crate::server::sentinel::Answer;
-use crate::server::{Failure, Server};
 
 /// What one Sentinel said: the master's `host:port` and how many replicas
 /// it sees up, `None` when it does not monitor the service, or the error.
@@ -72,12 +73,10 @@ pub async fn check_group(server: &Server) -> Option<GroupCheck> {
     let asks = group.sentinels().enumerate().map(|(i, address)| {
         let config = &config;
         async move {
-            let answer = match tokio::time::timeout(timeout, group.ask(i, config)).await {
-                Ok(Ok(Answer::Master { address, replicas })) => Ok(Some((address, replicas))),
-                Ok(Ok(Answer::Unknown)) => Ok(None),
-                Ok(Err(failure)) => Err(failure.to_string()),
-                Err(_) => Err(Failure::Timeout(timeout).to_string()),
-            };
+            let answer = within(timeout, group.ask(i, config)).await.map(|answer| match answer {
+                Answer::Master { address, replicas } => Some((address, replicas)),
+                Answer::Unknown => None,
+            });
             (address.to_owned(), answer)
         }
     });
@@ -94,12 +93,9 @@ pub async fn check_group(server: &Server) -> Option<GroupCheck> {
     let need = check.answers.len() / 2 + 1;
     let master = check.named().into_iter().find(|(_, n)| *n >= need).map(|(m, _)| (*m).to_owned());
     if let Some(master) = master {
-        check.master_role =
-            match tokio::time::timeout(timeout, group.role_of(&master, &config)).await {
-                Ok(Ok((_, _, role))) => Ok((role.role, role.replicas)),
-                Ok(Err(failure)) => Err(failure.to_string()),
-                Err(_) => Err(Failure::Timeout(timeout).to_string()),
-            };
+        check.master_role = within(timeout, group.role_of(&master, &config))
+            .await
+            .map(|(_, _, role)| (role.role, role.replicas));
         check.master = Some(master);
     }
     Some(check)
