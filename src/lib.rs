@@ -57,6 +57,9 @@
 //! - [`procs`]: the process table read from `/proc` without allocating.
 //! - [`signals`]: OS signals as typed events (the handler only enqueues; no thread).
 //! - [`cmd`]: one module per subcommand.
+//! - [`run()`]: the whole program from its arguments to its exit code
+//!   (parse, configure, run the subcommand, report a failure); `main.rs`
+//!   only sets up the process and calls it.
 //! - [`error`], [`exit`]: the error type and the exit codes it maps to.
 //! - [`output`]: messages on stderr, text or JSON.
 //! - [`docs`]: man pages and shell completions generated from [`cli`].
@@ -122,6 +125,7 @@ pub mod output;
 pub mod procs;
 pub mod queue;
 pub mod quorum;
+mod run;
 pub mod server;
 pub mod shared;
 pub mod signals;
@@ -129,6 +133,8 @@ pub mod slots;
 pub mod token;
 pub mod wait;
 pub mod watchdog;
+
+pub use run::run;
 
 use std::time::Duration;
 
