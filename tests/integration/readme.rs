@@ -10,15 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use crate::harness::{Fleet, lock_key};
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_redlock")
-}
+use crate::harness::{Fleet, bin, lock_key, root};
 
 /// README.md and every `docs/*.md`, as (path from the root, text).
 pub fn pages() -> Vec<(String, String)> {

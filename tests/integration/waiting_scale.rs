@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use crate::harness::{Fleet, Output, RedisServer, Redlock, unique_key};
+use crate::harness::{Fleet, Output, RedisServer, Redlock, queue_keys, unique_key};
 
 /// The most lock commands one waiter may send in a 3 s wait.
 const STORM: usize = 40;
@@ -299,12 +299,6 @@ fn release_force_of_shared_holders_wakes_the_waiter_first_in_line() {
     let message = ears.get_message().expect("the forced release, on the waiter's channel");
     assert_eq!(message.get_payload::<String>().unwrap(), format!("{}\nredlock-shared", head[0]));
     waiter.wait().expect(0);
-}
-
-/// The queue's sorted sets of `key` (order, deadlines), as the README names them.
-fn queue_keys(key: &str) -> [String; 2] {
-    let lock = crate::harness::lock_key(key);
-    [format!("{lock}:queue"), format!("{lock}:queue-deadlines")]
 }
 
 #[test]
