@@ -75,7 +75,7 @@ fn install_crypto_provider() {
 /// answer was never awaited, even one that timed out) is executed before
 /// the withdrawal. On two connections there is no such order: a SET still
 /// in flight on the first could land after a DEL sent on the second and
-/// leave a dead token for a whole TTL (issue 9, item 7).
+/// leave a dead token for a whole TTL.
 #[derive(Clone)]
 pub struct Conn {
     /// The multiplexed connection (cloning shares it).

@@ -1,4 +1,4 @@
-//! The compatibility matrix (issue 14, item 1): one representative subset of
+//! The compatibility matrix: one representative subset of
 //! the engine and `run` tests, run against every server build the harness
 //! knows ([`Build`]): Debian's Redis 7.0, Valkey 8.1 and Redis 6.2. Between
 //! them the tests make redlock send every script it has (acquire, withdraw,
@@ -236,7 +236,7 @@ fn keep_holds_the_lock_after_the_child(build: Build) {
     Redlock::on(&fleet).args(["run", "-n", "--key", &key, "--", "true"]).run().expect(75);
 }
 
-/// Two waiters queue (queue.lua) in arrival order, subscribed to the
+/// Two waiters queue (the acquire script's queue) in arrival order, subscribed to the
 /// release channel; each release wakes the head, and they run in order.
 fn waiters_queue_and_wake_on_release(build: Build) {
     let fleet = fleet(build, 3);

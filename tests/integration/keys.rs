@@ -1,4 +1,4 @@
-//! The keys redlock writes (issue 10): fences that never go backwards, even
+//! The keys redlock writes: fences that never go backwards, even
 //! across a server that lost its data; nothing left on the servers once the
 //! lifetimes pass; no key of anyone else's read as a lock or deleted; and
 //! the key as given (`--raw-key`) for other Redlock clients.
@@ -22,9 +22,8 @@ fn cycle(fleet: &Fleet, key: &str, ttl: &str) -> u64 {
     fence
 }
 
-/// Waits until every running server holds no key but run histories
-/// (issue 13: kept on purpose, bounded and expiring, checked here), at most
-/// `limit`.
+/// Waits until every running server holds no key but run histories (kept
+/// on purpose, bounded and expiring, checked here), at most `limit`.
 fn wait_for_no_locks(fleet: &Fleet, limit: Duration) {
     let start = Instant::now();
     loop {

@@ -133,8 +133,8 @@ fn a_server_without_scripting_ends_at_once_instead_of_waiting_silently() {
         "EVALSHA",
         "",
     ]);
-    // The lock itself needs no scripting (src/noscript.rs, tests in
-    // noscript.rs); what does, `--shared`, ends at once in one line.
+    // The lock itself needs no scripting (src/lock/noscript.rs, tests in
+    // tests/integration/noscript.rs); what does, `--shared`, ends at once in one line.
     let out = Redlock::new(&server.url()).args(["run", "--shared", "-k", "k", "--", "true"]).run();
     out.expect(69).within(AT_ONCE);
     one_line(&out, &["refuses scripts"]);

@@ -1,7 +1,7 @@
-//! No scripting required (issue 14, item 2): servers that refuse
-//! `EVALSHA`/`EVAL` (renamed away in their configuration, or an ACL user
-//! without `@scripting`) get the same lock through plain commands
-//! (`WATCH`/`MULTI`/`EXEC` on a connection of its own, src/noscript.rs).
+//! No scripting required: servers that refuse `EVALSHA`/`EVAL` (renamed
+//! away in their configuration, or an ACL user without `@scripting`) get
+//! the same lock through plain commands (`WATCH`/`MULTI`/`EXEC` on a
+//! connection of its own, src/lock/noscript.rs).
 
 use std::time::{Duration, Instant};
 

@@ -1,5 +1,5 @@
-//! Adversarial checks of the wait queue kept by the acquire script
-//! (issue 11): order survives a withdrawn attempt, a dead head costs at
+//! Adversarial checks of the wait queue kept by the acquire script: order
+//! survives a withdrawn attempt, a dead head costs at
 //! most one entry lifetime, disordered queues still serve everyone with
 //! no overlap, and a handoff costs a bounded number of script calls.
 

@@ -674,7 +674,7 @@ fn links_between_the_pages_resolve() {
 fn the_readme_is_a_guide_and_links_every_page() {
     let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
     let lines = readme.lines().count();
-    assert!(lines <= 300, "README.md has {lines} lines: move a topic to docs/ (issue 30)");
+    assert!(lines <= 300, "README.md has {lines} lines: move a topic to docs/");
     for (path, _) in pages().into_iter().skip(1) {
         let name = path.strip_prefix("docs/").unwrap();
         assert!(readme.contains(&format!("(docs/{name})")), "README.md does not link {path}");

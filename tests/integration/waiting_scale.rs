@@ -1,4 +1,4 @@
-//! Waiting at scale (issue 11): a waiter whose release notifications are
+//! Waiting at scale: a waiter whose release notifications are
 //! unavailable falls back to its backoff and never storms the servers.
 //! Each storm scenario counts the lock commands of one waiter over a
 //! 3 s `--wait` (its `acquire_attempt` events, and the servers'
@@ -175,7 +175,7 @@ fn a_round_lost_everywhere_sends_no_withdrawal() {
     Redlock::on(&fleet).args(["run", "-n", "-k", &key, "--", "true"]).run().expect(75);
     // Two scripts per server: the attempt and the skip's record. The round
     // is lost once two servers answer; the third answer, "held by another
-    // value", used to come after the verdict and cost that server a
+    // value", may come after the verdict, and must not cost that server a
     // withdrawal script as well.
     let scripts: Vec<usize> = fleet.servers.iter().map(|s| s.calls(&["evalsha"])).collect();
     assert_eq!(scripts, vec![2, 2, 2], "scripts per server");
