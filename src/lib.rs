@@ -11,7 +11,8 @@
 //! - [`server`]: one Redis server: URL (password never shown), lazy
 //!   connection, calls bounded by the node timeout, errors naming the
 //!   server ([`server::Failure`], [`server::ServerError`]); and the
-//!   connection kinds it owns:
+//!   connection kinds it owns, each of which finds the node a connection
+//!   goes to and says how long it may be trusted (`server::target`):
 //!   - [`server::sentinel`]: `redis+sentinel://` groups: the Sentinels asked
 //!     for the master, its `ROLE` checked, asked again after a failure, a
 //!     `READONLY` reply, or once a node timeout has passed.
