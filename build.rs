@@ -37,13 +37,12 @@ fn main() {
 }
 
 /// Links the unwinder from libgcc_eh.a instead of loading libgcc_s.so.1 at
-/// every start (issue 11: every cron tick pays process start-up). Rust's
-/// std asks for `-lgcc_s`; a file of that name found first, a linker script
-/// naming libgcc_eh.a, answers it with the static archive. Measured with
-/// hyperfine on 2 cores: a Rust "hello" starts in 0.67 ms instead of 0.78
-/// (`true`: 0.60): no library to open and map, no relocations for it, and
-/// none of its constructor's CPUID probes, each a trap to the hypervisor on
-/// a VM. Only for a native glibc build whose compiler has libgcc_eh.a;
+/// every start (every cron tick pays process start-up). Rust's std asks
+/// for `-lgcc_s`; a file of that name found first, a linker script naming
+/// libgcc_eh.a, answers it with the static archive: no library to open and
+/// map, no relocations for it, and none of its constructor's CPUID probes,
+/// each a trap to the hypervisor on a VM (the figures:
+/// docs/performance.md). Only for a native glibc build whose compiler has libgcc_eh.a;
 /// otherwise the usual dynamic link stands (a warning says so). The cost:
 /// the binary needs what that archive needs of the C library (gcc 12's,
 /// `_dl_find_object`: glibc 2.35, where 2.34 did before), which a binary

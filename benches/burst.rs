@@ -1,5 +1,5 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-//! The cron burst (issue 18): `CONTENDERS` processes (default 1,000) run
+//! The cron burst: `CONTENDERS` processes (default 1,000) run
 //! `redlock run -n -E 0 --key K -- JOB` released together by one gate, as
 //! cron releases a fleet at the top of the minute, `TICKS` times (default
 //! 5), against 5 local Redis servers. For each tick: how many commands ran

@@ -56,7 +56,7 @@ fn main() {
     let servers = Fleet::start(SERVERS);
     let urls = servers.urls();
     println!("{SERVERS} local redis-server processes");
-    // Each figure of the wait queue (issue 11) beside its baseline, the
+    // Each figure of the wait queue beside its baseline, the
     // unordered mode (`--unordered`), measured in the same run.
     let rounds = env_or("ROUNDS", 100);
     let secs = Duration::from_secs(env_or("CONTENTION_SECS", 10));

@@ -57,9 +57,8 @@
 //!
 //! # Nothing left
 //! Finding what the command left running means reading every process of
-//! the machine from `/proc` (`Child::job`): about 1.2 ms on a machine
-//! with 80 processes, the largest single cost of an uncontended `run`, and
-//! growing with the machine. Most commands leave nothing, and that is
+//! the machine from `/proc` (`Child::job`), a cost of every `run` that
+//! grows with the number of processes on the machine. Most commands leave nothing, and that is
 //! known without the scan (`nothing_left`) when two things hold:
 //! - the command's group is empty: `kill(-pgid, 0)` finds no process in it
 //!   (a zombie counts as a process, so an unreaped member sends us to the
@@ -148,8 +147,8 @@ unsafe fn set_foreground(fd: i32, pgid: i32) {
 }
 
 /// Environment variables of redlock's that the command never sees: the
-/// servers' password (DESIGN.md: the command's environment gets no secret
-/// of redlock's). A command that calls redlock itself reads the password
+/// servers' password: the command's environment gets no secret of
+/// redlock's. A command that calls redlock itself reads the password
 /// from `--password-file` instead.
 const WITHHELD: [&str; 1] = ["REDLOCK_PASSWORD"];
 

@@ -156,8 +156,8 @@ pub enum Command {
 /// A subcommand's arguments, put into clap's tree only when that subcommand
 /// is parsed, or when help, man pages or completions need the whole tree
 /// (`clap::Command::defer`). A run builds its own subcommand's arguments
-/// alone instead of every subcommand's (issue 11: every cron tick parses
-/// a command line).
+/// alone instead of every subcommand's: every cron tick parses a command
+/// line.
 #[derive(Debug)]
 pub struct Lazy<T>(pub T);
 
@@ -608,9 +608,8 @@ where
     use clap::FromArgMatches;
     use clap::parser::ValueSource;
     // The command is built once and parsed in place: building (or cloning)
-    // clap's tree costs each run about 0.1 ms (issue 11, the cost of every
-    // cron tick); the subcommands' options are built only for the one
-    // parsed (`Lazy`).
+    // clap's tree is paid on every cron tick; the subcommands' options are
+    // built only for the one parsed (`Lazy`).
     let mut command = command();
     // An empty variable counts as unset (`REDLOCK_SERVERS=` in a crontab),
     // so that the file or the default applies; clap reads only the

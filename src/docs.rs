@@ -15,7 +15,7 @@ pub struct Generated {
     pub content: Vec<u8>,
 }
 
-/// DESIGN.md's exit-code table, as (code, meaning).
+/// The exit-code table of the man pages and the README, as (code, meaning).
 pub const EXIT_CODES: &[(&str, &str)] = &[
     ("the child's", "run: the command exited by itself with that status."),
     (

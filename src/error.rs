@@ -74,7 +74,7 @@ impl Error {
         }
     }
 
-    /// The process exit code for this error (DESIGN.md's table).
+    /// The process exit code for this error ([`crate::exit`]).
     pub fn exit_code(&self) -> u8 {
         match self {
             Error::Usage(_) => exit::USAGE,

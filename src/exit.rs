@@ -1,4 +1,5 @@
-//! The exit codes of DESIGN.md, one documented constant each.
+//! The exit codes (the README's and the man pages' table), one documented
+//! constant each.
 //!
 //! `run` also exits with its child's own status, or 128+N when a signal N
 //! ended the child; those are computed in `child`, not listed here.

@@ -162,9 +162,9 @@ impl Guard {
     /// left to kill.
     ///
     /// Why not wait here: the guard is a fork of redlock, and tearing down
-    /// its copy of the address space takes a few hundred microseconds;
+    /// its copy of the address space takes time on the path of every `run`;
     /// [`Ended::reap`] after the release lets that overlap the release's
-    /// round trip (issue 11, the cost of every `run`).
+    /// round trip.
     pub fn end(self) -> Ended {
         // SAFETY: a signal to our own child, which only we reap, so the pid
         // is ours.
@@ -240,9 +240,9 @@ impl Fork {
 /// is forked on the calling thread, with the same fallback.
 ///
 /// Why ahead of time ([`Forker::start`] before the lock is taken, as `run`
-/// does unless `-n`): starting a thread is about a tenth of a millisecond
-/// on the way from the lock to the command (issue 11); started while
-/// redlock waits for the servers or for the lock, it costs nothing there.
+/// does unless `-n`): starting a thread on the way from the lock to the
+/// command delays the command; started while redlock waits for the
+/// servers or for the lock, it costs nothing there.
 /// Dropped unused (the lock was busy), the thread ends.
 #[derive(Debug)]
 pub struct Forker {

@@ -11,7 +11,8 @@
 //! - [`server`]: one Redis server: URL (password never shown), lazy
 //!   connection, calls bounded by the node timeout, errors naming the
 //!   server ([`server::Failure`], [`server::ServerError`]); and the
-//!   connection kinds it owns:
+//!   connection kinds it owns, each of which finds the node a connection
+//!   goes to and says how long it may be trusted (`server::target`):
 //!   - [`server::sentinel`]: `redis+sentinel://` groups: the Sentinels asked
 //!     for the master, its `ROLE` checked, asked again after a failure, a
 //!     `READONLY` reply, or once a node timeout has passed.
@@ -57,6 +58,9 @@
 //! - [`procs`]: the process table read from `/proc` without allocating.
 //! - [`signals`]: OS signals as typed events (the handler only enqueues; no thread).
 //! - [`cmd`]: one module per subcommand.
+//! - [`run()`]: the whole program from its arguments to its exit code
+//!   (parse, configure, run the subcommand, report a failure); `main.rs`
+//!   only sets up the process and calls it.
 //! - [`error`], [`exit`]: the error type and the exit codes it maps to.
 //! - [`output`]: messages on stderr, text or JSON.
 //! - [`docs`]: man pages and shell completions generated from [`cli`].
@@ -122,6 +126,7 @@ pub mod output;
 pub mod procs;
 pub mod queue;
 pub mod quorum;
+mod run;
 pub mod server;
 pub mod shared;
 pub mod signals;
@@ -129,6 +134,8 @@ pub mod slots;
 pub mod token;
 pub mod wait;
 pub mod watchdog;
+
+pub use run::run;
 
 use std::time::Duration;
 

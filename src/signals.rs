@@ -4,8 +4,8 @@
 //! signal and writes to a self-pipe, which is async-signal-safe; the
 //! runtime wakes the task that waits, and the supervisor's one `select!`
 //! decides what to do with it. No thread of its own: the runtime already
-//! listens for SIGCHLD this way, and a reader thread cost an uncontended
-//! `run` 0.15 to 0.5 ms (hyperfine, 3 interleaved runs of 300). While a
+//! listens for SIGCHLD this way, and a reader thread would add a thread's
+//! start to every `run`. While a
 //! [`Signals`] is alive, the forwarded signals no longer end redlock: they
 //! are events, so that the lock is always released. Two deliveries of one
 //! signal before it is read count once, as with any self-pipe.
@@ -17,7 +17,8 @@ use std::task::{Context, Poll, Waker};
 
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
-/// The signals `run` passes on to its child (DESIGN.md, "Child supervision").
+/// The signals `run` passes on to its child, each exactly once
+/// (docs/commands.md, `run`).
 pub const FORWARDED: [i32; 6] =
     [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT, libc::SIGUSR1, libc::SIGUSR2];
 

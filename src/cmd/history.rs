@@ -27,7 +27,7 @@ fn time(ms: u64) -> String {
 }
 
 fn render_table(key: &str, found: &History) -> String {
-    let header = ["START", "HOST", "PID", "HELD", "OUTCOME", "FENCE"].map(str::to_owned);
+    let header = ["START", "HOST", "PID", "HELD", "OUTCOME", "FENCE"];
     let rows: Vec<[String; 6]> = found
         .entries
         .iter()
@@ -47,24 +47,7 @@ fn render_table(key: &str, found: &History) -> String {
     if rows.is_empty() {
         out.push_str(&format!("no runs of {shown} recorded\n"));
     } else {
-        let width = |i: usize| rows.iter().chain([&header]).map(|r| r[i].len()).max().unwrap_or(0);
-        let w: Vec<usize> = (0..5).map(width).collect();
-        for r in std::iter::once(&header).chain(&rows) {
-            out.push_str(&format!(
-                "{:w0$}  {:w1$}  {:w2$}  {:w3$}  {:w4$}  {}\n",
-                r[0],
-                r[1],
-                r[2],
-                r[3],
-                r[4],
-                r[5],
-                w0 = w[0],
-                w1 = w[1],
-                w2 = w[2],
-                w3 = w[3],
-                w4 = w[4]
-            ));
-        }
+        out.push_str(&super::table::render(header, &rows));
     }
     match &found.skips {
         Some(s) => out.push_str(&format!(

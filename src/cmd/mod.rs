@@ -10,6 +10,7 @@ mod release;
 mod report;
 mod run;
 mod status;
+mod table;
 
 use serde_json::json;
 
@@ -38,13 +39,7 @@ fn released(log: &Log, key: &str, quorum: usize, servers: &[ServerResult]) {
 
 /// `redlock config`: the rows as an aligned table on stdout.
 fn show_config(rows: &[[String; 3]]) -> u8 {
-    let header = ["SETTING".to_owned(), "VALUE".into(), "FROM".into()];
-    let width = |i: usize| rows.iter().chain([&header]).map(|r| r[i].len()).max().unwrap_or(0);
-    let (w0, w1) = (width(0), width(1));
-    let mut out = String::new();
-    for r in std::iter::once(&header).chain(rows) {
-        out.push_str(&format!("{:w0$}  {:w1$}  {}\n", r[0], r[1], r[2]));
-    }
+    let out = table::render(["SETTING", "VALUE", "FROM"], rows);
     // A closed stdout loses only the report.
     let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), out.as_bytes());
     crate::exit::OK

@@ -185,8 +185,7 @@ fn render_shared(key: &str, status: &Status, holders: &[SharedHolder], queue: &[
 
 /// The table of a `--limit` key: one row per place.
 fn render_places(key: &str, places: &[(u32, Status)], queue: &[Waiter]) -> String {
-    let header: [String; 7] =
-        ["SLOT", "TOKEN", "HOST", "PID", "SINCE", "FENCE", "TTL"].map(str::to_owned);
+    let header = ["SLOT", "TOKEN", "HOST", "PID", "SINCE", "FENCE", "TTL"];
     let rows: Vec<[String; 7]> = places
         .iter()
         .map(|(slot, s)| match &s.holder {
@@ -219,14 +218,7 @@ fn render_places(key: &str, places: &[(u32, Status)], queue: &[Waiter]) -> Strin
             }
         })
         .collect();
-    let width = |i: usize| rows.iter().chain([&header]).map(|r| r[i].len()).max().unwrap_or(0);
-    let widths: Vec<usize> = (0..7).map(width).collect();
-    let mut out = String::new();
-    for r in std::iter::once(&header).chain(&rows) {
-        let cells: Vec<String> = r.iter().zip(&widths).map(|(c, w)| format!("{c:w$}")).collect();
-        out.push_str(cells.join("  ").trim_end());
-        out.push('\n');
-    }
+    let mut out = super::table::render(header, &rows);
     let held = places.iter().filter(|(_, s)| s.holder.is_some()).count();
     let quorum = places.first().map_or(0, |(_, s)| s.quorum);
     let total = places.first().map_or(0, |(_, s)| s.servers.len());
@@ -236,6 +228,13 @@ fn render_places(key: &str, places: &[(u32, Status)], queue: &[Waiter]) -> Strin
         places.len(),
         crate::display_key(key.as_bytes()),
     ));
+    out.push_str(&queue_lines(queue));
+    out
+}
+
+/// A line for each queued waiter, each after a newline.
+fn queue_lines(queue: &[Waiter]) -> String {
+    let mut out = String::new();
     for (i, w) in queue.iter().enumerate() {
         let (host, pid, since) = waiter_facts(w);
         out.push_str(&format!(
@@ -282,13 +281,7 @@ fn render_table(key: &str, status: &Status, queue: &[Waiter], ended: Option<&Ent
             }
         })
         .collect();
-    let header = ["SERVER".to_owned(), "STATE".into(), "TTL".into(), "HOLDER".into()];
-    let width = |i: usize| rows.iter().chain([&header]).map(|r| r[i].len()).max().unwrap_or(0);
-    let (w0, w1, w2) = (width(0), width(1), width(2));
-    let mut out = String::new();
-    for r in std::iter::once(&header).chain(&rows) {
-        out.push_str(&format!("{:w0$}  {:w1$}  {:w2$}  {}\n", r[0], r[1], r[2], r[3]));
-    }
+    let mut out = super::table::render(["SERVER", "STATE", "TTL", "HOLDER"], &rows);
     let shown = crate::display_key(key.as_bytes());
     let total = status.servers.len();
     match &status.holder {
@@ -354,15 +347,7 @@ fn render_table(key: &str, status: &Status, queue: &[Waiter], ended: Option<&Ent
             ));
         }
     }
-    for (i, w) in queue.iter().enumerate() {
-        let (host, pid, since) = waiter_facts(w);
-        out.push_str(&format!(
-            "\nqueued {}: {} pid {}, waiting since {since}",
-            i + 1,
-            host.as_deref().unwrap_or("?"),
-            pid.map_or_else(|| "?".to_owned(), |p| p.to_string())
-        ));
-    }
+    out.push_str(&queue_lines(queue));
     out
 }
 

@@ -4,7 +4,10 @@
 //!
 //! The connection kinds are this module's business: a server at a fixed
 //! address (plain, TLS, unix socket), a Sentinel group ([`sentinel`]) and a
-//! Redis Cluster ([`cluster`]), each one member of the quorum. Its URL is
+//! Redis Cluster ([`cluster`]), each one member of the quorum. [`Server`]
+//! owns the connection (opening it once for concurrent callers, dropping
+//! it after a failure, confirming votes); its target (`target`) finds the
+//! node it goes to and says how long that node may be trusted. Its URL is
 //! in `url` ([`ServerUrl`]), why a call failed in `failure` ([`Failure`],
 //! [`ServerError`]).
 
@@ -12,6 +15,7 @@ pub mod cluster;
 mod failure;
 mod kept;
 pub mod sentinel;
+mod target;
 mod url;
 
 pub use failure::{Failure, NEEDS_SCRIPTS, Op, ServerError, summarize};
@@ -23,10 +27,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
-use redis::{AsyncConnectionConfig, Client, ErrorKind, IntoConnectionInfo, RedisError};
+use redis::{AsyncConnectionConfig, Client, IntoConnectionInfo, RedisError};
 
 use cluster::Cluster;
 use sentinel::Group;
+use target::{Found, Target};
 
 use std::cell::RefCell;
 
@@ -75,7 +80,7 @@ fn install_crypto_provider() {
 /// answer was never awaited, even one that timed out) is executed before
 /// the withdrawal. On two connections there is no such order: a SET still
 /// in flight on the first could land after a DEL sent on the second and
-/// leave a dead token for a whole TTL (issue 9, item 7).
+/// leave a dead token for a whole TTL.
 #[derive(Clone)]
 pub struct Conn {
     /// The multiplexed connection (cloning shares it).
@@ -129,17 +134,6 @@ impl Facts {
             && appendfsync == Some("always");
         Some(Facts { run_id: field(server, "run_id")?, started, keeps_data })
     }
-}
-
-/// What a server's URL leads to.
-enum Target {
-    /// One server at a fixed address.
-    Direct(Client),
-    /// The current master of a Sentinel group, found again at each connect.
-    Sentinel(Group),
-    /// The master of the lock's hash slot in a Redis Cluster, found again
-    /// at each connect.
-    Cluster(Cluster),
 }
 
 /// Maps the key a caller names (the user's, as shown in messages) to the
@@ -203,16 +197,11 @@ pub struct Server {
 struct Verified {
     /// The connection it is for.
     generation: u64,
-    /// The master's `host:port`.
-    address: String,
     /// When a majority of the Sentinels (and `ROLE`), or the
     /// cluster's seeds, confirmed it.
     at: tokio::time::Instant,
-    /// For a cluster: the hash slot it was confirmed the master of.
-    slot: Option<u16>,
-    /// For a Sentinel group: how many replicas a write there must reach
-    /// before its vote counts ([`sentinel::Master::replicas`]).
-    replicas: usize,
+    /// The node they named.
+    found: Found,
 }
 
 impl Server {
@@ -220,17 +209,7 @@ impl Server {
     /// `rediss://` servers use `tls` (a private CA, a client certificate).
     pub fn new(url: ServerUrl, timeout: Duration, tls: &Tls) -> Result<Server, String> {
         install_crypto_provider();
-        let target = match (&url.sentinel, &url.cluster) {
-            (Some(sentinel), _) => Target::Sentinel(Group::new(sentinel.clone(), tls, timeout)?),
-            (None, Some(cluster)) => Target::Cluster(Cluster::new(cluster.clone(), tls, timeout)?),
-            (None, None) => Target::Direct(open_client(&url.secret, tls).map_err(|e| {
-                if e.starts_with("not a valid") {
-                    format!("server URL {:?} is not a valid Redis URL", url.name())
-                } else {
-                    format!("{}: {e}", url.name())
-                }
-            })?),
-        };
+        let target = Target::new(&url, tls, timeout)?;
         Ok(Server {
             url,
             target,
@@ -254,7 +233,7 @@ impl Server {
     /// other servers, and for a call that names no key (doctor's PING,
     /// INFO...), which any node of the cluster answers.
     fn slot_of(&self, key: &[u8]) -> Option<u16> {
-        if !matches!(self.target, Target::Cluster(_)) || key.is_empty() {
+        if !self.target.routes_by_slot() || key.is_empty() {
             return None;
         }
         let route = self.route.lock().unwrap_or_else(|p| p.into_inner()).clone();
@@ -262,25 +241,10 @@ impl Server {
         Some(cluster::key_slot(&routed))
     }
 
-    /// The failure a redis crate error stands for on this server: through
-    /// a cluster, a redirect is a broken connection (never a vote, never
-    /// followed: the module doc of [`cluster`]).
+    /// The failure a redis crate error stands for on this server
+    /// ([`Target::failure`]).
     fn failure(&self, e: &RedisError) -> Failure {
-        if let Target::Cluster(_) = &self.target {
-            if let Some(why) = cluster::redirect(e) {
-                return Failure::Connection(why);
-            }
-            // Every key of one call is in the lock's slot (crate::lock's
-            // key layout; raw keys that cannot be are refused up front).
-            if e.code() == Some("CROSSSLOT") {
-                return Failure::Unfit(format!(
-                    "CROSSSLOT: the keys of one call are in different hash slots, which redlock \
-                     never sends; please report it ({})",
-                    e.detail().unwrap_or_default()
-                ));
-            }
-        }
-        Failure::from_redis(e)
+        self.target.failure(e)
     }
 
     /// Marks an acquire attempt on this server as running until the guard
@@ -324,38 +288,20 @@ impl Server {
     /// seeds name now.
     pub async fn dedicated(&self, routed: &[u8]) -> redis::RedisResult<MultiplexedConnection> {
         let config = self.connection_config();
-        match &self.target {
-            Target::Direct(client) => {
-                client.get_multiplexed_async_connection_with_config(&config).await
-            }
-            Target::Sentinel(group) => {
-                let master = group.master(&config).await.map_err(|f| {
-                    RedisError::from((ErrorKind::Io, "no Sentinel master", f.to_string()))
-                })?;
-                // The write this connection is for is confirmed on it
-                // (`Server::call_on`): `WAIT` counts its own connection's
-                // writes only.
-                let _ = WROTE_ON
-                    .try_with(|w| *w.borrow_mut() = Some((master.conn.clone(), master.replicas)));
-                Ok(master.conn)
-            }
-            Target::Cluster(cluster) => {
-                let slot = cluster::key_slot(routed);
-                let bound = self
-                    .current(Some(slot))
-                    .and_then(|_| self.lock_verified().as_ref().map(|v| v.address.clone()));
-                let failed = |f: Failure| {
-                    RedisError::from((ErrorKind::Io, "no cluster master", f.to_string()))
-                };
-                match bound {
-                    Some(address) => {
-                        let client = cluster.client(&address).map_err(failed)?;
-                        client.get_multiplexed_async_connection_with_config(&config).await
-                    }
-                    None => cluster.owner(slot, &config).await.map(|o| o.conn).map_err(failed),
-                }
-            }
+        let bound = if self.target.routes_by_slot() {
+            self.current(Some(cluster::key_slot(routed)))
+                .and_then(|_| self.lock_verified().as_ref().map(|v| v.found.address.clone()))
+        } else {
+            None
+        };
+        let (conn, confirm) = self.target.dedicated(routed, bound.as_deref(), &config).await?;
+        if let Some(replicas) = confirm {
+            // The write this connection is for is confirmed on it
+            // (`Server::call_on`): `WAIT` counts its own connection's
+            // writes only.
+            let _ = WROTE_ON.try_with(|w| *w.borrow_mut() = Some((conn.clone(), replicas)));
         }
+        Ok(conn)
     }
 
     /// The display name (no password).
@@ -382,21 +328,7 @@ impl Server {
     /// bounded by the node timeout.
     pub async fn subscribe(&self, channel: &str) -> Result<redis::aio::PubSub, ServerError> {
         let work = async {
-            let client = match &self.target {
-                Target::Direct(client) => client.clone(),
-                // Pub/sub only wakes waiters early: the master found now
-                // is the one to listen on (a stale one costs a wake-up).
-                Target::Sentinel(group) => group.master(&self.connection_config()).await?.client,
-                // A cluster passes every PUBLISH to all its nodes (the
-                // release scripts publish; SPUBLISH, sharded, would need
-                // Redis 7 and a channel in the lock's slot): any node
-                // hears it; the master of the channel's slot is the one
-                // asked for.
-                Target::Cluster(cluster) => {
-                    let slot = cluster::key_slot(channel.as_bytes());
-                    cluster.owner(slot, &self.connection_config()).await?.client
-                }
-            };
+            let client = self.target.listener(channel, &self.connection_config()).await?;
             let mut pubsub =
                 client.get_async_pubsub().await.map_err(|e| Failure::from_redis(&e))?;
             pubsub.subscribe(channel).await.map_err(|e| Failure::from_redis(&e))?;
@@ -500,8 +432,7 @@ impl Server {
     /// and the history are not votes: losing them in a failover costs time
     /// (a key left to expire), never exclusion.
     fn confirms(&self, op: Op) -> bool {
-        matches!(self.target, Target::Sentinel(_))
-            && matches!(op, Op::Acquire | Op::Extend | Op::RaiseFence)
+        self.target.confirms_votes() && matches!(op, Op::Acquire | Op::Extend | Op::RaiseFence)
     }
 
     /// How many replicas a write must reach: as the master was last
@@ -509,7 +440,7 @@ impl Server {
     /// count; if its master is not the newest one, it is one failed away
     /// from, which no count of one or more confirms.
     fn replicas_to_reach(&self) -> usize {
-        self.lock_verified().as_ref().map_or(0, |v| v.replicas)
+        self.lock_verified().as_ref().map_or(0, |v| v.found.replicas)
     }
 
     /// Waits until `replicas` replicas (at least one) have every write made
@@ -577,60 +508,22 @@ impl Server {
             return Ok(conn);
         }
         let config = self.connection_config();
-        let conn = match &self.target {
-            Target::Direct(client) => {
-                client.get_multiplexed_async_connection_with_config(&config).await.map_err(|e| {
-                    if e.is_timeout() {
-                        Failure::Timeout(self.timeout)
-                    } else {
-                        Failure::from_redis(&e)
-                    }
-                })?
-            }
-            Target::Sentinel(group) => {
-                let current = self.lock_conn().clone();
-                if let Some(conn) = current
-                    && self.still_master(group, &conn, &config).await
-                {
-                    return Ok(conn);
-                }
-                // Asked afresh: the first call, each call after a failure
-                // or a READONLY reply dropped the connection, and each call
-                // after the Sentinels named another master.
-                let master = group.master(&config).await?;
-                *self.lock_verified() = Some(Verified {
-                    generation: *opened + 1,
-                    address: master.address,
-                    at: tokio::time::Instant::now(),
-                    slot: None,
-                    replicas: master.replicas,
-                });
-                master.conn
-            }
-            Target::Cluster(cluster) => {
-                let current = self.lock_conn().clone();
-                if let Some(conn) = current
-                    && let Some(slot) = slot
-                    && self.still_owner(cluster, &conn, slot, &config).await
-                {
-                    return Ok(conn);
-                }
-                // Asked afresh: the first call, each call after a failure
-                // or a redirect dropped the connection, and each call after
-                // the seeds named another master for the slot. A call that
-                // names no key goes to the master of slot 0.
-                let slot = slot.unwrap_or(0);
-                let owner = cluster.owner(slot, &config).await?;
-                *self.lock_verified() = Some(Verified {
-                    generation: *opened + 1,
-                    address: owner.address,
-                    at: tokio::time::Instant::now(),
-                    slot: Some(slot),
-                    replicas: 0,
-                });
-                owner.conn
-            }
-        };
+        let current = self.lock_conn().clone();
+        if let Some(conn) = current
+            && self.target.rechecks(slot)
+            && self.still_confirmed(&conn, slot, &config).await
+        {
+            return Ok(conn);
+        }
+        // Asked afresh: the first call, each call after a failure (or a
+        // READONLY reply, or a cluster's redirect) dropped the connection,
+        // and each call after the Sentinels, or the seeds for the slot,
+        // named another master.
+        let (conn, found) = self.target.locate(slot, &config, self.timeout).await?;
+        if let Some(found) = found {
+            let at = tokio::time::Instant::now();
+            *self.lock_verified() = Some(Verified { generation: *opened + 1, at, found });
+        }
         *opened += 1;
         let conn = Conn { facts: self.ask_facts(&conn), conn, generation: *opened };
         *self.lock_conn() = Some(conn.clone());
@@ -693,114 +586,45 @@ impl Server {
         self.facts(&conn, deadline).await
     }
 
-    /// The current connection, if there is one and, for a Sentinel group,
-    /// its master was confirmed less than a node timeout ago.
-    ///
-    /// Why confirm again: a master can lose its role while redlock's
-    /// connection to it stays open and keeps working. After `SENTINEL
-    /// FAILOVER`, or a failover while it was cut off, the old master goes on
-    /// accepting writes until the Sentinels reconfigure it (seconds later),
-    /// while other clients, asking the Sentinels, already lock on the new
-    /// one. Asking again before a call, at most once a node timeout, moves
-    /// redlock to the new master within one node timeout of the Sentinels'
-    /// switch; what it writes on the old one meanwhile is no vote, since no
-    /// replica confirms it ([`sentinel`], "Why a vote waits for the
-    /// replicas").
-    ///
-    /// For a cluster, the same for the master of `slot`: a connection is
-    /// bound to the node it was made for, and used for a slot only while
-    /// the seeds confirmed, less than a node timeout ago, that this node is
-    /// the slot's master. A call that names no key (`slot` `None`) may use
-    /// any node's.
+    /// The current connection, if there is one and its target trusts it
+    /// for a call about `slot` without asking again ([`Target::trusts`]:
+    /// a Sentinel group's master, or a cluster slot's, confirmed less than
+    /// a node timeout ago).
     fn current(&self, slot: Option<u16>) -> Option<Conn> {
         let conn = self.lock_conn().clone()?;
         let verified = self.lock_verified();
-        let fresh = |v: &Verified| v.generation == conn.generation && v.at.elapsed() < self.timeout;
-        match &self.target {
-            Target::Direct(_) => Some(conn),
-            Target::Sentinel(_) => verified.as_ref().is_some_and(fresh).then_some(conn),
-            Target::Cluster(_) => {
-                let v = verified.as_ref().filter(|v| v.generation == conn.generation)?;
-                let usable = match slot {
-                    None => true,
-                    Some(slot) => v.slot == Some(slot) && fresh(v),
-                };
-                usable.then_some(conn)
-            }
-        }
+        let verified = verified.as_ref().filter(|v| v.generation == conn.generation);
+        let fresh = verified.is_some_and(|v| v.at.elapsed() < self.timeout);
+        self.target.trusts(verified.map(|v| &v.found), fresh, slot).then_some(conn)
     }
 
-    /// Whether a majority of the cluster's seeds still name the node
-    /// `conn` goes to as the master of `slot` (and records when they did).
-    /// When false, the connection is dropped. No majority answering is no
-    /// confirmation: a master cut off from the rest of its cluster names
-    /// itself the owner until another node replaces it.
-    async fn still_owner(
+    /// Whether the node `conn` goes to is still the one for calls about
+    /// `slot`, asked again ([`Target::reconfirm`]); records when it was
+    /// confirmed and what changed. When not, the connection is dropped.
+    async fn still_confirmed(
         &self,
-        cluster: &Cluster,
         conn: &Conn,
-        slot: u16,
+        slot: Option<u16>,
         config: &AsyncConnectionConfig,
     ) -> bool {
-        let address = self
+        let found = self
             .lock_verified()
             .as_ref()
             .filter(|v| v.generation == conn.generation)
-            .map(|v| v.address.clone());
-        let Some(address) = address else {
+            .map(|v| v.found.clone());
+        let confirmed = match found {
+            Some(found) => self.target.reconfirm(&found, &conn.conn, slot, config).await,
+            None => None,
+        };
+        let Some(found) = confirmed else {
             self.forget(conn.generation);
             return false;
         };
-        let same = cluster.owner_named(slot, config).await.is_ok_and(|owner| owner == address);
-        if same {
-            if let Some(v) = self.lock_verified().as_mut() {
-                v.at = tokio::time::Instant::now();
-                v.slot = Some(slot);
-            }
-        } else {
-            self.forget(conn.generation);
+        if let Some(v) = self.lock_verified().as_mut() {
+            v.at = tokio::time::Instant::now();
+            v.found = found;
         }
-        same
-    }
-
-    /// Whether a majority of the Sentinels still name the master `conn`
-    /// goes to, and it still says `master` to `ROLE` (and records when,
-    /// and how many replicas a write there must now reach). When false,
-    /// the connection is dropped. No majority answering is no
-    /// confirmation: a master cut off from its Sentinels may have been
-    /// failed away from, and keeps no vote.
-    async fn still_master(
-        &self,
-        group: &Group,
-        conn: &Conn,
-        config: &AsyncConnectionConfig,
-    ) -> bool {
-        let address = self.lock_verified().as_ref().map(|v| v.address.clone());
-        let Some(address) = address else {
-            self.forget(conn.generation);
-            return false;
-        };
-        let mut c = conn.conn.clone();
-        let (named, role) = tokio::join!(group.named(config), sentinel::role(&mut c));
-        let confirmed = match (named, role) {
-            (Ok(named), Ok(role)) if named.address == address && role.role == "master" => {
-                Some(named.replicas.max(role.replicas))
-            }
-            _ => None,
-        };
-        match confirmed {
-            Some(replicas) => {
-                if let Some(v) = self.lock_verified().as_mut() {
-                    v.at = tokio::time::Instant::now();
-                    v.replicas = replicas;
-                }
-                true
-            }
-            None => {
-                self.forget(conn.generation);
-                false
-            }
-        }
+        true
     }
 
     fn lock_verified(&self) -> std::sync::MutexGuard<'_, Option<Verified>> {

@@ -1,8 +1,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-//! A tick is never lost (issue 18): contenders that start together, votes
-//! split among tokens, a frozen server, and the order of a withdrawal after
-//! the attempt it withdraws (issue 9, item 7).
+//! A tick is never lost: contenders that start together, votes split
+//! among tokens, a frozen server, and the order of a withdrawal after the
+//! attempt it withdraws.
 //!
 //! The bursts are gated ([`crate::harness::burst`]): every process blocks on
 //! one FIFO and one close releases them all, as cron releases a fleet.

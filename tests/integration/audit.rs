@@ -97,10 +97,8 @@ fn the_shared_marker_is_never_a_token() {
     }
 }
 
-/// `run --ttl 60ms` passed the timing check with 0.4 ms to spare, and on a
-/// loaded machine 3 runs in 5 of `sleep 2` on healthy servers were stopped
-/// as lost (exit 70): no accepted combination of flags may stop a healthy
-/// job. A TTL that leaves no room for the host's own delays is refused
+/// No accepted combination of flags may stop a healthy job: a TTL that
+/// leaves no room for the host's own delays (`--ttl 60ms`) is refused
 /// before any server is touched.
 #[test]
 fn a_ttl_with_no_room_for_scheduling_is_refused() {

@@ -1,4 +1,4 @@
-//! The compatibility matrix (issue 14, item 1): one representative subset of
+//! The compatibility matrix: one representative subset of
 //! the engine and `run` tests, run against every server build the harness
 //! knows ([`Build`]): Debian's Redis 7.0, Valkey 8.1 and Redis 6.2. Between
 //! them the tests make redlock send every script it has (acquire, withdraw,
@@ -14,8 +14,7 @@ use std::time::{Duration, Instant};
 
 use crate::harness::redis::Build;
 use crate::harness::{
-    Fleet, RedisServer, Redlock, fence_key, lock_key, pid_in, process_alive, unique_key,
-    wait_for_file,
+    Fleet, RedisServer, Redlock, fence_key, lock_key, pid_in, take_over, unique_key, wait_for_file,
 };
 
 /// Generous bound for "promptly": far above the work, far below a hang.
@@ -41,23 +40,13 @@ fn assert_version(build: Build, server: &RedisServer) {
     );
 }
 
-/// `acquire --json`: the token and the fence.
-fn acquire(fleet: &Fleet, key: &str, ttl: &str) -> (String, u64) {
-    let out =
-        Redlock::on(fleet).args(["acquire", "-n", "--json", "--ttl", ttl, "--key", key]).run();
-    out.expect(0);
-    let json = out.json();
-    let fence = json["fence"].as_u64().unwrap_or_else(|| out.fail("no fence"));
-    (json["token"].as_str().unwrap_or_else(|| out.fail("no token")).to_owned(), fence)
-}
-
 /// acquire.lua, extend.lua, release.lua, status.lua: the whole cycle, with
 /// the values and TTLs checked on each server.
 fn acquire_extend_release_status(build: Build) {
     let fleet = fleet(build, 3);
     let key = unique_key("compat-cycle");
     Redlock::on(&fleet).args(["status", "--key", &key]).run().expect(1);
-    let (token, _) = acquire(&fleet, &key, "10s");
+    let (token, _) = Redlock::on(&fleet).acquire(&key, "10s");
     assert_eq!(fleet.values(&lock_key(&key)), vec![Some(token.clone()); 3]);
     let status = Redlock::on(&fleet).args(["status", "--key", &key, "--json"]).run();
     status.expect(0);
@@ -83,7 +72,7 @@ fn acquire_extend_release_status(build: Build) {
 fn a_wrong_token_is_lost(build: Build) {
     let fleet = fleet(build, 3);
     let key = unique_key("compat-wrong");
-    let (token, _) = acquire(&fleet, &key, "20s");
+    let (token, _) = Redlock::on(&fleet).acquire(&key, "20s");
     Redlock::on(&fleet)
         .args(["extend", "--key", &key, "--token", "not-the-token", "--ttl", "60s"])
         .run()
@@ -116,7 +105,7 @@ fn busy_attempts_exit_75_and_take_back_their_votes(build: Build) {
         vec![other.clone(), other.clone(), other, None, None]
     );
     let held = unique_key("compat-held");
-    acquire(&fleet, &held, "30s");
+    Redlock::on(&fleet).acquire(&held, "30s");
     Redlock::on(&fleet)
         .args(["run", "-n", "--key", &held, "--", "echo", "should-not-run"])
         .run()
@@ -137,7 +126,7 @@ fn fences_increase_and_are_raised_to_a_quorum(build: Build) {
     let key = unique_key("compat-fence");
     let mut last = 0;
     for _ in 0..10 {
-        let (token, fence) = acquire(&fleet, &key, "5s");
+        let (token, fence) = Redlock::on(&fleet).acquire(&key, "5s");
         assert!(fence > last, "fence {fence} after {last}");
         last = fence;
         Redlock::on(&fleet).args(["release", "--key", &key, "--token", &token]).run().expect(0);
@@ -149,7 +138,7 @@ fn fences_increase_and_are_raised_to_a_quorum(build: Build) {
     for (s, counter) in fleet.servers[..2].iter().zip([ahead, ahead + 5]) {
         let _: String = s.cmd(&["SET", &fence_key(&key), &counter.to_string(), "PX", "60000"]);
     }
-    let (_, fence) = acquire(&fleet, &key, "5s");
+    let (_, fence) = Redlock::on(&fleet).acquire(&key, "5s");
     assert!(fence == ahead + 1 || fence == ahead + 6, "fence {fence}: not the largest draw");
     let raised = fleet.values(&fence_key(&key));
     let with_fence = raised.iter().filter(|c| c.as_deref() == Some(fence.to_string().as_str()));
@@ -164,7 +153,7 @@ fn fences_increase_and_are_raised_to_a_quorum(build: Build) {
 fn force_release_and_a_key_of_the_wrong_type(build: Build) {
     let fleet = fleet(build, 3);
     let key = unique_key("compat-force");
-    acquire(&fleet, &key, "30s");
+    Redlock::on(&fleet).acquire(&key, "30s");
     Redlock::on(&fleet).args(["release", "--key", &key, "--force"]).run().expect(0);
     assert_eq!(fleet.values(&lock_key(&key)), vec![None; 3]);
 
@@ -229,16 +218,7 @@ fn a_lost_lock_stops_the_child(build: Build) {
         .args(["run", "--key", &key, "--ttl", "2s"])
         .args(["-c", &format!("echo $$ > {}; sleep 30", pid.display())])
         .spawn();
-    let child = pid_in(&pid);
-    let taken = Instant::now();
-    for s in &fleet.servers[..2] {
-        let _: String = s.cmd(&["SET", &lock_key(&key), "someone-else", "PX", "60000"]);
-    }
-    while process_alive(child) {
-        assert!(taken.elapsed() < Duration::from_secs(10), "child {child} still runs");
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    let elapsed = taken.elapsed();
+    let elapsed = take_over(&fleet.servers[..2], &key, pid_in(&pid));
     running.wait().expect(70).stderr_has("lost the lock");
     assert!(elapsed < Duration::from_secs(2), "stopped only after {elapsed:?}");
 }
@@ -256,12 +236,12 @@ fn keep_holds_the_lock_after_the_child(build: Build) {
     Redlock::on(&fleet).args(["run", "-n", "--key", &key, "--", "true"]).run().expect(75);
 }
 
-/// Two waiters queue (queue.lua) in arrival order, subscribed to the
+/// Two waiters queue (the acquire script's queue) in arrival order, subscribed to the
 /// release channel; each release wakes the head, and they run in order.
 fn waiters_queue_and_wake_on_release(build: Build) {
     let fleet = fleet(build, 3);
     let key = unique_key("compat-queue");
-    let (token, _) = acquire(&fleet, &key, "60s");
+    let (token, _) = Redlock::on(&fleet).acquire(&key, "60s");
     let dir = tempfile::tempdir().unwrap();
     let order = dir.path().join("order");
     let waiter = |name: &str| {
@@ -290,7 +270,7 @@ fn history_records_runs_and_skips(build: Build) {
     let key = unique_key("compat-history");
     Redlock::on(&fleet).args(["run", "--key", &key, "--", "true"]).run().expect(0);
     Redlock::on(&fleet).args(["run", "--key", &key, "--", "sh", "-c", "exit 3"]).run().expect(3);
-    let (token, _) = acquire(&fleet, &key, "30s");
+    let (token, _) = Redlock::on(&fleet).acquire(&key, "30s");
     Redlock::on(&fleet).args(["run", "-n", "-E", "0", "--key", &key, "--", "true"]).run().expect(0);
     Redlock::on(&fleet).args(["release", "--key", &key, "--token", &token]).run().expect(0);
     let out = Redlock::on(&fleet).args(["history", "--key", &key, "--json"]).run();

@@ -1,12 +1,9 @@
 //! The generated man pages and completions: committed, current, renderable
 //! and loadable.
 
-use std::path::Path;
 use std::process::Command;
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
+use crate::harness::root;
 
 /// rust-analyzer's `ensure_file_contents`: a stale file fails the test with
 /// the command that regenerates it.

@@ -114,9 +114,9 @@ fn stepped_fleet() -> (Fleet, tempfile::TempDir) {
 /// A holder that has exactly a quorum (A and B; C was down when it took
 /// the lock), then B's clock jumps 60 s forward (a stepped NTP correction,
 /// a VM restored from a snapshot): the holder's key expires on B at once.
-/// B and C are free, and a second client used to get in beside the first.
-/// B's grant now counts towards no quorum: its clock is a minute from this
-/// host's.
+/// B and C are free, and a second client could get in beside the first,
+/// unless B's grant counts towards no quorum: its clock is a minute from
+/// this host's.
 #[test]
 fn a_server_whose_clock_jumped_gives_no_vote() {
     let (mut fleet, dir) = stepped_fleet();

@@ -1,4 +1,4 @@
-//! The run history (issue 13): entries written by every `run`, merged from
+//! The run history: entries written by every `run`, merged from
 //! the servers by `history`, skips counted, `check`'s verdicts, and the
 //! `--metrics-file` for node_exporter.
 

@@ -1,4 +1,4 @@
-//! The keys redlock writes (issue 10): fences that never go backwards, even
+//! The keys redlock writes: fences that never go backwards, even
 //! across a server that lost its data; nothing left on the servers once the
 //! lifetimes pass; no key of anyone else's read as a lock or deleted; and
 //! the key as given (`--raw-key`) for other Redlock clients.
@@ -6,7 +6,7 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::harness::{Fleet, RedisServer, Redlock, lock_key, unique_key, wait_for_file};
+use crate::harness::{Fleet, RedisServer, Redlock, lock_key, root, unique_key, wait_for_file};
 
 /// How long a fencing counter outlives the TTL of the last acquisition that
 /// wrote it (the README's "Lifetimes").
@@ -15,26 +15,15 @@ const LINGER: Duration = Duration::from_secs(1);
 /// How long a run history outlives the last run (the README's "Run history").
 const HISTORY_RETENTION_MS: i64 = 7 * 24 * 3600 * 1000;
 
-/// `acquire -n --json` with `ttl`: the token and the fence.
-fn acquire(fleet: &Fleet, key: &str, ttl: &str) -> (String, u64) {
-    let out =
-        Redlock::on(fleet).args(["acquire", "-n", "--json", "--ttl", ttl, "--key", key]).run();
-    out.expect(0);
-    let json = out.json();
-    let fence = json["fence"].as_u64().unwrap_or_else(|| out.fail("no fence"));
-    (json["token"].as_str().unwrap().to_owned(), fence)
-}
-
 /// One acquire and release: the fence.
 fn cycle(fleet: &Fleet, key: &str, ttl: &str) -> u64 {
-    let (token, fence) = acquire(fleet, key, ttl);
+    let (token, fence) = Redlock::on(fleet).acquire(key, ttl);
     Redlock::on(fleet).args(["release", "--key", key, "--token", &token]).run().expect(0);
     fence
 }
 
-/// Waits until every running server holds no key but run histories
-/// (issue 13: kept on purpose, bounded and expiring, checked here), at most
-/// `limit`.
+/// Waits until every running server holds no key but run histories (kept
+/// on purpose, bounded and expiring, checked here), at most `limit`.
 fn wait_for_no_locks(fleet: &Fleet, limit: Duration) {
     let start = Instant::now();
     loop {
@@ -83,7 +72,7 @@ fn fences_increase_across_a_server_that_lost_its_data_and_restarted_late() {
     // 5. S2 freezes.
     fleet.servers[1].hang();
     // 6. S1 and S3 grant the next acquisition.
-    let (token, f3) = acquire(&fleet, &key, "2s");
+    let (token, f3) = Redlock::on(&fleet).acquire(&key, "2s");
     assert!(f3 > f2, "step 6: fence {f3} after {f2}: the fence went backwards");
     Redlock::on(&fleet).args(["release", "--key", &key, "--token", &token]).run().expect(0);
     // And the one after it, on the same two servers.
@@ -105,7 +94,7 @@ fn two_hundred_runs_on_two_hundred_keys_leave_nothing_behind() {
     }
     // Locks that are never released, only left to expire.
     for i in 0..5 {
-        acquire(&fleet, &unique_key(&format!("litter-expired-{i}")), "200ms");
+        Redlock::on(&fleet).acquire(&unique_key(&format!("litter-expired-{i}")), "200ms");
     }
     // (A supervised run gets 1s: a shorter TTL can lapse under CPU load.)
     wait_for_no_locks(&fleet, Duration::from_secs(1) + LINGER + Duration::from_secs(5));
@@ -194,7 +183,7 @@ fn status_and_force_release_leave_an_application_key_alone() {
     Redlock::on(&fleet).args(["status", "--key", &key]).run().expect(1);
     Redlock::on(&fleet).args(["release", "--key", &key, "--force"]).run().expect(0);
     intact(&fleet);
-    let (token, _) = acquire(&fleet, &key, "10s");
+    let (token, _) = Redlock::on(&fleet).acquire(&key, "10s");
     Redlock::on(&fleet).args(["release", "--key", &key, "--token", &token]).run().expect(0);
     intact(&fleet);
 
@@ -281,8 +270,7 @@ fn raw_keys_exclude_and_are_excluded_by_node_redlock() {
         .output()
         .expect("npm is installed");
     assert!(npm.status.success(), "npm install: {}", String::from_utf8_lossy(&npm.stderr));
-    let script =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/node_redlock.cjs");
+    let script = root().join("tests/interop/node_redlock.cjs");
     let fleet = Fleet::start(3);
     let ports: Vec<String> = fleet.servers.iter().map(|s| s.port.to_string()).collect();
     let node = |mode: &str, key: &str| {

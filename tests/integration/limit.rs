@@ -6,7 +6,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::harness::ledger::{audit, section};
-use crate::harness::{Fleet, Redlock, lock_key, pid_in, process_alive, unique_key, wait_for_file};
+use crate::harness::{
+    Fleet, Redlock, bin, lock_key, pid_in, process_alive, unique_key, wait_for_file,
+};
 
 /// The server-side name of place `slot` of `key`, from the README: place 1
 /// is the lock key, place S the companion `redlock:{KEY}:slot:S`.
@@ -315,7 +317,7 @@ pub fn limit_loops(
     mode: &[&str],
 ) -> Vec<std::process::Child> {
     let d = dir.display();
-    let bin = env!("CARGO_BIN_EXE_redlock");
+    let bin = bin();
     let job = format!(
         "echo \"in $(date +%s%N)\" >> {d}/ledger; sleep {pause}; echo \"out $(date +%s%N)\" >> {d}/ledger"
     );

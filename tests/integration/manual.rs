@@ -2,12 +2,9 @@
 //! supervision and safety story in redlock-run(1), every environment
 //! variable, and completions that offer values and commands, not file names.
 
-use std::path::Path;
 use std::process::Command;
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
+use crate::harness::{bin, root};
 
 fn man(page: &str) -> String {
     let out = Command::new("man")
@@ -62,11 +59,7 @@ fn environment_lists_every_variable_redlock_reads() {
 
 #[test]
 fn help_shows_no_empty_env_values() {
-    let out = Command::new(env!("CARGO_BIN_EXE_redlock"))
-        .arg("--help")
-        .env_remove("REDLOCK_TLS_CA")
-        .output()
-        .unwrap();
+    let out = Command::new(bin()).arg("--help").env_remove("REDLOCK_TLS_CA").output().unwrap();
     let help = String::from_utf8_lossy(&out.stdout);
     assert!(help.contains("[env: REDLOCK_TLS_CA]"), "{help}");
     assert!(!help.contains("=]"), "an env value shown as if set:\n{help}");
@@ -104,7 +97,7 @@ fn bash_completion_offers_values_and_commands_not_files() {
 
 #[test]
 fn version_names_the_commit_and_features() {
-    let out = Command::new(env!("CARGO_BIN_EXE_redlock")).arg("--version").output().unwrap();
+    let out = Command::new(bin()).arg("--version").output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
     let commit = text.split("(commit ").nth(1).and_then(|r| r.split(',').next()).unwrap_or("");

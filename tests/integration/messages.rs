@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::harness::{Output, RedisServer, Redlock, lock_key, unique_key};
+use crate::harness::{Output, RedisServer, Redlock, bin, lock_key, root, unique_key};
 
 /// Asserts exit 64 and one line on stderr holding every one of `expect`.
 fn usage(args: &[&str], expect: &[&str]) -> Output {
@@ -133,8 +133,8 @@ fn a_server_without_scripting_ends_at_once_instead_of_waiting_silently() {
         "EVALSHA",
         "",
     ]);
-    // The lock itself needs no scripting (src/noscript.rs, tests in
-    // noscript.rs); what does, `--shared`, ends at once in one line.
+    // The lock itself needs no scripting (src/lock/noscript.rs, tests in
+    // tests/integration/noscript.rs); what does, `--shared`, ends at once in one line.
     let out = Redlock::new(&server.url()).args(["run", "--shared", "-k", "k", "--", "true"]).run();
     out.expect(69).within(AT_ONCE);
     one_line(&out, &["refuses scripts"]);
@@ -363,8 +363,7 @@ fn status_says_who_really_holds_the_lock() {
 
     // `acquire` run by a shell: the shell holds the token.
     let key = unique_key("caller");
-    let script =
-        format!("{} acquire -k {key} > /dev/null && echo $$", env!("CARGO_BIN_EXE_redlock"));
+    let script = format!("{} acquire -k {key} > /dev/null && echo $$", bin());
     let mut sh = std::process::Command::new("/bin/sh");
     crate::harness::isolate(&mut sh).env("REDLOCK_SERVERS", server.url()).args(["-c", &script]);
     let shell = sh.output().unwrap();
@@ -403,7 +402,7 @@ fn short_help_shows_what_the_subcommand_adds() {
     assert!(long.contains("--servers <URL[,URL...]>") && long.contains("--keep <DUR>"), "{long}");
     assert!(!long.contains("'redlock -h'"), "{long}");
     assert!(help(&["-h"]).contains("--servers <URL[,URL...]>"));
-    let man = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/man/redlock-run.1"));
+    let man = std::fs::read_to_string(root().join("man/redlock-run.1"));
     let man = man.unwrap();
     assert!(man.contains("\\-\\-servers") && man.contains("Redis servers, comma"), "{man}");
 }

@@ -1,12 +1,12 @@
-//! No scripting required (issue 14, item 2): servers that refuse
-//! `EVALSHA`/`EVAL` (renamed away in their configuration, or an ACL user
-//! without `@scripting`) get the same lock through plain commands
-//! (`WATCH`/`MULTI`/`EXEC` on a connection of its own, src/noscript.rs).
+//! No scripting required: servers that refuse `EVALSHA`/`EVAL` (renamed
+//! away in their configuration, or an ACL user without `@scripting`) get
+//! the same lock through plain commands (`WATCH`/`MULTI`/`EXEC` on a
+//! connection of its own, src/lock/noscript.rs).
 
 use std::time::{Duration, Instant};
 
 use crate::harness::redis::{Build, NO_SCRIPTS};
-use crate::harness::{Fleet, RedisServer, Redlock, fence_key, lock_key, unique_key};
+use crate::harness::{Fleet, RedisServer, Redlock, fence_key, lock_key, root, unique_key};
 
 /// Generous bound for "promptly": far above the work, far below a hang.
 const PROMPT: Duration = Duration::from_secs(10);
@@ -14,16 +14,6 @@ const PROMPT: Duration = Duration::from_secs(10);
 /// `n` servers of `build` with scripting renamed away.
 fn renamed(build: Build, n: usize) -> Fleet {
     Fleet::start_build_with(build, n, NO_SCRIPTS)
-}
-
-/// `acquire -n --json`: the token and the fence.
-fn acquire(servers: &str, key: &str, ttl: &str) -> (String, u64) {
-    let out =
-        Redlock::new(servers).args(["acquire", "-n", "--json", "--ttl", ttl, "--key", key]).run();
-    out.expect(0);
-    let json = out.json();
-    let fence = json["fence"].as_u64().unwrap_or_else(|| out.fail("no fence"));
-    (json["token"].as_str().unwrap_or_else(|| out.fail("no token")).to_owned(), fence)
 }
 
 /// `run` against servers without scripting neither hangs nor fails: it
@@ -47,7 +37,7 @@ fn cycle(fleet: &Fleet) {
     let n = fleet.servers.len();
     let key = unique_key("noscript-cycle");
     Redlock::new(&servers).args(["status", "--key", &key]).run().expect(1);
-    let (token, _) = acquire(&servers, &key, "10s");
+    let (token, _) = Redlock::new(&servers).acquire(&key, "10s");
     assert_eq!(fleet.values(&lock_key(&key)), vec![Some(token.clone()); n]);
     let status = Redlock::new(&servers).args(["status", "--key", &key, "--json"]).run();
     status.expect(0);
@@ -89,7 +79,7 @@ fn fences_increase(fleet: &Fleet) {
     let key = unique_key("noscript-fence");
     let mut last = 0;
     for _ in 0..5 {
-        let (token, fence) = acquire(&servers, &key, "5s");
+        let (token, fence) = Redlock::new(&servers).acquire(&key, "5s");
         assert!(fence > last, "fence {fence} after {last}");
         last = fence;
         Redlock::new(&servers).args(["release", "--key", &key, "--token", &token]).run().expect(0);
@@ -121,9 +111,9 @@ fn fences_increase(fleet: &Fleet) {
 fn everything_expires(fleet: &Fleet) {
     let servers = fleet.urls();
     let key = unique_key("noscript-expire");
-    let (token, _) = acquire(&servers, &key, "1s");
+    let (token, _) = Redlock::new(&servers).acquire(&key, "1s");
     Redlock::new(&servers).args(["release", "--key", &key, "--token", &token]).run().expect(0);
-    acquire(&servers, &key, "1s");
+    Redlock::new(&servers).acquire(&key, "1s");
     let deadline = Instant::now() + Duration::from_secs(30);
     while fleet.dbsizes().iter().any(|&n| n != 0) {
         assert!(Instant::now() < deadline, "keys left: {:?}", fleet.dbsizes());
@@ -278,7 +268,7 @@ mod redis7_acl {
 
     /// The README's `ACL SETUSER locker-noscript` line, split into arguments.
     fn readme_acl() -> Vec<String> {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
+        let path = root().join("README.md");
         let readme = std::fs::read_to_string(path).unwrap();
         let line = readme
             .lines()
@@ -318,7 +308,7 @@ mod redis7_acl {
             )
             .unwrap_err();
         assert_eq!(denied.code(), Some("NOPERM"), "{denied}");
-        let (token, first) = acquire(&urls, &key, "10s");
+        let (token, first) = Redlock::new(&urls).acquire(&key, "10s");
         assert_eq!(fleet.values(&lock_key(&key)), vec![Some(token.clone()); 3]);
         Redlock::new(&urls).args(["status", "--key", &key]).run().expect(0);
         Redlock::new(&urls)
@@ -363,10 +353,7 @@ mod acl_without_transactions {
     /// no-scripting user with `extra` rules appended (`-multi -exec`...).
     fn fleet_with_user(build: Build, extra: &[&str]) -> (Fleet, String) {
         let fleet = Fleet::start_build(build, 3);
-        let readme = std::fs::read_to_string(
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"),
-        )
-        .unwrap();
+        let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
         let line = readme
             .lines()
             .find(|l| l.starts_with("ACL SETUSER locker-noscript "))

@@ -1,21 +1,16 @@
-//! Adversarial checks of the wait queue kept by the acquire script
-//! (issue 11): order survives a withdrawn attempt, a dead head costs at
+//! Adversarial checks of the wait queue kept by the acquire script: order
+//! survives a withdrawn attempt, a dead head costs at
 //! most one entry lifetime, disordered queues still serve everyone with
 //! no overlap, and a handoff costs a bounded number of script calls.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::harness::{Fleet, Redlock, Running, lock_key, send_signal, unique_key};
-
-/// The queue's sorted sets of `key` (order, deadlines).
-fn queue_keys(key: &str) -> (String, String) {
-    (format!("{}:queue", lock_key(key)), format!("{}:queue-deadlines", lock_key(key)))
-}
+use crate::harness::{Fleet, Redlock, Running, lock_key, queue_keys, send_signal, unique_key};
 
 /// The members queued on one server, first first.
 fn order(fleet: &Fleet, i: usize, key: &str) -> Vec<String> {
-    fleet.servers[i].cmd(&["ZRANGE", &queue_keys(key).0, "0", "-1"])
+    fleet.servers[i].cmd(&["ZRANGE", &queue_keys(key)[0], "0", "-1"])
 }
 
 /// Waits until every server in `servers` queues `n` waiters of `key`.
@@ -124,7 +119,7 @@ fn disordered_queues_still_serve_everyone_once_and_alone() {
     }
     // Rewrite the order so that each server names a different head.
     let members = order(&fleet, 0, &key);
-    let (q, _) = queue_keys(&key);
+    let [q, _] = queue_keys(&key);
     for i in 0..3 {
         for (j, m) in members.iter().enumerate() {
             let score = 1_700_000_000_000u64 + ((j + 3 - i) % 3) as u64;
@@ -231,7 +226,7 @@ fn a_waiter_out_of_time_leaves_no_queue_behind() {
 fn a_queue_key_of_another_type_fails_fast_and_takes_nothing() {
     let fleet = Fleet::start(3);
     let key = unique_key("q-wrongtype");
-    let (q, _) = queue_keys(&key);
+    let [q, _] = queue_keys(&key);
     for s in &fleet.servers {
         let _: redis::Value = s.cmd(&["SET", &q, "not-a-zset"]);
     }

@@ -10,15 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use crate::harness::{Fleet, lock_key};
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_redlock")
-}
+use crate::harness::{Fleet, bin, lock_key, root};
 
 /// README.md and every `docs/*.md`, as (path from the root, text).
 pub fn pages() -> Vec<(String, String)> {
@@ -682,7 +674,7 @@ fn links_between_the_pages_resolve() {
 fn the_readme_is_a_guide_and_links_every_page() {
     let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
     let lines = readme.lines().count();
-    assert!(lines <= 300, "README.md has {lines} lines: move a topic to docs/ (issue 30)");
+    assert!(lines <= 300, "README.md has {lines} lines: move a topic to docs/");
     for (path, _) in pages().into_iter().skip(1) {
         let name = path.strip_prefix("docs/").unwrap();
         assert!(readme.contains(&format!("(docs/{name})")), "README.md does not link {path}");

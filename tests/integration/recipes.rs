@@ -8,12 +8,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use crate::harness::{Fleet, Redlock, unique_key};
+use crate::harness::{Fleet, Redlock, bin, root, unique_key};
 use crate::readme::{failing_deploy, fake_release, finished, path_with_redlock, recipe, sh, yaml};
-
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_redlock")
-}
 
 /// A job that records each run in `ran`.
 fn job(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
@@ -158,10 +154,7 @@ fn run_component(overrides: &[(&str, &str)], fleet: &Fleet, path: &str) -> (Stri
     let include = &doc["include"][0];
     let component = include["component"].as_str().expect("an include: component:");
     let name = component.rsplit('/').next().unwrap().split('@').next().unwrap();
-    let template = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("templates/{name}.yml")),
-    )
-    .unwrap();
+    let template = std::fs::read_to_string(root().join(format!("templates/{name}.yml"))).unwrap();
     let (spec, job) = template.split_once("\n---\n").expect("spec, then the job");
     let spec = yaml(spec);
     let declared = spec["spec"]["inputs"].as_object().expect("spec: inputs:");

@@ -32,8 +32,8 @@ fn run_n(key: &str) -> [&str; 7] {
 }
 
 /// The holder has exactly a quorum (A and B; C was unreachable from it).
-/// B restarts empty: B and C are free, and a second run used to get in at
-/// once, beside the first. B's grant now counts towards no quorum.
+/// B restarts empty: B and C are free, and a second run could get in at
+/// once, beside the first, unless B's grant counts towards no quorum.
 #[test]
 fn a_server_restarted_empty_gives_no_vote_to_a_second_holder() {
     let mut fleet = aged_fleet(3);

@@ -8,13 +8,9 @@ use std::time::{Duration, Instant};
 
 use crate::harness::pty::Terminal;
 use crate::harness::{
-    Fleet, Redlock, lock_key, pid_in, process_alive, send_signal, unique_key, wait_for_file,
-    wait_gone,
+    Fleet, Redlock, bin, lock_key, pid_in, process_alive, read, send_signal, take_over, unique_key,
+    wait_for_file, wait_gone,
 };
-
-fn read(path: &Path) -> String {
-    std::fs::read_to_string(path).unwrap_or_default()
-}
 
 #[test]
 fn exit_statuses_pass_through() {
@@ -158,15 +154,7 @@ fn lose_the_lock(on_lost: &[&str], child: &str) -> (crate::harness::Output, i32,
         .args(["-c", &script])
         .spawn();
     let child = pid_in(&pid);
-    let taken = Instant::now();
-    for s in &fleet.servers[..2] {
-        let _: String = s.cmd(&["SET", &lock_key(&key), "someone-else", "PX", "60000"]);
-    }
-    while process_alive(child) {
-        assert!(taken.elapsed() < Duration::from_secs(10), "child {child} still runs");
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    let ended = taken.elapsed();
+    let ended = take_over(&fleet.servers[..2], &key, child);
     (running.wait(), child, ended)
 }
 
@@ -367,8 +355,7 @@ fn max_hold_stops_the_child_and_its_grandchildren_with_124() {
 fn a_nested_run_on_the_same_key_runs_directly() {
     let fleet = Fleet::start(1);
     let key = unique_key("reentry");
-    let inner =
-        format!("{} run -n --key {key} -- sh -c 'echo inner-ran'", env!("CARGO_BIN_EXE_redlock"));
+    let inner = format!("{} run -n --key {key} -- sh -c 'echo inner-ran'", bin());
     let out = Redlock::on(&fleet).args(["run", "-n", "--key", &key, "-c", &inner]).run();
     out.expect(0);
     assert_eq!(out.line(), "inner-ran");
@@ -438,7 +425,7 @@ fn at_a_terminal_the_command_reads_it_and_ctrl_c_reaches_it_once() {
         i = ints.display(),
         d = done.display()
     );
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_redlock"));
+    let mut cmd = std::process::Command::new(bin());
     crate::harness::isolate(&mut cmd)
         .env("REDLOCK_SERVERS", fleet.urls())
         .args(["run", "--key", &key, "--", "sh", "-c", &script]);

@@ -1,14 +1,11 @@
 //! The smallest ACL the README documents is enough for every lock
 //! operation, and no password ever shows in any output.
 
-use std::path::Path;
-
-use crate::harness::{Output, RedisServer, Redlock, unique_key};
+use crate::harness::{Output, RedisServer, Redlock, root, unique_key};
 
 /// The README's `ACL SETUSER` line, split into arguments.
 fn readme_acl() -> Vec<String> {
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
     let line = readme.lines().find(|l| l.starts_with("ACL SETUSER ")).expect("an ACL line");
     line.split_whitespace().map(str::to_owned).collect()
 }

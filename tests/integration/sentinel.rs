@@ -1,4 +1,4 @@
-//! Sentinel-managed servers (issue 14, item 3), with real processes: a
+//! Sentinel-managed servers, with real processes: a
 //! master, a replica and three Sentinels ([`SentinelGroup`]). The group is
 //! one member of the quorum; redlock finds its master through the
 //! Sentinels, follows a failover, and a `run` whose lock is on the group

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::harness::ledger::{rw_audit, rw_section};
-use crate::harness::{Fleet, Redlock, lock_key, pid_in, process_alive, unique_key};
+use crate::harness::{Fleet, Redlock, bin, lock_key, pid_in, process_alive, unique_key};
 
 fn readers_key(key: &str) -> String {
     format!("{}:readers", lock_key(key))
@@ -222,7 +222,7 @@ fn the_builds_and_deploys_recipe_never_mixes_them() {
 fn a_nested_run_inside_a_shared_hold_reenters_shared_and_refuses_exclusive() {
     let fleet = Fleet::start(1);
     let key = unique_key("rw-nested");
-    let bin = env!("CARGO_BIN_EXE_redlock");
+    let bin = bin();
     let script = format!(
         "{bin} run --shared --key {key} -- true && echo shared-ok; \
          {bin} run --key {key} --wait 5s -- true; echo \"exclusive $?\""

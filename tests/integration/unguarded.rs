@@ -10,13 +10,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::harness::pty::Terminal;
 use crate::harness::{
-    Fleet, Redlock, lock_key, pid_in, process_alive, send_signal, unique_key, wait_for_file,
-    wait_gone,
+    Fleet, Redlock, bin, lock_key, pid_in, process_alive, read, send_signal, unique_key,
+    wait_for_file, wait_gone,
 };
-
-fn read(path: &Path) -> String {
-    std::fs::read_to_string(path).unwrap_or_default()
-}
 
 fn now_ns() -> u128 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos()
@@ -159,7 +155,7 @@ fn sigttou_never_stops_redlock_at_a_tostop_terminal() {
     let key = unique_key("tostop");
     let dir = tempfile::tempdir().unwrap();
     let writes = dir.path().join("writes");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_redlock"));
+    let mut cmd = Command::new(bin());
     crate::harness::isolate(&mut cmd).env("REDLOCK_SERVERS", fleet.urls()).args([
         "-v",
         "run",
@@ -203,11 +199,7 @@ fn ctrl_z_suspends_the_job_and_fg_resumes_it() {
     let dir = tempfile::tempdir().unwrap();
     let writes = dir.path().join("writes");
     let mut term = shell(&fleet);
-    let line = format!(
-        "{} run --ttl 2s --key {key} -- {}\n",
-        env!("CARGO_BIN_EXE_redlock"),
-        perl_ticker(&writes)
-    );
+    let line = format!("{} run --ttl 2s --key {key} -- {}\n", bin(), perl_ticker(&writes));
     term.send(line.as_bytes());
     wait_for_file(&writes);
 
@@ -275,11 +267,8 @@ fn extend_never_shortens_the_lock() {
     let key = unique_key("extend");
     let dir = tempfile::tempdir().unwrap();
     let extended = dir.path().join("extended");
-    let script = format!(
-        "{} extend --key {key} --ttl 1s && touch {}; sleep 4",
-        env!("CARGO_BIN_EXE_redlock"),
-        extended.display()
-    );
+    let script =
+        format!("{} extend --key {key} --ttl 1s && touch {}; sleep 4", bin(), extended.display());
     let holder =
         Redlock::on(&fleet).args(["run", "--ttl", "60s", "--key", &key, "-c", &script]).spawn();
     wait_for_file(&extended);
@@ -356,7 +345,7 @@ fn a_nested_run_that_cannot_check_its_lock_fails_at_once() {
     let code = dir.path().join("code");
     let script = format!(
         "REDLOCK_SERVERS=redis://127.0.0.1:1 {} run --wait 30s --key {key} -- true; echo $? > {}",
-        env!("CARGO_BIN_EXE_redlock"),
+        bin(),
         code.display()
     );
     Redlock::on(&fleet)
@@ -383,7 +372,7 @@ fn a_signal_during_the_re_entry_check_ends_redlock() {
     let script = format!(
         "{bin} run --key {key} -- sh -c \"trap '' TERM; touch {ran}\" & echo $! > {pid}; \
          wait $!; echo $? > {code}",
-        bin = env!("CARGO_BIN_EXE_redlock"),
+        bin = bin(),
         ran = ran.display(),
         pid = pid.display(),
         code = code.display()
@@ -410,11 +399,7 @@ fn ctrl_z_through_a_wrapper_gives_the_prompt_back() {
     let key = unique_key("ctrlz-wrapped");
     let dir = tempfile::tempdir().unwrap();
     let (writes, script) = (dir.path().join("writes"), dir.path().join("job.sh"));
-    let job = format!(
-        "{} run --ttl 3s --key {key} -- {}\n",
-        env!("CARGO_BIN_EXE_redlock"),
-        perl_ticker(&writes)
-    );
+    let job = format!("{} run --ttl 3s --key {key} -- {}\n", bin(), perl_ticker(&writes));
     std::fs::write(&script, job).unwrap();
     let mut term = shell(&fleet);
     term.send(format!("bash {}\n", script.display()).as_bytes());
@@ -437,7 +422,7 @@ fn a_job_that_ends_after_bg_leaves_the_shell_its_terminal() {
     let fleet = Fleet::start(1);
     let key = unique_key("bg");
     let mut term = shell(&fleet);
-    let line = format!("{} run --key {key} -- sleep 1\n", env!("CARGO_BIN_EXE_redlock"));
+    let line = format!("{} run --key {key} -- sleep 1\n", bin());
     term.send(line.as_bytes());
     std::thread::sleep(Duration::from_millis(300));
     term.send(b"\x1a");

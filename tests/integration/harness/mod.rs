@@ -15,6 +15,7 @@ pub mod tls;
 
 use std::ffi::OsStr;
 use std::io::Read;
+use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -23,6 +24,21 @@ pub use self::redis::{Fleet, RedisServer};
 
 /// A generous bound that only catches a hang.
 pub const HANG: Duration = Duration::from_secs(60);
+
+/// The repository's root: the README, `docs/`, `man/` and the sources.
+pub fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The `redlock` binary under test.
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_redlock")
+}
+
+/// The text of `path`, or an empty string while it does not exist.
+pub fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_default()
+}
 
 /// A key unique to this test run and call site.
 pub fn unique_key(name: &str) -> String {
@@ -47,8 +63,30 @@ pub fn fence_key(key: &str) -> String {
     format!("{}:fence", lock_key(key))
 }
 
+/// The wait queue's sorted sets of the lock `key` (order, deadlines), as
+/// the README names them (see [`lock_key`]).
+pub fn queue_keys(key: &str) -> [String; 2] {
+    let lock = lock_key(key);
+    [format!("{lock}:queue"), format!("{lock}:queue-deadlines")]
+}
+
+/// Overwrites the lock `key` with another client's value on `servers`
+/// (a majority, for the lock to be lost), then waits until the process
+/// `child` is gone, at most 10 s: how long it outlived the takeover.
+pub fn take_over(servers: &[RedisServer], key: &str, child: i32) -> Duration {
+    let taken = Instant::now();
+    for s in servers {
+        let _: String = s.cmd(&["SET", &lock_key(key), "someone-else", "PX", "60000"]);
+    }
+    while process_alive(child) {
+        assert!(taken.elapsed() < Duration::from_secs(10), "child {child} still runs");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    taken.elapsed()
+}
+
 /// Waits until `path` exists (the event a test synchronises on), at most [`HANG`].
-pub fn wait_for_file(path: &std::path::Path) {
+pub fn wait_for_file(path: &Path) {
     let start = Instant::now();
     while !path.exists() {
         assert!(start.elapsed() < HANG, "{} never appeared", path.display());
@@ -58,7 +96,7 @@ pub fn wait_for_file(path: &std::path::Path) {
 
 /// The pid a command wrote to `path` (`echo $$ > path`), once the file
 /// exists and holds a whole number, at most [`HANG`].
-pub fn pid_in(path: &std::path::Path) -> i32 {
+pub fn pid_in(path: &Path) -> i32 {
     wait_for_file(path);
     let start = Instant::now();
     loop {
@@ -128,7 +166,7 @@ impl Redlock {
     /// execs a script's last command, dash does not: which process is the
     /// child must not depend on the machine).
     pub fn new(servers: &str) -> Redlock {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_redlock"));
+        let mut cmd = Command::new(bin());
         isolate(&mut cmd);
         cmd.env("SHELL", "/bin/sh");
         cmd.env("REDLOCK_SERVERS", servers);
@@ -166,6 +204,16 @@ impl Redlock {
         self.shown.insert(0, "REDLOCK_TRUST_RESTARTS=".to_owned());
         self.cmd.env_remove("REDLOCK_TRUST_RESTARTS");
         self
+    }
+
+    /// `acquire -n --json --ttl TTL --key KEY`, which must succeed: the
+    /// token and the fence.
+    pub fn acquire(self, key: &str, ttl: &str) -> (String, u64) {
+        let out = self.args(["acquire", "-n", "--json", "--ttl", ttl, "--key", key]).run();
+        out.expect(0);
+        let json = out.json();
+        let fence = json["fence"].as_u64().unwrap_or_else(|| out.fail("no fence"));
+        (json["token"].as_str().unwrap_or_else(|| out.fail("no token")).to_owned(), fence)
     }
 
     /// Puts redlock in a process group of its own, so a test can signal

@@ -132,7 +132,7 @@ fn copy(mut from: TcpStream, mut to: TcpStream, shared: &Shared, generation: u64
                     e.kind(),
                     std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
                 ) => {}
-            // A reset: passed on as an end of file, as before.
+            // A reset: passed on as an end of file, like a clean close.
             Err(_) => {
                 end = End::Eof;
                 break;

@@ -467,12 +467,17 @@ impl RedisServer {
 
     /// How many connections the server has accepted so far.
     pub fn connections_received(&self) -> u64 {
-        let info: String = self.cmd(&["INFO", "stats"]);
-        info.lines()
-            .find_map(|l| l.strip_prefix("total_connections_received:"))
-            .and_then(|v| v.trim().parse().ok())
-            .expect("total_connections_received in INFO stats")
+        connections_in(&self.cmd::<String>(&["INFO", "stats"]))
     }
+}
+
+/// `total_connections_received` of an `INFO stats` reply (a server's or a
+/// Sentinel's).
+pub fn connections_in(info: &str) -> u64 {
+    info.lines()
+        .find_map(|l| l.strip_prefix("total_connections_received:"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("total_connections_received in INFO stats")
 }
 
 impl Drop for RedisServer {

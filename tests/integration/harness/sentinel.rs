@@ -9,7 +9,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::redis::{Build, RedisServer};
+use super::redis::{Build, RedisServer, connections_in};
 
 /// Debian's Sentinel (`apt-get install redis-sentinel`).
 pub const SENTINEL_BINARY: &str = "/usr/bin/redis-sentinel";
@@ -151,11 +151,7 @@ impl Sentinel {
     /// How many connections the Sentinel has accepted so far (this call's
     /// own included).
     pub fn connections_received(&self) -> u64 {
-        let info: String = self.cmd(&["INFO", "stats"]);
-        info.lines()
-            .find_map(|l| l.strip_prefix("total_connections_received:"))
-            .and_then(|v| v.trim().parse().ok())
-            .expect("total_connections_received in INFO stats")
+        connections_in(&self.cmd::<String>(&["INFO", "stats"]))
     }
 
     /// Kills the Sentinel.
