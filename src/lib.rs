@@ -10,7 +10,10 @@
 //!   the environment over the file over the defaults, each value with its origin.
 //! - [`server`]: one Redis server: URL (password never shown), lazy
 //!   connection, calls bounded by the node timeout, errors naming the
-//!   server ([`server::Failure`], [`server::ServerError`]); and the
+//!   server ([`server::Failure`], [`server::ServerError`]), what the
+//!   server said of itself at connect ([`server::Facts`]: run id, uptime,
+//!   persistence, from which a restart that may have lost locks is told);
+//!   and the
 //!   connection kinds it owns, each of which finds the node a connection
 //!   goes to and says how long it may be trusted (`server::target`):
 //!   - [`server::sentinel`]: `redis+sentinel://` groups: the Sentinels asked
@@ -29,10 +32,12 @@
 //!   fan-out that stops as soon as the verdict is settled.
 //! - [`lock`]: the Redlock operations over a [`lock::Fleet`] of servers and
 //!   the lock a command asks for ([`lock::Request`]): the acquire round and
-//!   its withdrawal, extend/release, status, where a lock's keys live
-//!   ([`lock::KeyLayout`]), and [`lock::noscript`], the same operations
-//!   without scripts (`WATCH`/`MULTI`/`EXEC` on a connection of its own)
-//!   for servers that refuse them.
+//!   its withdrawal (with the clock check that refuses a server's vote
+//!   when its clock is off), extend/release, status, where a lock's keys
+//!   live ([`lock::KeyLayout`]); each server operation is a typed value
+//!   (`lock::ops`) that runs as a script or, through [`lock::noscript`],
+//!   as plain commands (`WATCH`/`MULTI`/`EXEC` on a connection of its
+//!   own) for servers that refuse scripts.
 //! - [`fence`]: fencing numbers: the rule the servers draw them by, and why
 //!   they increase from one holder to the next without persistence.
 //! - [`history`]: the run history and skip counter kept beside each lock
@@ -42,7 +47,9 @@
 //!   a shared quorum and an exclusive one are never both granted.
 //! - [`slots`]: `--limit N`: N places, each an ordinary lock, and why that
 //!   bounds the holders at exactly N where per-server sets do not.
-//! - [`wait`]: retries with jittered backoff until acquired or the deadline.
+//! - [`wait`]: retries with jittered backoff until acquired or the deadline;
+//!   every decision of the wait loop is one pure transition
+//!   (`wait::state`), the driver only performs it.
 //! - [`queue`]: the wait queue on the servers (kept by the acquire script), so
 //!   waiters go in arrival order.
 //! - [`token`]: the lock token (128 random bits + host, pid, time; the
@@ -57,7 +64,8 @@
 //!   deadline even while redlock is frozen, stopped or dead.
 //! - [`procs`]: the process table read from `/proc` without allocating.
 //! - [`signals`]: OS signals as typed events (the handler only enqueues; no thread).
-//! - [`cmd`]: one module per subcommand.
+//! - [`cmd`]: one module per subcommand (`doctor` in a folder of its own:
+//!   probe, assess, render).
 //! - [`run()`]: the whole program from its arguments to its exit code
 //!   (parse, configure, run the subcommand, report a failure); `main.rs`
 //!   only sets up the process and calls it.

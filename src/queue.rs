@@ -1,5 +1,5 @@
 //! The wait queue: waiters on one lock are served in the order they began
-//! to wait, across hosts (issue 11, item 1).
+//! to wait, across hosts.
 //!
 //! Each server keeps the queue of the lock in two sorted sets in the lock's
 //! hash slot ([`crate::lock::KeyLayout::queue_keys`]): each waiter's entry

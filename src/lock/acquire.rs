@@ -16,11 +16,11 @@ pub struct AttemptReport {
     pub ahead: Option<usize>,
 }
 
-/// The numbers of one acquire call (`scripts/acquire.lua`, ARGV[3]), packed
+/// The numbers of one acquire call (`scripts/acquire.lua`, `ARGV[3]`), packed
 /// as ten little-endian doubles that the script reads with one
 /// `struct.unpack`: no string parsing and no `tonumber` on the server,
 /// which cost about a sixth of the script's instructions when they were
-/// decimal text (issue 10, item 6). Every number stays below 2^53, so a
+/// decimal text. Every number stays below 2^53, so a
 /// double holds it exactly.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Numbers {
@@ -567,8 +567,8 @@ fn patience(
         // Lost to another value on a quorum, with servers still pending:
         // their answers cannot change that, but each one that says "held
         // by another value" set nothing there, so it needs no withdrawal
-        // (issue 11: the waiter that re-joins the queue right after its
-        // release sent about one withdrawal script per critical section).
+        // (otherwise a waiter that re-joins the queue right after its
+        // release sends about one withdrawal script per critical section).
         // Waiting here, before the verdict, keeps every withdrawal ahead
         // of this contender's next attempt on the same connection, which
         // a wait after the verdict would not. Bound: a "busy" comes at
@@ -606,7 +606,7 @@ async fn decided(verdict: &mut watch::Receiver<Option<bool>>) -> bool {
 /// round, then the verdict, and when the verdict is "withdraw", the
 /// withdrawal on the same connection, after the attempt.
 ///
-/// The order is the point (issue 9, item 7). Redis executes one
+/// The order is the point. Redis executes one
 /// connection's commands in the order they arrive. The attempt's future is
 /// dropped (or done) before the withdrawal is sent, so every request it
 /// wrote (a request already handed to the connection is written even if

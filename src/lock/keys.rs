@@ -153,7 +153,7 @@ pub const WAKE_TAG: usize = 8;
 /// newline, and the first [`WAKE_TAG`] characters of the member (as
 /// `scripts/announce.lua` builds it). An ordered waiter listens
 /// here only, so a release wakes the one waiter whose turn it is, not all
-/// of them (issue 11: 8 waiters on 5 servers heard 24 messages per
+/// of them (8 waiters on 5 servers would otherwise hear 24 messages per
 /// release). Another process's tag that happens to be equal costs that
 /// process a wake-up, never a missed one.
 pub fn wake_channel(key: &str, member: &str) -> String {

@@ -63,7 +63,7 @@ struct Scripts {
 }
 
 /// The withdrawal script's source: it is sent with every withdrawal (see
-/// [`withdraw`]).
+/// `acquire::withdraw`).
 const WITHDRAW_LUA: &str =
     concat!(include_str!("../scripts/announce.lua"), include_str!("../scripts/withdraw.lua"));
 
@@ -139,8 +139,8 @@ impl Call {
         server: &Server,
         c: &mut MultiplexedConnection,
     ) -> redis::RedisResult<Value> {
-        // No-script hook (issue 14, item 2): a server that refused a script
-        // once takes the plain-command path from then on (src/noscript.rs,
+        // No-script hook: a server that refused a script
+        // once takes the plain-command path from then on (`noscript`,
         // WATCH/MULTI/EXEC on a connection of its own); the refusal itself
         // is answered there too, so the caller sees the script's reply.
         if server.scripts_refused() {

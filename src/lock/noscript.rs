@@ -1,4 +1,4 @@
-//! The no-script path (issue 14, item 2): the lock's operations for a
+//! The no-script path: the lock's operations for a
 //! server that refuses scripts (`EVALSHA` renamed away or disabled, or an
 //! ACL user without `@scripting`), made of plain commands with the same
 //! guarantees as the scripts in `src/scripts/`.
