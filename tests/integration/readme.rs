@@ -7,6 +7,7 @@
 //! flag or a link that goes stale fails here, wherever the text moved.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -120,19 +121,38 @@ pub fn path_with_redlock() -> String {
 }
 
 /// Runs a shell snippet with `redlock` on PATH and the fleet's servers.
-pub fn sh(fleet: &Fleet, script: &str) -> std::process::Child {
-    crate::harness::isolate(&mut Command::new("sh"))
+pub fn sh(fleet: &Fleet, script: &str) -> Shell {
+    let child = crate::harness::isolate(&mut Command::new("sh"))
         .args(["-c", script])
         .env("PATH", path_with_redlock())
         .env("REDLOCK_SERVERS", fleet.urls())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
+        .process_group(0)
         .spawn()
-        .unwrap()
+        .unwrap();
+    Shell(Some(child))
 }
 
-pub fn finished(child: std::process::Child) -> Output {
-    child.wait_with_output().unwrap()
+/// A shell running a recipe in a process group of its own. Dropped before
+/// it finished (a test that failed), the whole group is killed: a `redlock`
+/// the shell started would otherwise wait, forever by default, on servers
+/// the test has stopped.
+pub struct Shell(Option<std::process::Child>);
+
+impl Drop for Shell {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.0 {
+            let group = i32::try_from(child.id()).expect("pid fits i32");
+            // SAFETY: kill(2) on the process group this test started.
+            unsafe { libc::kill(-group, libc::SIGKILL) };
+            let _ = child.wait();
+        }
+    }
+}
+
+pub fn finished(mut shell: Shell) -> Output {
+    shell.0.take().expect("not yet waited for").wait_with_output().unwrap()
 }
 
 /// An executable `deploy.sh` in `dir` that prints "deploying" and exits 3.

@@ -282,7 +282,19 @@ impl Running {
             stdout: out.join().expect("stdout reader"),
             stderr: err.join().expect("stderr reader"),
             elapsed,
-            shown: self.shown,
+            shown: std::mem::take(&mut self.shown),
+        }
+    }
+}
+
+/// A test that panics before it waits for a `redlock` it started leaves no
+/// process behind: one left waiting (forever, by default) on servers the
+/// test has stopped would retry for as long as the machine runs.
+impl Drop for Running {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
         }
     }
 }
