@@ -299,6 +299,19 @@ impl Config {
                 crate::fmt_duration(max_ttl),
             ));
         }
+        // `--keep` leaves the lock on the servers for that long after the
+        // run: a TTL like any other, so the same bound holds for it.
+        if let Command::Run(Run { keep: Some(keep), .. }) = &command
+            && *keep > max_ttl
+        {
+            return usage(format!(
+                "--keep {}: above {} {}, the longest TTL a restarted server is kept out of the \
+                 quorum for; raise max-ttl in every host's configuration",
+                crate::fmt_duration(*keep),
+                g.max_ttl.label("--max-ttl"),
+                crate::fmt_duration(max_ttl),
+            ));
+        }
         // How long a restarted server gets no vote: the longest TTL a
         // holder may have plus the fences' linger (src/fence.rs).
         let restart_window = (!g.trust_restarts.value).then_some(max_ttl + crate::fence::LINGER);
@@ -853,6 +866,12 @@ mod tests {
         assert!(m.contains("--ttl 1m 30s: above --max-ttl 1m") && m.contains("max-ttl"), "{m}");
         let c = config(&["--max-ttl", "2h", "acquire", "-k", "k", "--ttl", "1h"]).unwrap();
         assert_eq!(c.restart_window, Some(Duration::from_secs(7201)));
+        // --keep is a TTL too.
+        let m = usage_message(&["run", "-k", "k", "--keep", "1h", "--", "true"]);
+        assert!(m.contains("--keep 1h: above --max-ttl 1m"), "{m}");
+        assert!(
+            config(&["--max-ttl", "2h", "run", "-k", "k", "--keep", "1h", "--", "true"]).is_ok()
+        );
         let c = config(&["--trust-restarts", "extend", "-k", "k", "--token", "t"]).unwrap();
         assert_eq!(c.restart_window, None);
         // status and release take no TTL of their own.
