@@ -69,12 +69,7 @@ pub async fn execute(config: Config) -> Result<u8, Error> {
         Command::ShowConfig(rows) => Ok(show_config(&rows)),
     };
     // Calls that outlived their round's verdict finish (each within the
-    // node timeout) before the runtime, and with it they, go away; after a
-    // failure nothing is held, and their answers need no waiting for.
-    if result.is_ok() {
-        fleet.drain().await;
-    } else {
-        fleet.flush().await;
-    }
+    // node timeout) before the runtime, and with it they, go away.
+    fleet.settle().await;
     result
 }

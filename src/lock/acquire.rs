@@ -317,7 +317,9 @@ impl Fleet {
         }))
         .await;
         for (i, a) in facts.iter().enumerate() {
-            let Some(a) = a else { continue };
+            // An empty run_id (a proxy or a fork that blanks it) tells
+            // nothing, as in `doctor`.
+            let Some(a) = a.as_ref().filter(|a| !a.run_id.is_empty()) else { continue };
             for (j, b) in facts.iter().enumerate().skip(i + 1) {
                 if b.as_ref().is_some_and(|b| b.run_id == a.run_id) {
                     let (first, second) = (&self.servers[i], &self.servers[j]);
@@ -352,6 +354,7 @@ impl Fleet {
         // Servers not heard from count as silent: the verdict is final.
         match quorum::standing(votes.ours, &votes.counts(), 0, self.quorum) {
             Standing::Won => {
+                self.won.store(true, std::sync::atomic::Ordering::Relaxed);
                 let fence =
                     if fence { self.settle_fence(key, held, ttl, round).await } else { Ok(None) };
                 let elapsed = start.elapsed();

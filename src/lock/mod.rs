@@ -22,7 +22,7 @@ pub mod noscript;
 mod ops;
 mod status;
 
-pub use acquire::{Attempt, AttemptReport, Held, Place, Split};
+pub use acquire::{Attempt, AttemptReport, CLOCK_ALLOWANCE, Held, Place, Split};
 pub use keys::{KeyLayout, WAKE_TAG, release_channel, wake_channel};
 pub(crate) use ops::{
     AcquireOp, ExtendOp, Operation, RaiseFenceOp, ReleaseOp, SetTtlOp, StatusOp, WithdrawOp,
@@ -261,6 +261,9 @@ pub struct Fleet {
     layout: KeyLayout,
     /// Server calls, including those still running after a verdict.
     tasks: TaskTracker,
+    /// Set once an acquire round of this process won: from then on its
+    /// stragglers may be the release of a lock it held ([`Fleet::settle`]).
+    won: std::sync::atomic::AtomicBool,
 }
 
 /// A lock this process holds.
@@ -362,6 +365,7 @@ impl Fleet {
             restart_window: Some(DEFAULT_RESTART_WINDOW),
             layout: KeyLayout::Native,
             tasks: TaskTracker::new(),
+            won: std::sync::atomic::AtomicBool::new(false),
         }
         .with_key_layout(KeyLayout::Native)
     }
@@ -427,8 +431,21 @@ impl Fleet {
     /// sent nothing, so there is nothing to undo), and the answer of one
     /// already sent (the server runs what it read even after the socket
     /// closes).
-    pub async fn flush(&self) {
+    async fn flush(&self) {
         let _ = tokio::time::timeout(FLUSH, self.drain()).await;
+    }
+
+    /// Before the process exits: [`Fleet::drain`] when this process ever
+    /// held a lock (whatever its result: a command not found, a lost lock
+    /// or a token it could not print all end in an error after a hold, and
+    /// a release cut off would leave the lock on a server for its TTL),
+    /// otherwise at most [`FLUSH`] of it.
+    pub async fn settle(&self) {
+        if self.won.load(std::sync::atomic::Ordering::Relaxed) {
+            self.drain().await;
+        } else {
+            self.flush().await;
+        }
     }
 
     /// Runs `work` (a best-effort server call whose answer nobody awaits)
@@ -539,7 +556,7 @@ impl Fleet {
 pub const DEFAULT_RESTART_WINDOW: Duration = Duration::from_secs(61);
 
 /// How long a process that holds nothing lets its stragglers' writes reach
-/// their connections before it exits ([`Fleet::flush`]): a few turns of the
+/// their connections before it exits ([`Fleet::settle`]): a few turns of the
 /// runtime, with room for a loaded machine.
 pub const FLUSH: Duration = Duration::from_millis(100);
 

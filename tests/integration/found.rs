@@ -1,9 +1,11 @@
-//! Bugs the fault campaign (`tests/campaign`) found, each kept as a named
-//! reproduction: every test here failed before its fix.
+//! Bugs the fault campaign (`tests/campaign`) and the reviews of its
+//! round found, each kept as a named reproduction: every test here failed
+//! before its fix.
 
 use std::time::Duration;
 
-use crate::harness::{Fleet, Redlock, send_signal, unique_key, wait_for_file};
+use crate::harness::proxy::{Mode, Proxy};
+use crate::harness::{Fleet, Redlock, lock_key, send_signal, unique_key, wait_for_file};
 
 /// Campaign `mixed` (seed 857004376): redlock frozen while its command ran
 /// and ended by itself (exit 0), resumed after the lock's validity; its
@@ -72,4 +74,25 @@ fn a_command_the_guard_killed_after_a_freeze_is_reported_lost() {
         }
         running.wait().expect(70).stderr_has("lost the lock");
     }
+}
+
+/// Review: a run that held the lock and then failed (its command not
+/// found, exit 127) treated its stragglers as those of a process that held
+/// nothing and cut them off after 100 ms: the release to a slow server
+/// (20 ms away each way) was never sent, and that server kept the lock for
+/// its TTL (3 times in 3 before the fix).
+#[test]
+fn a_run_that_held_the_lock_and_failed_releases_it_on_a_slow_server_too() {
+    let fleet = Fleet::start(3);
+    let proxy = Proxy::start(fleet.servers[2].port);
+    proxy.set(Mode::Delay(Duration::from_millis(20)));
+    let servers = format!("{},{},{}", fleet.servers[0].url(), fleet.servers[1].url(), proxy.url());
+    let key = unique_key("held-then-failed");
+    Redlock::new(&servers)
+        .args(["run", "--ttl", "30s", "-k", &key, "--", "/nonexistent/command"])
+        .run()
+        .expect(127);
+    // What the proxy still carries lands.
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(fleet.values(&lock_key(&key)), vec![None; 3], "a server kept the lock");
 }
