@@ -197,16 +197,19 @@ pub fn assess_group(g: &GroupCheck, a: &mut Assessment) {
     }
 }
 
-/// A warning for each server up for less than `window` (`--max-ttl` plus
-/// 1 s; `None` with `--trust-restarts`) that does not keep every write: it
-/// may have forgotten a holder's key in a restart, so its grants count
-/// towards no quorum until then (`lock::acquire`'s `restarted`).
-pub fn assess_restarts(probes: &[Probe], window: Option<Duration>, a: &mut Assessment) {
-    let Some(window) = window else { return };
+/// Which servers count towards no quorum now, as `acquire` decides it:
+/// a warning for each server up for less than `window` (`--max-ttl` plus
+/// 1 s; `None` with `--trust-restarts`) that does not keep every write
+/// (`lock::acquire`'s `restarted`), and for each whose clock is further
+/// from this machine's than the locks allow (`lock::CLOCK_ALLOWANCE`;
+/// every server off means this machine's clock is); an error when fewer
+/// than `quorum` are left to vote: no lock can be taken.
+pub fn assess_votes(probes: &[Probe], window: Option<Duration>, quorum: usize, a: &mut Assessment) {
+    let mut voters = probes.len();
     for p in probes {
         let keeps_data = p.appendonly && p.appendfsync.as_deref() == Some("always");
-        match p.uptime {
-            Some(up) if up < window && !keeps_data => a.warnings.push(format!(
+        let restarted = match (window, p.uptime) {
+            (Some(window), Some(up)) if up < window && !keeps_data => Some(format!(
                 "{}: up {} only: a server without appendfsync always may have lost a holder's \
                  key in a restart, so it gets no vote until {} after its start (in {})",
                 p.server,
@@ -214,13 +217,38 @@ pub fn assess_restarts(probes: &[Probe], window: Option<Duration>, a: &mut Asses
                 crate::fmt_duration(window),
                 crate::fmt_duration(window - up)
             )),
-            None => a.notes.push(format!(
-                "{}: no uptime in its INFO: a restart is not seen, and it is assumed to have \
-                 restarted long ago",
-                p.server
-            )),
-            _ => {}
+            (Some(_), None) => {
+                a.notes.push(format!(
+                    "{}: no uptime in its INFO: a restart is not seen, and it is assumed to have \
+                     restarted long ago",
+                    p.server
+                ));
+                None
+            }
+            _ => None,
+        };
+        let off = Duration::from_secs_f64(p.clock_offset_ms.abs() / 1000.0);
+        let skewed = (off > crate::lock::CLOCK_ALLOWANCE).then(|| {
+            format!(
+                "{}: clock {} {} this machine's, more than the {} the locks allow: it gets no \
+                 vote (check NTP, here and there)",
+                p.server,
+                crate::fmt_duration(off),
+                if p.clock_offset_ms > 0.0 { "ahead of" } else { "behind" },
+                crate::fmt_duration(crate::lock::CLOCK_ALLOWANCE)
+            )
+        });
+        if restarted.is_some() || skewed.is_some() {
+            voters -= 1;
         }
+        a.warnings.extend(restarted.into_iter().chain(skewed));
+    }
+    if !probes.is_empty() && voters < quorum {
+        a.errors.push(format!(
+            "{voters} of the {} server(s) that answered can vote now, quorum {quorum}: no lock can \
+             be taken until more can",
+            probes.len()
+        ));
     }
 }
 
@@ -552,16 +580,42 @@ mod tests {
         let mut young = healthy("a", "1");
         young.uptime = Some(Duration::from_secs(5));
         let mut a = Assessment::default();
-        assess_restarts(&[young.clone()], window, &mut a);
-        assert!(a.warnings.is_empty(), "appendfsync always keeps its data: {a:?}");
+        assess_votes(&[young.clone()], window, 1, &mut a);
+        assert!(a.warnings.is_empty() && a.errors.is_empty(), "appendfsync always: {a:?}");
         young.appendfsync = Some("everysec".into());
-        assess_restarts(&[young.clone()], window, &mut a);
+        assess_votes(&[young.clone()], window, 1, &mut a);
         assert!(
             a.warnings[0].contains("no vote until 1m 1s") && a.warnings[0].contains("in 56.0s")
         );
+        assert!(a.errors[0].contains("0 of the 1 server(s) that answered can vote"), "{a:?}");
         let mut trusted = Assessment::default();
-        assess_restarts(&[young], None, &mut trusted);
-        assert!(trusted.warnings.is_empty());
+        assess_votes(&[young], None, 1, &mut trusted);
+        assert!(trusted.warnings.is_empty() && trusted.errors.is_empty());
+    }
+
+    /// `acquire` refuses the vote of a server whose clock is off by more
+    /// than the allowance; doctor says so, and says when no quorum is left.
+    #[test]
+    fn a_server_whose_clock_is_off_gets_no_vote() {
+        let mut fast = healthy("a", "1");
+        fast.clock_offset_ms = 5000.0;
+        let close = {
+            let mut p = healthy("b", "2");
+            p.clock_offset_ms = -300.0;
+            p
+        };
+        let mut a = Assessment::default();
+        assess_votes(&[fast.clone(), close.clone(), healthy("c", "3")], None, 2, &mut a);
+        assert_eq!(a.warnings.len(), 1, "{a:?}");
+        assert!(a.warnings[0].contains("clock 5.0s ahead of this machine's"), "{a:?}");
+        assert!(a.warnings[0].contains("no vote"), "{a:?}");
+        assert!(a.errors.is_empty(), "2 of 3 still vote: {a:?}");
+        let mut slow = close;
+        slow.clock_offset_ms = -2000.0;
+        let mut a = Assessment::default();
+        assess_votes(&[fast, slow, healthy("c", "3")], None, 2, &mut a);
+        assert!(a.warnings[1].contains("2.0s behind"), "{a:?}");
+        assert!(a.errors[0].contains("1 of the 3 server(s) that answered can vote now, quorum 2"));
     }
 
     #[test]

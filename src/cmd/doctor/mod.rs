@@ -129,7 +129,7 @@ pub async fn doctor(
     .flatten()
     .collect::<Vec<_>>();
     let mut a = assess::assess(&probes, &failures, ttl, drift_factor);
-    assess::assess_restarts(&probes, fleet.restart_window(), &mut a);
+    assess::assess_votes(&probes, fleet.restart_window(), fleet.quorum(), &mut a);
     for g in &groups {
         assess::assess_group(g, &mut a);
     }
