@@ -64,10 +64,10 @@ pub const CALL_GRACE: Duration = Duration::from_secs(1);
 /// The longest a free lock can be held up by the queue alone, with no
 /// holder: a waiter first in the queue that died lapses within one
 /// [`LIFETIME`] of its last refresh ([`CALL_GRACE`] once a release called
-/// it). `-n` and a short `--wait` that find a free lock that is another
-/// waiter's turn keep trying this long (the waiter either takes it, and
-/// they are busy, or lapses, and they take it), so that a dead waiter
-/// never turns a free lock into "busy".
+/// it). `-n` that finds a free lock that is another waiter's turn keeps
+/// trying this long (the waiter either takes it, and it is busy, or
+/// lapses, and it takes it), so that a dead waiter never turns a free lock
+/// into "busy". A `--wait` keeps its own bound.
 pub const HELD_UP: Duration = LIFETIME;
 
 /// A waiter's place, as a quorum of servers sees it.

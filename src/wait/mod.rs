@@ -37,7 +37,7 @@ pub const FIRST_PAUSE: Duration = Duration::from_millis(25);
 /// The longest pause between attempts.
 pub const MAX_PAUSE: Duration = Duration::from_secs(1);
 
-/// How long `-n` (and `--wait` shorter than this) keeps resolving split
+/// How long `-n` keeps resolving split
 /// votes before it gives up with [`Error::Split`] (exit 69). The decision
 /// of `-n` comes within this bound plus one attempt (at most a node
 /// timeout, and a fence round when fencing); the process exits at most a

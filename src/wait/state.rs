@@ -11,9 +11,9 @@
 //!   exponential backoff ([`Backoff`]), never past the holder's remaining
 //!   TTL, never past the wait's deadline;
 //! - nobody holds the lock but the votes are split, or the queue's turn is
-//!   another waiter's: retried past a `-n` or a short `--wait`, for
-//!   [`SETTLE_BOUND`] or [`queue::HELD_UP`], since "busy" must mean a
-//!   holder;
+//!   another waiter's: `-n` retries for [`SETTLE_BOUND`] or
+//!   [`queue::HELD_UP`], since "busy" must mean a holder; a `--wait`
+//!   keeps its bound, whatever it meets;
 //! - right after a release heard, what still shows the old holder (its
 //!   token, a split, too few answers) is that release on its way: chased
 //!   [`CHASES`] times, [`CHASE_PAUSE`] apart;
@@ -281,14 +281,17 @@ impl WaitState {
         };
         self.ahead = ahead.map(|n| (n, now));
         self.splits = if split { self.splits + 1 } else { 0 };
-        // Nobody holds the lock: settle the split, or let the waiter whose
-        // turn it is take it or lapse, even when not waiting: busy means a
-        // holder has a quorum, never only a queue.
-        self.until = match self.asked.deadline {
-            Some(d) if split => Some(d.max(self.asked.start + SETTLE_BOUND)),
-            Some(d) if nobody => Some(d.max(self.asked.start + queue::HELD_UP + MAX_PAUSE)),
-            other => other,
-        };
+        // Nobody holds the lock: `-n` settles the split, or lets the waiter
+        // whose turn it is take it or lapse: busy means a holder has a
+        // quorum, never only a queue. A `--wait` bounds the whole wait.
+        if self.once {
+            let start = self.asked.start;
+            self.until = self.asked.deadline.map(|d| match (split, nobody) {
+                (true, _) => d.max(start + SETTLE_BOUND),
+                (false, true) => d.max(start + queue::HELD_UP + MAX_PAUSE),
+                (false, false) => d,
+            });
+        }
         self.holder_expiry = holder_left.map(|d| now + d.max(Duration::from_millis(1)));
         // Settling a split or a queue's turn is not waiting for a holder:
         // `-n` says nothing. A split has no holder to announce a release,
@@ -429,6 +432,20 @@ mod tests {
             w.step(until, attempted(Seen::Split { expires: None })),
             Action::Pause { .. }
         ));
+    }
+
+    /// A `--wait` that meets a queue's turn or a split keeps its bound.
+    #[test]
+    fn a_short_wait_keeps_its_bound_behind_a_queue_or_a_split() {
+        for seen in [Seen::Queued, Seen::Split { expires: Some(Duration::from_secs(30)) }] {
+            let (mut w, start) = asked(Some(Duration::from_secs(1)), true);
+            let Action::Pause { until, .. } = w.step(start, attempted(seen.clone())) else {
+                panic!()
+            };
+            assert!(until <= start + Duration::from_secs(1), "{seen:?}");
+            let end = start + Duration::from_secs(1);
+            assert_eq!(w.step(end, attempted(seen)), Action::GiveUp);
+        }
     }
 
     #[test]
