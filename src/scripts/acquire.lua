@@ -6,8 +6,8 @@
 -- and -> server time it expires, ms); KEYS[5], only for a shared holder: the
 -- shared holders (a sorted set: token -> server time its entry expires, ms).
 -- ARGV[1]: this attempt's token; ARGV[2]: the waiter's queue member, or ''
--- to ignore the queue (--unordered); ARGV[3]: nine numbers, packed as
--- little-endian doubles (struct.pack('<ddddddddd'), src/lock/acquire.rs
+-- to ignore the queue (--unordered); ARGV[3]: ten numbers, packed as
+-- little-endian doubles (struct.pack('<dddddddddd'), src/lock/acquire.rs
 -- `Numbers`: one unpack is far cheaper than parsing text), all integers:
 --   ttl ms; the client's proposed fence (its clock in microseconds plus half
 --   the window) or -1 to draw none; the window in microseconds; the

@@ -37,8 +37,13 @@
 //!   has: the vote is the master that owns the lock's slot.
 //! - A failover inside the cluster can lose a fresh lock, because Redis
 //!   replicates asynchronously: the promoted replica may not have the key.
-//!   That is the same cost as a Sentinel failover ([`crate::server::sentinel`]),
-//!   and the same as a plain server restarting without persistence.
+//!   That is the cost of a plain server restarting without persistence,
+//!   but the restart check cannot see it (the promoted replica has been up
+//!   for long), and unlike a Sentinel group's ([`crate::server::sentinel`])
+//!   no `WAIT` confirms a cluster's vote. The assumption that keeps the
+//!   Redlock rule is the operator's: `cluster-node-timeout` above the
+//!   longest TTL plus 1 s, so that no lock the old master held is still
+//!   valid when its replica takes over; a shorter one breaks it.
 //! - A master cut off from the rest of the cluster keeps accepting writes
 //!   until `cluster-node-timeout` passes, while another node is promoted
 //!   for its slots. That is a second vote of the same member only if
