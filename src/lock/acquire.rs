@@ -905,14 +905,28 @@ pub(super) fn no_vote(
 /// TTL (`--max-ttl`, which `run`, `acquire` and `extend` never exceed)
 /// after its last write, and the fences need their linger more
 /// ([`crate::fence`]): that sum is `window`. The grant is kept (the server
-/// rejoins with the key), but not counted. The bound: a server whose
-/// uptime cannot be read (an ACL without `INFO`) is assumed to have
-/// restarted long ago, and `doctor` says so; one that keeps every write
-/// (`appendfsync always`: [`crate::server::Facts::keeps_data`]) lost
-/// nothing and votes at once; so is one whose data was lost
-/// without a restart (`FLUSHALL`); a holder with a TTL above `--max-ttl`
-/// (another configuration) is not covered. A fleet restarted at once takes
+/// rejoins with the key), but not counted. A fleet restarted at once takes
 /// no lock for `window`, and the error says when each server votes again.
+///
+/// What it assumes, and the cases that break it (each seen on real
+/// servers; none can be told from what a server says of itself):
+/// - a server that keeps every write (`appendfsync always`:
+///   [`crate::server::Facts::keeps_data`]) is taken at its configuration
+///   and votes at once: one that came back without its data directory (a
+///   container recreated without its volume, a disk replaced) looks the
+///   same, and votes for a newcomer;
+/// - uptime is the server's wall clock less its start: a server that
+///   restarted with its clock behind, then stepped forward before anyone
+///   asked, looks up for long;
+/// - a server whose uptime cannot be read (an ACL without `INFO`) is
+///   assumed to have restarted long ago, and `doctor` says so; one whose
+///   data was lost without a restart (`FLUSHALL`) is not seen;
+/// - a holder with a TTL above `--max-ttl` (another configuration) is not
+///   covered.
+/// A marker key that redlock writes on each server would see the first two
+/// (absent: no vote for `window`), at the price of a window's wait the
+/// first time redlock meets any server, which a new server and an emptied
+/// one share.
 pub(super) fn restarted(
     facts: Option<&crate::server::Facts>,
     window: Option<Duration>,
