@@ -923,6 +923,7 @@ pub(super) fn no_vote(
 ///   data was lost without a restart (`FLUSHALL`) is not seen;
 /// - a holder with a TTL above `--max-ttl` (another configuration) is not
 ///   covered.
+///
 /// A marker key that redlock writes on each server would see the first two
 /// (absent: no vote for `window`), at the price of a window's wait the
 /// first time redlock meets any server, which a new server and an emptied
