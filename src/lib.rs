@@ -2,19 +2,28 @@
 //! the Redlock algorithm over several independent Redis servers.
 //!
 //! # Layout
-//! - [`cli`]: the command line as typed (clap derive); [`cli::command`] feeds
-//!   the man page and completions.
-//! - [`config`]: the command line validated into a [`config::Config`]; every
-//!   bad input is a usage error (exit 64) before any server is contacted.
-//! - [`config_file`]: the configuration file, and the layering of flags over
-//!   the environment over the file over the defaults, each value with its origin.
+//! Three subsystems and the modules they all use; within each, lower
+//! layers come first. The tree stays flat on purpose: the groups are not
+//! layers (the error type names quorum failures, the wait loop logs and
+//! watches signals, a lock checks its token's process), so folders by
+//! subsystem would import across one another. The one-way rule holds
+//! between modules (below).
+//!
+//! ## Used by all three
+//! - [`clock`]: `CLOCK_BOOTTIME` instants and timers, so that suspended
+//!   time counts against a lock's validity.
+//! - [`error`], [`exit`]: the error type and the exit codes it maps to.
+//! - [`output`]: messages on stderr, text or JSON.
+//! - [`signals`]: OS signals as typed events (the handler only enqueues; no thread).
+//! - [`procs`]: the process table read from `/proc` without allocating.
+//!
+//! ## The lock algorithm
 //! - [`server`]: one Redis server: URL (password never shown), lazy
 //!   connection, calls bounded by the node timeout, errors naming the
 //!   server ([`server::Failure`], [`server::ServerError`]), what the
 //!   server said of itself at connect ([`server::Facts`]: run id, uptime,
 //!   persistence, from which a restart that may have lost locks is told);
-//!   and the
-//!   connection kinds it owns, each of which finds the node a connection
+//!   and the connection kinds it owns, each of which finds the node a connection
 //!   goes to and says how long it may be trusted (`server::target`):
 //!   - [`server::sentinel`]: `redis+sentinel://` groups: the Sentinels asked
 //!     for the master, its `ROLE` checked, asked again after a failure, a
@@ -30,6 +39,12 @@
 //!   compare-and-delete, raise-fence, status and history scripts.
 //! - [`quorum`]: the pure tally and validity arithmetic, and the parallel
 //!   fan-out that stops as soon as the verdict is settled.
+//! - [`fence`]: fencing numbers: the rule the servers draw them by, and why
+//!   they increase from one holder to the next without persistence.
+//! - [`queue`]: the wait queue on the servers (kept by the acquire script), so
+//!   waiters go in arrival order.
+//! - [`token`]: the lock token (128 random bits + host, pid, time; the
+//!   pid of the caller for `acquire`).
 //! - [`lock`]: the Redlock operations over a [`lock::Fleet`] of servers and
 //!   the lock a command asks for ([`lock::Request`]): the acquire round and
 //!   its withdrawal (with the clock check that refuses a server's vote
@@ -38,11 +53,6 @@
 //!   (`lock::ops`) that runs as a script or, through [`lock::noscript`],
 //!   as plain commands (`WATCH`/`MULTI`/`EXEC` on a connection of its
 //!   own) for servers that refuse scripts.
-//! - [`fence`]: fencing numbers: the rule the servers draw them by, and why
-//!   they increase from one holder to the next without persistence.
-//! - [`history`]: the run history and skip counter kept beside each lock
-//!   (`scripts/record.lua`, `skip.lua`, `history.lua`), merged across servers.
-//! - [`metrics`]: `run --metrics-file`, a Prometheus textfile written atomically.
 //! - [`shared`]: `--shared`: many shared holders or one exclusive, and why
 //!   a shared quorum and an exclusive one are never both granted.
 //! - [`slots`]: `--limit N`: N places, each an ordinary lock, and why that
@@ -50,27 +60,30 @@
 //! - [`wait`]: retries with jittered backoff until acquired or the deadline;
 //!   every decision of the wait loop is one pure transition
 //!   (`wait::state`), the driver only performs it.
-//! - [`queue`]: the wait queue on the servers (kept by the acquire script), so
-//!   waiters go in arrival order.
-//! - [`token`]: the lock token (128 random bits + host, pid, time; the
-//!   pid of the caller for `acquire`).
-//! - [`clock`]: `CLOCK_BOOTTIME` instants and timers, so that suspended
-//!   time counts against a lock's validity.
+//! - [`metrics`]: `run --metrics-file`, a Prometheus textfile written atomically.
+//! - [`history`]: the run history and skip counter kept beside each lock
+//!   (`scripts/record.lua`, `skip.lua`, `history.lua`), merged across servers.
+//!
+//! ## The process supervisor
 //! - [`watchdog`]: renewal every `ttl/3` and the validity deadline; reports
 //!   the lock's health, runs no process logic.
 //! - [`child`]: the supervised command in its own process group; signals,
 //!   job control, parent-death signal, leftovers, exit status to exit code.
 //! - [`guard`]: the dead-man's switch that kills the job at the lock's
 //!   deadline even while redlock is frozen, stopped or dead.
-//! - [`procs`]: the process table read from `/proc` without allocating.
-//! - [`signals`]: OS signals as typed events (the handler only enqueues; no thread).
+//!
+//! ## The command-line shell
+//! - [`cli`]: the command line as typed (clap derive); [`cli::command`] feeds
+//!   the man page and completions.
+//! - [`config`]: the command line validated into a [`config::Config`]; every
+//!   bad input is a usage error (exit 64) before any server is contacted.
+//! - [`config_file`]: the configuration file, and the layering of flags over
+//!   the environment over the file over the defaults, each value with its origin.
 //! - [`cmd`]: one module per subcommand (`doctor` in a folder of its own:
 //!   probe, assess, render).
 //! - [`run()`]: the whole program from its arguments to its exit code
 //!   (parse, configure, run the subcommand, report a failure); `main.rs`
 //!   only sets up the process and calls it.
-//! - [`error`], [`exit`]: the error type and the exit codes it maps to.
-//! - [`output`]: messages on stderr, text or JSON.
 //! - [`docs`]: man pages and shell completions generated from [`cli`].
 //!
 //! Dependencies run one way, from the commands down: [`cmd`] uses

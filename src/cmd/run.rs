@@ -77,51 +77,10 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
         message: format!("cannot catch signals: {e}"),
     })?;
     if let Some(jitter) = cfg.jitter {
-        let pause = jitter.mul_f64(fastrand::f64());
-        log.event(
-            Level::Info,
-            "jitter",
-            &format!("--jitter: sleeping {}", crate::fmt_duration(pause)),
-            json!({ "key": cfg.key, "sleep_ms": crate::millis(pause) }),
-        );
-        tokio::select! {
-            () = tokio::time::sleep(pause) => {}
-            signal = signals.recv() => {
-                return Err(Error::Interrupted(signal, "during --jitter".to_owned()));
-            }
-        }
+        sleep_jitter(jitter, &cfg.key, &mut signals, log).await?;
     }
     if reentry(&fleet, &cfg.key, &mut signals).await? {
-        // Inside a shared hold, an exclusive run would wait on its own
-        // holder for ever (and running it directly would not be exclusive).
-        if !cfg.shared && std::env::var("REDLOCK_TOKEN").is_ok_and(|t| crate::lock::is_shared(&t)) {
-            return Err(Error::Usage(format!(
-                "{}: this job holds it --shared; an exclusive run inside it would wait on itself",
-                crate::display_key(cfg.key.as_bytes())
-            )));
-        }
-        log.event(
-            Level::Info,
-            "reentry",
-            &format!(
-                "{} is already held by this job (REDLOCK_TOKEN); running the command directly",
-                crate::display_key(cfg.key.as_bytes())
-            ),
-            json!({ "key": cfg.key }),
-        );
-        // The holder's own redlock renews and guards the lock; this guard
-        // only follows redlock's death.
-        let mut child = child::spawn(&cfg.argv, &[], None, None)?;
-        let status = loop {
-            tokio::select! {
-                status = child.wait() => break status,
-                signal = signals.recv() => forward(&child, signal, log),
-            }
-        };
-        if let Some(guard) = child.disarm_guard() {
-            guard.reap();
-        }
-        return exit_status(status, &cfg.argv);
+        return run_reentered(&cfg, &mut signals, log).await;
     }
 
     let asked = BootInstant::now();
@@ -142,26 +101,8 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
         release(&fleet, &lock, log).await;
         return Err(Error::Interrupted(signal, "before the command started".to_owned()));
     }
-    let fence = lock.fence.map(|f| f.to_string());
-    // Which of the `--limit` places the command holds, 1-based (1 for an
-    // ordinary lock): a job can pick its share of the work by it.
-    let slot = crate::slots::slot_of(&lock.token).to_string();
-    let mut env = vec![
-        ("REDLOCK_KEY", cfg.key.as_str()),
-        ("REDLOCK_TOKEN", lock.token.as_str()),
-        ("REDLOCK_SLOT", slot.as_str()),
-    ];
-    if let Some(fence) = &fence {
-        env.push(("REDLOCK_FENCE", fence));
-    }
-    // The servers' passwords stay with redlock; a command that calls
-    // redlock itself passes --password-file. `redact` reads the variable
-    // as the list it is, so every entry's passwords are hidden and every
-    // member is kept, however the URLs are spelled.
-    let servers = std::env::var("REDLOCK_SERVERS").ok().map(|s| crate::server::redact(&s));
-    if let Some(servers) = &servers {
-        env.push(("REDLOCK_SERVERS", servers));
-    }
+    let env = command_env(&cfg.key, &lock);
+    let env: Vec<(&str, &str)> = env.iter().map(|(name, value)| (*name, value.as_str())).collect();
     if BootInstant::now() + cfg.kill_margin() >= lock.deadline() {
         // Frozen or starved between the quorum and here: too late to start.
         release(&fleet, &lock, log).await;
@@ -232,24 +173,8 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
     watchdog.abort();
     let guard = child.disarm_guard();
     let signaled = status.as_ref().is_ok_and(|s| s.signal().is_some());
-    let shown = crate::display_key(cfg.key.as_bytes());
     let lost = matches!(stop, Some(Stop::Lost { .. }));
-    // The last of at most two lines a lost lock prints (the first said so
-    // when the command was stopped); it alone shows with -q, so it names
-    // the cause again. The reason names the key (`extend K: ...`).
-    let result = match stop {
-        Some(Stop::Lost { reason, at, signal, killed }) => Err(Error::Lost(format!(
-            "lost the lock at {}: {reason}; stopped the command with {}",
-            humantime::format_rfc3339_seconds(at),
-            signals_sent(signal, killed)
-        ))),
-        Some(Stop::MaxHold { signal, killed }) => Err(Error::MaxHold(format!(
-            "--max-hold {} ran out on {shown}; stopped the command with {}",
-            crate::fmt_duration(cfg.max_hold.unwrap_or_default()),
-            signals_sent(signal, killed)
-        ))),
-        None => exit_status(status, &cfg.argv),
-    };
+    let result = verdict(stop, status, &cfg);
     // The release goes first on every server's connection; the history
     // entry follows it in the same round trip instead of a round of its own.
     tokio::join!(
@@ -261,6 +186,105 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
         guard.reap();
     }
     result
+}
+
+/// `--jitter`: sleeps a random part of it; a signal ends the run.
+async fn sleep_jitter(
+    jitter: Duration,
+    key: &str,
+    signals: &mut Signals,
+    log: &Log,
+) -> Result<(), Error> {
+    let pause = jitter.mul_f64(fastrand::f64());
+    log.event(
+        Level::Info,
+        "jitter",
+        &format!("--jitter: sleeping {}", crate::fmt_duration(pause)),
+        json!({ "key": key, "sleep_ms": crate::millis(pause) }),
+    );
+    tokio::select! {
+        () = tokio::time::sleep(pause) => Ok(()),
+        signal = signals.recv() => Err(Error::Interrupted(signal, "during --jitter".to_owned())),
+    }
+}
+
+/// A run inside the job that already holds the lock ([`reentry`]): the
+/// command runs directly, under the holder's lock.
+async fn run_reentered(cfg: &Run, signals: &mut Signals, log: &Log) -> Result<u8, Error> {
+    // Inside a shared hold, an exclusive run would wait on its own
+    // holder for ever (and running it directly would not be exclusive).
+    if !cfg.shared && std::env::var("REDLOCK_TOKEN").is_ok_and(|t| crate::lock::is_shared(&t)) {
+        return Err(Error::Usage(format!(
+            "{}: this job holds it --shared; an exclusive run inside it would wait on itself",
+            crate::display_key(cfg.key.as_bytes())
+        )));
+    }
+    log.event(
+        Level::Info,
+        "reentry",
+        &format!(
+            "{} is already held by this job (REDLOCK_TOKEN); running the command directly",
+            crate::display_key(cfg.key.as_bytes())
+        ),
+        json!({ "key": cfg.key }),
+    );
+    // The holder's own redlock renews and guards the lock; this guard
+    // only follows redlock's death.
+    let mut child = child::spawn(&cfg.argv, &[], None, None)?;
+    let status = loop {
+        tokio::select! {
+            status = child.wait() => break status,
+            signal = signals.recv() => forward(&child, signal, log),
+        }
+    };
+    if let Some(guard) = child.disarm_guard() {
+        guard.reap();
+    }
+    exit_status(status, &cfg.argv)
+}
+
+/// What the command finds in its environment besides what it inherits.
+fn command_env(key: &str, lock: &Lock) -> Vec<(&'static str, String)> {
+    let mut env = vec![
+        ("REDLOCK_KEY", key.to_owned()),
+        ("REDLOCK_TOKEN", lock.token.clone()),
+        // Which of the `--limit` places the command holds, 1-based (1 for
+        // an ordinary lock): a job can pick its share of the work by it.
+        ("REDLOCK_SLOT", crate::slots::slot_of(&lock.token).to_string()),
+    ];
+    if let Some(fence) = lock.fence {
+        env.push(("REDLOCK_FENCE", fence.to_string()));
+    }
+    // The servers' passwords stay with redlock; a command that calls
+    // redlock itself passes --password-file. `redact` reads the variable
+    // as the list it is, so every entry's passwords are hidden and every
+    // member is kept, however the URLs are spelled.
+    if let Ok(servers) = std::env::var("REDLOCK_SERVERS") {
+        env.push(("REDLOCK_SERVERS", crate::server::redact(&servers)));
+    }
+    env
+}
+
+/// The run's result once the command is gone: its own exit code, or why
+/// redlock stopped it. This is the last of at most two lines a lost lock
+/// prints (the first said so when the command was stopped); it alone
+/// shows with -q, so it names the cause again. The reason names the key
+/// (`extend K: ...`).
+fn verdict(stop: Option<Stop>, status: io::Result<ExitStatus>, cfg: &Run) -> Result<u8, Error> {
+    match stop {
+        Some(Stop::Lost { reason, at, signal, killed }) => Err(Error::Lost(format!(
+            "lost the lock at {}: {reason}; stopped the command with {}",
+            humantime::format_rfc3339_seconds(at),
+            signals_sent(signal, killed)
+        ))),
+        Some(Stop::MaxHold { signal, killed }) => Err(Error::MaxHold(format!(
+            "--max-hold {} ran out on {}; stopped the command with {}",
+            crate::fmt_duration(cfg.max_hold.unwrap_or_default()),
+            crate::display_key(cfg.key.as_bytes()),
+            signals_sent(signal, killed)
+        ))),
+        None => exit_status(status, &cfg.argv),
+    }
 }
 
 /// True when this process runs inside the `redlock run` that holds `key`:
