@@ -108,11 +108,6 @@ impl Log {
         let _ = writeln!(std::io::stderr().lock(), "{line}");
     }
 
-    /// An error line (the `error` event).
-    pub fn error(&self, message: &str) {
-        self.emit(Level::Error, message, serde_json::Value::Null);
-    }
-
     /// The line of the error that ends the process: the `error` event with
     /// `kind` ([`crate::error::Error::kind`]) and `exit_code`; a signal
     /// that ended a wait is the `interrupted` warning; a busy lock is the
@@ -127,16 +122,6 @@ impl Log {
             _ => (Level::Error, "error"),
         };
         self.event(level, event, &e.to_string(), fields);
-    }
-
-    /// A warning (or a busy message).
-    pub fn warn(&self, message: &str) {
-        self.emit(Level::Warn, message, serde_json::Value::Null);
-    }
-
-    /// A verbose message.
-    pub fn info(&self, message: &str) {
-        self.emit(Level::Info, message, serde_json::Value::Null);
     }
 
     /// A very verbose message.

@@ -74,15 +74,18 @@ fn parse_failed(e: &clap::Error, args: &[OsString]) -> u8 {
 /// short-lived process doing a handful of parallel network calls gains
 /// nothing from worker threads.
 fn execute(config: Config) -> Result<u8, Error> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Error::Usage(format!("cannot start the async runtime: {e}")))?;
+    let runtime =
+        tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| {
+            Error::CannotRun {
+                code: crate::exit::CANNOT_EXECUTE,
+                message: format!("cannot start the async runtime: {e}"),
+            }
+        })?;
     let result = runtime.block_on(crate::cmd::execute(config));
     // Not dropped: its tasks (connections, release listeners) and threads
     // end with the process, which exits next; tearing each down first
     // would only delay the exit. Nothing of it needs a clean end: every
-    // call that matters was awaited (`Fleet::drain`).
+    // call that matters was awaited (`Fleet::settle`).
     std::mem::forget(runtime);
     result
 }

@@ -129,7 +129,7 @@ pub fn plan_stop(
 /// How late the host may run redlock (a timer that fires late, answers
 /// that wait for a CPU) without a healthy job being stopped: `run`'s
 /// timing leaves this much room ([`Timing::check`]), a few times the
-/// delays a 2-core machine running the whole test suite shows.
+/// delays of a loaded small machine.
 pub const SCHEDULING: Duration = Duration::from_millis(50);
 
 /// The durations that decide whether a healthy job could be stopped.

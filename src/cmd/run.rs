@@ -408,7 +408,7 @@ async fn supervise(
     loop {
         // Back from a freeze or a job-control stop that outlasted the
         // validity: the guard has killed the job; nothing more to plan.
-        guard_fired(child, &mut stop);
+        guard_fired(child, &cfg.key, &mut stop);
         let now = clock.now();
         let current = health.borrow().clone();
         let (lost_stop_at, lost_kill_at) = watchdog::plan_stop(&current, now, grace, margin);
@@ -427,7 +427,7 @@ async fn supervise(
         let never = now + Duration::from_secs(365 * 24 * 3600);
         tokio::select! {
             status = child.wait() => {
-                guard_fired(child, &mut stop);
+                guard_fired(child, &cfg.key, &mut stop);
                 // The guard's SIGKILL at its deadline can reach redlock
                 // before the guard's own report of it (both resume together
                 // after a freeze): a command killed by SIGKILL once that
@@ -435,7 +435,7 @@ async fn supervise(
                 let killed = status.as_ref().is_ok_and(|s| s.signal() == Some(libc::SIGKILL));
                 if stop.is_none() && killed && child.past_kill_time() {
                     stop = Some(Stop::Lost {
-                        reason: GUARD_KILLED.to_owned(),
+                        reason: guard_killed(&cfg.key),
                         at: SystemTime::now(),
                         signal: libc::SIGKILL,
                         killed: false,
@@ -497,7 +497,7 @@ async fn supervise(
                 }
             }
             () = clock.sleep_until(begin.map_or(never, |(at, _)| at)), if begin.is_some() => {
-                guard_fired(child, &mut stop);
+                guard_fired(child, &cfg.key, &mut stop);
                 // A command that already ended by itself (seen late: redlock
                 // was frozen) is not stopped: its status is its own.
                 if stop.is_some() || child.exited_by_itself() {
@@ -567,19 +567,25 @@ async fn supervise(
     }
 }
 
-/// Why a command was stopped by the guard.
-const GUARD_KILLED: &str = "redlock was stopped or frozen until the lock's validity ran out, and its guard killed the command";
+/// Why a command was stopped by the guard; with `-q` the final line is
+/// the only one, so it names the key.
+fn guard_killed(key: &str) -> String {
+    format!(
+        "redlock was stopped or frozen until the lock on {} ran out of validity, and its guard killed the command",
+        crate::display_key(key.as_bytes())
+    )
+}
 
 /// Records the guard's kill as the stop, when it fired and redlock had not
 /// begun stopping the command itself: redlock did not run (frozen, or
 /// stopped by job control) until after the validity ended. A command that
 /// had ended by itself before the guard fired keeps its own status.
-fn guard_fired(child: &mut Child, stop: &mut Option<Stop>) {
+fn guard_fired(child: &mut Child, key: &str, stop: &mut Option<Stop>) {
     if stop.is_none() && child.guard_fired() && !child.exited_by_itself() {
         // Whatever outlived the guard's kill (a command started after it
         // fired, a process forked past its scan) is killed now.
         child.stop(libc::SIGKILL);
-        let reason = GUARD_KILLED.to_owned();
+        let reason = guard_killed(key);
         let at = SystemTime::now();
         *stop = Some(Stop::Lost { reason, at, signal: libc::SIGKILL, killed: false });
     }

@@ -18,10 +18,8 @@ pub struct AttemptReport {
 
 /// The numbers of one acquire call (`scripts/acquire.lua`, `ARGV[3]`), packed
 /// as ten little-endian doubles that the script reads with one
-/// `struct.unpack`: no string parsing and no `tonumber` on the server,
-/// which cost about a sixth of the script's instructions when they were
-/// decimal text. Every number stays below 2^53, so a
-/// double holds it exactly.
+/// `struct.unpack`: no string parsing and no `tonumber` on the server.
+/// Every number stays below 2^53, so a double holds it exactly.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Numbers {
     /// The lock's TTL.
@@ -271,11 +269,6 @@ impl Fleet {
             .collect();
         let held = Held { token, shared };
         let mut attempt = self.conclude_acquire(key, held, ttl, fence, start, &round).await;
-        if matches!(attempt, Attempt::Acquired(_))
-            && let Some(twins) = self.twins(key).await
-        {
-            attempt = Attempt::Unavailable(twins);
-        }
         if let Some(place) = place
             && Votes::of(&round.replies).queued > 0
             && !matches!(attempt, Attempt::Acquired(_) | Attempt::Busy(_))
@@ -287,6 +280,14 @@ impl Fleet {
                 queue::Turn::Behind { ahead } => Attempt::Queued { ahead },
                 queue::Turn::Head | queue::Turn::Unordered => Attempt::Disordered,
             };
+        }
+        // After the queue's reading, which never touches a won round: the
+        // refusal of a fleet that lists a server twice is final (the
+        // verdict below then makes every server withdraw its vote).
+        if matches!(attempt, Attempt::Acquired(_))
+            && let Some(twins) = self.twins(key).await
+        {
+            attempt = Attempt::Unavailable(twins);
         }
         verdict.send_replace(Some(matches!(attempt, Attempt::Acquired(_))));
         let ahead = place.and_then(|p| queue::ahead(&views, self.quorum, p.member));
@@ -640,8 +641,7 @@ async fn contend(
     // connected), or the lock rests on a bare quorum with nothing here for
     // renewals to extend. A server slow to connect is the usual case: a
     // Sentinel group resolves its master (every Sentinel, then ROLE)
-    // while plain servers have long granted; the failover test lost the
-    // group's vote that way ("new master renewed: false").
+    // while plain servers have long granted.
     let connect = server.connect(Op::Acquire, key.as_bytes(), deadline);
     tokio::pin!(connect);
     let conn = tokio::select! {
@@ -851,8 +851,8 @@ enum Granted {
 
 /// How far a server's clock may be from this host's before its grant
 /// counts towards no quorum: the spread of clocks that fences already
-/// assume ([`fence::LINGER`] less [`fence::WINDOW`], 900 ms).
-pub const CLOCK_ALLOWANCE: Duration = Duration::from_millis(900);
+/// assume: [`fence::LINGER`] less [`fence::WINDOW`].
+pub const CLOCK_ALLOWANCE: Duration = fence::LINGER.saturating_sub(fence::WINDOW);
 
 /// Why a grant counts towards no quorum, if it does not: the server's
 /// clock (`clock`, its `TIME` in the grant) is further from this host's
@@ -879,10 +879,9 @@ pub(super) fn no_vote(
     let epoch = |t: SystemTime| t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     let (sent, answered) = (epoch(sent), epoch(answered));
     let middle = (sent + answered) / 2;
-    let error = answered.saturating_sub(sent) / 2;
     let (ahead, off) =
         if clock >= middle { (true, clock - middle) } else { (false, middle - clock) };
-    (off.saturating_sub(error) > CLOCK_ALLOWANCE).then(|| {
+    clock_too_far(off, answered.saturating_sub(sent) / 2).then(|| {
         format!(
             "its clock is {} {} this host's (more than the {} the locks allow): a holder's key \
              may have expired there early",
@@ -891,6 +890,13 @@ pub(super) fn no_vote(
             crate::fmt_duration(CLOCK_ALLOWANCE)
         )
     })
+}
+
+/// Whether a server whose clock reads `off` from this host's, give or
+/// take `uncertainty` (half the round trip that read it), gets no vote
+/// ([`no_vote`]'s rule; `doctor` applies the same).
+pub fn clock_too_far(off: Duration, uncertainty: Duration) -> bool {
+    off.saturating_sub(uncertainty) > CLOCK_ALLOWANCE
 }
 
 /// Why a grant counts towards no quorum, if it does not: the server
@@ -908,8 +914,8 @@ pub(super) fn no_vote(
 /// rejoins with the key), but not counted. A fleet restarted at once takes
 /// no lock for `window`, and the error says when each server votes again.
 ///
-/// What it assumes, and the cases that break it (each seen on real
-/// servers; none can be told from what a server says of itself):
+/// What it assumes, and the cases that break it (none can be told from
+/// what a server says of itself):
 /// - a server that keeps every write (`appendfsync always`:
 ///   [`crate::server::Facts::keeps_data`]) is taken at its configuration
 ///   and votes at once: one that came back without its data directory (a
@@ -933,19 +939,35 @@ pub(super) fn restarted(
     window: Option<Duration>,
 ) -> Option<String> {
     let (facts, window) = (facts?, window?);
-    if facts.keeps_data {
-        return None;
-    }
     let up = facts.started.elapsed();
-    (up < window).then(|| {
+    votes_again_in(up, facts.keeps_data, Some(window)).map(|rest| {
         format!(
             "it restarted {} ago, within the longest TTL plus 1s ({}): it may have lost a \
              holder's key; it votes again in {}",
             crate::fmt_duration(up),
             crate::fmt_duration(window),
-            crate::fmt_duration(window - up)
+            crate::fmt_duration(rest)
         )
     })
+}
+
+/// How long until a server up for `up` votes again, if it has no vote
+/// now ([`restarted`]'s rule; `doctor` applies the same): `None` once it
+/// is older than `window`, when it keeps every write, or with no window
+/// (`--trust-restarts`).
+pub fn votes_again_in(
+    up: Duration,
+    keeps_data: bool,
+    window: Option<Duration>,
+) -> Option<Duration> {
+    let window = window?;
+    (!keeps_data && up < window).then(|| window - up)
+}
+
+/// A server's `TIME` (seconds, microseconds) as time since the epoch;
+/// `None` for a reply no clock gives (missing, or past `Duration::MAX`).
+pub(super) fn server_time(secs: Option<u64>, micros: Option<u64>) -> Option<Duration> {
+    Duration::from_secs(secs?).checked_add(Duration::from_micros(micros?))
 }
 
 /// Reads the acquire script's reply.
@@ -961,10 +983,9 @@ fn parse_acquire(reply: Value) -> Result<Granted, String> {
             };
             let clock = match time {
                 [] => None,
-                [secs, micros] => Some(
-                    Duration::from_secs(number(secs).ok_or_else(|| bad(&reply))?)
-                        + Duration::from_micros(number(micros).ok_or_else(|| bad(&reply))?),
-                ),
+                [secs, micros] => {
+                    Some(server_time(number(secs), number(micros)).ok_or_else(|| bad(&reply))?)
+                }
                 _ => return Err(bad(&reply)),
             };
             Ok(Granted::Yes(Grant {

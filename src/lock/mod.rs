@@ -22,7 +22,9 @@ pub mod noscript;
 mod ops;
 mod status;
 
-pub use acquire::{Attempt, AttemptReport, CLOCK_ALLOWANCE, Held, Place, Split};
+pub use acquire::{
+    Attempt, AttemptReport, CLOCK_ALLOWANCE, Held, Place, Split, clock_too_far, votes_again_in,
+};
 pub use keys::{KeyLayout, WAKE_TAG, release_channel, wake_channel};
 pub(crate) use ops::{
     AcquireOp, ExtendOp, Operation, RaiseFenceOp, ReleaseOp, SetTtlOp, StatusOp, WithdrawOp,
@@ -553,7 +555,7 @@ impl Fleet {
 
 /// The restart window of a [`Fleet`] unless set: the default `--max-ttl`
 /// (1 minute) plus the fences' linger ([`fence::LINGER`]).
-pub const DEFAULT_RESTART_WINDOW: Duration = Duration::from_secs(61);
+pub const DEFAULT_RESTART_WINDOW: Duration = Duration::from_secs(60).saturating_add(fence::LINGER);
 
 /// How long a process that holds nothing lets its stragglers' writes reach
 /// their connections before it exits ([`Fleet::settle`]): a few turns of the

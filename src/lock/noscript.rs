@@ -7,8 +7,8 @@
 //! The scripts stay the default: one round trip each. The first call whose
 //! script a server refuses ([`refuses_scripts`]) marks the [`Server`]
 //! ([`Server::refuse_scripts`]), and is answered here; every later call to
-//! that server comes here directly (`invoke`, the hook in
-//! `src/lock.rs`). The reply has the shape the script's would have, so the
+//! that server comes here directly (`Call::invoke`, the hook in
+//! `src/lock/mod.rs`). The reply has the shape the script's would have, so the
 //! rest of redlock reads it unchanged.
 //!
 //! # How: WATCH, MULTI, EXEC on a connection of its own

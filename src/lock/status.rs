@@ -73,7 +73,7 @@ impl Fleet {
                 .await
                 .ok()?;
             let answered = std::time::SystemTime::now();
-            let clock = Duration::from_secs(time.0) + Duration::from_micros(time.1);
+            let clock = super::acquire::server_time(Some(time.0), Some(time.1))?;
             let facts = server.current_facts(server.deadline()).await;
             super::acquire::no_vote(Some(clock), (sent, answered))
                 .or_else(|| super::acquire::restarted(facts.as_ref(), window))

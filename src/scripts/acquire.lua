@@ -30,7 +30,7 @@
 -- (Ten words in all with EVALSHA, its SHA and the key count, for the
 -- exclusive lock: Redis answers an unauthenticated command of more than ten
 -- with a protocol error instead of NOAUTH. The shared call has eleven;
--- src/server.rs reads that protocol error as the NOAUTH it stands for.)
+-- src/server/failure.rs reads that protocol error as the NOAUTH it stands for.)
 -- Returns {1, fence, score, deadline, seconds, microseconds} when granted
 -- (fence -1 without fencing; score and deadline are the waiter's entry,
 -- removed here because it is served, or -1 when it had none: a withdrawal
@@ -97,7 +97,7 @@ end
 -- What holds the key against this attempt when it is not granted ('' and
 -- -2: the key is free but it is not our turn), else nil: the grant is made.
 -- (Straight-line code rather than helper functions: a closure would cost
--- its upvalues on every call, about a tenth of the script's work.)
+-- its upvalues on every call.)
 local holder, pttl
 if blocked then
   holder = redis.call('GET', KEYS[1])
@@ -164,7 +164,7 @@ end
 -- The server's clock goes back with every grant: a server whose clock is
 -- far from this client's (stepped, restored from a snapshot) may have let
 -- a holder's key expire early, and its grant counts towards no quorum
--- (src/lock/acquire.rs, `vote_of`).
+-- (src/lock/acquire.rs, `no_vote`).
 local time = redis.call('TIME')
 if proposal < 0 then
   return {1, -1, score, deadline, time[1], time[2]}

@@ -51,7 +51,10 @@ local function announce(channel, order, deadlines, released)
     if first ~= '' then
       local due = now + CALL_GRACE
       redis.call('ZADD', deadlines, due, 'call:' .. first)
-      if tonumber(redis.call('ZSCORE', deadlines, first)) > due then
+      -- A member the deadlines do not know (one of the two keys evicted
+      -- or edited) gets the same short lease, and so lapses.
+      local deadline = tonumber(redis.call('ZSCORE', deadlines, first))
+      if not deadline or deadline > due then
         redis.call('ZADD', deadlines, due, first)
       end
     end

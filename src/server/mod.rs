@@ -89,13 +89,14 @@ pub struct Conn {
     /// never forgets a newer one.
     generation: u64,
     /// What the server said of itself when this connection opened:
-    /// `None` until `INFO server` answers, then its [`Facts`] (`None`
+    /// `None` until `INFO` answers, then its [`Facts`] (`None`
     /// inside when it could not be asked: an ACL without `INFO`).
     facts: tokio::sync::watch::Receiver<Option<Option<Facts>>>,
 }
 
-/// What a server says of itself (`INFO server`), read once per connection
-/// in the same round trip as the connection's first call.
+/// What a server says of itself (`INFO server`, `INFO persistence` and
+/// `CONFIG GET appendfsync`), asked once per connection, beside its first
+/// call rather than after it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Facts {
     /// Its `run_id`: one per server process, so two members with the same
@@ -129,11 +130,20 @@ impl Facts {
         };
         let uptime: u64 = field(server, "uptime_in_seconds")?.parse().ok()?;
         let started = now.checked_sub(Duration::from_secs(uptime)).unwrap_or(now);
-        let keeps_data = field(persistence, "aof_enabled").as_deref() == Some("1")
-            && field(persistence, "aof_last_write_status").as_deref() == Some("ok")
-            && appendfsync == Some("always");
+        let keeps_data = keeps_every_write(persistence, appendfsync);
         Some(Facts { run_id: field(server, "run_id")?, started, keeps_data })
     }
+}
+
+/// [`Facts::keeps_data`] from the answers of `INFO persistence` (or a
+/// whole `INFO`) and `CONFIG GET appendfsync`.
+pub fn keeps_every_write(persistence: &str, appendfsync: Option<&str>) -> bool {
+    let field = |name: &str| {
+        persistence.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(':')).map(str::trim)
+    };
+    field("aof_enabled") == Some("1")
+        && field("aof_last_write_status") == Some("ok")
+        && appendfsync == Some("always")
 }
 
 /// Maps the key a caller names (the user's, as shown in messages) to the
@@ -688,5 +698,22 @@ impl Server {
         // A poisoned lock only means another call panicked mid-assignment of
         // an Option; the value is still a valid Option.
         self.conn.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_healthy_append_only_file_synced_on_every_write_keeps_every_write() {
+        let info = |enabled: u8, status: &str| {
+            format!("# Persistence\r\naof_enabled:{enabled}\r\naof_last_write_status:{status}\r\n")
+        };
+        assert!(keeps_every_write(&info(1, "ok"), Some("always")));
+        assert!(!keeps_every_write(&info(1, "err"), Some("always")), "a failed AOF write");
+        assert!(!keeps_every_write(&info(1, "ok"), Some("everysec")));
+        assert!(!keeps_every_write(&info(0, "ok"), Some("always")));
+        assert!(!keeps_every_write(&info(1, "ok"), None), "CONFIG GET refused");
     }
 }

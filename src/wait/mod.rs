@@ -277,7 +277,7 @@ async fn next_signal(signals: &mut Option<&mut Signals>) -> i32 {
 /// taken. When the wait runs out, the error is what the last attempt saw
 /// (busy, unavailable, or split); configuration errors (auth, TLS,
 /// WRONGTYPE) end it at once. Split votes are retried until the wait runs
-/// out and at least for [`SETTLE_BOUND`], even with `-n`. A signal from `signals` ends the wait between attempts
+/// out (`-n`: for [`SETTLE_BOUND`]). A signal from `signals` ends the wait between attempts
 /// ([`Error::Interrupted`]); an attempt itself is never cut short, so it
 /// never leaves a half-taken lock behind.
 pub async fn acquire(

@@ -299,3 +299,24 @@ fn a_dead_waiter_never_turns_a_free_lock_into_a_skip() {
     // Taken within one entry lifetime (5 s) of the dead waiter's last refresh.
     assert!(started.elapsed() < Duration::from_secs(7), "took {:?}", started.elapsed());
 }
+
+/// A queue whose order names a waiter the deadlines no longer know (one of
+/// the two keys evicted, or edited by hand): a release must still end
+/// cleanly, not fail with a Lua error after it deleted the key (found by
+/// review: `release` exited 69 with the key already gone).
+#[test]
+fn a_waiter_missing_from_the_deadlines_does_not_fail_a_release() {
+    let fleet = Fleet::start(3);
+    let key = unique_key("q-orphan");
+    let out = Redlock::on(&fleet).args(["acquire", "-n", "-k", &key]).run();
+    out.expect(0);
+    let token = out.stdout.trim().to_owned();
+    let [order, deadlines] = queue_keys(&key);
+    for s in &fleet.servers {
+        let _: i64 = s.cmd(&["ZADD", &order, "1", "orphan"]);
+        let _: i64 = s.cmd(&["DEL", &deadlines]);
+    }
+    let out = Redlock::on(&fleet).args(["release", "-k", &key, "--token", &token]).run();
+    out.expect(0);
+    assert_eq!(fleet.values(&lock_key(&key)), vec![None; 3]);
+}

@@ -138,7 +138,9 @@ fn a_frozen_redlock_s_command_dies_before_the_key_expires() {
         assert_eq!(read(&writes), text, "the command still writes after the lock was taken");
         margins.push(i128::try_from(expiries[1]).unwrap() - i128::try_from(last).unwrap());
         send_signal(holder.pid(), libc::SIGCONT);
-        holder.wait().expect(70).stderr_has("guard killed the command");
+        holder.wait().expect(70).stderr_has(&format!(
+            "the lock on {key} ran out of validity, and its guard killed the command"
+        ));
         Redlock::on(&fleet).args(["release", "--force", "--key", &key]).run();
     }
     let ms: Vec<f64> = margins.iter().map(|m| *m as f64 / 1e6).collect();
@@ -232,7 +234,12 @@ fn ctrl_z_suspends_the_job_and_fg_resumes_it() {
     term.expect("$ ", Duration::from_secs(10));
     term.send(b"echo status=$?\n");
     term.expect("status=70", Duration::from_secs(10));
-    assert!(term.screen.contains("guard killed the command"), "{}", term.screen);
+    assert!(
+        term.screen
+            .contains(&format!("the lock on {key} ran out of validity, and its guard killed")),
+        "{}",
+        term.screen
+    );
 }
 
 /// Scenario 5: flag combinations that would stop a healthy job are usage

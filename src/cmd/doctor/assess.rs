@@ -197,26 +197,29 @@ pub fn assess_group(g: &GroupCheck, a: &mut Assessment) {
     }
 }
 
-/// Which servers count towards no quorum now, as `acquire` decides it:
+/// Which servers count towards no quorum now, by `acquire`'s own rules:
 /// a warning for each server up for less than `window` (`--max-ttl` plus
 /// 1 s; `None` with `--trust-restarts`) that does not keep every write
-/// (`lock::acquire`'s `restarted`), and for each whose clock is further
-/// from this machine's than the locks allow (`lock::CLOCK_ALLOWANCE`;
+/// ([`crate::lock::votes_again_in`]), and for each whose clock is further
+/// from this machine's than the locks allow ([`crate::lock::clock_too_far`];
 /// every server off means this machine's clock is); an error when fewer
 /// than `quorum` are left to vote: no lock can be taken.
 pub fn assess_votes(probes: &[Probe], window: Option<Duration>, quorum: usize, a: &mut Assessment) {
     let mut voters = probes.len();
     for p in probes {
-        let keeps_data = p.appendonly && p.appendfsync.as_deref() == Some("always");
         let restarted = match (window, p.uptime) {
-            (Some(window), Some(up)) if up < window && !keeps_data => Some(format!(
-                "{}: up {} only: a server without appendfsync always may have lost a holder's \
-                 key in a restart, so it gets no vote until {} after its start (in {})",
-                p.server,
-                crate::fmt_duration(up),
-                crate::fmt_duration(window),
-                crate::fmt_duration(window - up)
-            )),
+            (_, Some(up)) => crate::lock::votes_again_in(up, p.keeps_data, window).map(|rest| {
+                format!(
+                    "{}: up {} only: a server that does not keep every write (appendfsync \
+                     always, its append-only file written without error) may have lost a \
+                     holder's key in a restart, so it gets no vote until {} after its start \
+                     (in {})",
+                    p.server,
+                    crate::fmt_duration(up),
+                    crate::fmt_duration(window.unwrap_or_default()),
+                    crate::fmt_duration(rest)
+                )
+            }),
             (Some(_), None) => {
                 a.notes.push(format!(
                     "{}: no uptime in its INFO: a restart is not seen, and it is assumed to have \
@@ -225,10 +228,11 @@ pub fn assess_votes(probes: &[Probe], window: Option<Duration>, quorum: usize, a
                 ));
                 None
             }
-            _ => None,
+            (None, None) => None,
         };
-        let off = Duration::from_secs_f64(p.clock_offset_ms.abs() / 1000.0);
-        let skewed = (off > crate::lock::CLOCK_ALLOWANCE).then(|| {
+        let off =
+            Duration::try_from_secs_f64(p.clock_offset_ms.abs() / 1000.0).unwrap_or(Duration::MAX);
+        let skewed = crate::lock::clock_too_far(off, p.clock_uncertainty).then(|| {
             format!(
                 "{}: clock {} {} this machine's, more than the {} the locks allow: it gets no \
                  vote (check NTP, here and there)",
@@ -536,6 +540,7 @@ mod tests {
             policy: "noeviction".into(),
             appendonly: true,
             appendfsync: Some("always".into()),
+            keeps_data: true,
             ..Probe::default()
         }
     }
@@ -583,6 +588,7 @@ mod tests {
         assess_votes(&[young.clone()], window, 1, &mut a);
         assert!(a.warnings.is_empty() && a.errors.is_empty(), "appendfsync always: {a:?}");
         young.appendfsync = Some("everysec".into());
+        young.keeps_data = false;
         assess_votes(&[young.clone()], window, 1, &mut a);
         assert!(
             a.warnings[0].contains("no vote until 1m 1s") && a.warnings[0].contains("in 56.0s")

@@ -33,6 +33,8 @@ pub struct Probe {
     pub uptime: Option<Duration>,
     /// Server clock minus ours, compensated by half the round trip, in ms.
     pub clock_offset_ms: f64,
+    /// Half the round trip of the `TIME` call: how far off the offset may be.
+    pub clock_uncertainty: Duration,
     /// `maxmemory` in bytes (0: no limit).
     pub maxmemory: u64,
     /// `maxmemory_policy`.
@@ -41,6 +43,9 @@ pub struct Probe {
     pub appendonly: bool,
     /// `appendfsync`, when CONFIG GET is allowed.
     pub appendfsync: Option<String>,
+    /// Whether it keeps every write across a restart, as `acquire` judges
+    /// it ([`crate::server::keeps_every_write`]).
+    pub keeps_data: bool,
     /// The `save` setting, when CONFIG GET is allowed.
     pub save: Option<String>,
     /// INFO's `cluster_enabled:1`: a Redis Cluster node.
@@ -156,9 +161,9 @@ pub async fn probe(server: &Server) -> Result<Probe, ServerError> {
     let server_us = secs.parse::<f64>().unwrap_or(0.0) * 1e6 + micros.parse::<f64>().unwrap_or(0.0);
     let local_us = unix_micros(before) + round_trip.as_secs_f64() * 1e6 / 2.0;
 
-    let info: String = query(server, &["INFO"]).await?;
+    let text: String = query(server, &["INFO"]).await?;
     let info: HashMap<&str, &str> =
-        info.lines().filter_map(|l| l.split_once(':')).map(|(k, v)| (k.trim(), v.trim())).collect();
+        text.lines().filter_map(|l| l.split_once(':')).map(|(k, v)| (k.trim(), v.trim())).collect();
     let field = |k: &str| info.get(k).map(|v| (*v).to_owned()).unwrap_or_default();
     // CONFIG may be renamed or denied by ACL; then these stay unknown.
     let config = async |name: &str| {
@@ -167,6 +172,7 @@ pub async fn probe(server: &Server) -> Result<Probe, ServerError> {
             .ok()
             .and_then(|v| v.get(1).cloned())
     };
+    let appendfsync = config("appendfsync").await;
     Ok(Probe {
         server: server.name().to_owned(),
         rtt,
@@ -176,10 +182,12 @@ pub async fn probe(server: &Server) -> Result<Probe, ServerError> {
         run_id: field("run_id"),
         uptime: field("uptime_in_seconds").parse().ok().map(Duration::from_secs),
         clock_offset_ms: (server_us - local_us) / 1000.0,
+        clock_uncertainty: round_trip / 2,
         maxmemory: field("maxmemory").parse().unwrap_or(0),
         policy: field("maxmemory_policy"),
         appendonly: field("aof_enabled") == "1",
-        appendfsync: config("appendfsync").await,
+        keeps_data: crate::server::keeps_every_write(&text, appendfsync.as_deref()),
+        appendfsync,
         save: config("save").await,
         cluster_enabled: field("cluster_enabled") == "1",
         sentinel: server.sentinel().map(|g| g.service().to_owned()),
