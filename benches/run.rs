@@ -19,7 +19,8 @@
 //!
 //! Run: `cargo bench --bench run` (env `ROUNDS`, default 100 handoffs;
 //! `CONTENTION_SECS`, default 10, for the contention and the process loop;
-//! `ONLY=loop,contention` picks figures).
+//! `ONLY=loop,contention` picks figures; `BIN` runs another build's
+//! binary as the processes).
 
 mod common;
 
@@ -33,7 +34,11 @@ use redlock::lock::Attempt;
 use redlock::lock::{Request, Wait};
 use redlock::output::Log;
 
-const BIN: &str = env!("CARGO_BIN_EXE_redlock");
+/// The binary under test: this build's, or another (`BIN`, to compare
+/// two builds' processes against the same harness).
+fn bin() -> String {
+    std::env::var("BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_redlock").to_owned())
+}
 const SERVERS: usize = 5;
 const CONTENDERS: usize = 8;
 /// Set in a contention worker's environment: `URLS|KEY|SECS|DIR`.
@@ -108,7 +113,7 @@ fn process_loop(urls: &str, secs: Duration, extra: &[&str]) -> f64 {
             std::thread::spawn(move || {
                 let mut runs = 0u64;
                 while Instant::now() < end {
-                    let status = Command::new(BIN)
+                    let status = Command::new(bin())
                         .env("REDLOCK_SERVERS", &urls)
                         .args(["run", "--key", &key, "--wait", "1m"])
                         .args(extra.split_whitespace())
@@ -149,7 +154,7 @@ fn handoff(servers: &Fleet, urls: &str, rounds: u64, extra: &[&str]) -> (Duratio
         let token = redlock::token::Token::new().to_string();
         let held = rt.block_on(fleet.try_acquire(&key, &token, Duration::from_secs(60), true));
         assert!(matches!(held.attempt, Attempt::Acquired(_)), "holder: {:?}", held.attempt);
-        let mut waiter = Command::new(BIN)
+        let mut waiter = Command::new(bin())
             .env("REDLOCK_SERVERS", urls)
             .args(["acquire", "--key", &key, "--ttl", "10s", "--wait", "1m"])
             .args(extra)
@@ -189,8 +194,8 @@ fn overhead(urls: &str) {
     let commands = [
         "true".to_owned(),
         format!("flock {} true", flock_file.display()),
-        format!("{BIN} run --key bench-overhead -- true"),
-        format!("{BIN} run --unordered --key bench-overhead -- true"),
+        format!("{} run --key bench-overhead -- true", bin()),
+        format!("{} run --unordered --key bench-overhead -- true", bin()),
     ];
     let status = Command::new("hyperfine")
         .env("REDLOCK_SERVERS", urls)
@@ -224,7 +229,7 @@ fn overhead(urls: &str) {
 /// (c) Peak RSS of the supervisor while its child sleeps and the watchdog
 /// renews (`--ttl 1s`: a renewal every 333 ms).
 fn memory(urls: &str) {
-    let mut running = Command::new(BIN)
+    let mut running = Command::new(bin())
         .env("REDLOCK_SERVERS", urls)
         .args(["run", "--key", "bench-memory", "--ttl", "1s", "--", "sleep", "2"])
         .spawn()
