@@ -894,7 +894,7 @@ pub(super) fn no_vote(
 
 /// Whether a server whose clock reads `off` from this host's, give or
 /// take `uncertainty` (half the round trip that read it), gets no vote
-/// ([`no_vote`]'s rule; `doctor` applies the same).
+/// (`no_vote`'s rule; `doctor` applies the same).
 pub fn clock_too_far(off: Duration, uncertainty: Duration) -> bool {
     off.saturating_sub(uncertainty) > CLOCK_ALLOWANCE
 }
@@ -952,7 +952,7 @@ pub(super) fn restarted(
 }
 
 /// How long until a server up for `up` votes again, if it has no vote
-/// now ([`restarted`]'s rule; `doctor` applies the same): `None` once it
+/// now (`restarted`'s rule; `doctor` applies the same): `None` once it
 /// is older than `window`, when it keeps every write, or with no window
 /// (`--trust-restarts`).
 pub fn votes_again_in(
