@@ -123,27 +123,25 @@ impl Facts {
         appendfsync: Option<&str>,
         now: tokio::time::Instant,
     ) -> Option<Facts> {
-        let field = |info: &'_ str, name: &str| -> Option<String> {
-            info.lines()
-                .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
-                .map(|v| v.trim().to_owned())
-        };
-        let uptime: u64 = field(server, "uptime_in_seconds")?.parse().ok()?;
+        let uptime: u64 = info_field(server, "uptime_in_seconds")?.parse().ok()?;
         let started = now.checked_sub(Duration::from_secs(uptime)).unwrap_or(now);
         let keeps_data = keeps_every_write(persistence, appendfsync);
-        Some(Facts { run_id: field(server, "run_id")?, started, keeps_data })
+        let run_id = info_field(server, "run_id")?.to_owned();
+        Some(Facts { run_id, started, keeps_data })
     }
 }
 
 /// [`Facts::keeps_data`] from the answers of `INFO persistence` (or a
 /// whole `INFO`) and `CONFIG GET appendfsync`.
 pub fn keeps_every_write(persistence: &str, appendfsync: Option<&str>) -> bool {
-    let field = |name: &str| {
-        persistence.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(':')).map(str::trim)
-    };
-    field("aof_enabled") == Some("1")
-        && field("aof_last_write_status") == Some("ok")
+    info_field(persistence, "aof_enabled") == Some("1")
+        && info_field(persistence, "aof_last_write_status") == Some("ok")
         && appendfsync == Some("always")
+}
+
+/// The value of `name` in an `INFO` answer (`name:value` lines).
+fn info_field<'a>(info: &'a str, name: &str) -> Option<&'a str> {
+    info.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(':')).map(str::trim)
 }
 
 /// Maps the key a caller names (the user's, as shown in messages) to the
