@@ -331,6 +331,7 @@ fn worker(spec: &str) {
                 ordered,
                 limit: 1,
                 shared: false,
+                tick: None,
             };
             let Ok(lock) = redlock::wait::acquire(&fleet, &request, &log, None).await else {
                 break;

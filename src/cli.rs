@@ -249,7 +249,7 @@ pub struct KeyTtl {
 /// How long to wait for a busy lock.
 #[derive(Debug, Args)]
 pub struct Waiting {
-    /// Try once; fail at once when the lock is busy (as --wait 0)
+    /// Do not wait: busy when the lock is held, or was taken by anyone after this began (settling a tie with other contenders or a dead waiter's turn takes at most 6s plus a node timeout)
     #[arg(short = 'n', long = "no-wait", conflicts_with = "wait")]
     pub no_wait: bool,
     /// Wait at most DUR for the lock; 0 tries once, a bare number is seconds, forever waits until acquired [default: forever, or the configuration file's wait]
@@ -284,6 +284,9 @@ pub struct RunArgs {
     /// Keep the lock until DUR after acquisition, even when the command ends sooner [default: release at exit]
     #[arg(long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true)]
     pub keep: Option<String>,
+    /// Run at most once per tick of DUR (cron): the tick is floor(clock at start / DUR), from the Unix epoch (UTC); a later host in the same tick skips as busy, however short the job was
+    #[arg(long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true)]
+    pub once_per: Option<String>,
     /// Stop the command when it has held the lock this long, and exit 124 [default: no limit]
     #[arg(long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true)]
     pub max_hold: Option<String>,

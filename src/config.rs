@@ -49,7 +49,7 @@ pub struct Config {
 
 pub use crate::server::Tls;
 
-use crate::lock::{Request, Wait};
+use crate::lock::{Request, Tick, Wait};
 
 /// What `run` does to its child when the lock is lost.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,6 +81,8 @@ pub struct Run {
     pub conflict_exit_code: u8,
     /// Minimum hold after acquisition.
     pub keep: Option<Duration>,
+    /// The tick of `--once-per`, fixed when the run started.
+    pub tick: Option<Tick>,
     /// Maximum hold.
     pub max_hold: Option<Duration>,
     /// Random delay before the first attempt, up to this.
@@ -111,6 +113,7 @@ impl Run {
             ordered: self.ordered,
             limit: self.limit,
             shared: self.shared,
+            tick: self.tick,
         }
     }
 
@@ -550,6 +553,7 @@ fn command(command: cli::Command, g: &config_file::Globals) -> Result<(Command, 
                 shared: a.shared,
                 conflict_exit_code: a.conflict_exit_code,
                 keep: optional("--keep", &a.keep)?,
+                tick: once_per(a.once_per.as_deref(), a.limit, a.shared)?,
                 max_hold: optional("--max-hold", &a.max_hold)?,
                 jitter: optional("--jitter", &a.jitter)?,
                 renew_every,
@@ -575,6 +579,7 @@ fn command(command: cli::Command, g: &config_file::Globals) -> Result<(Command, 
                 ordered: !a.waiting.unordered,
                 limit: limit_or_shared(a.limit, a.shared)?,
                 shared: a.shared,
+                tick: None,
             };
             (Command::Acquire { request, json: a.json }, ttl)
         }
@@ -642,6 +647,23 @@ fn limit_or_shared(n: u32, shared: bool) -> Result<u32, Error> {
         ));
     }
     limit(n)
+}
+
+/// `--once-per DUR`: the tick of this run, from this host's clock now.
+/// At least a second (a tick is a cron slot, and the servers keep ms), at
+/// most a year; one run per tick, so neither `--limit` nor `--shared`.
+fn once_per(raw: Option<&str>, limit: u32, shared: bool) -> Result<Option<Tick>, Error> {
+    let Some(raw) = raw else { return Ok(None) };
+    let every = duration("--once-per", raw)?;
+    if every < Duration::from_secs(1) || every > crate::lock::MAX_TICK {
+        return usage(format!("--once-per {raw}: must be between 1s and a year"));
+    }
+    if limit != 1 || shared {
+        return usage(format!(
+            "--once-per {raw}: one run per tick, so it takes neither --limit nor --shared"
+        ));
+    }
+    Ok(Some(Tick::of(std::time::SystemTime::now(), every)))
 }
 
 fn key_ttl(a: &cli::KeyTtl, g: &config_file::Globals) -> Result<(String, Duration), Error> {

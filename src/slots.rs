@@ -72,7 +72,7 @@ use std::time::Duration;
 
 use crate::error::Error;
 use crate::lock::Request;
-use crate::lock::{Attempt, AttemptReport, Fleet, Held, Place, ServerView, Status};
+use crate::lock::{Attempt, AttemptReport, Fleet, Held, ServerView, Status, Terms};
 use crate::token::Token;
 
 /// The largest `--limit`: a busy round of a waiter costs one acquire round
@@ -96,7 +96,7 @@ pub async fn attempt(
     fleet: &Fleet,
     request: &Request,
     splits: u32,
-    place: Option<Place<'_>>,
+    terms: Terms<'_>,
 ) -> AttemptReport {
     let Request { key, ttl, fence, limit, shared, .. } = request;
     let limit = (*limit).max(1);
@@ -105,7 +105,7 @@ pub async fn attempt(
         let token = if *shared { base.clone().for_shared() } else { base.clone().at(i + 1, limit) };
         let value = token.to_string();
         let held = Held { token: &value, shared: token.is_shared() };
-        let report = fleet.attempt(key, held, *ttl, *fence, splits, place).await;
+        let report = fleet.attempt(key, held, *ttl, *fence, splits, terms).await;
         agree(report, key, limit, *shared)
     };
     let mut best = try_place(0).await;
@@ -143,6 +143,8 @@ fn rank(attempt: &Attempt) -> (u8, Duration) {
         // Not our turn in the key's queue: wait for it, as for the lock.
         Attempt::Queued { .. } => (4, Duration::ZERO),
         Attempt::Acquired(_) | Attempt::Disordered => (5, Duration::ZERO),
+        // Neither comes of a `--limit` key (no terms there).
+        Attempt::Ran(_) | Attempt::Taken(_) => (0, Duration::ZERO),
     }
 }
 

@@ -21,7 +21,7 @@ use crate::config::{OnLost, Run};
 use crate::error::Error;
 use crate::exit;
 use crate::guard::Forker;
-use crate::lock::{Fleet, Lock, Wait};
+use crate::lock::{Fleet, Lock, Tick, Wait};
 use crate::output::{Level, Log};
 use crate::procs;
 use crate::signals::{self, Signals};
@@ -101,7 +101,7 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
         release(&fleet, &lock, log).await;
         return Err(Error::Interrupted(signal, "before the command started".to_owned()));
     }
-    let env = command_env(&cfg.key, &lock);
+    let env = command_env(&cfg.key, &lock, cfg.tick);
     let env: Vec<(&str, &str)> = env.iter().map(|(name, value)| (*name, value.as_str())).collect();
     if BootInstant::now() + cfg.kill_margin() >= lock.deadline() {
         // Frozen or starved between the quorum and here: too late to start.
@@ -244,7 +244,7 @@ async fn run_reentered(cfg: &Run, signals: &mut Signals, log: &Log) -> Result<u8
 }
 
 /// What the command finds in its environment besides what it inherits.
-fn command_env(key: &str, lock: &Lock) -> Vec<(&'static str, String)> {
+fn command_env(key: &str, lock: &Lock, tick: Option<Tick>) -> Vec<(&'static str, String)> {
     let mut env = vec![
         ("REDLOCK_KEY", key.to_owned()),
         ("REDLOCK_TOKEN", lock.token.clone()),
@@ -254,6 +254,12 @@ fn command_env(key: &str, lock: &Lock) -> Vec<(&'static str, String)> {
     ];
     if let Some(fence) = lock.fence {
         env.push(("REDLOCK_FENCE", fence.to_string()));
+    }
+    // The tick the command runs for (`--once-per`), as RFC 3339 UTC: a
+    // report can name the period it covers.
+    if let Some(tick) = tick {
+        let start = humantime::format_rfc3339_seconds(tick.start());
+        env.push(("REDLOCK_TICK", start.to_string()));
     }
     // The servers' passwords stay with redlock; a command that calls
     // redlock itself passes --password-file. `redact` reads the variable
@@ -679,6 +685,7 @@ mod tests {
             shared: false,
             conflict_exit_code: exit::BUSY,
             keep: None,
+            tick: None,
             max_hold: None,
             jitter: None,
             renew_every: ttl / 3,

@@ -17,7 +17,7 @@ pub struct AttemptReport {
 }
 
 /// The numbers of one acquire call (`scripts/acquire.lua`, `ARGV[3]`), packed
-/// as ten little-endian doubles that the script reads with one
+/// as fourteen little-endian doubles that the script reads with one
 /// `struct.unpack`: no string parsing and no `tonumber` on the server.
 /// Every number stays below 2^53, so a double holds it exactly.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,10 +43,17 @@ pub(crate) struct Numbers {
     /// The key's places (`--limit N`; 1 for the lock): the first this many
     /// waiters may take a free place.
     pub places: u32,
+    /// A shared holder's attempt (`--shared`).
+    pub shared: bool,
+    /// Refuse a free key granted to another token within this long
+    /// ([`Terms::untaken_for`]).
+    pub untaken_ms: Option<u64>,
+    /// The run's tick ([`Terms::tick`]).
+    pub tick: Option<Tick>,
 }
 
 impl Numbers {
-    /// The packed form (`struct.pack('<dddddddddd', ...)`; -1: no proposal).
+    /// The packed form (`struct.pack('<dddddddddddddd', ...)`; -1: none).
     pub fn pack(&self) -> Vec<u8> {
         // `as f64` is exact: every field is below 2^53 (see the type's doc).
         #[allow(clippy::cast_precision_loss)]
@@ -61,6 +68,10 @@ impl Numbers {
             self.since_ms as f64,
             self.skew_ms as f64,
             f64::from(self.places),
+            f64::from(u8::from(self.shared)),
+            self.untaken_ms.map_or(-1.0, |t| t as f64),
+            self.tick.map_or(-1.0, |t| t.start_ms as f64),
+            self.tick.map_or(-1.0, |t| t.end_ms as f64),
         ];
         fields.iter().flat_map(|f| f.to_le_bytes()).collect()
     }
@@ -119,6 +130,41 @@ pub enum Attempt {
     /// servers joined waiters in different orders, or some lost their
     /// queue): attempt again at once, without order.
     Disordered,
+    /// The key is free, but this attempt's tick already ran
+    /// (`--once-per`; [`super::record`]).
+    Ran(TickRan),
+    /// The key is free, but another token took it since this contender
+    /// began (`-n`'s rule; [`super::record`]): busy.
+    Taken(String),
+}
+
+/// A tick that already ran, as the servers recorded it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TickRan {
+    /// The token that ran it.
+    pub token: String,
+    /// The tick it ran.
+    pub tick: Tick,
+}
+
+impl TickRan {
+    /// One line: the tick of `key` already ran, where.
+    pub fn describe(&self, key: &str) -> String {
+        format!(
+            "{}: the tick of {} already ran on {}",
+            crate::display_key(key.as_bytes()),
+            self.tick.describe(),
+            ran_by(&self.token)
+        )
+    }
+}
+
+/// Who a token's holder was, for "ran on" and "taken by": host and pid.
+pub fn ran_by(token: &str) -> String {
+    match token.parse::<Token>() {
+        Ok(t) => format!("{} (pid {})", t.host, t.pid),
+        Err(_) => format!("another client (value {})", crate::display_key(token.as_bytes())),
+    }
 }
 
 /// An acquire round in which no value holds a quorum: contenders that
@@ -173,7 +219,7 @@ impl Fleet {
     ) -> AttemptReport {
         // A token given as text: a shared holder's says so, read once here.
         let held = Held { token, shared: is_shared(token) };
-        self.attempt(key, held, ttl, fence, 0, None).await
+        self.attempt(key, held, ttl, fence, 0, Terms::default()).await
     }
 
     /// [`Fleet::try_acquire`] by a contender whose last `splits` rounds in
@@ -201,9 +247,10 @@ impl Fleet {
         ttl: Duration,
         fence: bool,
         splits: u32,
-        place: Option<Place<'_>>,
+        terms: Terms<'_>,
     ) -> AttemptReport {
         let start = BootInstant::now();
+        let place = terms.place;
         let [order, deadlines] = self.layout.queue_keys(key);
         let numbers = Numbers {
             ttl_ms: crate::millis(ttl),
@@ -216,6 +263,16 @@ impl Fleet {
             since_ms: place.map_or(0, |p| p.since_ms),
             skew_ms: crate::millis(queue::SKEW),
             places: place.map_or(1, |p| p.places),
+            shared,
+            // Plus one node timeout: the longest a call may run after it
+            // was sent ([`super::record`]).
+            untaken_ms: terms.untaken_for.map(|since| {
+                let now = tokio::time::Instant::now();
+                let call =
+                    self.servers.iter().map(|s| s.deadline().saturating_duration_since(now)).max();
+                crate::millis(since + call.unwrap_or_default())
+            }),
+            tick: terms.tick,
         };
         let call = Arc::new(Call {
             op: Op::Acquire,
@@ -228,6 +285,7 @@ impl Fleet {
                 // A shared holder's token joins the shared holders instead
                 // ([`crate::shared`]): the same script, round and queue.
                 readers: shared.then(|| self.layout.readers_key(key)),
+                record: (!shared).then(|| self.layout.record_key(key)),
                 token: token.to_owned(),
                 member: place.map_or(String::new(), |p| p.member.to_owned()),
                 numbers,
@@ -244,12 +302,17 @@ impl Fleet {
             quorum,
             (Op::Acquire, key),
             |server, answer| {
-                let restart = self.restart_window;
+                // A tick's record may be lost by a server restarted since
+                // the tick began: no vote from it for the tick.
+                let restart = match terms.tick {
+                    Some(tick) => tick.restart_window(self.restart_window),
+                    None => self.restart_window,
+                };
                 contend(server, Arc::clone(&call), answer, verdict_rx.clone(), restart)
             },
             |r| match r {
                 Granted::Yes(..) => Vote::Yes,
-                Granted::No { .. } => Vote::No,
+                Granted::No { .. } | Granted::Ran(_) | Granted::Taken(_) => Vote::No,
             },
             |tally, replies, elapsed| patience(tally, replies, elapsed, quorum, splits),
         )
@@ -258,6 +321,8 @@ impl Fleet {
             Granted::Yes(..) => "granted",
             Granted::No { holder: Some(_), .. } => "held",
             Granted::No { holder: None, .. } => "queued",
+            Granted::Ran(_) => "ran",
+            Granted::Taken(_) => "taken",
         });
         let views: Vec<queue::View> = round
             .replies
@@ -353,7 +418,26 @@ impl Fleet {
         let shown = crate::display_key(key.as_bytes());
         let votes = Votes::of(&round.replies);
         // Servers not heard from count as silent: the verdict is final.
-        match quorum::standing(votes.ours, &votes.counts(), 0, self.quorum) {
+        let standing = quorum::standing(votes.ours, &votes.counts(), 0, self.quorum);
+        if !matches!(standing, Standing::Won) {
+            // Another token took the key since this contender began (`-n`):
+            // one server that says so is enough, since that holder's quorum
+            // shares a server with any this contender could win.
+            if let Some((token, _)) = votes.taken {
+                return Attempt::Taken(token.to_owned());
+            }
+            // The tick ran: said by enough servers that nobody can win
+            // without them, or by any while no other contender holds votes
+            // (a split is settled first: a leftover record of a contender
+            // that crashed mid-round must not make the others skip).
+            let blocking = self.servers.len().saturating_sub(self.quorum) + 1;
+            if let Some((ran, n)) = &votes.ran
+                && (*n >= blocking || !matches!(standing, Standing::Split))
+            {
+                return Attempt::Ran(ran.clone());
+            }
+        }
+        match standing {
             Standing::Won => {
                 self.won.store(true, std::sync::atomic::Ordering::Relaxed);
                 let fence =
@@ -474,6 +558,11 @@ impl Fleet {
 struct Votes<'a> {
     /// Servers that granted us.
     ours: usize,
+    /// The tick that ran, and how many servers said so.
+    ran: Option<(TickRan, usize)>,
+    /// A token that took the key since the contender began, and how many
+    /// servers said so.
+    taken: Option<(&'a str, usize)>,
     /// Every other value seen: the value, how many servers hold it, and its
     /// shortest remaining TTL among them (`None`: no expiry).
     others: Vec<(&'a str, usize, Option<Duration>)>,
@@ -484,10 +573,17 @@ struct Votes<'a> {
 
 impl<'a> Votes<'a> {
     fn of(replies: &'a [Reply<Granted>]) -> Votes<'a> {
-        let mut votes = Votes { ours: 0, others: Vec::new(), queued: 0 };
+        let mut votes = Votes { ours: 0, ran: None, taken: None, others: Vec::new(), queued: 0 };
         for reply in replies {
             match reply {
                 Reply::Answered(Granted::Yes(..)) => votes.ours += 1,
+                Reply::Answered(Granted::Ran(ran)) => match &mut votes.ran {
+                    Some((_, n)) => *n += 1,
+                    None => votes.ran = Some((ran.clone(), 1)),
+                },
+                Reply::Answered(Granted::Taken(token)) => {
+                    votes.taken = Some((token, votes.taken.map_or(1, |(_, n)| n + 1)));
+                }
                 Reply::Answered(Granted::No { holder: None, .. }) => votes.queued += 1,
                 Reply::Answered(Granted::No { holder: Some(holder), pttl, .. }) => {
                     let ttl = ttl_of(*pttl);
@@ -511,12 +607,13 @@ impl<'a> Votes<'a> {
     }
 
     /// How many servers each other value holds, the queue last when it
-    /// refused any.
+    /// refused any (and after it a tick that ran, and a key taken since
+    /// the contender began, each as one more value).
     fn counts(&self) -> Vec<usize> {
         let mut counts: Vec<usize> = self.others.iter().map(|(_, n, _)| *n).collect();
-        if self.queued > 0 {
-            counts.push(self.queued);
-        }
+        let taken = self.taken.map_or(0, |(_, n)| n);
+        let ran = self.ran.as_ref().map_or(0, |(_, n)| *n);
+        counts.extend([self.queued, ran, taken].into_iter().filter(|n| *n > 0));
         counts
     }
 }
@@ -702,7 +799,9 @@ async fn contend(
     // The queue entry a grant here removed, to put back on a withdrawal.
     let mut entry = None;
     // Whether this server refused (and so kept or refreshed our entry).
-    let refused = |result: &Result<Granted, ServerError>| matches!(result, Ok(Granted::No { .. }));
+    let refused = |result: &Result<Granted, ServerError>| {
+        matches!(result, Ok(Granted::No { .. } | Granted::Ran(_) | Granted::Taken(_)))
+    };
     let keep = tokio::select! {
         result = &mut set => {
             // "Held by another value": this attempt set nothing here. Any
@@ -786,7 +885,13 @@ async fn withdraw(
     // No-script hook: the same compare-and-delete without a script.
     if server.scripts_refused() {
         let send = async |_: &mut MultiplexedConnection| {
-            crate::lock::noscript::withdraw(server, &op.lock, op.token.as_bytes()).await
+            crate::lock::noscript::withdraw(
+                server,
+                &op.lock,
+                op.record.as_deref(),
+                op.token.as_bytes(),
+            )
+            .await
         };
         let _ = server.call(Op::Withdraw, key.as_bytes(), send).await;
         return;
@@ -798,6 +903,7 @@ async fn withdraw(
         order: op.order.clone(),
         deadlines: op.deadlines.clone(),
         readers: op.readers.clone(),
+        record: op.record.clone(),
         token: op.token.clone(),
         entry: entry.map(|(score, deadline)| (op.member.clone(), score, deadline)),
         channel: None,
@@ -847,6 +953,12 @@ enum Granted {
         /// The queue as this server sees it after the attempt.
         queue: queue::View,
     },
+    /// Not set: the key is free, but the record holds a tick that ends
+    /// after this attempt's starts.
+    Ran(TickRan),
+    /// Not set: the key is free, but this token took it since the
+    /// contender began.
+    Taken(String),
 }
 
 /// How far a server's clock may be from this host's before its grant
@@ -995,6 +1107,16 @@ fn parse_acquire(reply: Value) -> Result<Granted, String> {
                 no_vote: None,
             }))
         }
+        [Value::Int(2), Value::BulkString(token), Value::Int(start), Value::Int(end)] => {
+            let tick = Tick {
+                start_ms: u64::try_from(*start).map_err(|_| bad(&reply))?,
+                end_ms: u64::try_from(*end).map_err(|_| bad(&reply))?,
+            };
+            Ok(Granted::Ran(TickRan { token: String::from_utf8_lossy(token).into_owned(), tick }))
+        }
+        [Value::Int(3), Value::BulkString(token), Value::Int(_)] => {
+            Ok(Granted::Taken(String::from_utf8_lossy(token).into_owned()))
+        }
         [Value::Int(0), holder, Value::Int(pttl), Value::Int(rank), Value::Int(len), first] => {
             let text = |v: &Value| match v {
                 Value::BulkString(b) => Some(String::from_utf8_lossy(b).into_owned()),
@@ -1023,7 +1145,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_numbers_are_packed_as_ten_little_endian_doubles() {
+    fn the_numbers_are_packed_as_fourteen_little_endian_doubles() {
         let numbers = Numbers {
             ttl_ms: 30_000,
             proposal: Some(1_795_621_712_435_565),
@@ -1035,6 +1157,9 @@ mod tests {
             since_ms: 1_795_621_712_435,
             skew_ms: 100,
             places: 3,
+            shared: false,
+            untaken_ms: Some(1_500),
+            tick: Some(Tick { start_ms: 1_795_621_500_000, end_ms: 1_795_621_800_000 }),
         };
         let packed = numbers.pack();
         let read: Vec<f64> =
@@ -1051,6 +1176,10 @@ mod tests {
             1_795_621_712_435.0,
             100.0,
             3.0,
+            0.0,
+            1_500.0,
+            1_795_621_500_000.0,
+            1_795_621_800_000.0,
         ];
         assert_eq!(read, expected);
         let unfenced = Numbers { proposal: None, ..numbers }.pack();

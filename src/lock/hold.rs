@@ -215,6 +215,7 @@ impl Fleet {
                 order,
                 deadlines,
                 readers: Some(self.layout.readers_key(key)),
+                record: None,
                 token: token.to_owned(),
                 entry: None,
                 channel: Some(release_channel(key)),

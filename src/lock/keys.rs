@@ -44,6 +44,12 @@ impl KeyLayout {
         self.companion(key, "history")
     }
 
+    /// The server-side name of the grant record of the lock `key` (a hash;
+    /// [`super::record`]).
+    pub fn record_key(self, key: &str) -> String {
+        self.companion(key, "last")
+    }
+
     /// The server-side name of the skip counter of the lock `key` (a hash;
     /// [`crate::history`]).
     pub fn skips_key(self, key: &str) -> String {

@@ -20,15 +20,18 @@ mod hold;
 mod keys;
 pub mod noscript;
 mod ops;
+mod record;
 mod status;
 
 pub use acquire::{
-    Attempt, AttemptReport, CLOCK_ALLOWANCE, Held, Place, Split, clock_too_far, votes_again_in,
+    Attempt, AttemptReport, CLOCK_ALLOWANCE, Held, Place, Split, TickRan, clock_too_far, ran_by,
+    votes_again_in,
 };
 pub use keys::{KeyLayout, WAKE_TAG, release_channel, wake_channel};
 pub(crate) use ops::{
     AcquireOp, ExtendOp, Operation, RaiseFenceOp, ReleaseOp, SetTtlOp, StatusOp, WithdrawOp,
 };
+pub use record::{MAX_TICK, RECORD_LIFE, TICK_MARGIN, Terms, Tick};
 pub use status::{ServerView, Status};
 
 use std::sync::{Arc, LazyLock};
@@ -116,6 +119,8 @@ pub struct Request {
     pub limit: u32,
     /// Hold it shared (`--shared`; [`crate::shared`]).
     pub shared: bool,
+    /// The tick the run belongs to (`--once-per`; [`Tick`]).
+    pub tick: Option<Tick>,
 }
 
 /// One call, the same on every server of a round.

@@ -155,9 +155,47 @@ fn needs_scripts(call: &Call) -> RedisError {
 /// was accepted, except for bytes still unread in the server's buffer, a
 /// window of one turn of its event loop. Lost in that window, the vote
 /// stays until its TTL: a delay for the next holder, never a second one.
-pub(crate) async fn withdraw(server: &Server, lock_key: &str, token: &[u8]) -> RedisResult<Value> {
+///
+/// The grant record goes back with it, as `withdraw.lua` puts it back: in
+/// the same transaction, while it still names `token`.
+pub(crate) async fn withdraw(
+    server: &Server,
+    lock_key: &str,
+    record: Option<&str>,
+    token: &[u8],
+) -> RedisResult<Value> {
     let mut c = server.dedicated(lock_key.as_bytes()).await?;
-    release(&mut c, lock_key, token, None).await
+    let Some(record) = record else { return release(&mut c, lock_key, token, None).await };
+    for _ in 0..TRIES {
+        let (value, _) = watch_lock(&mut c, lock_key, &[record]).await?;
+        if !held_by(value.as_deref(), token) {
+            unwatch(&mut c).await?;
+            return Ok(Value::Int(0));
+        }
+        let fields: Vec<Option<Vec<u8>>> = redis::cmd("HMGET")
+            .arg(record)
+            .arg(&["tok", "pat", "ptok", "pts", "pte", "ptt"])
+            .query_async(&mut c)
+            .await?;
+        let mut tx = redis::pipe();
+        tx.cmd("DEL").arg(lock_key);
+        if fields.first().and_then(Option::as_deref) == Some(token) {
+            let field = |i: usize| fields.get(i).cloned().flatten().unwrap_or_default();
+            if field(1).is_empty() || field(1) == b"-1" {
+                tx.cmd("DEL").arg(record);
+            } else {
+                tx.cmd("HSET").arg(record);
+                for (i, name) in ["at", "tok", "ts", "te", "tt"].iter().enumerate() {
+                    tx.arg(*name).arg(field(i + 1));
+                }
+                tx.arg(&["pat", "-1", "ptok", "", "pts", "-1", "pte", "-1", "ptt", ""]);
+            }
+        }
+        if !aborted(&transaction(&mut c, tx).await?) {
+            return Ok(Value::Int(1));
+        }
+    }
+    Err(contended("withdraw"))
 }
 
 /// The error after `TRIES` nil `EXEC`s in a row.
@@ -253,8 +291,10 @@ async fn unwatch(c: &mut MultiplexedConnection) -> RedisResult<()> {
 async fn acquire(c: &mut MultiplexedConnection, op: &AcquireOp) -> RedisResult<Value> {
     let (lock, fence_key, token) = (&op.lock, &op.fence, &op.token);
     let Numbers { ttl_ms: ttl, proposal, window_us: window, life_ms: life, .. } = op.numbers;
+    let record = op.record.as_deref();
+    let watched: Vec<&str> = std::iter::once(fence_key.as_str()).chain(record).collect();
     for _ in 0..TRIES {
-        let (value, pttl) = watch_lock(c, lock, &[fence_key]).await?;
+        let (value, pttl) = watch_lock(c, lock, &watched).await?;
         if let Some(holder) = value {
             unwatch(c).await?;
             return Ok(refused(holder, pttl));
@@ -263,14 +303,28 @@ async fn acquire(c: &mut MultiplexedConnection, op: &AcquireOp) -> RedisResult<V
         tx.cmd("SET").arg(lock).arg(token).arg("NX").arg("PX").arg(ttl);
         // The server's clock goes back with the grant, as the script's
         // does (the grant of a clock far from ours counts towards no
-        // quorum), and draws the fence.
-        let (counter, (secs, micros)): (Option<u64>, (u64, u64)) = redis::pipe()
-            .cmd("GET")
-            .arg(fence_key)
-            .cmd("TIME")
-            .query_async(c)
-            .await
-            .map_err(first_error)?;
+        // quorum), and draws the fence; the grant record is read under
+        // the same WATCH.
+        let (counter, (secs, micros), rec): (Option<u64>, (u64, u64), Vec<Option<String>>) =
+            redis::pipe()
+                .cmd("GET")
+                .arg(fence_key)
+                .cmd("TIME")
+                .cmd("HMGET")
+                .arg(record.unwrap_or(fence_key))
+                .arg(&["at", "tok", "ts", "te", "tt"])
+                .query_async(c)
+                .await
+                .map_err(first_error)?;
+        let now_ms = secs * 1000 + micros / 1000;
+        if let Some(record) = record {
+            let rec = Record::read(&rec);
+            if let Some(refusal) = rec.refuses(&op.numbers, now_ms) {
+                unwatch(c).await?;
+                return Ok(refusal);
+            }
+            rec.write(&mut tx, record, token, &op.numbers, now_ms);
+        }
         let drawn = proposal.map(|proposal| {
             let now = secs * 1_000_000 + micros;
             let draw = proposal.clamp(now, now + window);
@@ -296,6 +350,68 @@ async fn acquire(c: &mut MultiplexedConnection, op: &AcquireOp) -> RedisResult<V
         ]));
     }
     Err(contended("acquire"))
+}
+
+/// The grant record as read (`scripts/acquire.lua` keeps it; the same
+/// fields and rules here, for servers without scripts).
+struct Record {
+    /// The fields `at`, `tok`, `ts`, `te`, `tt` as read (empty: absent).
+    fields: [String; 5],
+}
+
+impl Record {
+    fn read(rec: &[Option<String>]) -> Record {
+        let field = |i: usize| rec.get(i).cloned().flatten().unwrap_or_default();
+        Record { fields: [field(0), field(1), field(2), field(3), field(4)] }
+    }
+
+    fn number(&self, i: usize) -> Option<i64> {
+        self.fields[i].parse().ok().filter(|n| *n >= 0)
+    }
+
+    /// The script's refusal of a free key, if its terms refuse it.
+    fn refuses(&self, numbers: &Numbers, now_ms: u64) -> Option<Value> {
+        let text = |s: &str| Value::BulkString(s.as_bytes().to_vec());
+        let whole = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        if let (Some(tick), Some(end)) = (numbers.tick, self.number(3))
+            && end > whole(tick.start_ms)
+        {
+            let start = self.number(2).unwrap_or(0);
+            return Some(Value::Array(vec![
+                Value::Int(2),
+                text(&self.fields[4]),
+                Value::Int(start),
+                Value::Int(end),
+            ]));
+        }
+        if let (Some(untaken), Some(at)) = (numbers.untaken_ms, self.number(0))
+            && at >= whole(now_ms) - whole(untaken)
+        {
+            return Some(Value::Array(vec![Value::Int(3), text(&self.fields[1]), Value::Int(at)]));
+        }
+        None
+    }
+
+    /// The grant's record, in the transaction `tx`, as the script writes it.
+    fn write(&self, tx: &mut Pipeline, key: &str, token: &str, numbers: &Numbers, now_ms: u64) {
+        let or = |s: &str, absent: &'static str| {
+            if s.is_empty() { absent.to_owned() } else { s.to_owned() }
+        };
+        let [at, tok, ts, te, tt] = &self.fields;
+        let (ts_new, te_new, tt_new) = match numbers.tick {
+            Some(t) => (t.start_ms.to_string(), t.end_ms.to_string(), token.to_owned()),
+            None => (or(ts, "-1"), or(te, "-1"), tt.clone()),
+        };
+        let end: u64 = te_new.parse().unwrap_or(0);
+        let life = crate::millis(super::RECORD_LIFE)
+            .max((end + crate::millis(super::TICK_MARGIN)).saturating_sub(now_ms));
+        tx.cmd("HSET").arg(key);
+        tx.arg("at").arg(now_ms).arg("tok").arg(token);
+        tx.arg("ts").arg(ts_new).arg("te").arg(te_new).arg("tt").arg(tt_new);
+        tx.arg("pat").arg(or(at, "-1")).arg("ptok").arg(tok);
+        tx.arg("pts").arg(or(ts, "-1")).arg("pte").arg(or(te, "-1")).arg("ptt").arg(tt);
+        tx.cmd("PEXPIRE").arg(key).arg(life);
+    }
 }
 
 /// The acquire script's "not set" reply, without a queue.

@@ -24,6 +24,8 @@ pub(crate) struct AcquireOp {
     pub(crate) deadlines: String,
     /// The shared holders, for a shared holder's attempt (`--shared`).
     pub(crate) readers: Option<String>,
+    /// The grant record, for an exclusive attempt ([`super::record`]).
+    pub(crate) record: Option<String>,
     /// This attempt's token.
     pub(crate) token: String,
     /// The waiter's queue entry, or empty.
@@ -89,6 +91,8 @@ pub(crate) struct WithdrawOp {
     pub(crate) deadlines: String,
     /// The shared holders (a shared token).
     pub(crate) readers: Option<String>,
+    /// The grant record, put back while it names the token (exclusive).
+    pub(crate) record: Option<String>,
     /// The attempt's token.
     pub(crate) token: String,
     /// The waiter's entry to put back, with its join score and deadline.
@@ -172,7 +176,7 @@ impl Operation {
         match self {
             Operation::Acquire(a) => {
                 let mut keys = vec![&*a.lock, &a.fence, &a.order, &a.deadlines];
-                keys.extend(a.readers.as_deref());
+                keys.extend(a.readers.as_deref().or(a.record.as_deref()));
                 keys
             }
             Operation::Extend(e) => vec![&e.lock, &e.fence],
@@ -180,7 +184,7 @@ impl Operation {
             Operation::Release(r) => vec![&r.lock, &r.order, &r.deadlines],
             Operation::Withdraw(w) => {
                 let mut keys = vec![&*w.lock, &w.order, &w.deadlines];
-                keys.extend(w.readers.as_deref());
+                keys.extend(w.readers.as_deref().or(w.record.as_deref()));
                 keys
             }
             Operation::Status(s) => vec![&s.lock, &s.fence],

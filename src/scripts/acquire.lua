@@ -1,10 +1,12 @@
 -- Take the lock when the key is free and it is this waiter's turn, draw a
--- fencing number, and keep the wait queue (src/queue.rs), in one step; or,
--- with KEYS[5], join the shared holders (`--shared`, src/shared.rs).
+-- fencing number, keep the wait queue (src/queue.rs) and the grant record
+-- (src/lock/record.rs), in one step; or join the shared holders
+-- (`--shared`, src/shared.rs).
 -- KEYS[1]: the lock key; KEYS[2]: its fencing counter; KEYS[3], KEYS[4]: the
 -- queue's order and deadlines (sorted sets: member -> server time of joining,
--- and -> server time it expires, ms); KEYS[5], only for a shared holder: the
--- shared holders (a sorted set: token -> server time its entry expires, ms).
+-- and -> server time it expires, ms); KEYS[5]: for an exclusive attempt, the
+-- grant record (a hash, below); for a shared holder, the shared holders (a
+-- sorted set: token -> server time its entry expires, ms).
 -- ARGV[1]: this attempt's token; ARGV[2]: the waiter's queue member, or ''
 -- to ignore the queue (--unordered); ARGV[3]: ten numbers, packed as
 -- little-endian doubles (struct.pack('<dddddddddd'), src/lock/acquire.rs
@@ -16,8 +18,13 @@
 --   (1: only the first waiter may take a free key; 0: any, the fallback when
 --   the servers' queues disagree); an entry's lifetime ms; when the waiter
 --   began to wait, by its clock (ms), and how far this server lets that
---   differ from its own clock (ms); and the places of the key (`--limit N`;
---   1 for the lock).
+--   differ from its own clock (ms); the places of the key (`--limit N`;
+--   1 for the lock); shared (1: a shared holder, KEYS[5] the shared
+--   holders); untaken (ms, -1: no such term): refuse a free key that another
+--   token was granted here less than this long ago (`-n`'s rule); and the
+--   tick's start and end (ms since the epoch, -1: no tick, `--once-per`):
+--   refuse a free key whose record holds a tick that ends after this one
+--   starts (it ran).
 -- A waiter's place is that time, clamped to this server's clock plus or minus
 -- the window: waiters on clocks in step with each other and the servers get
 -- the same order on every server (equal times by member), so that every
@@ -27,10 +34,9 @@
 -- shared ones ahead go in with it): members of shared waits carry
 -- '-shared.' (src/token.rs), and an exclusive waiter queued before a shared
 -- one is served first, so neither kind starves the other.
--- (Ten words in all with EVALSHA, its SHA and the key count, for the
--- exclusive lock: Redis answers an unauthenticated command of more than ten
--- with a protocol error instead of NOAUTH. The shared call has eleven;
--- src/server/failure.rs reads that protocol error as the NOAUTH it stands for.)
+-- (Eleven words with EVALSHA, its SHA and the key count: Redis answers an
+-- unauthenticated command of more than ten with a protocol error instead of
+-- NOAUTH; src/server/failure.rs reads it as the NOAUTH it stands for.)
 -- Returns {1, fence, score, deadline, seconds, microseconds} when granted
 -- (fence -1 without fencing; score and deadline are the waiter's entry,
 -- removed here because it is served, or -1 when it had none: a withdrawal
@@ -39,7 +45,11 @@
 -- the key against this attempt ('' when the key is free, or held by shared
 -- holders only, but another waiter goes first), pttl its expiry (-1: none;
 -- -2: free), rank the member's place (0 first, -1 not queued), len the
--- waiters queued, first the first of them ('' none).
+-- waiters queued, first the first of them ('' none); or {2, token, start,
+-- end} when the key is free but the record's tick (granted to token) ends
+-- after this attempt's tick starts: the tick ran; or {3, token, at} when
+-- the key is free but token was granted it at `at` (server ms), within
+-- `untaken` of now. Neither writes anything.
 -- The fence draw, only where this server grants the lock:
 --   fence = max(counter + 1, clamp(proposal, now, now + window))
 -- with now this server's clock (TIME) in microseconds and an absent counter
@@ -52,9 +62,10 @@ if redis.replicate_commands then
   -- Redis 3.2 to 4: replicate the writes, not the script that reads TIME.
   redis.replicate_commands()
 end
-local ttl, proposal, window, life, join, order, qlife, since, skew, places =
-  struct.unpack('<dddddddddd', ARGV[3])
-join, order = join == 1, order == 1
+local ttl, proposal, window, life, join, order, qlife, since, skew, places, shared,
+  untaken, tick_start, tick_end = struct.unpack('<dddddddddddddd', ARGV[3])
+join, order, shared = join == 1, order == 1, shared == 1
+local record = not shared and KEYS[5]
 local member = ARGV[2]
 -- The queue is read only where it exists: an uncontended lock never pays
 -- for it but one EXISTS.
@@ -69,8 +80,25 @@ if queued then
     redis.call('ZREM', KEYS[4], m)
   end
 end
-local shared = KEYS[5] ~= nil
 local marker = 'redlock-shared'
+-- The grant record's terms, only where the key is free (a key held here is
+-- refused below as held): the tick ran, or another token took the key
+-- since this contender began. A round in flight holds the key where it was
+-- granted, so only a grant that was kept (a holder that released, or one
+-- that crashed) is met here; a withdrawal put its record back.
+if record and (untaken >= 0 or tick_end >= 0) and redis.call('EXISTS', KEYS[1]) == 0 then
+  local rec = redis.call('HMGET', record, 'at', 'tok', 'ts', 'te', 'tt')
+  if tick_end >= 0 and rec[4] and tonumber(rec[4]) > tick_start then
+    return {2, rec[5], tonumber(rec[3]), tonumber(rec[4])}
+  end
+  if untaken >= 0 and rec[1] and tonumber(rec[1]) >= 0 then
+    local t = redis.call('TIME')
+    local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    if tonumber(rec[1]) >= now - untaken then
+      return {3, rec[2], tonumber(rec[1])}
+    end
+  end
+end
 -- Whose turn it is: ours while fewer waiters than the key has places are
 -- ahead of us (a member not queued counts behind every queued one): with
 -- one place, only the first waiter's; with N (`--limit N`), any of the
@@ -100,8 +128,11 @@ end
 -- its upvalues on every call.)
 local holder, pttl
 if blocked then
+  -- Held (by a token, or by shared holders, whom a shared waiter could
+  -- join but for the waiter queued ahead): named, so that `-n` is busy at
+  -- once; free: another waiter's turn.
   holder = redis.call('GET', KEYS[1])
-  if holder and not (shared and holder == marker) then
+  if holder then
     pttl = redis.call('PTTL', KEYS[1])
   else
     holder, pttl = '', -2
@@ -166,6 +197,23 @@ end
 -- a holder's key expire early, and its grant counts towards no quorum
 -- (src/lock/acquire.rs, `no_vote`).
 local time = redis.call('TIME')
+if record then
+  -- The grant record: this grant (server ms, token) and the tick it runs
+  -- (or the last tick, carried), with the record it replaces, which a
+  -- withdrawal of this grant puts back (withdraw.lua). It lives
+  -- RECORD_LIFE (src/lock/record.rs, the same number) and, while it holds
+  -- a tick, until TICK_MARGIN after the tick's end.
+  local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+  local cur = redis.call('HMGET', record, 'at', 'tok', 'ts', 'te', 'tt')
+  local ts, te, tt = cur[3] or '-1', cur[4] or '-1', cur[5] or ''
+  if tick_end >= 0 then
+    ts, te, tt = string.format('%.0f', tick_start), string.format('%.0f', tick_end), ARGV[1]
+  end
+  redis.call('HSET', record, 'at', string.format('%.0f', now), 'tok', ARGV[1],
+    'ts', ts, 'te', te, 'tt', tt, 'pat', cur[1] or '-1', 'ptok', cur[2] or '',
+    'pts', cur[3] or '-1', 'pte', cur[4] or '-1', 'ptt', cur[5] or '')
+  redis.call('PEXPIRE', record, math.max(20000, tonumber(te) - now + 60000))
+end
 if proposal < 0 then
   return {1, -1, score, deadline, time[1], time[2]}
 end

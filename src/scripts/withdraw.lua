@@ -2,14 +2,16 @@
 -- waiters: a withdrawn minority vote is not a release (no holder let go), and
 -- announcing it would wake every waiter at once into the same split. A
 -- waiter's queue entry that the attempt's grant removed here goes back.
--- With KEYS[4], the same for a shared holder (`--shared`, src/shared.rs): its
+-- With ARGV[4], the same for a shared holder (`--shared`, src/shared.rs): its
 -- entry leaves the shared holders, and the lock key's marker goes with the
 -- last live entry (else lasts as long as the latest); with a channel in
 -- ARGV[4] this is the shared holder's release, announced as release.lua does
 -- (announce.lua, in front of this file) when the marker goes (while it
 -- stays, no waiter can get in).
 -- KEYS[1]: the lock key; KEYS[2], KEYS[3]: the queue's order and deadlines;
--- KEYS[4] (shared only): the shared holders.
+-- KEYS[4]: for an exclusive attempt, the grant record (acquire.lua), which
+-- goes back to the record the grant replaced while it still names this
+-- token; for a shared holder, the shared holders.
 -- ARGV[1]: the attempt's token; ARGV[2]: the waiter's queue member, or '' when
 -- no entry was removed; ARGV[3]: 'score deadline' of that entry (ms, server
 -- time); ARGV[4] (shared only): the release channel, or '' for a withdrawal.
@@ -22,7 +24,8 @@ end
 -- The server's clock (ms), read only where an entry or a shared holder is
 -- involved: a plain withdrawal stays a GET and a DEL.
 local now
-if ARGV[2] ~= '' or KEYS[4] then
+local shared = ARGV[4] ~= nil
+if ARGV[2] ~= '' or shared then
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
@@ -42,11 +45,24 @@ if ARGV[2] ~= '' then
     end
   end
 end
-if not KEYS[4] then
-  if redis.call('GET', KEYS[1]) == ARGV[1] then
-    return redis.call('DEL', KEYS[1])
+if not shared then
+  if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+    return 0
   end
-  return 0
+  if KEYS[4] then
+    -- A withdrawn grant took nobody's turn and ran no tick: the record it
+    -- replaced comes back (or none, when there was none).
+    local rec = redis.call('HMGET', KEYS[4], 'tok', 'pat', 'ptok', 'pts', 'pte', 'ptt')
+    if rec[1] == ARGV[1] then
+      if rec[2] and rec[2] ~= '-1' then
+        redis.call('HSET', KEYS[4], 'at', rec[2], 'tok', rec[3], 'ts', rec[4], 'te', rec[5],
+          'tt', rec[6], 'pat', '-1', 'ptok', '', 'pts', '-1', 'pte', '-1', 'ptt', '')
+      else
+        redis.call('DEL', KEYS[4])
+      end
+    end
+  end
+  return redis.call('DEL', KEYS[1])
 end
 local score = redis.call('ZSCORE', KEYS[4], ARGV[1])
 local live = score and tonumber(score) > now

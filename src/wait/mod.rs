@@ -21,7 +21,7 @@ use serde_json::json;
 
 use crate::error::Error;
 use crate::exit;
-use crate::lock::{Attempt, Fleet, Lock, Place};
+use crate::lock::{Attempt, Fleet, Lock, Place, Terms};
 use crate::lock::{Request, Wait};
 use crate::output::{Level, Log};
 use crate::queue;
@@ -347,7 +347,15 @@ pub async fn acquire(
                 };
                 let place =
                     ordered.then_some(Place { member: &member, join, order, since_ms, places });
-                let report = crate::slots::attempt(fleet, request, state.splits, place).await;
+                let terms = Terms {
+                    place,
+                    // `-n` runs only if nobody took the lock since it
+                    // began: every attempt after its first says so.
+                    untaken_for: (!join && state.attempts > 0 && places == 1 && !request.shared)
+                        .then(|| start.elapsed()),
+                    tick: request.tick,
+                };
+                let report = crate::slots::attempt(fleet, request, state.splits, terms).await;
                 joined |= place.is_some() && join;
                 log_attempt(log, key, state.attempts + 1, &report);
                 crate::metrics::observe(&report.servers);
@@ -375,6 +383,18 @@ pub async fn acquire(
                     }
                     Attempt::Unavailable(e) => last = Some(e),
                     Attempt::Disordered => {}
+                    Attempt::Ran(ran) => {
+                        let message = ran.describe(key);
+                        last = Some(Error::Busy { message, code: exit::BUSY });
+                    }
+                    Attempt::Taken(token) => {
+                        let message = format!(
+                            "{shown} was taken by {} after this run began (-n runs only if \
+                             nobody took the lock meanwhile)",
+                            crate::lock::ran_by(&token)
+                        );
+                        last = Some(Error::Busy { message, code: exit::BUSY });
+                    }
                 }
                 Event::Attempted { seen, ahead }
             }
@@ -429,6 +449,8 @@ fn seen(attempt: &Attempt) -> Seen {
         Attempt::Queued { .. } => Seen::Queued,
         Attempt::Split(s) => Seen::Split { expires: s.expires },
         Attempt::Unavailable(e) => Seen::Unavailable { config: config_error(e) },
+        Attempt::Ran(_) => Seen::Ran,
+        Attempt::Taken(token) => Seen::Busy { holder: token.clone(), remaining: None },
     }
 }
 
@@ -441,6 +463,8 @@ fn log_attempt(log: &Log, key: &str, n: u32, report: &crate::lock::AttemptReport
         Attempt::Unavailable(_) => "unavailable",
         Attempt::Queued { .. } => "queued",
         Attempt::Disordered => "disordered",
+        Attempt::Ran(_) => "ran",
+        Attempt::Taken(_) => "taken",
     };
     log.event(
         Level::Info,

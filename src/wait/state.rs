@@ -58,6 +58,8 @@ pub enum Seen {
         /// When the first of the other values' votes expires.
         expires: Option<Duration>,
     },
+    /// The run's tick already ran (`--once-per`): nothing to wait for.
+    Ran,
     /// Too few servers answered; `config`: retrying cannot help.
     Unavailable {
         /// An error that waiting cannot cure (auth, TLS, WRONGTYPE...).
@@ -276,7 +278,7 @@ impl WaitState {
             }
             Seen::Queued => (None, false, true),
             Seen::Split { expires } => (expires, true, true),
-            Seen::Unavailable { config: true } => return Action::GiveUp,
+            Seen::Unavailable { config: true } | Seen::Ran => return Action::GiveUp,
             Seen::Unavailable { config: false } => (None, false, false),
         };
         self.ahead = ahead.map(|n| (n, now));

@@ -31,6 +31,7 @@ mod run;
 mod secrets;
 mod sentinel;
 mod shared;
+mod tick;
 mod tls;
 mod unguarded;
 mod waiting;

@@ -136,9 +136,10 @@ fn disordered_queues_still_serve_everyone_once_and_alone() {
     got.sort();
     assert_eq!(got, names);
     no_overlaps(dir.path());
-    // Nothing left behind once the lifetimes pass.
+    // Nothing of the queue left behind once the lifetimes pass (the fence
+    // counter and the grant record live on a while).
     std::thread::sleep(Duration::from_millis(5500));
-    assert_eq!(fleet.dbsizes().iter().filter(|&&n| n > 1).count(), 0, "{:?}", fleet.dbsizes());
+    assert_eq!(fleet.dbsizes().iter().filter(|&&n| n > 2).count(), 0, "{:?}", fleet.dbsizes());
 }
 
 #[test]
@@ -296,6 +297,9 @@ fn a_dead_waiter_never_turns_a_free_lock_into_a_skip() {
     }
     let ran = std::fs::read_to_string(dir.path().join("ran")).unwrap_or_default();
     assert!(!ran.is_empty(), "a free lock was reported busy to every host of the burst");
+    // `-n` runs only if nobody took the lock since it began: the hosts
+    // that settled the dead waiter's turn after the first one ran are busy.
+    assert_eq!(ran.lines().count(), 1, "the burst ran the tick more than once:\n{ran}");
     // Taken within one entry lifetime (5 s) of the dead waiter's last refresh.
     assert!(started.elapsed() < Duration::from_secs(7), "took {:?}", started.elapsed());
 }

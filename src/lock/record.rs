@@ -1,0 +1,152 @@
+//! The grant record: what each server remembers of the last grant of a
+//! lock after its key is gone, for the two promises that outlive a hold.
+//!
+//! Each server keeps, beside the lock key (`redlock:{KEY}:last`, in its
+//! Cluster hash slot), a hash written by the acquire script in the same
+//! step as the grant: when the key was last granted there (server ms) and
+//! to which token, the last tick that ran (`--once-per`: its start, end
+//! and token, carried over by grants that run no tick), and the record it
+//! replaced. A withdrawal of that grant puts the replaced record back
+//! (`scripts/withdraw.lua`), so a round that did not win leaves nothing
+//! behind. The acquire script reads it only where the key is free.
+//!
+//! **`-n` runs only if nobody took the lock since it began.** An attempt
+//! of `-n` after its first carries [`Terms::untaken_for`]: the time since
+//! the contender began, plus one node timeout. A server refuses a free key
+//! that another token was granted within that long of the server's own
+//! clock when the call runs. The argument: the call runs at most one node
+//! timeout after it was sent (a later answer is a timeout, and counts for
+//! nothing), so "now less that span" is no later, on the server's clock,
+//! than the contender's start: every grant since the start is seen, and
+//! one shortly before it may be too (busy is the safe side). A holder that
+//! took the key in between held a quorum, which shares a server with any
+//! quorum this contender could win; that server refuses, so the contender
+//! cannot win, and the refusal names the holder. Breaks when that server
+//! lost its data since (the restart window keeps it from voting) or when
+//! the record expired: it lives [`RECORD_LIFE`], above the longest `-n`.
+//!
+//! **`--once-per DUR` runs once per tick.** The tick is the slot
+//! `floor(wall clock at start / DUR)`, aligned to the Unix epoch; a grant
+//! for it writes the tick into the record, and a server refuses a free key
+//! whose record holds a tick that ends after this one starts. By the same
+//! quorum intersection, once a tick's holder won, no contender for the same
+//! tick can win while the winner's quorum keeps its records: each record
+//! lives until [`TICK_MARGIN`] past the tick's end, and a server that
+//! restarted after the tick began (and does not keep every write) gets no
+//! vote for that tick (the restart window, from the tick's start:
+//! [`Tick::restart_window`]). A host whose clock is off by more than
+//! [`super::CLOCK_ALLOWANCE`] from the servers gets no vote from them at
+//! all, so it cannot run a tick its clock misplaced. What breaks it: a
+//! majority of servers losing their data at once (no quorum is left to
+//! remember), or hosts whose clocks disagree by more than the allowance
+//! near a tick's boundary (each computes its own tick).
+
+use std::time::{Duration, SystemTime};
+
+/// How long a grant record lives after its grant when it holds no tick
+/// (`scripts/acquire.lua`, the same number): longer than any `-n` lasts
+/// (`wait::SETTLE_BOUND`, 5 s, or the queue's hold-up and a pause, 6 s,
+/// plus its last attempt and fence round, two node timeouts). A
+/// `--node-timeout` above 5 s can outlast it: a grant made then, early in a
+/// `-n`, is forgotten before that `-n` ends.
+pub const RECORD_LIFE: Duration = Duration::from_secs(20);
+
+/// How long a tick's record lives past the tick's end
+/// (`scripts/acquire.lua`, the same number): a host whose clock is behind
+/// the servers' by up to [`super::CLOCK_ALLOWANCE`] still finds it.
+pub const TICK_MARGIN: Duration = Duration::from_secs(60);
+
+/// The longest tick: a year. A tick's record lives as long as the tick.
+pub const MAX_TICK: Duration = Duration::from_secs(366 * 24 * 3600);
+
+/// A tick of `--once-per`: the slot `[start, end)` of wall-clock time
+/// (ms since the Unix epoch) a run belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tick {
+    /// Its start.
+    pub start_ms: u64,
+    /// Its end (the next tick's start).
+    pub end_ms: u64,
+}
+
+impl Tick {
+    /// The tick of length `every` that contains `at`. `every` is at least
+    /// a millisecond (the command line validates it).
+    pub fn of(at: SystemTime, every: Duration) -> Tick {
+        let now = crate::millis(at.duration_since(std::time::UNIX_EPOCH).unwrap_or_default());
+        let every = crate::millis(every).max(1);
+        let start_ms = now / every * every;
+        Tick { start_ms, end_ms: start_ms + every }
+    }
+
+    /// When the tick began.
+    pub fn start(&self) -> SystemTime {
+        std::time::UNIX_EPOCH + Duration::from_millis(self.start_ms)
+    }
+
+    /// The restart window for this tick: a server that started since the
+    /// tick began (give or take the clock allowance) may have lost its
+    /// record, so it gets no vote for it, on top of the lock's `window`
+    /// (`None`: restarts are trusted).
+    pub fn restart_window(&self, window: Option<Duration>) -> Option<Duration> {
+        let since = SystemTime::now().duration_since(self.start()).unwrap_or_default();
+        window.map(|w| w.max(since + super::CLOCK_ALLOWANCE))
+    }
+
+    /// The tick for people: `2026-11-27T11:05Z` (minutes), or with seconds
+    /// when it does not start on a minute.
+    pub fn describe(&self) -> String {
+        let text = humantime::format_rfc3339_seconds(self.start()).to_string();
+        match text.strip_suffix(":00Z") {
+            Some(minutes) => format!("{minutes}Z"),
+            None => text,
+        }
+    }
+}
+
+/// What a grant needs besides a free key: the queue's turn, and the
+/// grant record's terms.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Terms<'a> {
+    /// The waiter's place in the queue (`None`: the queue is ignored).
+    pub place: Option<super::Place<'a>>,
+    /// Refuse a free key that another token was granted within this long
+    /// (on each server's clock, plus one node timeout): the time since
+    /// the contender began, for `-n`'s every attempt after its first.
+    pub untaken_for: Option<Duration>,
+    /// The tick the run belongs to (`--once-per`).
+    pub tick: Option<Tick>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tick_is_the_slot_of_the_epoch_that_holds_the_moment() {
+        let at = std::time::UNIX_EPOCH + Duration::from_millis(1_795_621_712_435);
+        let five = Tick::of(at, Duration::from_secs(300));
+        assert_eq!(five.start_ms % 300_000, 0);
+        assert!(five.start_ms <= 1_795_621_712_435 && 1_795_621_712_435 < five.end_ms);
+        assert_eq!(five.end_ms - five.start_ms, 300_000);
+        assert_eq!(five.describe(), "2026-11-25T15:45Z");
+        let day = Tick::of(at, Duration::from_secs(86_400));
+        assert_eq!(day.describe(), "2026-11-25T00:00Z");
+        let odd = Tick::of(at, Duration::from_secs(7));
+        assert!(odd.describe().ends_with('Z') && odd.describe().len() == 20, "{}", odd.describe());
+        // The same moment, one tick later, is the next tick.
+        let next = Tick::of(at + Duration::from_secs(300), Duration::from_secs(300));
+        assert_eq!(next.start_ms, five.end_ms);
+    }
+
+    #[test]
+    fn a_tick_widens_the_restart_window_to_its_start() {
+        let tick = Tick::of(
+            SystemTime::now() - Duration::from_secs(3600),
+            Duration::from_secs(86_400 * 7),
+        );
+        let window = tick.restart_window(Some(Duration::from_secs(61))).unwrap();
+        assert!(window >= Duration::from_secs(3600), "{window:?}");
+        assert_eq!(tick.restart_window(None), None, "--trust-restarts");
+    }
+}

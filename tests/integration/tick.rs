@@ -1,0 +1,152 @@
+//! `run --once-per DUR`: one run per tick, recorded on the servers with the
+//! grant, whatever the job's length and however late a host fires.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::harness::{Fleet, Redlock, Running, unique_key};
+
+/// Sleeps until `offset` past the start of the next tick of `every`.
+fn next_tick(every: Duration, offset: Duration) -> SystemTime {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+    let every_ms = every.as_millis();
+    let start = (now.as_millis() / every_ms + 1) * every_ms;
+    let at = UNIX_EPOCH + Duration::from_millis(u64::try_from(start).unwrap()) + offset;
+    std::thread::sleep(at.duration_since(SystemTime::now()).unwrap_or_default());
+    at
+}
+
+fn sleep_until(at: SystemTime) {
+    std::thread::sleep(at.duration_since(SystemTime::now()).unwrap_or_default());
+}
+
+/// The recorded ticks: each tick the job saw (`$REDLOCK_TICK`), and how
+/// many times it ran.
+fn ticks(path: &std::path::Path) -> BTreeMap<String, usize> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let mut ran = BTreeMap::new();
+    for line in text.lines() {
+        *ran.entry(line.to_owned()).or_insert(0) += 1;
+    }
+    ran
+}
+
+/// The fleet, with a 3 s tick standing for 5 minutes: 20 hosts per
+/// tick, fired in a burst at its start and at 20 s, 90 s and 4 min into it
+/// (scaled), with jobs of 0.1 s, for 10 ticks: each tick runs exactly once.
+#[test]
+fn a_fleet_fired_early_late_and_in_bursts_runs_each_tick_exactly_once() {
+    let fleet = Fleet::start(3);
+    let key = unique_key("tick-fleet");
+    let dir = tempfile::tempdir().unwrap();
+    let ran = dir.path().join("ran");
+    let every = Duration::from_secs(3);
+    let job = format!("sleep 0.1; echo \"$REDLOCK_TICK\" >> {}", ran.display());
+    let fire = |n: usize| -> Vec<Running> {
+        (0..n)
+            .map(|_| {
+                Redlock::on(&fleet)
+                    .args(["run", "--once-per", "3s", "-n", "-E", "0", "-k", &key])
+                    .args(["--", "sh", "-c", &job])
+                    .spawn()
+            })
+            .collect()
+    };
+    // Offsets in ms into the tick, and how many hosts fire then.
+    let waves = [(0, 8), (200, 4), (900, 4), (2_400, 4)];
+    let mut running = Vec::new();
+    let first = next_tick(every, Duration::ZERO);
+    for tick in 0..10u32 {
+        let start = first + every * tick;
+        for (offset, n) in waves {
+            sleep_until(start + Duration::from_millis(offset));
+            running.extend(fire(n));
+        }
+    }
+    for r in running {
+        r.wait().expect(0);
+    }
+    let ran = ticks(&ran);
+    let twice: Vec<_> = ran.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(twice.is_empty(), "ticks that ran more than once: {twice:?}");
+    // A host fired 2.4 s in may start in the next tick under load: 10 or 11.
+    assert!((10..=11).contains(&ran.len()), "ticks run: {ran:?}");
+}
+
+/// A `--wait` contender for a tick whose holder is still running waits,
+/// then skips when the holder ends (the tick ran), with the busy code and,
+/// with `-v`, a line naming the tick and the host; a plain run of another
+/// tick then runs.
+#[test]
+fn a_waiter_for_a_tick_that_ran_skips_it_and_says_where_it_ran() {
+    let fleet = Fleet::start(3);
+    let key = unique_key("tick-wait");
+    let dir = tempfile::tempdir().unwrap();
+    let held = dir.path().join("held");
+    let once = |extra: &[&str], cmd: &str| {
+        Redlock::on(&fleet)
+            .args(["-v", "run", "--once-per", "1h", "-k", &key])
+            .args(extra)
+            .args(["--", "sh", "-c", cmd])
+    };
+    let holder = once(&[], &format!("touch {}; sleep 1", held.display())).spawn();
+    crate::harness::wait_for_file(&held);
+    let waiter = once(&["--wait", "30s"], "echo waiter ran").spawn();
+    holder.wait().expect(0);
+    let out = waiter.wait();
+    out.expect(75);
+    assert!(!out.stdout.contains("waiter ran"), "{}", out.stdout);
+    assert!(out.stderr.contains("already ran on"), "{}", out.stderr);
+    assert!(out.stderr.contains("the tick of"), "{}", out.stderr);
+    // Long after the holder ended, still the same tick: skipped at once.
+    let late = once(&["-n"], "echo late ran").run();
+    late.expect(75);
+    assert!(!late.stdout.contains("late ran"));
+    // Another key's tick, or the same key without --once-per, is not held up.
+    Redlock::on(&fleet).args(["run", "-n", "-k", &key, "--", "true"]).run().expect(0);
+}
+
+/// A round that does not win leaves no tick behind: its withdrawal puts
+/// the record back, and the next host of the same tick runs it.
+#[test]
+fn a_round_that_did_not_win_leaves_no_tick_behind() {
+    let fleet = Fleet::start(3);
+    let key = unique_key("tick-withdrawn");
+    fleet.servers[1].hang();
+    fleet.servers[2].hang();
+    let out = Redlock::on(&fleet)
+        .args(["--node-timeout", "200ms", "run", "--once-per", "1h", "-n", "-k", &key])
+        .args(["--", "echo", "ran"])
+        .run();
+    out.expect(69);
+    fleet.servers[1].resume();
+    fleet.servers[2].resume();
+    let record = format!("redlock:{{{key}}}:last");
+    // The withdrawal on the server that granted runs in the background of
+    // the failed run, which waits for it before it exits.
+    let fields: Vec<String> = fleet.servers[0].cmd(&["HKEYS", &record]);
+    assert!(fields.is_empty(), "the failed round's record stayed: {fields:?}");
+    let out = Redlock::on(&fleet)
+        .args(["run", "--once-per", "1h", "-n", "-k", &key, "--", "echo", "ran"])
+        .run();
+    out.expect(0);
+    assert!(out.stdout.contains("ran"));
+}
+
+#[test]
+fn once_per_takes_a_tick_of_a_second_to_a_year_and_one_holder() {
+    let fleet = Fleet::start(1);
+    for (args, why) in [
+        (vec!["--once-per", "500ms"], "between 1s and a year"),
+        (vec!["--once-per", "2y"], "between 1s and a year"),
+        (vec!["--once-per", "5m", "--limit", "2"], "neither --limit nor --shared"),
+        (vec!["--once-per", "5m", "--shared"], "neither --limit nor --shared"),
+    ] {
+        let out =
+            Redlock::on(&fleet).args(["run", "-k", "k"]).args(&args).args(["--", "true"]).run();
+        out.expect(64);
+        assert!(out.stderr.contains(why), "{args:?}: {}", out.stderr);
+        assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    }
+    assert_eq!(fleet.dbsizes(), vec![0], "nothing written on a usage error");
+}
