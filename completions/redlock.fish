@@ -68,6 +68,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand run" -s w -l wait -d 'Wa
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l limit -d 'At most N holders at once (N places; 1 is the ordinary lock). Every holder of the key must use the same N' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s E -l conflict-exit-code -d 'Exit code when the lock is busy; with 0 (cron) the busy message shows only with -v' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l keep -d 'Keep the lock until DUR after acquisition, even when the command ends sooner [default: release at exit]' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l once-per -d 'Run at most once per tick of DUR (cron: the crontab\'s period)' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l max-hold -d 'Stop the command when it has held the lock this long, and exit 124 [default: no limit]' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l jitter -d 'Sleep a random time up to DUR before the first attempt [default: no jitter]' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l renew-every -d 'Renew the lock this often [default: a third of the TTL]' -r -f
@@ -86,9 +87,9 @@ complete -c redlock -n "__fish_redlock_using_subcommand run" -l trust-restarts -
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s q -l quiet -d 'Say nothing on stderr but errors (no busy message)'
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l raw-key -d 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock\'s namespace, redlock:{KEY}]'
-complete -c redlock -n "__fish_redlock_using_subcommand run" -s n -l no-wait -d 'Try once; fail at once when the lock is busy (as --wait 0)'
+complete -c redlock -n "__fish_redlock_using_subcommand run" -s n -l no-wait -d 'Do not wait: busy if held, or taken since this began'
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l unordered -d 'Do not queue: attempt whenever woken, in no order (the behaviour before the wait queue) [default: first come, first served]'
-complete -c redlock -n "__fish_redlock_using_subcommand run" -l no-fence -d 'Draw no fencing number (no REDLOCK_FENCE, no counter key on the servers)'
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l no-fence -d 'Draw no fencing number (no REDLOCK_FENCE, no counter key)'
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l shared -d 'Hold the lock shared: any number of --shared holders at once, or one holder without it, never both'
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s V -l version -d 'Print version'
@@ -111,7 +112,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l trust-restar
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s q -l quiet -d 'Say nothing on stderr but errors (no busy message)'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l raw-key -d 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock\'s namespace, redlock:{KEY}]'
-complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s n -l no-wait -d 'Try once; fail at once when the lock is busy (as --wait 0)'
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s n -l no-wait -d 'Do not wait: busy if held, or taken since this began'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l unordered -d 'Do not queue: attempt whenever woken, in no order (the behaviour before the wait queue) [default: first come, first served]'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l no-fence -d 'Draw no fencing number (no counter key on the servers)'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l shared -d 'Hold the lock shared: any number of --shared holders at once, or one holder without it, never both'

@@ -249,7 +249,9 @@ pub struct KeyTtl {
 /// How long to wait for a busy lock.
 #[derive(Debug, Args)]
 pub struct Waiting {
-    /// Do not wait: busy when the lock is held, or was taken by anyone after this began (settling a tie with other contenders or a dead waiter's turn takes at most 6s plus a node timeout)
+    /// Do not wait: busy if held, or taken since this began
+    ///
+    /// Do not wait: busy when the lock is held, or was taken by anyone after this began, even if released since. Settling a tie with other contenders, or a dead waiter's turn in the queue, takes at most 6s plus a node timeout.
     #[arg(short = 'n', long = "no-wait", conflicts_with = "wait")]
     pub no_wait: bool,
     /// Wait at most DUR for the lock; 0 tries once, a bare number is seconds, forever waits until acquired [default: forever, or the configuration file's wait]
@@ -269,7 +271,7 @@ pub struct RunArgs {
     /// Busy handling.
     #[command(flatten)]
     pub waiting: Waiting,
-    /// Draw no fencing number (no REDLOCK_FENCE, no counter key on the servers)
+    /// Draw no fencing number (no REDLOCK_FENCE, no counter key)
     #[arg(long)]
     pub no_fence: bool,
     /// Hold the lock shared: any number of --shared holders at once, or one holder without it, never both
@@ -284,7 +286,9 @@ pub struct RunArgs {
     /// Keep the lock until DUR after acquisition, even when the command ends sooner [default: release at exit]
     #[arg(long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true)]
     pub keep: Option<String>,
-    /// Run at most once per tick of DUR (cron): the tick is floor(clock at start / DUR), from the Unix epoch (UTC); a later host in the same tick skips as busy, however short the job was
+    /// Run at most once per tick of DUR (cron: the crontab's period)
+    ///
+    /// Run at most once per tick of DUR (cron: the crontab's period). The tick is floor(clock at start / DUR), from the Unix epoch (UTC); the servers record it with the lock, and a later host in the same tick skips as busy, however late it fires and however short the job was. Without -n, a host waits at most until its tick ends.
     #[arg(long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true)]
     pub once_per: Option<String>,
     /// Stop the command when it has held the lock this long, and exit 124 [default: no limit]
@@ -521,7 +525,7 @@ Examples:
 
 const RUN_EXAMPLES: &str = "\
 Examples:
-  redlock run -n -E 0 --key nightly-report -- /usr/local/bin/report
+  redlock run --once-per 5m -E 0 --key nightly-report -- /usr/local/bin/report
   redlock run --key deploy-prod --wait 15m -- ./deploy.sh
   redlock run --key backup --ttl 1m -c 'pg_dump app | gzip > /backup/app.gz'";
 

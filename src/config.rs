@@ -543,19 +543,29 @@ fn command(command: cli::Command, g: &config_file::Globals) -> Result<(Command, 
                     return usage("run: no command given (put it after --, or use -c)".to_owned());
                 }
             };
+            let tick = once_per(a.once_per.as_deref(), a.limit, a.shared)?;
+            let jitter = optional("--jitter", &a.jitter)?;
+            if let (Some(tick), Some(j)) = (tick, jitter)
+                && j >= Duration::from_millis(tick.end_ms - tick.start_ms)
+            {
+                return usage(format!(
+                    "--jitter {}: must be shorter than the tick (--once-per)",
+                    crate::fmt_duration(j)
+                ));
+            }
             let run = Run {
                 key,
                 ttl,
-                wait: wait(&a.waiting, g)?,
+                wait: tick_wait(wait(&a.waiting, g)?, tick),
                 fence: !a.no_fence,
                 ordered: !a.waiting.unordered,
                 limit: limit_or_shared(a.limit, a.shared)?,
                 shared: a.shared,
                 conflict_exit_code: a.conflict_exit_code,
                 keep: optional("--keep", &a.keep)?,
-                tick: once_per(a.once_per.as_deref(), a.limit, a.shared)?,
+                tick,
                 max_hold: optional("--max-hold", &a.max_hold)?,
-                jitter: optional("--jitter", &a.jitter)?,
+                jitter,
                 renew_every,
                 on_lost: on_lost(&a.on_lost)?,
                 kill_after: optional("--kill-after", &a.kill_after)?,
@@ -664,6 +674,20 @@ fn once_per(raw: Option<&str>, limit: u32, shared: bool) -> Result<Option<Tick>,
         ));
     }
     Ok(Some(Tick::of(std::time::SystemTime::now(), every)))
+}
+
+/// A wait for a run of `tick` ends with the tick: a run that starts after
+/// its tick ended would run a tick that is over.
+fn tick_wait(wait: Wait, tick: Option<Tick>) -> Wait {
+    let Some(tick) = tick else { return wait };
+    let now = std::time::SystemTime::now();
+    let left = tick.start() + Duration::from_millis(tick.end_ms - tick.start_ms);
+    let left = left.duration_since(now).unwrap_or_default();
+    match wait {
+        Wait::Once => Wait::Once,
+        Wait::Forever => Wait::For(left),
+        Wait::For(d) => Wait::For(d.min(left)),
+    }
 }
 
 fn key_ttl(a: &cli::KeyTtl, g: &config_file::Globals) -> Result<(String, Duration), Error> {

@@ -110,9 +110,22 @@ pub struct Entry {
     pub exit_code: u8,
     /// The run's fencing number, when fencing was on.
     pub fence: Option<u64>,
+    /// The tick the run belonged to (`--once-per`): its start, ms since
+    /// the epoch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tick_start_ms: Option<u64>,
+    /// The length of that tick, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tick_ms: Option<u64>,
 }
 
 impl Entry {
+    /// The tick the run belonged to (`--once-per`).
+    pub fn tick(&self) -> Option<crate::lock::Tick> {
+        let (start_ms, len) = (self.tick_start_ms?, self.tick_ms?);
+        Some(crate::lock::Tick { start_ms, end_ms: start_ms.checked_add(len)? })
+    }
+
     /// When the run started.
     pub fn start(&self) -> SystemTime {
         UNIX_EPOCH + Duration::from_millis(self.start_ms)
@@ -284,6 +297,26 @@ pub async fn read(fleet: &Fleet, key: &str, n: usize) -> History {
     }
 }
 
+/// The ticks of length `len` missed by `entries` (newest first): every
+/// tick between the oldest entry of that length and the last tick before
+/// `now` with no entry, at most `limit` of them (the newest).
+pub fn missed_ticks(entries: &[Entry], len: u64, now_ms: u64, limit: usize) -> Vec<u64> {
+    let ran: std::collections::BTreeSet<u64> =
+        entries.iter().filter(|e| e.tick_ms == Some(len)).filter_map(|e| e.tick_start_ms).collect();
+    let (Some(&first), true) = (ran.first(), len > 0) else { return Vec::new() };
+    // The tick in progress may still fire: only ticks that ended count.
+    let current = now_ms / len * len;
+    let mut missed = Vec::new();
+    let mut tick = current.saturating_sub(len);
+    while tick > first && missed.len() < limit {
+        if !ran.contains(&tick) {
+            missed.push(tick);
+        }
+        tick -= len;
+    }
+    missed
+}
+
 /// The union of the servers' entries without duplicates (same token),
 /// newest start first, at most `n`.
 pub fn merge(lists: Vec<Vec<Entry>>, n: usize) -> Vec<Entry> {
@@ -369,7 +402,28 @@ mod tests {
             outcome: Outcome::Exited,
             exit_code: 0,
             fence: None,
+            tick_start_ms: None,
+            tick_ms: None,
         }
+    }
+
+    #[test]
+    fn missed_ticks_are_the_ended_ticks_since_the_oldest_with_no_run() {
+        let at = |tick: u64| Entry {
+            tick_start_ms: Some(tick * 300_000),
+            tick_ms: Some(300_000),
+            ..entry(&tick.to_string(), tick * 300_000 + 5)
+        };
+        let entries = [at(10), at(8), at(7), at(4)];
+        // Tick 11 is in progress at 11 * 5 min + 1 s: not missed yet.
+        let now = 11 * 300_000 + 1_000;
+        assert_eq!(
+            missed_ticks(&entries, 300_000, now, 10),
+            vec![9 * 300_000, 6 * 300_000, 5 * 300_000]
+        );
+        assert_eq!(missed_ticks(&entries, 300_000, now, 1), vec![9 * 300_000]);
+        assert!(missed_ticks(&entries, 60_000, now, 10).is_empty(), "another length");
+        assert!(missed_ticks(&[entry("t", 1)], 300_000, now, 10).is_empty(), "no tick");
     }
 
     #[test]

@@ -5,6 +5,9 @@
 //! when no run is known or fewer than a quorum of the servers answered.
 //! A run still going (the lock is held by a token newer than the last
 //! entry) that started within `--max-age` is OK: it has not failed yet.
+//! For a key run with `--once-per`, the line also names the last tick that
+//! ran and the ticks missed (none ran) since the oldest entry kept
+//! ([`history::MAX_ENTRIES`] per key); they inform, the verdict is the age.
 
 use std::io::Write;
 use std::time::{Duration, SystemTime};
@@ -33,10 +36,17 @@ pub async fn check(
     require_success: bool,
     json: bool,
 ) -> u8 {
-    let (found, status) = tokio::join!(history::read(fleet, key, 1), fleet.status(key));
+    let (found, status) =
+        tokio::join!(history::read(fleet, key, history::MAX_ENTRIES), fleet.status(key));
     let shown = crate::display_key(key.as_bytes());
     let last = found.entries.first();
     let now = SystemTime::now();
+    let missed = match last.and_then(|e| e.tick_ms) {
+        Some(len) => {
+            history::missed_ticks(&found.entries, len, history::epoch_ms(now), MISSED_SHOWN)
+        }
+        None => Vec::new(),
+    };
     // A run still going has no entry yet: the lock's holder, unless it is
     // the newest entry's own lock kept on (`--keep`).
     let running = status
@@ -69,7 +79,7 @@ pub async fn check(
         ),
         Some(e) => {
             let age = now.duration_since(e.start()).unwrap_or_default();
-            let ran = describe(&shown, e, age);
+            let ran = describe(&shown, e, age) + &ticks(e, &missed);
             if age > max_age {
                 let limit = crate::fmt_duration(max_age);
                 (Verdict::Stale, format!("{ran}; older than --max-age {limit}"))
@@ -98,6 +108,8 @@ pub async fn check(
             "message": text,
             "age_ms": last.map(|e| crate::millis(now.duration_since(e.start()).unwrap_or_default())),
             "last": last,
+            "last_tick": last.and_then(Entry::tick).map(|t| t.describe()),
+            "missed_ticks": missed.iter().map(|&ms| tick_at(ms)).collect::<Vec<_>>(),
         })
         .to_string()
     } else {
@@ -106,6 +118,28 @@ pub async fn check(
     // A closed stdout loses only the line; the verdict is the exit code.
     let _ = writeln!(std::io::stdout().lock(), "{line}");
     code
+}
+
+/// How many missed ticks `check` names at most (the newest).
+const MISSED_SHOWN: usize = 10;
+
+/// The tick that starts at `ms`, for people.
+fn tick_at(ms: u64) -> String {
+    crate::lock::Tick { start_ms: ms, end_ms: ms }.describe()
+}
+
+/// `, for the tick of 2026-11-27T11:05Z; 2 ticks missed: ...`, or nothing
+/// for a run without `--once-per`.
+fn ticks(e: &Entry, missed: &[u64]) -> String {
+    let Some(tick) = e.tick() else { return String::new() };
+    let mut text = format!(", for the tick of {}", tick.describe());
+    if !missed.is_empty() {
+        let shown: Vec<String> = missed.iter().map(|&ms| tick_at(ms)).collect();
+        let more = if missed.len() == MISSED_SHOWN { " or more" } else { "" };
+        text +=
+            &format!("; {}{more} earlier ticks did not run: {}", missed.len(), shown.join(", "));
+    }
+    text
 }
 
 /// `nightly-report ran 3h ago on web-3, exit 0`.

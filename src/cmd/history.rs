@@ -27,13 +27,14 @@ fn time(ms: u64) -> String {
 }
 
 fn render_table(key: &str, found: &History) -> String {
-    let header = ["START", "HOST", "PID", "HELD", "OUTCOME", "FENCE"];
-    let rows: Vec<[String; 6]> = found
+    let header = ["START", "TICK", "HOST", "PID", "HELD", "OUTCOME", "FENCE"];
+    let rows: Vec<[String; 7]> = found
         .entries
         .iter()
         .map(|e: &Entry| {
             [
                 time(e.start_ms),
+                e.tick().map_or_else(|| "-".to_owned(), |t| t.describe()),
                 e.host.clone(),
                 e.pid.to_string(),
                 crate::fmt_duration(std::time::Duration::from_millis(e.duration_ms)),
@@ -86,6 +87,9 @@ fn render_json(key: &str, found: &History) -> serde_json::Value {
         .map(|e| {
             let mut v = json!(e);
             v["start"] = json!(time(e.start_ms));
+            if let Some(tick) = e.tick() {
+                v["tick"] = json!(time(tick.start_ms));
+            }
             v["succeeded"] = json!(e.succeeded());
             v
         })

@@ -395,7 +395,10 @@ fn short_help_shows_what_the_subcommand_adds() {
     let short = help(&["run", "-h"]);
     assert!(!short.contains("--servers <") && !short.contains("--log-format <"), "{short}");
     assert!(short.contains("'redlock -h'") && short.contains("'redlock run --help'"), "{short}");
-    assert!(short.contains("--keep <DUR>") && short.contains("redlock run -n -E 0"), "{short}");
+    assert!(
+        short.contains("--keep <DUR>") && short.contains("redlock run --once-per 5m -E 0"),
+        "{short}"
+    );
     assert!(short.lines().count() <= 50, "{} lines", short.lines().count());
     assert!(help(&["status", "-h"]).lines().count() <= 20);
     let long = help(&["run", "--help"]);

@@ -326,3 +326,30 @@ fn readers_never_wait_while_only_readers_hold_the_lock() {
     // a reader that waited for a pause would add hundreds of milliseconds.
     assert!(whole < Duration::from_millis(2500), "took {whole:?}");
 }
+
+/// A shared `-n` that meets shared holders with an exclusive waiter queued
+/// ahead of it is busy at once, naming the shared holders (it used to
+/// settle "free, another waiter's turn" for the queue's hold-up, 6 s).
+#[test]
+fn a_shared_no_wait_behind_a_queued_writer_is_busy_at_once() {
+    let fleet = Fleet::start(3);
+    let key = unique_key("rw-n-queued");
+    let dir = tempfile::tempdir().unwrap();
+    let held = dir.path().join("held");
+    let reader = Redlock::on(&fleet)
+        .args(["run", "--shared", "-k", &key, "--", "sh", "-c"])
+        .args([format!("touch {}; sleep 5", held.display())])
+        .spawn();
+    crate::harness::wait_for_file(&held);
+    let writer =
+        Redlock::on(&fleet).args(["run", "-k", &key, "--wait", "1m", "--", "true"]).spawn();
+    fleet.servers[0].await_waiters(&key, 1);
+    let start = Instant::now();
+    let out = Redlock::on(&fleet).args(["run", "--shared", "-n", "-k", &key, "--", "true"]).run();
+    let took = start.elapsed();
+    out.expect(75);
+    assert!(out.stderr.contains("shared holders"), "{}", out.stderr);
+    assert!(took < Duration::from_secs(2), "busy after {took:?}");
+    reader.wait().expect(0);
+    writer.wait().expect(0);
+}

@@ -141,6 +141,7 @@ fn once_per_takes_a_tick_of_a_second_to_a_year_and_one_holder() {
         (vec!["--once-per", "2y"], "between 1s and a year"),
         (vec!["--once-per", "5m", "--limit", "2"], "neither --limit nor --shared"),
         (vec!["--once-per", "5m", "--shared"], "neither --limit nor --shared"),
+        (vec!["--once-per", "5s", "--jitter", "5s"], "shorter than the tick"),
     ] {
         let out =
             Redlock::on(&fleet).args(["run", "-k", "k"]).args(&args).args(["--", "true"]).run();
@@ -149,4 +150,38 @@ fn once_per_takes_a_tick_of_a_second_to_a_year_and_one_holder() {
         assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
     }
     assert_eq!(fleet.dbsizes(), vec![0], "nothing written on a usage error");
+}
+
+/// `history` shows each run's tick, and `check` the last tick that ran and
+/// the ticks missed since the oldest kept.
+#[test]
+fn history_and_check_know_the_ticks() {
+    let fleet = Fleet::start(3);
+    let key = unique_key("tick-history");
+    let every = Duration::from_secs(1);
+    let run = || {
+        Redlock::on(&fleet)
+            .args(["run", "--once-per", "1s", "-n", "-k", &key, "--", "true"])
+            .run()
+            .expect(0);
+    };
+    // Ticks T and T+2 run; T+1 and T+3 do not.
+    next_tick(every, Duration::from_millis(100));
+    run();
+    next_tick(every, Duration::from_millis(100));
+    next_tick(every, Duration::from_millis(100));
+    run();
+    next_tick(every, Duration::from_millis(100));
+    next_tick(every, Duration::from_millis(100));
+    let out = Redlock::on(&fleet).args(["history", "-k", &key]).run();
+    out.expect(0);
+    assert!(out.stdout.contains("TICK"), "{}", out.stdout);
+    let out = Redlock::on(&fleet).args(["check", "-k", &key, "--max-age", "1h"]).run();
+    out.expect(0);
+    assert!(out.stdout.contains("for the tick of"), "{}", out.stdout);
+    assert!(out.stdout.contains("2 earlier ticks did not run"), "{}", out.stdout);
+    let json = Redlock::on(&fleet).args(["check", "-k", &key, "--max-age", "1h", "--json"]).run();
+    let v = json.json();
+    assert_eq!(v["missed_ticks"].as_array().map(Vec::len), Some(2), "{v}");
+    assert!(v["last_tick"].is_string(), "{v}");
 }
