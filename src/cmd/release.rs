@@ -6,7 +6,9 @@
 use crate::error::Error;
 use crate::exit;
 use crate::lock::Fleet;
+use crate::lock::{ServerView, describe_value};
 use crate::output::{Level, Log};
+use crate::token::SHARED_MARKER;
 
 /// Releases the lock; `token: None` forces, and `any_value` deletes even a
 /// value that redlock did not write; `limit` says how many places to free
@@ -25,21 +27,73 @@ pub async fn release(
             let servers = fleet.release(key, token, crate::lock::is_shared(token)).await?;
             super::released(log, key, fleet.quorum(), &servers);
         }
-        None => {
-            let shared = crate::shared::force_release(fleet, key).await;
-            let deleted =
-                shared + crate::slots::force_release(fleet, key, limit, any_value).await?;
-            log.event(
-                Level::Info,
-                "force_released",
-                &format!(
-                    "force-released {}: deleted on {deleted} of {} servers",
-                    crate::display_key(key.as_bytes()),
-                    fleet.servers().len()
-                ),
-                serde_json::json!({ "key": key, "deleted": deleted }),
-            );
-        }
+        None => forced(fleet, key, any_value, limit, log).await?,
     }
     Ok(exit::OK)
+}
+
+/// `release --force`: the shared holders and every place deleted at once
+/// (a server that does not answer costs one node timeout, not one per
+/// round), then one line saying on how many servers, how many answered,
+/// and whose lock it was. A server that did not answer may keep the lock
+/// until it expires there: then the line is a warning, shown without `-v`.
+async fn forced(
+    fleet: &Fleet,
+    key: &str,
+    any_value: bool,
+    limit: Option<u32>,
+    log: &Log,
+) -> Result<(), Error> {
+    let (shared, places) = tokio::join!(
+        crate::shared::force_release(fleet, key),
+        crate::slots::force_release(fleet, key, limit, any_value)
+    );
+    let places = match places {
+        // Place 1 was read while it still held the shared holders' marker,
+        // which is no token: the shared round has deleted it since.
+        Err(Error::Usage(_)) if shared.deleted > 0 => {
+            crate::slots::force_release(fleet, key, limit, any_value).await?
+        }
+        other => other?,
+    };
+    let mut holders: Vec<&str> = Vec::new();
+    for (_, view) in &places.read.servers {
+        if let ServerView::Held { value, .. } = view
+            && !holders.contains(&value.as_str())
+        {
+            holders.push(value);
+        }
+    }
+    if shared.deleted > 0 && !holders.contains(&SHARED_MARKER) {
+        holders.push(SHARED_MARKER);
+    }
+    let total = fleet.servers().len();
+    let deleted = shared.deleted + places.deleted;
+    let mut message = format!(
+        "force-released {}: deleted on {deleted} of {total} servers, {} of {total} answered",
+        crate::display_key(key.as_bytes()),
+        shared.answered
+    );
+    if !shared.failures.0.is_empty() {
+        message += &format!(" ({})", shared.failures);
+    }
+    if !holders.is_empty() {
+        let named: Vec<String> = holders.iter().map(|v| describe_value(v)).collect();
+        message += &format!("; it was held by {}", named.join(" and by "));
+    }
+    let level = if shared.answered < total { Level::Warn } else { Level::Info };
+    log.event(
+        level,
+        "force_released",
+        &message,
+        serde_json::json!({
+            "key": key,
+            "deleted": deleted,
+            "answered": shared.answered,
+            "servers": total,
+            "holders": holders,
+            "failures": shared.failures.0.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        }),
+    );
+    Ok(())
 }
