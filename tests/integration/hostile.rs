@@ -3,7 +3,6 @@
 //! documented exit code; never a panic, never a hang.
 
 use std::io::{Read, Write};
-use std::net::TcpListener;
 use std::time::Duration;
 
 use crate::harness::{Fleet, Output, Redlock, lock_key};
@@ -129,7 +128,7 @@ fn durations_near_the_64_bit_limit_are_usage_errors() {
 /// A TCP server that answers every connection with `reply` (then, when
 /// `hold` is set, keeps the connection open).
 fn nonsense_server(reply: &'static [u8], hold: bool) -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let listener = crate::harness::redis::listen();
     let port = listener.local_addr().unwrap().port();
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
