@@ -219,8 +219,8 @@ pub async fn status(fleet: &Fleet, key: &str, limit: Option<u32>) -> Vec<(u32, S
 /// What `release --force` of the places of a key did.
 #[derive(Debug)]
 pub struct Forced {
-    /// How many servers had a place deleted, summed over the places.
-    pub deleted: usize,
+    /// How many servers had each place deleted, place 1 first.
+    pub deleted: Vec<usize>,
     /// Place 1 as every server showed it while the deletes began: the
     /// holders deleted, and the servers that did not answer.
     pub read: Status,
@@ -249,10 +249,11 @@ pub async fn force_release(
         )
     };
     let (read, freed) = tokio::join!(fleet.status_of(key, 1), free(1..=given));
-    let mut deleted = freed.into_iter().sum::<Result<usize, Error>>()?;
+    let mut deleted = freed.into_iter().collect::<Result<Vec<usize>, Error>>()?;
     if limit.is_none() {
         let seen = limit_seen(&read).clamp(1, MAX_LIMIT);
-        deleted += free(2..=seen).await.into_iter().sum::<Result<usize, Error>>()?;
+        let more = free(2..=seen).await;
+        deleted.extend(more.into_iter().collect::<Result<Vec<usize>, Error>>()?);
     }
     Ok(Forced { deleted, read })
 }

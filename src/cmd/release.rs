@@ -34,7 +34,7 @@ pub async fn release(
 
 /// `release --force`: the shared holders and every place deleted at once
 /// (a server that does not answer costs one node timeout, not one per
-/// round), then one line saying on how many servers, how many answered,
+/// round; two with `--force-any-value`), then one line saying on how many servers, how many answered,
 /// and whose lock it was. A server that did not answer may keep the lock
 /// until it expires there: then the line is a warning, shown without `-v`.
 async fn forced(
@@ -44,10 +44,20 @@ async fn forced(
     limit: Option<u32>,
     log: &Log,
 ) -> Result<(), Error> {
-    let (shared, places) = tokio::join!(
-        crate::shared::force_release(fleet, key),
-        crate::slots::force_release(fleet, key, limit, any_value)
-    );
+    let (shared, places) = if any_value {
+        // With `--force-any-value` a place read before the shared round
+        // deleted the marker would delete the marker itself, and the shared
+        // round, finding no marker, would leave the shared holders' entries
+        // to expire: the shared holders go first, at the cost of a second
+        // node timeout when a server does not answer.
+        let shared = crate::shared::force_release(fleet, key).await;
+        (shared, crate::slots::force_release(fleet, key, limit, any_value).await)
+    } else {
+        tokio::join!(
+            crate::shared::force_release(fleet, key),
+            crate::slots::force_release(fleet, key, limit, any_value)
+        )
+    };
     let places = match places {
         // Place 1 was read while it still held the shared holders' marker,
         // which is no token: the shared round has deleted it since.
@@ -68,9 +78,25 @@ async fn forced(
         holders.push(SHARED_MARKER);
     }
     let total = fleet.servers().len();
-    let deleted = shared.deleted + places.deleted;
+    // Place 1 is the lock key, where the shared holders' marker lives too.
+    let mut per_place = places.deleted;
+    match per_place.first_mut() {
+        Some(first) => *first += shared.deleted,
+        None => per_place.push(shared.deleted),
+    }
+    let deleted = match per_place.as_slice() {
+        [one] => format!("deleted on {one} of {total}"),
+        all => {
+            let each: Vec<String> = all
+                .iter()
+                .enumerate()
+                .map(|(i, n)| format!("place {} on {n} of {total}", i + 1))
+                .collect();
+            format!("deleted {}", each.join(", "))
+        }
+    };
     let mut message = format!(
-        "force-released {}: deleted on {deleted} of {total} servers, {} of {total} answered",
+        "force-released {}: {deleted} servers, {} of {total} answered",
         crate::display_key(key.as_bytes()),
         shared.answered
     );
@@ -88,7 +114,8 @@ async fn forced(
         &message,
         serde_json::json!({
             "key": key,
-            "deleted": deleted,
+            "deleted": per_place.iter().sum::<usize>(),
+            "places": per_place,
             "answered": shared.answered,
             "servers": total,
             "holders": holders,

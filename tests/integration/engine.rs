@@ -274,6 +274,42 @@ fn force_release_with_a_hung_server_takes_one_node_timeout_and_names_the_holder(
     assert_eq!(fleet.values(&lock_key(&key))[..2], [None, None]);
 }
 
+/// The same for shared holders and for the places of `--limit 2` given on
+/// the command line: the marker the shared round deletes meanwhile is not
+/// taken for another client's value, and every place goes at once.
+#[test]
+fn force_release_of_shared_holders_and_places_with_a_hung_server_takes_one_node_timeout() {
+    let fleet = Fleet::start(3);
+    let shared = unique_key("force-hung-shared");
+    for _ in 0..2 {
+        Redlock::on(&fleet).args(["acquire", "--shared", "--key", &shared]).run().expect(0);
+    }
+    let places = unique_key("force-hung-places");
+    for _ in 0..2 {
+        Redlock::on(&fleet).args(["acquire", "--limit", "2", "--key", &places]).run().expect(0);
+    }
+    fleet.servers[0].hang();
+    let force = |args: &[&str]| {
+        Redlock::on(&fleet)
+            .args(["-v", "--node-timeout", "1s", "release", "--force"])
+            .args(args)
+            .run()
+    };
+    let shared_out = force(&["--key", &shared]);
+    let places_out = force(&["--key", &places, "--limit", "2"]);
+    fleet.servers[0].resume();
+    shared_out
+        .expect(0)
+        .stderr_has("2 of 3 answered")
+        .stderr_has("shared holders")
+        .within(Duration::from_millis(1_900));
+    places_out
+        .expect(0)
+        .stderr_has("deleted place 1 on 2 of 3, place 2 on 2 of 3 servers")
+        .stderr_has("2 of 3 answered")
+        .within(Duration::from_millis(1_900));
+}
+
 #[test]
 fn a_key_of_the_wrong_type_is_reported_and_never_overwritten() {
     let fleet = Fleet::start(3);
