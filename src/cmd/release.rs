@@ -105,7 +105,9 @@ async fn forced(
     }
     if !holders.is_empty() {
         let named: Vec<String> = holders.iter().map(|v| describe_value(v)).collect();
-        message += &format!("; it was held by {}", named.join(" and by "));
+        // The read that names them is place 1's (the lock key).
+        let whose = if per_place.len() > 1 { "place 1" } else { "it" };
+        message += &format!("; {whose} was held by {}", named.join(" and by "));
     }
     let level = if shared.answered < total { Level::Warn } else { Level::Info };
     log.event(
