@@ -75,7 +75,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('--keep', '--keep', [CompletionResultType]::ParameterName, 'Keep the lock until DUR after acquisition, even when the command ends sooner [default: release at exit]')
             [CompletionResult]::new('--once-per', '--once-per', [CompletionResultType]::ParameterName, 'Run at most once per tick of DUR (cron: the crontab''s period)')
             [CompletionResult]::new('--max-hold', '--max-hold', [CompletionResultType]::ParameterName, 'Stop the command when it has held the lock this long, and exit 124 [default: no limit]')
-            [CompletionResult]::new('--jitter', '--jitter', [CompletionResultType]::ParameterName, 'Sleep a random time up to DUR before the first attempt [default: no jitter]')
+            [CompletionResult]::new('--jitter', '--jitter', [CompletionResultType]::ParameterName, 'Sleep a random time up to DUR (at most 1d) before the first attempt [default: no jitter]')
             [CompletionResult]::new('--renew-every', '--renew-every', [CompletionResultType]::ParameterName, 'Renew the lock this often [default: a third of the TTL]')
             [CompletionResult]::new('--on-lost', '--on-lost', [CompletionResultType]::ParameterName, 'What to do when the lock is lost: a signal (TERM, SIGINT, 9...), kill, or ignore')
             [CompletionResult]::new('--kill-after', '--kill-after', [CompletionResultType]::ParameterName, 'Grace between the --on-lost (or --max-hold) signal and SIGKILL [default: a third of the TTL, at most 10s]')

@@ -71,7 +71,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand --keep 'Keep the lock until DUR after acquisition, even when the command ends sooner [default: release at exit]'
             cand --once-per 'Run at most once per tick of DUR (cron: the crontab''s period)'
             cand --max-hold 'Stop the command when it has held the lock this long, and exit 124 [default: no limit]'
-            cand --jitter 'Sleep a random time up to DUR before the first attempt [default: no jitter]'
+            cand --jitter 'Sleep a random time up to DUR (at most 1d) before the first attempt [default: no jitter]'
             cand --renew-every 'Renew the lock this often [default: a third of the TTL]'
             cand --on-lost 'What to do when the lock is lost: a signal (TERM, SIGINT, 9...), kill, or ignore'
             cand --kill-after 'Grace between the --on-lost (or --max-hold) signal and SIGKILL [default: a third of the TTL, at most 10s]'

@@ -70,7 +70,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand run" -s E -l conflict-ex
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l keep -d 'Keep the lock until DUR after acquisition, even when the command ends sooner [default: release at exit]' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l once-per -d 'Run at most once per tick of DUR (cron: the crontab\'s period)' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l max-hold -d 'Stop the command when it has held the lock this long, and exit 124 [default: no limit]' -r -f
-complete -c redlock -n "__fish_redlock_using_subcommand run" -l jitter -d 'Sleep a random time up to DUR before the first attempt [default: no jitter]' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l jitter -d 'Sleep a random time up to DUR (at most 1d) before the first attempt [default: no jitter]' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l renew-every -d 'Renew the lock this often [default: a third of the TTL]' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l on-lost -d 'What to do when the lock is lost: a signal (TERM, SIGINT, 9...), kill, or ignore' -r -f -a "TERM\t''
 INT\t''

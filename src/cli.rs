@@ -294,7 +294,7 @@ pub struct RunArgs {
     /// Stop the command when it has held the lock this long, and exit 124 [default: no limit]
     #[arg(long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true)]
     pub max_hold: Option<String>,
-    /// Sleep a random time up to DUR before the first attempt [default: no jitter]
+    /// Sleep a random time up to DUR (at most 1d) before the first attempt [default: no jitter]
     #[arg(long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true)]
     pub jitter: Option<String>,
     /// Renew the lock this often [default: a third of the TTL]

@@ -544,7 +544,7 @@ fn command(command: cli::Command, g: &config_file::Globals) -> Result<(Command, 
                 }
             };
             let tick = once_per(a.once_per.as_deref(), a.limit, a.shared)?;
-            let jitter = optional("--jitter", &a.jitter)?;
+            let jitter = jitter(&a.jitter)?;
             if let (Some(tick), Some(j)) = (tick, jitter)
                 && j >= Duration::from_millis(tick.end_ms - tick.start_ms)
             {
@@ -737,11 +737,38 @@ fn token_arg(value: String) -> Result<String, Error> {
     nonempty("--token", value)
 }
 
+/// A `--key` or `--token` as typed: not empty, and without control
+/// characters. A key's channels are its name with a suffix after a newline
+/// (`lock::wake_channel`), so a key `a\nb` would announce on another key's
+/// per-waiter channel; and a control character in a key or token would
+/// reach logs and terminals as a command to them.
 fn nonempty(flag: &str, value: String) -> Result<String, Error> {
     if value.is_empty() {
         return usage(format!("{flag}: must not be empty"));
     }
+    if let Some(c) = value.chars().find(|c| c.is_control()) {
+        return usage(format!(
+            "{flag} {:?}: must not contain a control character (found U+{:04X})",
+            crate::display_key(value.as_bytes()),
+            u32::from(c)
+        ));
+    }
     Ok(value)
+}
+
+/// The longest `--jitter`: a sleep before the first attempt longer than a
+/// day (the longest period a cron job usually has) is a typo, not a spread.
+pub const MAX_JITTER: Duration = Duration::from_secs(24 * 3600);
+
+/// `--jitter`: at most [`MAX_JITTER`].
+fn jitter(raw: &Option<String>) -> Result<Option<Duration>, Error> {
+    match optional("--jitter", raw)? {
+        Some(d) if d > MAX_JITTER => usage(format!(
+            "--jitter {:?}: at most 1 day (a random sleep before the first attempt)",
+            raw.as_deref().unwrap_or_default()
+        )),
+        d => Ok(d),
+    }
 }
 
 /// `-n`, `--wait`, or the file's `wait` when the command line gave

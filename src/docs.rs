@@ -128,9 +128,9 @@ Validity is counted on CLOCK_BOOTTIME (time the machine spent suspended counts) 
 .SH "SERVERS: ACL AND PERSISTENCE"
 An ACL user needs, on its keys redlock:{KEY}, redlock:{KEY}:fence, redlock:{KEY}:history, redlock:{KEY}:skips, redlock:{KEY}:queue and redlock:{KEY}:queue\-deadlines, and on the release channels redlock:released:KEY and the waiters\(aq own channels redlock:released:KEY followed by a newline and 8 characters (a pattern ending in * covers both; here every key starting with lock\-):
 .EX
-ACL SETUSER locker on >PASSWORD resetkeys ~redlock:{lock\-* resetchannels &redlock:released:lock\-* \-@all +evalsha +script|load +set +get +pttl +pexpire +del +time +publish +subscribe +lpush +ltrim +lrange +hincrby +hsetnx +hset +hgetall +zadd +zrem +zrank +zrange +zrangebyscore +zcard +zscore +exists
+ACL SETUSER locker on >PASSWORD resetkeys ~redlock:{lock\-* resetchannels &redlock:released:lock\-* \-@all +evalsha +script|load +set +get +pttl +pexpire +del +time +publish +subscribe +lpush +ltrim +lrange +hincrby +hsetnx +hset +hmget +hgetall +zadd +zrem +zrank +zrange +zrangebyscore +zcard +zscore +exists +info
 .EE
-doctor also wants +ping +info +time +config|get.
+doctor also wants +ping +config|get.
 Give the password with \-\-password\-file or REDLOCK_PASSWORD rather than in the URL.
 .PP
 A server that restarts with an empty dataset forgets its locks, and a second holder could then win a quorum.

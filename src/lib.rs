@@ -60,7 +60,8 @@
 //! - [`wait`]: retries with jittered backoff until acquired or the deadline;
 //!   every decision of the wait loop is one pure transition
 //!   (`wait::state`), the driver only performs it.
-//! - [`metrics`]: `run --metrics-file`, a Prometheus textfile written atomically.
+//! - [`metrics`]: `run --metrics-file`, a Prometheus textfile written atomically,
+//!   one series per key, updated under a lock on a sidecar file.
 //! - [`history`]: the run history and skip counter kept beside each lock
 //!   (`scripts/record.lua`, `skip.lua`, `history.lua`), merged across servers.
 //!

@@ -7,6 +7,17 @@
 //! figures are carried over from the previous file: a skip updates the
 //! skip counter and `redlock_last_ran` and keeps the last run's figures.
 //!
+//! One file may serve several jobs (node_exporter's habit is one textfile
+//! per host): each key has its own series (`{key="..."}`), and an update
+//! touches only its own key's and keeps the others as it read them. Two
+//! redlock processes updating the file at once take turns: the read, the
+//! update and the rename happen under an exclusive `flock` on a sidecar
+//! (`.PATH.lock` beside PATH, never renamed or deleted, so every process
+//! locks the same inode), so neither loses the other's series. The wait
+//! for that lock is bounded ([`LOCK_WAIT`]); a process that holds it
+//! longer (frozen with SIGSTOP) costs the others this update, with a
+//! warning, never their job.
+//!
 //! Server health comes from the last acquire attempt of the invocation
 //! ([`observe`]): how many servers answered it and how many failed, of how
 //! many. A server the attempt did not wait for (the verdict was settled
@@ -106,11 +117,70 @@ fn seconds(t: SystemTime) -> f64 {
     t.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default().as_secs_f64()
 }
 
-/// Updates the file at `path` with `sample`: reads the previous values (a
+/// How long an update waits for another process's update of the same
+/// file ([`write()`]) before it gives up with an error.
+pub const LOCK_WAIT: Duration = Duration::from_secs(5);
+
+/// Each key's values by metric name; keys in label order, so the file's
+/// order does not depend on which job wrote last.
+type Series = BTreeMap<String, BTreeMap<String, f64>>;
+
+/// Updates `sample.key`'s series in the file at `path`, keeping every other
+/// key's: under the sidecar lock (`lock`), reads the previous values (a
 /// missing or unreadable file starts from zero), applies the sample, writes
 /// a temporary file beside it and renames it over `path`.
 pub fn write(path: &Path, sample: &Sample) -> std::io::Result<()> {
-    let mut values = std::fs::read_to_string(path).map(|t| previous(&t)).unwrap_or_default();
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    // Dot-files: node_exporter reads only *.prom, so it never sees these.
+    let _held = lock(&dir.join(format!(".{name}.lock")))?;
+    let mut all = std::fs::read_to_string(path).map(|t| previous(&t)).unwrap_or_default();
+    apply(all.entry(sample.key.clone()).or_default(), sample);
+    let text = render(&all);
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let written = std::fs::File::create(&tmp).and_then(|mut f| {
+        f.write_all(text.as_bytes())?;
+        f.sync_all()
+    });
+    match written.and_then(|()| std::fs::rename(&tmp, path)) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(e)
+        }
+    }
+}
+
+/// Takes the exclusive lock on the sidecar at `path` (created if need be),
+/// waiting at most [`LOCK_WAIT`]; the lock goes with the returned file.
+/// `flock` locks are released by the kernel when the process dies, so a
+/// killed writer leaves no stale lock.
+fn lock(path: &Path) -> std::io::Result<std::fs::File> {
+    let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(path)?;
+    let deadline = std::time::Instant::now() + LOCK_WAIT;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(file),
+            Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!(
+                        "{}: another process held the lock for {}; this update is not written",
+                        path.display(),
+                        crate::fmt_duration(LOCK_WAIT)
+                    ),
+                ));
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(e),
+        }
+    }
+}
+
+/// Applies `sample` to its key's values.
+fn apply(values: &mut BTreeMap<String, f64>, sample: &Sample) {
     let mut set = |name: &str, v: f64| {
         values.insert(name.to_owned(), v);
     };
@@ -133,56 +203,73 @@ pub fn write(path: &Path, sample: &Sample) -> std::io::Result<()> {
     }
     let counter = if sample.ran.is_some() { "redlock_runs_total" } else { "redlock_skips_total" };
     *values.entry(counter.to_owned()).or_insert(0.0) += 1.0;
-    let text = render(&sample.key, &values);
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    // A dot-file: node_exporter reads only *.prom, so it never sees this one.
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let written = std::fs::File::create(&tmp).and_then(|mut f| {
-        f.write_all(text.as_bytes())?;
-        f.sync_all()
-    });
-    match written.and_then(|()| std::fs::rename(&tmp, path)) {
-        Ok(()) => Ok(()),
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            Err(e)
-        }
-    }
 }
 
-/// The file's text: HELP, TYPE and one sample per known metric.
-fn render(key: &str, values: &BTreeMap<String, f64>) -> String {
-    let label: String = key
-        .chars()
-        .flat_map(|c| match c {
-            '\\' => vec!['\\', '\\'],
-            '"' => vec!['\\', '"'],
-            '\n' => vec!['\\', 'n'],
-            c => vec![c],
-        })
-        .collect();
-    let mut out = String::new();
-    for (name, kind, help) in METRICS {
-        let Some(v) = values.get(name) else { continue };
-        out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n"));
-        out.push_str(&format!("{name}{{key=\"{label}\"}} {v}\n"));
+/// A key as a label value: `\`, `"` and newline escaped (the text format's
+/// three escapes).
+fn escape(key: &str) -> String {
+    let mut out = String::with_capacity(key.len());
+    for c in key.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
     }
     out
 }
 
-/// The values of the known metrics in a previous file (labels ignored: one
-/// file is one job's).
-fn previous(text: &str) -> BTreeMap<String, f64> {
-    text.lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter_map(|l| {
-            let (series, value) = l.rsplit_once(' ')?;
-            let name = series.split('{').next()?.trim();
-            METRICS.iter().any(|(m, _, _)| *m == name).then_some(())?;
-            Some((name.to_owned(), value.trim().parse().ok()?))
-        })
-        .collect()
+/// The file's text: per known metric, HELP and TYPE once, then one sample
+/// per key that has it (the text format wants a metric's samples together).
+fn render(all: &Series) -> String {
+    let mut out = String::new();
+    for (name, kind, help) in METRICS {
+        let mut samples =
+            all.iter().filter_map(|(k, values)| Some((k, values.get(name)?))).peekable();
+        if samples.peek().is_none() {
+            continue;
+        }
+        out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n"));
+        for (key, v) in samples {
+            out.push_str(&format!("{name}{{key=\"{}\"}} {v}\n", escape(key)));
+        }
+    }
+    out
+}
+
+/// Reads a sample line `NAME{key="LABEL"} VALUE` (the form [`render`]
+/// writes): the name, the unescaped key and the value.
+fn sample(line: &str) -> Option<(&str, String, f64)> {
+    let (name, rest) = line.split_once("{key=\"")?;
+    let mut key = String::new();
+    let mut chars = rest.char_indices();
+    let end = loop {
+        match chars.next()? {
+            (i, '"') => break i,
+            (_, '\\') => match chars.next()?.1 {
+                'n' => key.push('\n'),
+                c => key.push(c),
+            },
+            (_, c) => key.push(c),
+        }
+    };
+    let value = rest[end..].strip_prefix("\"}")?.trim();
+    Some((name.trim(), key, value.parse().ok()?))
+}
+
+/// The values of the known metrics in a previous file, by key. A line in
+/// another form (without the `key` label, or with more labels) is
+/// dropped: its series restarts from zero.
+fn previous(text: &str) -> Series {
+    let mut all = Series::new();
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let Some((name, key, value)) = sample(line) else { continue };
+        if METRICS.iter().any(|(m, _, _)| *m == name) {
+            all.entry(key).or_default().insert(name.to_owned(), value);
+        }
+    }
+    all
 }
 
 #[cfg(test)]
@@ -192,10 +279,23 @@ mod tests {
 
     #[test]
     fn counters_carry_over_and_labels_are_escaped() {
-        let mut values = BTreeMap::new();
-        values.insert("redlock_runs_total".to_owned(), 4.0);
-        let text = render("a\"b\\c", &values);
-        assert!(text.contains("redlock_runs_total{key=\"a\\\"b\\\\c\"} 4\n"), "{text}");
-        assert_eq!(previous(&text).get("redlock_runs_total"), Some(&4.0));
+        let mut all = Series::new();
+        all.entry("a\"b\\c\nd".to_owned())
+            .or_default()
+            .insert("redlock_runs_total".to_owned(), 4.0);
+        all.entry("other".to_owned()).or_default().insert("redlock_runs_total".to_owned(), 2.0);
+        let text = render(&all);
+        assert!(text.contains("redlock_runs_total{key=\"a\\\"b\\\\c\\nd\"} 4\n"), "{text}");
+        assert_eq!(text.matches("# TYPE redlock_runs_total").count(), 1, "{text}");
+        assert_eq!(previous(&text), all);
+    }
+
+    #[test]
+    fn a_line_of_another_form_is_dropped() {
+        let all =
+            previous("redlock_runs_total 3\nredlock_runs_total{key=\"k\"} 2\nnoise{key=\"k\"} 1\n");
+        assert_eq!(all.len(), 1);
+        assert_eq!(all["k"].get("redlock_runs_total"), Some(&2.0));
+        assert_eq!(all["k"].len(), 1);
     }
 }

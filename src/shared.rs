@@ -71,7 +71,7 @@ use std::time::Duration;
 use redis::{Script, Value};
 
 use crate::lock::{Call, Fleet, Operation, parse_int};
-use crate::quorum::{Reply, Vote};
+use crate::quorum::{Failures, Reply, Vote};
 use crate::server::Op;
 use crate::token::SHARED_MARKER;
 /// The shared holders' scripts, hashed once.
@@ -90,9 +90,21 @@ static SCRIPTS: Scripts = Scripts {
     }),
 };
 
+/// What `release --force` of the shared holders did, server by server.
+#[derive(Debug)]
+pub struct Forced {
+    /// The servers that had the marker (and now have no shared holders).
+    pub deleted: usize,
+    /// The servers that answered (every server is heard, each within the
+    /// node timeout).
+    pub answered: usize,
+    /// The servers that did not answer, and why.
+    pub failures: Failures,
+}
+
 /// `release --force` of the shared holders of `key`: the marker and every
-/// entry, on every server that has the marker. Returns how many had it.
-pub async fn force_release(fleet: &Fleet, key: &str) -> usize {
+/// entry, on every server that has the marker.
+pub async fn force_release(fleet: &Fleet, key: &str) -> Forced {
     let layout = fleet.key_layout();
     let call = Call {
         op: Op::ForceRelease,
@@ -108,7 +120,11 @@ pub async fn force_release(fleet: &Fleet, key: &str) -> usize {
         },
     };
     let round = fleet.round(call, parse_int, |_| Vote::Yes).await;
-    round.replies.iter().filter(|r| matches!(r, Reply::Answered(1))).count()
+    Forced {
+        deleted: round.replies.iter().filter(|r| matches!(r, Reply::Answered(1))).count(),
+        answered: round.replies.iter().filter(|r| matches!(r, Reply::Answered(_))).count(),
+        failures: round.failures(),
+    }
 }
 
 /// A shared holder as a quorum sees it.

@@ -218,23 +218,46 @@ pub async fn status(fleet: &Fleet, key: &str, limit: Option<u32>) -> Vec<(u32, S
     std::iter::once((1, first)).chain((2..=limit).zip(rest)).collect()
 }
 
-/// `release --force` of every place of `key` (as [`status`] finds them).
-/// Returns how many servers had a place deleted, summed over the places.
+/// What `release --force` of the places of a key did.
+#[derive(Debug)]
+pub struct Forced {
+    /// How many servers had each place deleted, place 1 first.
+    pub deleted: Vec<usize>,
+    /// Place 1 as every server showed it while the deletes began: the
+    /// holders deleted, and the servers that did not answer.
+    pub read: Status,
+}
+
+/// `release --force` of every place of `key`: places 1 to `limit`, or,
+/// when `limit` is `None`, to the largest limit written in the tokens
+/// found on place 1.
+///
+/// The read of place 1 (for that limit and for naming the holders) goes
+/// out with the deletes of places 1 to `limit`, not before them, and the
+/// places are freed at once, not one after another: a server that does not
+/// answer costs one node timeout. Places above 1 that only place 1's tokens
+/// reveal (`limit` is `None`) take a second round, and with it a second
+/// node timeout; `--limit N` avoids it.
 pub async fn force_release(
     fleet: &Fleet,
     key: &str,
     limit: Option<u32>,
     any_value: bool,
-) -> Result<usize, Error> {
-    let limit = match limit {
-        Some(n) => n,
-        None => limit_seen(&fleet.status_of(key, 1).await),
+) -> Result<Forced, Error> {
+    let given = limit.unwrap_or(1).clamp(1, MAX_LIMIT);
+    let free = |places: std::ops::RangeInclusive<u32>| {
+        futures_util::future::join_all(
+            places.map(|slot| fleet.force_release_of(key, slot, any_value)),
+        )
     };
-    let mut deleted = 0;
-    for slot in 1..=limit.clamp(1, MAX_LIMIT) {
-        deleted += fleet.force_release_of(key, slot, any_value).await?;
+    let (read, freed) = tokio::join!(fleet.status_of(key, 1), free(1..=given));
+    let mut deleted = freed.into_iter().collect::<Result<Vec<usize>, Error>>()?;
+    if limit.is_none() {
+        let seen = limit_seen(&read).clamp(1, MAX_LIMIT);
+        let more = free(2..=seen).await;
+        deleted.extend(more.into_iter().collect::<Result<Vec<usize>, Error>>()?);
     }
-    Ok(deleted)
+    Ok(Forced { deleted, read })
 }
 
 #[cfg(test)]

@@ -559,7 +559,7 @@ fn with_no_seed_answering_the_slots_master_keeps_no_vote() {
 fn rediss_cluster_at_a_plain_or_silent_port_asks_whether_it_is_a_tls_port() {
     let plain = crate::harness::RedisServer::start();
     // A port that accepts connections and never says a word.
-    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent = crate::harness::redis::listen();
     let silent_port = silent.local_addr().unwrap().port();
     for port in [plain.port, silent_port] {
         let url = format!("rediss+cluster://127.0.0.1:{port}");

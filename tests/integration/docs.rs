@@ -83,3 +83,36 @@ fn completions_load_in_bash_and_zsh() {
     assert!(zsh.status.success(), "zsh: {}", String::from_utf8_lossy(&zsh.stderr));
     assert!(String::from_utf8_lossy(&zsh.stdout).contains("_redlock: function"));
 }
+
+/// The man page's ACL grants what the README's does (the README's runs in
+/// `secrets::the_documented_acl_is_enough_for_every_lock_operation`).
+#[test]
+fn the_man_page_acl_is_the_readme_s() {
+    let acl_line = |text: &str| -> String {
+        let line = text.lines().find(|l| l.starts_with("ACL SETUSER locker on ")).unwrap_or("");
+        line.replace("\\-", "-").replace(">PASSWORD", ">CHANGE-ME")
+    };
+    let readme = acl_line(&std::fs::read_to_string(root().join("README.md")).unwrap());
+    let man = acl_line(&std::fs::read_to_string(root().join("man/redlock-run.1")).unwrap());
+    assert!(!readme.is_empty(), "README.md has no ACL line");
+    assert_eq!(man, readme, "man/redlock-run.1's ACL differs from README.md's");
+}
+
+/// Packages name the project, not an address nobody reads: no
+/// Maintainer, author or contact on a reserved `.example` domain.
+#[test]
+fn packages_carry_no_invented_address() {
+    for file in ["Cargo.toml", "dist/build", "pkg/copyright", "pkg/redlock.spec"] {
+        let text = std::fs::read_to_string(root().join(file)).unwrap();
+        for line in text.lines() {
+            let lower = line.to_ascii_lowercase();
+            let names_a_person = ["authors", "maintainer", "packager", "upstream-contact"]
+                .iter()
+                .any(|field| lower.trim_start().starts_with(field));
+            assert!(
+                !(names_a_person && (line.contains(".example") || line.contains('@'))),
+                "{file}: {line}"
+            );
+        }
+    }
+}

@@ -251,6 +251,65 @@ fn force_release_deletes_whoever_holds_it() {
     assert_eq!(fleet.values(&lock_key(&key)), vec![None, None, None]);
 }
 
+/// `release --force` with a hung server costs one node timeout (every
+/// read and delete of the shared holders and of each place goes at once),
+/// says how many servers answered, and names the holder it deleted.
+#[test]
+fn force_release_with_a_hung_server_takes_one_node_timeout_and_names_the_holder() {
+    let fleet = Fleet::start(3);
+    let key = unique_key("force-hung");
+    let (token, _) = Redlock::on(&fleet).acquire(&key, "30s");
+    let pid = token.split('.').nth(1).unwrap_or_default();
+    fleet.servers[2].hang();
+    let out = Redlock::on(&fleet)
+        .args(["-v", "--node-timeout", "1s", "release", "--key", &key, "--force"])
+        .run();
+    fleet.servers[2].resume();
+    out.expect(0)
+        .stderr_has("deleted on 2 of 3 servers")
+        .stderr_has("2 of 3 answered")
+        .stderr_has(&fleet.servers[2].name())
+        .stderr_has(&format!("pid {pid}"))
+        .within(Duration::from_millis(1_900));
+    assert_eq!(fleet.values(&lock_key(&key))[..2], [None, None]);
+}
+
+/// The same for shared holders and for the places of `--limit 2` given on
+/// the command line: the marker the shared round deletes meanwhile is not
+/// taken for another client's value, and every place goes at once.
+#[test]
+fn force_release_of_shared_holders_and_places_with_a_hung_server_takes_one_node_timeout() {
+    let fleet = Fleet::start(3);
+    let shared = unique_key("force-hung-shared");
+    for _ in 0..2 {
+        Redlock::on(&fleet).args(["acquire", "--shared", "--key", &shared]).run().expect(0);
+    }
+    let places = unique_key("force-hung-places");
+    for _ in 0..2 {
+        Redlock::on(&fleet).args(["acquire", "--limit", "2", "--key", &places]).run().expect(0);
+    }
+    fleet.servers[0].hang();
+    let force = |args: &[&str]| {
+        Redlock::on(&fleet)
+            .args(["-v", "--node-timeout", "1s", "release", "--force"])
+            .args(args)
+            .run()
+    };
+    let shared_out = force(&["--key", &shared]);
+    let places_out = force(&["--key", &places, "--limit", "2"]);
+    fleet.servers[0].resume();
+    shared_out
+        .expect(0)
+        .stderr_has("2 of 3 answered")
+        .stderr_has("shared holders")
+        .within(Duration::from_millis(1_900));
+    places_out
+        .expect(0)
+        .stderr_has("deleted place 1 on 2 of 3, place 2 on 2 of 3 servers")
+        .stderr_has("2 of 3 answered")
+        .within(Duration::from_millis(1_900));
+}
+
 #[test]
 fn a_key_of_the_wrong_type_is_reported_and_never_overwritten() {
     let fleet = Fleet::start(3);

@@ -256,7 +256,72 @@ fn the_metrics_file_parses_and_its_counters_survive_across_runs() {
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    assert_eq!(names, ["job.prom"], "no temporary file left behind");
+    assert_eq!(names.len(), 2, "no temporary file left behind: {names:?}");
+    assert!(names.iter().any(|n| n == "job.prom") && names.iter().any(|n| n == ".job.prom.lock"));
+}
+
+/// The metrics file's samples by metric name and `key` label.
+fn metrics_by_key(path: &std::path::Path) -> std::collections::HashMap<(String, String), f64> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_owned()))).unwrap();
+    let mut out = std::collections::HashMap::new();
+    for s in scrape.samples {
+        let v = match s.value {
+            prometheus_parse::Value::Counter(v) | prometheus_parse::Value::Gauge(v) => v,
+            other => panic!("{}: unexpected {other:?}\n{text}", s.metric),
+        };
+        let key = s.labels.get("key").unwrap_or_else(|| panic!("no key label\n{text}"));
+        let old = out.insert((s.metric.clone(), key.to_owned()), v);
+        assert!(old.is_none(), "{} {{key={key:?}}} twice\n{text}", s.metric);
+    }
+    out
+}
+
+/// Two jobs, one file (one textfile per host, as node_exporter's collector
+/// has it): each key keeps its own series, also when both update the file
+/// at once.
+#[test]
+fn one_metrics_file_keeps_each_key_s_series() {
+    let fleet = Fleet::start(1);
+    let keys = [unique_key("metrics-a"), unique_key("metrics-b")];
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("host.prom");
+    let file = path.display().to_string();
+    let run = |key: &str, code: &str| {
+        Redlock::on(&fleet)
+            .args(["-q", "run", "-n", "--metrics-file", &file, "--key", key, "--"])
+            .args(["sh", "-c", &format!("exit {code}")])
+            .run()
+    };
+    run(&keys[0], "3").expect(3);
+    run(&keys[1], "0").expect(0);
+    run(&keys[0], "3").expect(3);
+    let m = metrics_by_key(&path);
+    let of = |metric: &str, key: &str| m[&(metric.to_owned(), key.to_owned())];
+    assert_eq!(of("redlock_runs_total", &keys[0]), 2.0, "{m:?}");
+    assert_eq!(of("redlock_runs_total", &keys[1]), 1.0, "{m:?}");
+    assert_eq!(of("redlock_last_exit_code", &keys[0]), 3.0, "{m:?}");
+    assert_eq!(of("redlock_last_exit_code", &keys[1]), 0.0, "{m:?}");
+    // Concurrent updates lose no run of either key.
+    std::thread::scope(|scope| {
+        for key in &keys {
+            scope.spawn(|| {
+                for _ in 0..8 {
+                    run(key, "0").expect(0);
+                }
+            });
+        }
+    });
+    let m = metrics_by_key(&path);
+    let of = |metric: &str, key: &str| m[&(metric.to_owned(), key.to_owned())];
+    assert_eq!(of("redlock_runs_total", &keys[0]), 10.0, "{m:?}");
+    assert_eq!(of("redlock_runs_total", &keys[1]), 9.0, "{m:?}");
+    let prom: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with('.'))
+        .collect();
+    assert_eq!(prom, ["host.prom"], "no other file the collector would read");
 }
 
 /// The textfile has the servers' health of each invocation: a degraded

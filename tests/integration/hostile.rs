@@ -3,7 +3,6 @@
 //! documented exit code; never a panic, never a hang.
 
 use std::io::{Read, Write};
-use std::net::TcpListener;
 use std::time::Duration;
 
 use crate::harness::{Fleet, Output, Redlock, lock_key};
@@ -15,11 +14,10 @@ fn no_panic(out: &Output) {
 }
 
 #[test]
-fn keys_with_spaces_newlines_unicode_and_64_kib_work_as_given() {
+fn keys_with_spaces_unicode_and_64_kib_work_as_given() {
     let fleet = Fleet::start(3);
     let long = "k".repeat(64 * 1024);
-    for key in ["with spaces", "new\nline", "ünïcødé 🔒 ключ", "-starts-with-dash", long.as_str()]
-    {
+    for key in ["with spaces", "ünïcødé 🔒 ключ", "-starts-with-dash", long.as_str()] {
         let out = Redlock::on(&fleet).args(["acquire", "--key", key]).run();
         out.expect(0);
         no_panic(&out);
@@ -36,6 +34,49 @@ fn keys_with_spaces_newlines_unicode_and_64_kib_work_as_given() {
         Redlock::on(&fleet).args(["run", "--key", key, "--", "true"]).run().expect(0);
         assert_eq!(fleet.values(&lock_key(key)), vec![None, None, None]);
     }
+}
+
+/// A key with a control character is refused before any server is
+/// contacted: a newline in a key would make its release channel another
+/// key's per-waiter channel (`release channel + "\n" + tag`).
+#[test]
+fn keys_with_control_characters_are_usage_errors() {
+    let fleet = Fleet::start(1);
+    for key in ["new\nline", "a\rb", "tab\there", "esc\x1b[31m", "del\x7f"] {
+        for args in [
+            vec!["acquire", "-n", "--key", key],
+            vec!["run", "-n", "--key", key, "--", "true"],
+            vec!["release", "--force", "--key", key],
+            vec!["status", "--key", key],
+        ] {
+            let out = Redlock::on(&fleet).args(&args).run();
+            out.expect(64).stderr_has("control character");
+            no_panic(&out);
+            assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+        }
+    }
+    assert_eq!(fleet.dbsizes(), vec![0]);
+}
+
+/// `--jitter` is a sleep before the first attempt: at most a day, so that a
+/// typo (`1y` for `1s`) is a usage error, not a job that never starts.
+#[test]
+fn a_jitter_longer_than_a_day_is_a_usage_error() {
+    let fleet = Fleet::start(1);
+    let mut running = Redlock::on(&fleet)
+        .args(["run", "-n", "--jitter", "1y", "--key", "jitter", "--", "true"])
+        .spawn();
+    let started = std::time::Instant::now();
+    while running.child.try_wait().expect("wait").is_none() {
+        if started.elapsed() > Duration::from_secs(5) {
+            let _ = running.child.kill();
+            panic!("run --jitter 1y was still sleeping after 5s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = running.wait();
+    out.expect(64).stderr_has("--jitter").stderr_has("at most 1 day");
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
 }
 
 #[test]
@@ -87,7 +128,7 @@ fn durations_near_the_64_bit_limit_are_usage_errors() {
 /// A TCP server that answers every connection with `reply` (then, when
 /// `hold` is set, keeps the connection open).
 fn nonsense_server(reply: &'static [u8], hold: bool) -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let listener = crate::harness::redis::listen();
     let port = listener.local_addr().unwrap().port();
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {

@@ -23,6 +23,7 @@ mod manual;
 mod messages;
 mod network;
 mod noscript;
+mod ports;
 mod queue_order;
 mod readme;
 mod recipes;

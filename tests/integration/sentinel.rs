@@ -345,7 +345,7 @@ fn a_sentinel_that_wants_a_password_is_told_about_sentinel_password() {
 fn rediss_sentinel_at_a_plain_or_silent_port_asks_whether_it_is_a_tls_port() {
     let plain = RedisServer::start();
     // A port that accepts connections and never says a word.
-    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent = crate::harness::redis::listen();
     let silent_port = silent.local_addr().unwrap().port();
     for port in [plain.port, silent_port] {
         let url = format!("rediss+sentinel://127.0.0.1:{port}/{SERVICE}");

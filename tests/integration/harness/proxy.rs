@@ -9,7 +9,7 @@
 //! are accepted as usual, so clients can reconnect.
 
 use std::io::{Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
+use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -44,7 +44,7 @@ pub struct Proxy {
 impl Proxy {
     /// Starts forwarding a free loopback port to `target` on 127.0.0.1.
     pub fn start(target: u16) -> Proxy {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind proxy port");
+        let listener = super::redis::listen();
         let port = listener.local_addr().expect("proxy address").port();
         listener.set_nonblocking(true).expect("nonblocking listener");
         let shared = Arc::new(Shared {

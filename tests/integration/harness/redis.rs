@@ -1,7 +1,8 @@
 //! Real `redis-server` processes for tests and benchmarks.
 //!
-//! Each server gets a free loopback port found by binding port 0 and
-//! releasing it; another process could take the port in between, so a
+//! Each server gets a free loopback port found by binding it and
+//! releasing it (port 0, or a port of `REDLOCK_TEST_PORTS`'s range:
+//! [`listen`]); another process could take the port in between, so a
 //! server that fails to start is retried on a new port. Servers run with
 //! `--save '' --appendonly no`, log into their own temp dir, are polled
 //! with PING until ready, and are killed (and reaped) on drop, even when
@@ -34,9 +35,59 @@ pub struct RedisServer {
     child: Option<Child>,
 }
 
-fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
-    listener.local_addr().expect("local address").port()
+/// The environment variable that confines every port the tests listen on
+/// to a range, `LOW-HIGH` (both included, e.g. `20000-20999`), so that a
+/// test run coexists with other services of the machine. Unset, the
+/// kernel picks ephemeral ports.
+pub const PORTS_VAR: &str = "REDLOCK_TEST_PORTS";
+
+/// The range of [`PORTS_VAR`], read once; a malformed value fails the
+/// test run with the expected form, never widens silently.
+fn port_range() -> Option<(u16, u16)> {
+    static RANGE: std::sync::OnceLock<Option<(u16, u16)>> = std::sync::OnceLock::new();
+    *RANGE.get_or_init(|| {
+        let raw = std::env::var(PORTS_VAR).ok().filter(|r| !r.trim().is_empty())?;
+        let parsed = raw.trim().split_once('-').and_then(|(low, high)| {
+            Some((low.trim().parse::<u16>().ok()?, high.trim().parse::<u16>().ok()?))
+        });
+        match parsed {
+            Some((low, high)) if 0 < low && low <= high => Some((low, high)),
+            _ => panic!("{PORTS_VAR}={raw:?}: expected LOW-HIGH, e.g. 20000-20999"),
+        }
+    })
+}
+
+/// A listener on a free loopback port: in [`PORTS_VAR`]'s range when it is
+/// set, else an ephemeral port. Within a range, ports are handed out in
+/// turn from a place that depends on the process id, so that one process
+/// reuses a port only after every other port of the range, and two test
+/// binaries in one range start apart; a port something already listens on
+/// is skipped. Ports 6379 and 26379 (a local Redis and Sentinel) never.
+pub fn listen() -> TcpListener {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    let Some((low, high)) = port_range() else {
+        return TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
+    };
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let span = u32::from(high - low) + 1;
+    for _ in 0..span {
+        let turn = NEXT.fetch_add(1, Ordering::Relaxed).wrapping_add(std::process::id());
+        let port = low + u16::try_from(turn % span).expect("below the span, a u16");
+        if port == 6379 || port == 26379 {
+            continue;
+        }
+        if let Ok(listener) = TcpListener::bind(("127.0.0.1", port)) {
+            return listener;
+        }
+    }
+    panic!("{PORTS_VAR}={low}-{high}: every port of the range is in use")
+}
+
+/// A free loopback port ([`listen`]), released for a server to bind.
+/// Another process may take it in between (the race of binding port 0 and
+/// letting go); a server that then fails to start is retried on another.
+pub fn free_port() -> u16 {
+    listen().local_addr().expect("local address").port()
 }
 
 /// Where `.ci/run` installs the server builds that Debian does not ship:

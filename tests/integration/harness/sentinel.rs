@@ -4,7 +4,7 @@
 //! Sentinels are Debian's `/usr/bin/redis-sentinel`, named by absolute path.
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -55,10 +55,7 @@ impl Sentinel {
         );
         let mut dir = tempfile::tempdir().expect("temp dir for redis-sentinel");
         for _ in 0..5 {
-            let port = TcpListener::bind("127.0.0.1:0")
-                .and_then(|l| l.local_addr())
-                .expect("a free port")
-                .port();
+            let port = super::redis::free_port();
             assert_ne!(port, 26379);
             let conf = dir.path().join("sentinel.conf");
             // Sentinel rewrites its configuration file: it must be writable.
