@@ -304,6 +304,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand -q 'Say nothing on stderr but errors (no busy message)'
             cand --quiet 'Say nothing on stderr but errors (no busy message)'
             cand --raw-key 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock''s namespace, redlock:{KEY}]'
+            cand --check 'Print nothing but the problems, each on a line of its own (exit 64 if any): a gate for configuration management'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
             cand -V 'Print version'

@@ -255,6 +255,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand config" -l trust-restart
 complete -c redlock -n "__fish_redlock_using_subcommand config" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c redlock -n "__fish_redlock_using_subcommand config" -s q -l quiet -d 'Say nothing on stderr but errors (no busy message)'
 complete -c redlock -n "__fish_redlock_using_subcommand config" -l raw-key -d 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock\'s namespace, redlock:{KEY}]'
+complete -c redlock -n "__fish_redlock_using_subcommand config" -l check -d 'Print nothing but the problems, each on a line of its own (exit 64 if any): a gate for configuration management'
 complete -c redlock -n "__fish_redlock_using_subcommand config" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c redlock -n "__fish_redlock_using_subcommand config" -s V -l version -d 'Print version'
 complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status history check doctor config help" -f -a "run" -d 'Run a command while holding the lock, renewing it until the command exits'

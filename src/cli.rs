@@ -458,9 +458,13 @@ pub struct CheckArgs {
     pub json: bool,
 }
 
-/// `redlock config`: no options of its own.
+/// `redlock config`.
 #[derive(Debug, Args)]
-pub struct ConfigArgs {}
+pub struct ConfigArgs {
+    /// Print nothing but the problems, each on a line of its own (exit 64 if any): a gate for configuration management
+    #[arg(long)]
+    pub check: bool,
+}
 
 /// `redlock doctor`.
 #[derive(Debug, Args)]
