@@ -26,6 +26,7 @@ mod noscript;
 mod queue_order;
 mod readme;
 mod recipes;
+mod release;
 mod restart;
 mod run;
 mod secrets;
