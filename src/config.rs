@@ -1,7 +1,9 @@
 //! From the command line as typed ([`crate::cli::Cli`]) to a validated
 //! [`Config`]: durations parsed, servers checked, quorum and timeouts
 //! consistent. Every problem is a [`Error::Usage`] naming the flag, found
-//! before anything is sent to a server.
+//! before anything is sent to a server. A command stops at the first;
+//! `config` and `doctor` run the same checks on the global options and the
+//! file's `ttl` and `wait` and report every problem ([`Error::Problems`]).
 
 use std::time::Duration;
 
@@ -946,6 +948,43 @@ mod tests {
     }
 
     /// The configuration of `args` (one server) with `text` as the file.
+    /// `config` runs every check a command would on the file's values
+    /// and keeps going after the first; `doctor` refuses with the same.
+    #[test]
+    fn config_and_doctor_find_every_problem_a_command_would() {
+        let text = "ttl = \"5m\"\nwait = \"15mn\"\nquorum = 2\nnode-timeout = \"10m\"\n";
+        let Command::ShowConfig { rows, problems, check } =
+            file_config(&["config", "--check"], text).unwrap().command
+        else {
+            panic!("not config")
+        };
+        assert!(check && !rows.is_empty());
+        let expected = [
+            "/etc/r.toml:3: quorum 2: must be more than half of the 1 server(s)",
+            "/etc/r.toml:1: ttl 5m: above --max-ttl 1m",
+            "/etc/r.toml:2: wait \"15mn\": not a duration",
+            "/etc/r.toml:4: node-timeout 10m: must be shorter than the TTL (5m)",
+        ];
+        assert_eq!(problems.len(), expected.len(), "{problems:?}");
+        for (problem, expected) in problems.iter().zip(expected) {
+            assert!(problem.starts_with(expected), "{problem}");
+        }
+        match file_config(&["doctor"], text) {
+            Err(Error::Problems(found)) => assert_eq!(found, problems),
+            other => panic!("{other:?}"),
+        }
+        // A command stops at its first problem, as before.
+        let m = usage_of(file_config(&["run", "-k", "k", "--", "true"], text));
+        assert!(m.contains("quorum 2"), "{m}");
+    }
+
+    fn usage_of(result: Result<Config, Error>) -> String {
+        match result {
+            Err(Error::Usage(m)) => m,
+            other => panic!("expected a usage error, got {other:?}"),
+        }
+    }
+
     fn file_config(args: &[&str], text: &str) -> Result<Config, Error> {
         let args = ["redlock", "--servers=redis://h"].into_iter().chain(args.iter().copied());
         let parsed =
