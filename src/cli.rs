@@ -275,8 +275,11 @@ pub struct RunArgs {
     #[arg(long)]
     pub no_fence: bool,
     /// Hold the lock shared: any number of --shared holders at once, or one holder without it, never both
-    #[arg(long)]
+    #[arg(long, short = 's')]
     pub shared: bool,
+    /// Hold the lock exclusive, the default: one holder and no --shared one (as flock's -x)
+    #[arg(long, short = 'x', conflicts_with = "shared", hide_short_help = true)]
+    pub exclusive: bool,
     /// At most N holders at once (N places; 1 is the ordinary lock). Every holder of the key must use the same N
     #[arg(long, value_name = "N", default_value_t = 1, value_hint = ValueHint::Other)]
     pub limit: u32,
@@ -365,8 +368,11 @@ pub struct AcquireArgs {
     #[arg(long)]
     pub no_fence: bool,
     /// Hold the lock shared: any number of --shared holders at once, or one holder without it, never both
-    #[arg(long)]
+    #[arg(long, short = 's')]
     pub shared: bool,
+    /// Hold the lock exclusive, the default: one holder and no --shared one (as flock's -x)
+    #[arg(long, short = 'x', conflicts_with = "shared", hide_short_help = true)]
+    pub exclusive: bool,
     /// At most N holders at once (N places; 1 is the ordinary lock). Every holder of the key must use the same N
     #[arg(long, value_name = "N", default_value_t = 1, value_hint = ValueHint::Other)]
     pub limit: u32,
@@ -465,9 +471,13 @@ pub struct CheckArgs {
     pub json: bool,
 }
 
-/// `redlock config`: no options of its own.
+/// `redlock config`.
 #[derive(Debug, Args)]
-pub struct ConfigArgs {}
+pub struct ConfigArgs {
+    /// Print nothing but the problems, each on a line of its own (exit 64 if any): a gate for configuration management
+    #[arg(long)]
+    pub check: bool,
+}
 
 /// `redlock doctor`.
 #[derive(Debug, Args)]
@@ -776,6 +786,16 @@ fn refine(command: &clap::Command, args: &[String], e: clap::Error) -> clap::Err
             let Some(arg) = context(ContextKind::InvalidArg).filter(|a| a.starts_with('-')) else {
                 return e;
             };
+            if let Some(sub) = before_its_subcommand(command, args, &arg) {
+                return clap::Error::raw(
+                    e.kind(),
+                    format!(
+                        "unexpected argument '{arg}' before the subcommand: '{arg}' is an option \
+                         of '{sub}': put it after '{sub}' (redlock {sub} {arg} ...); only the \
+                         global options may stand before it\n"
+                    ),
+                );
+            }
             let options = options(command, args);
             let hint = arg.strip_prefix("--").and_then(|typed| {
                 let typed = typed.split('=').next().unwrap_or(typed);
@@ -797,6 +817,27 @@ fn refine(command: &clap::Command, args: &[String], e: clap::Error) -> clap::Err
         }
         _ => e,
     }
+}
+
+/// The subcommand named in `args` after `arg` when `arg` (`-n`, `--no-wait`,
+/// `-E`) is one of its own options: `redlock -n run ...`, where only the
+/// global options may stand before the subcommand.
+fn before_its_subcommand(command: &clap::Command, args: &[String], arg: &str) -> Option<String> {
+    let typed = args.iter().skip(1).take_while(|a| *a != "--");
+    let at = typed.clone().position(|a| a == arg || a.split('=').next() == Some(arg))?;
+    let sub = typed.skip(at + 1).find_map(|a| command.find_subcommand(a))?;
+    // The subcommand's options are built (`Lazy`) only when it is parsed.
+    let mut sub = sub.clone();
+    sub.build();
+    let (long, short) = match arg.strip_prefix("--") {
+        Some(long) => (Some(long.split('=').next().unwrap_or(long)), None),
+        None => (None, arg.strip_prefix('-').and_then(|s| s.chars().next())),
+    };
+    let own = sub.get_arguments().any(|o| {
+        !o.is_global_set()
+            && (long.is_some() && o.get_long() == long || short.is_some() && o.get_short() == short)
+    });
+    own.then(|| sub.get_name().to_owned())
 }
 
 /// The candidate nearest to `typed`, if near enough to be what was meant:
@@ -962,6 +1003,38 @@ mod tests {
             let l = line(args);
             assert!(l.contains(expect), "{args:?}: {l}");
             assert!(!l.contains('\n') && !l.contains("Usage"), "{args:?}: {l}");
+        }
+    }
+
+    /// flock(1)'s habits: `-s` shared and `-x` exclusive (the default) are
+    /// taken where a lock is taken; a subcommand's option typed before the
+    /// subcommand (`redlock -n run ...`) is told to go after it.
+    #[test]
+    fn flock_habits_shared_exclusive_and_a_run_flag_before_run() {
+        let run = |args: &[&str]| {
+            let args = ["redlock", "run", "-k", "k"].into_iter().chain(args.iter().copied());
+            match parse_with_env(args.chain(["--", "true"]), |_| None) {
+                Ok(Parsed { cli: Cli { command: Command::Run(Lazy(a)), .. }, .. }) => Ok(a),
+                Ok(other) => panic!("parsed: {:?}", other.cli),
+                Err(e) => Err(error_line(&e)),
+            }
+        };
+        assert!(run(&["-s"]).unwrap().shared);
+        assert!(!run(&["-x"]).unwrap().shared);
+        assert!(run(&["-s", "-x"]).unwrap_err().contains("cannot be used with"));
+        let acquire = parse_with_env(["redlock", "acquire", "-k", "k", "-s"], |_| None).unwrap();
+        assert!(matches!(acquire.cli.command, Command::Acquire(Lazy(a)) if a.shared));
+        for (args, flag) in [
+            (&["-n", "run", "-k", "k", "--", "true"][..], "-n"),
+            (&["-E", "0", "run", "-k", "k", "--", "true"], "-E"),
+            (&["--no-wait", "run", "-k", "k", "--", "true"], "--no-wait"),
+            (&["-s", "acquire", "-k", "k"], "-s"),
+        ] {
+            let l = line(args);
+            let sub = args.iter().find(|a| ["run", "acquire"].contains(a)).unwrap();
+            let expect = format!("'{flag}' is an option of '{sub}': put it after '{sub}'");
+            assert!(l.contains(&expect), "{args:?}: {l}");
+            assert!(!l.contains("did you mean"), "{args:?}: {l}");
         }
     }
 }

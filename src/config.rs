@@ -1,7 +1,9 @@
 //! From the command line as typed ([`crate::cli::Cli`]) to a validated
 //! [`Config`]: durations parsed, servers checked, quorum and timeouts
 //! consistent. Every problem is a [`Error::Usage`] naming the flag, found
-//! before anything is sent to a server.
+//! before anything is sent to a server. A command stops at the first;
+//! `config` and `doctor` run the same checks on the global options and the
+//! file's `ttl` and `wait` and report every problem ([`Error::Problems`]).
 
 use std::time::Duration;
 
@@ -202,8 +204,15 @@ pub enum Command {
         /// The configuration file read, if any (doctor says when none was).
         config_file: Option<PathBuf>,
     },
-    /// `config`: rows of setting, effective value (passwords redacted), source.
-    ShowConfig(Vec<[String; 3]>),
+    /// `config`: what it found.
+    ShowConfig {
+        /// Rows of setting, effective value (passwords redacted), source.
+        rows: Vec<[String; 3]>,
+        /// Every problem a command would find ([`Error::Usage`] messages).
+        problems: Vec<String>,
+        /// `--check`: the problems alone, no table.
+        check: bool,
+    },
 }
 
 impl Command {
@@ -217,7 +226,7 @@ impl Command {
             | Command::Status { key, .. }
             | Command::History { key, .. }
             | Command::Check { key, .. } => Some(key),
-            Command::Doctor { .. } | Command::ShowConfig(_) => None,
+            Command::Doctor { .. } | Command::ShowConfig { .. } => None,
         }
     }
 }
@@ -225,121 +234,50 @@ impl Command {
 impl Config {
     /// Validates the command line layered over the configuration file.
     pub fn from_parsed(parsed: Parsed, file: Option<&config_file::File>) -> Result<Config, Error> {
-        let g = config_file::layer(&parsed, file)?;
+        let (g, mut problems) = config_file::layer_all(&parsed, file);
         let env_password = parsed.password.clone();
         let log = Log::new(g.verbose.value, g.quiet.value, g.log_format.value);
-        let password = match &g.password_file.value {
-            Some(path) => Some(read_password(&g.password_file.label("--password-file"), path)?),
-            None => env_password.clone(),
-        };
-        let named = !(g.servers.value.is_empty() && g.servers.origin == Origin::Default);
-        let servers = match parse_servers(&g.servers.label("--servers"), &g.servers.value) {
-            Ok(servers) => servers,
-            // There is no default server: a Redis on this host is never a
-            // lock across machines, and a host whose configuration was not
-            // deployed yet would lock on its own Redis (every such host
-            // runs the job) or wait for ever on nothing. `config` shows
-            // the rest of the configuration all the same; the others say it
-            // after any other mistake of the command line or the file.
-            Err(_) if !named => Vec::new(),
-            Err(e) => return Err(e),
-        }
-        .into_iter()
-        .map(|url| match &password {
-            Some(pw) => url.with_default_password(pw).map_err(Error::Usage),
-            None => Ok(url),
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-        let tls_file = |s: &Setting<Option<PathBuf>>, flag: &str| {
-            s.value.as_deref().map(|p| read_file(&s.label(flag), p)).transpose()
-        };
-        let tls = Tls {
-            ca: tls_file(&g.tls_ca, "--tls-ca")?,
-            client: match (tls_file(&g.tls_cert, "--tls-cert")?, tls_file(&g.tls_key, "--tls-key")?)
-            {
-                (Some(cert), Some(key)) => Some((cert, key)),
-                (None, None) => None,
-                _ => {
-                    return usage(
-                        "--tls-cert and --tls-key: give both or neither (a client certificate and its key)"
-                            .to_owned(),
-                    );
-                }
-            },
-        };
-        let n = servers.len();
-        let quorum = match g.quorum.value {
-            None => n / 2 + 1,
-            Some(_) if n == 0 => 1,
-            Some(q) if q * 2 > n && q <= n => q,
-            Some(q) => {
-                return usage(format!(
-                    "{} {q}: must be more than half of the {n} server(s) and at most all of them",
-                    g.quorum.label("--quorum")
-                ));
+        // `config` and `doctor` report every problem at once; `config`
+        // shows the rest of the configuration all the same.
+        if let cli::Command::Config(_) | cli::Command::Doctor(_) = &parsed.cli.command {
+            let checked = check(&g, env_password.as_deref());
+            problems.extend(checked.problems);
+            let problems: Vec<String> = problems.iter().map(Error::to_string).collect();
+            if let cli::Command::Config(cli::Lazy(a)) = parsed.cli.command {
+                let rows = shown(&g, checked.quorum, checked.node_timeout, env_password);
+                let check = a.check;
+                return Ok(Config::shown(log, Command::ShowConfig { rows, problems, check }));
             }
-        };
-        let raw = &g.drift_factor.value;
-        let drift_factor: f64 =
-            raw.parse().ok().filter(|f: &f64| (0.0..0.5).contains(f)).ok_or_else(|| {
-                Error::Usage(format!(
-                    "{} {raw:?}: must be a number from 0 to below 0.5",
-                    g.drift_factor.label("--drift-factor")
-                ))
-            })?;
+            if !problems.is_empty() {
+                return Err(Error::Problems(problems));
+            }
+        }
+        if let Some(first) = problems.into_iter().next() {
+            return Err(first);
+        }
+        let password = password(&g, env_password.as_deref())?;
+        let servers = servers(&g, password.as_deref())?;
+        let tls = tls(&g)?;
+        let quorum = quorum(&g, servers.len())?;
+        let drift_factor = drift_factor(&g)?;
         let (command, ttl) = command(parsed.cli.command, &g)?;
-        let max_ttl = duration(&g.max_ttl.label("--max-ttl"), &g.max_ttl.value)?;
+        let max_ttl = max_ttl(&g)?;
         let holds =
             matches!(command, Command::Run(_) | Command::Acquire { .. } | Command::Extend { .. });
-        if holds && ttl > max_ttl {
-            return usage(format!(
-                "{} {}: above {} {}, the longest TTL a restarted server is kept out of the \
-                 quorum for; raise max-ttl in every host's configuration (and a restarted server \
-                 waits that long before it votes again)",
-                ttl_label(&g),
-                crate::fmt_duration(ttl),
-                g.max_ttl.label("--max-ttl"),
-                crate::fmt_duration(max_ttl),
-            ));
+        if holds {
+            within_max_ttl(&ttl_label(&g), ttl, &g, max_ttl)?;
         }
         // `--keep` leaves the lock on the servers for that long after the
         // run: a TTL like any other, so the same bound holds for it.
-        if let Command::Run(Run { keep: Some(keep), .. }) = &command
-            && *keep > max_ttl
-        {
-            return usage(format!(
-                "--keep {}: above {} {}, the longest TTL a restarted server is kept out of the \
-                 quorum for; raise max-ttl in every host's configuration",
-                crate::fmt_duration(*keep),
-                g.max_ttl.label("--max-ttl"),
-                crate::fmt_duration(max_ttl),
-            ));
+        if let Command::Run(Run { keep: Some(keep), .. }) = &command {
+            within_max_ttl("--keep", *keep, &g, max_ttl)?;
         }
         // How long a restarted server gets no vote: the longest TTL a
         // holder may have plus the fences' linger (src/fence.rs).
         let restart_window = (!g.trust_restarts.value).then_some(max_ttl + crate::fence::LINGER);
         let drift = crate::quorum::drift_allowance(ttl, drift_factor);
-        let validity_budget = ttl.checked_sub(drift).filter(|v| !v.is_zero());
-        if validity_budget.is_none() {
-            return usage(format!(
-                "--ttl {}: too short to leave any validity after the clock-drift allowance",
-                crate::fmt_duration(ttl)
-            ));
-        }
-        let node_timeout = match &g.node_timeout.value {
-            Some(raw) => {
-                let label = g.node_timeout.label("--node-timeout");
-                let d = duration(&label, raw)?;
-                if d >= ttl {
-                    return usage(format!(
-                        "{label} {raw}: must be shorter than the TTL ({})",
-                        crate::fmt_duration(ttl)
-                    ));
-                }
-                d
-            }
-            None => (ttl / 10).clamp(Duration::from_millis(1), MAX_DEFAULT_NODE_TIMEOUT),
-        };
+        validity_budget(ttl, drift)?;
+        let node_timeout = node_timeout(&g, ttl)?;
         // With --on-lost ignore no stop is planned on a failing renewal.
         if let Command::Run(run) = &command
             && run.on_lost != OnLost::Ignore
@@ -360,9 +298,6 @@ impl Config {
             })?;
         }
         let command = match command {
-            Command::ShowConfig(_) => {
-                Command::ShowConfig(shown(&g, quorum, node_timeout, env_password))
-            }
             Command::Doctor { ttl, json, .. } => {
                 Command::Doctor { ttl, json, config_file: g.file.clone() }
             }
@@ -385,7 +320,7 @@ impl Config {
                 crate::display_key(key.as_bytes()),
             ));
         }
-        if servers.is_empty() && !matches!(command, Command::ShowConfig(_)) {
+        if servers.is_empty() {
             return usage(NO_SERVERS.to_owned());
         }
         Ok(Config {
@@ -399,6 +334,21 @@ impl Config {
             log,
             command,
         })
+    }
+
+    /// `config`'s configuration: what it shows; no server is contacted.
+    fn shown(log: Log, command: Command) -> Config {
+        Config {
+            servers: Vec::new(),
+            quorum: 1,
+            node_timeout: MAX_DEFAULT_NODE_TIMEOUT,
+            drift_factor: 0.0,
+            restart_window: None,
+            key_layout: crate::lock::KeyLayout::Native,
+            tls: Tls::default(),
+            log,
+            command,
+        }
     }
 
     /// Opens (lazily) the servers with the node timeout.
@@ -511,6 +461,189 @@ pub const NO_SERVERS: &str = "no servers configured: name them with --servers UR
 
 fn usage<T>(message: String) -> Result<T, Error> {
     Err(Error::Usage(message))
+}
+
+/// The password: the `--password-file`'s first line, or the environment's.
+fn password(g: &config_file::Globals, env_password: Option<&str>) -> Result<Option<String>, Error> {
+    match &g.password_file.value {
+        Some(path) => Ok(Some(read_password(&g.password_file.label("--password-file"), path)?)),
+        None => Ok(env_password.map(str::to_owned)),
+    }
+}
+
+/// The servers, with the password given to those that name none; none
+/// when none were named anywhere.
+fn servers(g: &config_file::Globals, password: Option<&str>) -> Result<Vec<ServerUrl>, Error> {
+    let named = !(g.servers.value.is_empty() && g.servers.origin == Origin::Default);
+    match parse_servers(&g.servers.label("--servers"), &g.servers.value) {
+        Ok(servers) => servers,
+        // There is no default server: a Redis on this host is never a
+        // lock across machines, and a host whose configuration was not
+        // deployed yet would lock on its own Redis (every such host
+        // runs the job) or wait for ever on nothing. `config` shows
+        // the rest of the configuration all the same; the others say it
+        // after any other mistake of the command line or the file.
+        Err(_) if !named => Vec::new(),
+        Err(e) => return Err(e),
+    }
+    .into_iter()
+    .map(|url| match password {
+        Some(pw) => url.with_default_password(pw).map_err(Error::Usage),
+        None => Ok(url),
+    })
+    .collect()
+}
+
+/// The TLS material named by `--tls-ca`, `--tls-cert` and `--tls-key`.
+fn tls(g: &config_file::Globals) -> Result<Tls, Error> {
+    let tls_file = |s: &Setting<Option<PathBuf>>, flag: &str| {
+        s.value.as_deref().map(|p| read_file(&s.label(flag), p)).transpose()
+    };
+    Ok(Tls {
+        ca: tls_file(&g.tls_ca, "--tls-ca")?,
+        client: match (tls_file(&g.tls_cert, "--tls-cert")?, tls_file(&g.tls_key, "--tls-key")?) {
+            (Some(cert), Some(key)) => Some((cert, key)),
+            (None, None) => None,
+            _ => {
+                return usage(
+                    "--tls-cert and --tls-key: give both or neither (a client certificate and its key)"
+                        .to_owned(),
+                );
+            }
+        },
+    })
+}
+
+/// `--quorum` (more than half of the `n` servers, at most all), or N/2+1.
+fn quorum(g: &config_file::Globals, n: usize) -> Result<usize, Error> {
+    match g.quorum.value {
+        None => Ok(n / 2 + 1),
+        Some(_) if n == 0 => Ok(1),
+        Some(q) if q * 2 > n && q <= n => Ok(q),
+        Some(q) => usage(format!(
+            "{} {q}: must be more than half of the {n} server(s) and at most all of them",
+            g.quorum.label("--quorum")
+        )),
+    }
+}
+
+/// `--drift-factor`: from 0 to below 0.5.
+fn drift_factor(g: &config_file::Globals) -> Result<f64, Error> {
+    let raw = &g.drift_factor.value;
+    raw.parse().ok().filter(|f: &f64| (0.0..0.5).contains(f)).ok_or_else(|| {
+        Error::Usage(format!(
+            "{} {raw:?}: must be a number from 0 to below 0.5",
+            g.drift_factor.label("--drift-factor")
+        ))
+    })
+}
+
+/// `--max-ttl`.
+fn max_ttl(g: &config_file::Globals) -> Result<Duration, Error> {
+    duration(&g.max_ttl.label("--max-ttl"), &g.max_ttl.value)
+}
+
+/// A TTL a lock may be left with (`--ttl`, `--keep`, named by `label`) is
+/// at most `--max-ttl`: a restarted server is kept out of the quorum that
+/// long, so a longer lock could be granted twice.
+fn within_max_ttl(
+    label: &str,
+    ttl: Duration,
+    g: &config_file::Globals,
+    max_ttl: Duration,
+) -> Result<(), Error> {
+    if ttl <= max_ttl {
+        return Ok(());
+    }
+    usage(format!(
+        "{label} {}: above {} {}, the longest TTL a restarted server is kept out of the \
+         quorum for; raise max-ttl in every host's configuration (and a restarted server \
+         waits that long before it votes again)",
+        crate::fmt_duration(ttl),
+        g.max_ttl.label("--max-ttl"),
+        crate::fmt_duration(max_ttl),
+    ))
+}
+
+/// Some validity is left of `ttl` after the clock-drift allowance `drift`.
+fn validity_budget(ttl: Duration, drift: Duration) -> Result<Duration, Error> {
+    ttl.checked_sub(drift).filter(|v| !v.is_zero()).ok_or_else(|| {
+        Error::Usage(format!(
+            "--ttl {}: too short to leave any validity after the clock-drift allowance",
+            crate::fmt_duration(ttl)
+        ))
+    })
+}
+
+/// `--node-timeout` (shorter than the TTL), or a tenth of the TTL, at most
+/// [`MAX_DEFAULT_NODE_TIMEOUT`].
+fn node_timeout(g: &config_file::Globals, ttl: Duration) -> Result<Duration, Error> {
+    match &g.node_timeout.value {
+        Some(raw) => {
+            let label = g.node_timeout.label("--node-timeout");
+            let d = duration(&label, raw)?;
+            if d >= ttl {
+                return usage(format!(
+                    "{label} {raw}: must be shorter than the TTL ({})",
+                    crate::fmt_duration(ttl)
+                ));
+            }
+            Ok(d)
+        }
+        None => Ok((ttl / 10).clamp(Duration::from_millis(1), MAX_DEFAULT_NODE_TIMEOUT)),
+    }
+}
+
+/// What [`check`] found: every problem, and the quorum and node timeout as
+/// far as they could be worked out (their defaults where they could not).
+struct Checked {
+    problems: Vec<Error>,
+    quorum: usize,
+    node_timeout: Duration,
+}
+
+/// Every problem any command would find in the layered global options and
+/// the file's `ttl` and `wait`, each from the validator that command runs,
+/// instead of only the first: what `config` and `doctor` report.
+fn check(g: &config_file::Globals, env_password: Option<&str>) -> Checked {
+    let mut problems = Vec::new();
+    let mut ok = Collect(&mut problems);
+    let password = ok.take(password(g, env_password)).flatten();
+    let servers = ok.take(servers(g, password.as_deref())).unwrap_or_default();
+    ok.take(tls(g));
+    let quorum = ok.take(quorum(g, servers.len()));
+    let drift_factor = ok.take(drift_factor(g));
+    let max_ttl = ok.take(max_ttl(g));
+    // The file's `ttl` is every holding command's TTL where no flag gives one.
+    let ttl = match &g.ttl.value {
+        Some(raw) => ok.take(ttl_named(&ttl_label(g), raw)),
+        None => Some(DEFAULT_TTL),
+    };
+    if let (Some(ttl), Some(max_ttl)) = (ttl, max_ttl) {
+        ok.take(within_max_ttl(&ttl_label(g), ttl, g, max_ttl));
+    }
+    if let (Some(ttl), Some(drift_factor)) = (ttl, drift_factor) {
+        ok.take(validity_budget(ttl, crate::quorum::drift_allowance(ttl, drift_factor)));
+    }
+    if let Some(raw) = &g.wait.value {
+        ok.take(wait_for(&g.wait.label("--wait"), raw));
+    }
+    let node_timeout = ok.take(node_timeout(g, ttl.unwrap_or(DEFAULT_TTL)));
+    Checked {
+        quorum: quorum.unwrap_or(servers.len() / 2 + 1),
+        node_timeout: node_timeout.unwrap_or(MAX_DEFAULT_NODE_TIMEOUT),
+        problems,
+    }
+}
+
+/// Results whose errors are kept, not returned.
+struct Collect<'a>(&'a mut Vec<Error>);
+
+impl Collect<'_> {
+    /// The value, or `None` with the error kept.
+    fn take<T>(&mut self, result: Result<T, Error>) -> Option<T> {
+        result.map_err(|e| self.0.push(e)).ok()
+    }
 }
 
 /// The subcommand's settings and the TTL that sizes the node timeout; `g`
@@ -630,8 +763,12 @@ fn command(command: cli::Command, g: &config_file::Globals) -> Result<(Command, 
             // The file is known once the global options are layered.
             (Command::Doctor { ttl, json: a.json, config_file: None }, ttl)
         }
-        // The rows are filled in once the global options are validated.
-        cli::Command::Config(_) => (Command::ShowConfig(Vec::new()), DEFAULT_TTL),
+        // Checked and shown before any subcommand (`Config::from_parsed`).
+        cli::Command::Config(_) => {
+            let shown =
+                Command::ShowConfig { rows: Vec::new(), problems: Vec::new(), check: false };
+            (shown, DEFAULT_TTL)
+        }
     })
 }
 
@@ -884,11 +1021,48 @@ mod tests {
     }
 
     /// The configuration of `args` (one server) with `text` as the file.
+    /// `config` runs every check a command would on the file's values
+    /// and keeps going after the first; `doctor` refuses with the same.
+    #[test]
+    fn config_and_doctor_find_every_problem_a_command_would() {
+        let text = "ttl = \"5m\"\nwait = \"15mn\"\nquorum = 2\nnode-timeout = \"10m\"\n";
+        let Command::ShowConfig { rows, problems, check } =
+            file_config(&["config", "--check"], text).unwrap().command
+        else {
+            panic!("not config")
+        };
+        assert!(check && !rows.is_empty());
+        let expected = [
+            "/etc/r.toml:3: quorum 2: must be more than half of the 1 server(s)",
+            "/etc/r.toml:1: ttl 5m: above --max-ttl 1m",
+            "/etc/r.toml:2: wait \"15mn\": not a duration",
+            "/etc/r.toml:4: node-timeout 10m: must be shorter than the TTL (5m)",
+        ];
+        assert_eq!(problems.len(), expected.len(), "{problems:?}");
+        for (problem, expected) in problems.iter().zip(expected) {
+            assert!(problem.starts_with(expected), "{problem}");
+        }
+        match file_config(&["doctor"], text) {
+            Err(Error::Problems(found)) => assert_eq!(found, problems),
+            other => panic!("{other:?}"),
+        }
+        // A command stops at its first problem, as before.
+        let m = usage_of(file_config(&["run", "-k", "k", "--", "true"], text));
+        assert!(m.contains("quorum 2"), "{m}");
+    }
+
+    fn usage_of(result: Result<Config, Error>) -> String {
+        match result {
+            Err(Error::Usage(m)) => m,
+            other => panic!("expected a usage error, got {other:?}"),
+        }
+    }
+
     fn file_config(args: &[&str], text: &str) -> Result<Config, Error> {
         let args = ["redlock", "--servers=redis://h"].into_iter().chain(args.iter().copied());
         let parsed =
             cli::parse_with_env(args, |_| None).map_err(|e| Error::Usage(e.to_string()))?;
-        let file = config_file::File::parse(std::path::Path::new("/etc/r.toml"), text.to_owned())?;
+        let file = config_file::File::parse(std::path::Path::new("/etc/r.toml"), text.to_owned());
         Config::from_parsed(parsed, Some(&file))
     }
 
@@ -919,13 +1093,14 @@ mod tests {
             panic!("doctor is not doctor")
         };
         assert_eq!((ttl, config_file), (secs(45), Some("/etc/r.toml".into())));
-        let Command::ShowConfig(rows) = file_config(&["config"], text).unwrap().command else {
+        let Command::ShowConfig { rows, .. } = file_config(&["config"], text).unwrap().command
+        else {
             panic!("config is not config")
         };
         let row = |name: &str| rows.iter().find(|r| r[0] == name).cloned().unwrap();
         assert_eq!(row("ttl"), ["ttl".to_owned(), "45s".into(), "/etc/r.toml:1".into()]);
         assert_eq!(row("wait")[1..], ["5m".to_owned(), "/etc/r.toml:2".into()]);
-        let Command::ShowConfig(rows) = file_config(&["config"], "").unwrap().command else {
+        let Command::ShowConfig { rows, .. } = file_config(&["config"], "").unwrap().command else {
             panic!("config is not config")
         };
         assert!(rows.iter().any(|r| r[0] == "wait" && r[1] == "forever"), "{rows:?}");
@@ -962,7 +1137,7 @@ mod tests {
                 other => panic!("{args:?}: {other:?}"),
             }
         }
-        let Command::ShowConfig(rows) = bare_config(&["config"]).unwrap().command else {
+        let Command::ShowConfig { rows, .. } = bare_config(&["config"]).unwrap().command else {
             panic!("config is not config")
         };
         let servers = rows.iter().find(|r| r[0] == "servers").unwrap();

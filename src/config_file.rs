@@ -19,6 +19,7 @@
 //! names its file, line and key, and `redlock config` can show the source
 //! of each setting.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -120,27 +121,26 @@ pub struct Globals {
     pub wait: Setting<Option<String>>,
 }
 
-/// The file's keys: the global options' long flags without dashes.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
-struct Keys {
-    servers: Option<Spanned<OneOrMany>>,
-    quorum: Option<Spanned<usize>>,
-    node_timeout: Option<Spanned<Number>>,
-    drift_factor: Option<Spanned<Number>>,
-    password_file: Option<Spanned<PathBuf>>,
-    tls_ca: Option<Spanned<PathBuf>>,
-    tls_cert: Option<Spanned<PathBuf>>,
-    tls_key: Option<Spanned<PathBuf>>,
-    verbose: Option<Spanned<u8>>,
-    quiet: Option<Spanned<bool>>,
-    raw_key: Option<Spanned<bool>>,
-    log_format: Option<Spanned<String>>,
-    max_ttl: Option<Spanned<Number>>,
-    trust_restarts: Option<Spanned<bool>>,
-    ttl: Option<Spanned<Number>>,
-    wait: Option<Spanned<Number>>,
-}
+/// The file's keys: the global options' long flags without dashes, and
+/// the defaults of `--ttl` and `--wait`.
+pub const KEYS: &[&str] = &[
+    "servers",
+    "quorum",
+    "node-timeout",
+    "drift-factor",
+    "password-file",
+    "tls-ca",
+    "tls-cert",
+    "tls-key",
+    "verbose",
+    "quiet",
+    "raw-key",
+    "log-format",
+    "max-ttl",
+    "trust-restarts",
+    "ttl",
+    "wait",
+];
 
 /// `servers = "a,b"` or `servers = ["a", "b"]`.
 #[derive(Debug, Deserialize)]
@@ -169,29 +169,58 @@ impl Number {
     }
 }
 
-/// A parsed configuration file.
+/// A parsed configuration file: the values of its known keys, and what
+/// else it held (a syntax error, unknown keys), so that `redlock config`
+/// reports every problem at once and still shows the rest.
 #[derive(Debug)]
 pub struct File {
     path: PathBuf,
     text: String,
-    keys: Keys,
+    values: BTreeMap<String, Spanned<toml::Value>>,
+    problems: Vec<Error>,
 }
 
 impl File {
-    /// Parses `text`, read from `path`; an unknown key or a value of the
-    /// wrong type is a usage error naming the file, the line and the key.
-    pub fn parse(path: &Path, text: String) -> Result<File, Error> {
-        match toml::from_str::<Keys>(&text) {
-            Ok(keys) => Ok(File { path: path.to_owned(), text, keys }),
+    /// Parses `text`, read from `path`. A syntax error or an unknown key is
+    /// a problem ([`File::problems`]) naming the file, the line and the
+    /// key; the keys around an unknown one are still read.
+    pub fn parse(path: &Path, text: String) -> File {
+        let mut file =
+            File { path: path.to_owned(), text, values: BTreeMap::new(), problems: Vec::new() };
+        let table = match toml::from_str::<BTreeMap<String, Spanned<toml::Value>>>(&file.text) {
+            Ok(table) => table,
             Err(e) => {
-                let line = e.span().map_or(1, |s| line_of(&text, s.start));
-                let key = key_on_line(&text, line);
-                let key = key.map(|k| format!(" {k}:")).unwrap_or_default();
-                let message =
-                    unknown_key(e.message()).unwrap_or_else(|| e.message().replace('\n', " "));
-                Err(Error::Usage(format!("{}:{line}:{key} {message}", path.display())))
+                let line = e.span().map_or(1, |s| line_of(&file.text, s.start));
+                let key =
+                    key_on_line(&file.text, line).map(|k| format!(" {k}:")).unwrap_or_default();
+                let message = e.message().replace('\n', " ");
+                file.problems
+                    .push(Error::Usage(format!("{}:{line}:{key} {message}", path.display())));
+                return file;
+            }
+        };
+        let mut unknown = Vec::new();
+        for (key, value) in table {
+            if KEYS.contains(&key.as_str()) {
+                file.values.insert(key, value);
+            } else {
+                unknown.push((line_of(&file.text, value.span().start), key));
             }
         }
+        unknown.sort();
+        for (line, key) in unknown {
+            let message = unknown_key(&key);
+            file.problems
+                .push(Error::Usage(format!("{}:{line}: {key}: {message}", path.display())));
+        }
+        file
+    }
+
+    /// What is wrong with the file as a whole (a syntax error, each unknown
+    /// key), in the order of its lines; a value of a known key is judged
+    /// when it is layered ([`layer_all`]).
+    pub fn problems(&self) -> &[Error] {
+        &self.problems
     }
 
     fn origin<T>(&self, spanned: &Spanned<T>) -> Origin {
@@ -199,16 +228,13 @@ impl File {
     }
 }
 
-/// serde's "unknown field `node-timout`, expected one of `servers`, ..."
-/// as "unknown key `node-timout`; did you mean `node-timeout`?", when one
-/// key is near enough ([`crate::cli::did_you_mean`]); `None` for any other
-/// message, or a key near none (whose message lists them all).
-fn unknown_key(message: &str) -> Option<String> {
-    let rest = message.strip_prefix("unknown field `")?;
-    let typed = rest.split('`').next()?;
-    let known = rest.split('`').skip(2).step_by(2);
-    let meant = crate::cli::did_you_mean(typed, known)?;
-    Some(format!("unknown key `{typed}`; did you mean `{meant}`?"))
+/// An unknown key's message: the key meant when one is near enough
+/// ([`crate::cli::did_you_mean`]), else the list of keys.
+fn unknown_key(typed: &str) -> String {
+    match crate::cli::did_you_mean(typed, KEYS.iter().copied()) {
+        Some(meant) => format!("unknown key `{typed}`; did you mean `{meant}`?"),
+        None => format!("unknown key `{typed}`; the keys are `{}`", KEYS.join("`, `")),
+    }
 }
 
 fn line_of(text: &str, offset: usize) -> usize {
@@ -250,140 +276,116 @@ fn read(path: &Path, named_by: &str) -> Result<File, Error> {
     let text = std::fs::read_to_string(path).map_err(|e| {
         Error::Usage(format!("config file {named_by}{}: cannot read: {e}", path.display()))
     })?;
-    File::parse(path, text)
+    Ok(File::parse(path, text))
 }
 
 /// Layers the command line (flags and environment, as clap saw them) over
-/// the file over the defaults.
+/// the file over the defaults; the first problem of the file or of a value
+/// in it is the error.
 pub fn layer(parsed: &Parsed, file: Option<&File>) -> Result<Globals, Error> {
+    let (globals, problems) = layer_all(parsed, file);
+    match problems.into_iter().next() {
+        Some(first) => Err(first),
+        None => Ok(globals),
+    }
+}
+
+/// [`layer`] with every problem: the file's own ([`File::problems`]), then
+/// each of its values that does not fit its key, in the order below; such a
+/// value is left at the default.
+pub fn layer_all(parsed: &Parsed, file: Option<&File>) -> (Globals, Vec<Error>) {
     let g: &Global = &parsed.cli.global;
     let given = |id: &str| parsed.given.get(id).cloned().unwrap_or(Given::No);
-    // The clap value when given; else the file's; else the clap value (the default).
-    fn pick<T, F>(
+    let mut problems: Vec<Error> = Vec::new();
+    if let Some(file) = file {
+        problems.extend(file.problems.iter().map(|p| Error::Usage(p.to_string())));
+    }
+    let mut l = Layering { file, problems: &mut problems };
+    let path = |p: PathBuf| Ok(Some(p));
+    let text = |n: Number| Ok(n.text());
+    let globals = Globals {
+        file: file.map(|f| f.path.clone()),
+        servers: l.pick(given("servers"), "servers", g.servers.clone().unwrap_or_default(), |v| {
+            Ok(match v {
+                OneOrMany::One(s) => s,
+                OneOrMany::Many(list) => list.join(","),
+            })
+        }),
+        quorum: l.pick(given("quorum"), "quorum", g.quorum, |q: usize| Ok(Some(q))),
+        node_timeout: l.pick(given("node_timeout"), "node-timeout", g.node_timeout.clone(), |n| {
+            Ok(Some(Number::text(&n)))
+        }),
+        drift_factor: l.pick(given("drift_factor"), "drift-factor", g.drift_factor.clone(), text),
+        password_file: l.pick(
+            given("password_file"),
+            "password-file",
+            g.password_file.clone(),
+            path,
+        ),
+        tls_ca: l.pick(given("tls_ca"), "tls-ca", g.tls_ca.clone(), path),
+        tls_cert: l.pick(given("tls_cert"), "tls-cert", g.tls_cert.clone(), path),
+        tls_key: l.pick(given("tls_key"), "tls-key", g.tls_key.clone(), path),
+        verbose: l.pick(given("verbose"), "verbose", g.verbose, Ok),
+        quiet: l.pick(given("quiet"), "quiet", g.quiet, Ok),
+        raw_key: l.pick(given("raw_key"), "raw-key", g.raw_key, Ok),
+        max_ttl: l.pick(given("max_ttl"), "max-ttl", g.max_ttl.clone(), text),
+        trust_restarts: l.pick(given("trust_restarts"), "trust-restarts", g.trust_restarts, Ok),
+        ttl: l.pick(given("ttl"), "ttl", None, |n| Ok(Some(Number::text(&n)))),
+        wait: l.pick(
+            // `-n` is a wait given on the command line too.
+            if given("no_wait") == Given::Flag { Given::Flag } else { given("wait") },
+            "wait",
+            None,
+            |n| Ok(Some(Number::text(&n))),
+        ),
+        log_format: l.pick(given("log_format"), "log-format", g.log_format, |f: String| {
+            <LogFormat as clap::ValueEnum>::from_str(&f, false)
+                .map_err(|_| format!("log-format {f:?}: must be \"text\" or \"json\""))
+        }),
+    };
+    (globals, problems)
+}
+
+/// The file under the command line, and the problems its values had.
+struct Layering<'a> {
+    file: Option<&'a File>,
+    problems: &'a mut Vec<Error>,
+}
+
+impl Layering<'_> {
+    /// The clap value when `given`; else the file's `key`, read as an `F`
+    /// and converted (a wrong type, or a conversion's message, is a
+    /// problem naming the file's line, and the clap value stays); else the
+    /// clap value (the default).
+    fn pick<T, F: serde::de::DeserializeOwned>(
+        &mut self,
         given: Given,
+        key: &str,
         clap: T,
-        from_file: Option<&Spanned<F>>,
-        file: Option<&File>,
-        convert: impl Fn(&F) -> Result<T, String>,
-    ) -> Result<Setting<T>, Error> {
+        convert: impl FnOnce(F) -> Result<T, String>,
+    ) -> Setting<T> {
         let origin = match given {
             Given::Flag => Origin::Flag,
             Given::Env(var) => Origin::Env(var),
-            Given::No => match (from_file, file) {
-                (Some(spanned), Some(file)) => {
+            Given::No => match self.file.and_then(|f| Some((f, f.values.get(key)?))) {
+                Some((file, spanned)) => {
                     let origin = file.origin(spanned);
-                    let value = convert(spanned.get_ref())
-                        .map_err(|m| Error::Usage(format!("{origin}: {m}")))?;
-                    return Ok(Setting { value, origin });
+                    let read = F::deserialize(spanned.get_ref().clone())
+                        .map_err(|e| format!("{key}: {}", e.message().replace('\n', " ")))
+                        .and_then(convert);
+                    match read {
+                        Ok(value) => return Setting { value, origin },
+                        Err(m) => {
+                            self.problems.push(Error::Usage(format!("{origin}: {m}")));
+                            Origin::Default
+                        }
+                    }
                 }
-                _ => Origin::Default,
+                None => Origin::Default,
             },
         };
-        Ok(Setting { value: clap, origin })
+        Setting { value: clap, origin }
     }
-    let keys = file.map(|f| &f.keys);
-    let k = |f: fn(&Keys) -> Option<&Spanned<PathBuf>>| keys.and_then(f);
-    let path = |p: &PathBuf| Ok(Some(p.clone()));
-    Ok(Globals {
-        file: file.map(|f| f.path.clone()),
-        servers: pick(
-            given("servers"),
-            g.servers.clone().unwrap_or_default(),
-            keys.and_then(|k| k.servers.as_ref()),
-            file,
-            |v| {
-                Ok(match v {
-                    OneOrMany::One(s) => s.clone(),
-                    OneOrMany::Many(list) => list.join(","),
-                })
-            },
-        )?,
-        quorum: pick(given("quorum"), g.quorum, keys.and_then(|k| k.quorum.as_ref()), file, |q| {
-            Ok(Some(*q))
-        })?,
-        node_timeout: pick(
-            given("node_timeout"),
-            g.node_timeout.clone(),
-            keys.and_then(|k| k.node_timeout.as_ref()),
-            file,
-            |n| Ok(Some(n.text())),
-        )?,
-        drift_factor: pick(
-            given("drift_factor"),
-            g.drift_factor.clone(),
-            keys.and_then(|k| k.drift_factor.as_ref()),
-            file,
-            |n| Ok(n.text()),
-        )?,
-        password_file: pick(
-            given("password_file"),
-            g.password_file.clone(),
-            k(|k| k.password_file.as_ref()),
-            file,
-            path,
-        )?,
-        tls_ca: pick(given("tls_ca"), g.tls_ca.clone(), k(|k| k.tls_ca.as_ref()), file, path)?,
-        tls_cert: pick(
-            given("tls_cert"),
-            g.tls_cert.clone(),
-            k(|k| k.tls_cert.as_ref()),
-            file,
-            path,
-        )?,
-        tls_key: pick(given("tls_key"), g.tls_key.clone(), k(|k| k.tls_key.as_ref()), file, path)?,
-        verbose: pick(
-            given("verbose"),
-            g.verbose,
-            keys.and_then(|k| k.verbose.as_ref()),
-            file,
-            |v| Ok(*v),
-        )?,
-        quiet: pick(given("quiet"), g.quiet, keys.and_then(|k| k.quiet.as_ref()), file, |q| {
-            Ok(*q)
-        })?,
-        raw_key: pick(
-            given("raw_key"),
-            g.raw_key,
-            keys.and_then(|k| k.raw_key.as_ref()),
-            file,
-            |r| Ok(*r),
-        )?,
-        max_ttl: pick(
-            given("max_ttl"),
-            g.max_ttl.clone(),
-            keys.and_then(|k| k.max_ttl.as_ref()),
-            file,
-            |n| Ok(n.text()),
-        )?,
-        trust_restarts: pick(
-            given("trust_restarts"),
-            g.trust_restarts,
-            keys.and_then(|k| k.trust_restarts.as_ref()),
-            file,
-            |t| Ok(*t),
-        )?,
-        ttl: pick(given("ttl"), None, keys.and_then(|k| k.ttl.as_ref()), file, |n| {
-            Ok(Some(n.text()))
-        })?,
-        wait: pick(
-            // `-n` is a wait given on the command line too.
-            if given("no_wait") == Given::Flag { Given::Flag } else { given("wait") },
-            None,
-            keys.and_then(|k| k.wait.as_ref()),
-            file,
-            |n| Ok(Some(n.text())),
-        )?,
-        log_format: pick(
-            given("log_format"),
-            g.log_format,
-            keys.and_then(|k| k.log_format.as_ref()),
-            file,
-            |f| {
-                <LogFormat as clap::ValueEnum>::from_str(f, false)
-                    .map_err(|_| format!("log-format {f:?}: must be \"text\" or \"json\""))
-            },
-        )?,
-    })
 }
 
 #[cfg(test)]
@@ -396,7 +398,7 @@ mod tests {
             |_| None,
         )
         .unwrap();
-        let file = File::parse(Path::new("/etc/redlock/config.toml"), file.to_owned())?;
+        let file = File::parse(Path::new("/etc/redlock/config.toml"), file.to_owned());
         layer(&parsed, Some(&file))
     }
 
@@ -433,12 +435,31 @@ mod tests {
         );
         // A key near none: the list of keys.
         let m = usage(&[], "colour = true\n");
-        assert!(m.contains("unknown field `colour`, expected one of `servers`"), "{m}");
+        assert!(m.contains("unknown key `colour`; the keys are `servers`"), "{m}");
         let m = usage(&[], "\nquorum = \"two\"\n");
         assert!(m.starts_with("/etc/redlock/config.toml:2: quorum: "), "{m}");
         let m = usage(&[], "log-format = \"xml\"\n");
         assert!(m.starts_with("/etc/redlock/config.toml:1: log-format \"xml\""), "{m}");
         let m = usage(&[], "servers = [\n");
         assert!(m.starts_with("/etc/redlock/config.toml:"), "{m}");
+    }
+
+    #[test]
+    fn every_problem_of_the_file_is_found_and_the_rest_is_read() {
+        let text = "colour = true\nservers = \"redis://a\"\nquorum = \"two\"\nnode-timout = 1\n\
+                    log-format = \"xml\"\nquiet = true\n";
+        let file = File::parse(Path::new("/f.toml"), text.to_owned());
+        let parsed = crate::cli::parse_with_env(["redlock", "config"], |_| None).unwrap();
+        let (g, problems) = layer_all(&parsed, Some(&file));
+        let problems: Vec<String> = problems.iter().map(Error::to_string).collect();
+        assert_eq!(problems.len(), 4, "{problems:?}");
+        assert!(problems[0].starts_with("/f.toml:1: colour: unknown key `colour`"), "{problems:?}");
+        assert!(problems[1].starts_with("/f.toml:4: node-timout: unknown key"), "{problems:?}");
+        assert!(problems[2].starts_with("/f.toml:3: quorum: "), "{problems:?}");
+        assert!(problems[3].starts_with("/f.toml:5: log-format \"xml\""), "{problems:?}");
+        // The values around them are read; the ones in error keep their default.
+        assert_eq!(g.servers.value, "redis://a");
+        assert!(g.quiet.value);
+        assert_eq!((g.quorum.value, &g.quorum.origin), (None, &Origin::Default));
     }
 }

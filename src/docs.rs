@@ -137,6 +137,28 @@ A server that restarts with an empty dataset forgets its locks, and a second hol
 Run the servers with appendonly yes and appendfsync always, or restart a crashed server only after the longest TTL in use has passed (delayed restart).
 Use maxmemory\-policy noeviction (or no maxmemory), and independent servers, not replicas of each other.
 \fBredlock doctor\fR checks these.
+.SH "COMING FROM FLOCK(1)"
+.TP
+\fBflock \-n /run/lock/report.lock report\fR
+is \fBredlock run \-n \-\-key report \-\- report\fR: the lock file becomes a key on the servers. Options of run go after \fBrun\fR; one typed before it is refused (64) with a line saying to move it, since only the global options (\-v, \-q, \-\-servers...) may stand before the subcommand.
+.TP
+Busy is 75, not 1
+A lock held elsewhere exits 75 (EX_TEMPFAIL) where flock exits 1, so that a busy lock is told from a command that failed; \fB\-E 1\fR gives flock's code, \fB\-E 0\fR makes a skip a success.
+.TP
+\-n prints the holder
+Where flock \-n is silent, redlock prints one line on stderr saying who holds the lock and for how long, unless \fB\-E 0\fR (then only with \-v) or \fB\-q\fR. On a fleet, a crontab line with a bare \-n sends a mail from every host that skipped, on every tick: cron jobs use \fB\-E 0\fR.
+.TP
+\-w SECS
+is \-w (\-\-wait); a bare number is seconds, and \-w 0 tries once, as in flock.
+.TP
+\-s and \-x
+\-s (\-\-shared) holds the lock shared and \-x (\-\-exclusive) exclusive, the default, as in flock: any number of shared holders at once or one exclusive holder, never both.
+.TP
+\-c
+runs the command by $SHELL \-c (else /bin/sh \-c), as flock \-c does.
+.TP
+\-u, \-o and a held file descriptor
+There is no descriptor to hold, close or unlock: the lock is held by redlock, which renews it while the command runs and releases it when the command ends. To hold one across several commands of a script, \fBTOKEN=$(redlock acquire \-\-key K)\fR, then \fBredlock release \-\-key K \-\-token "$TOKEN"\fR.
 "#;
 
 const EXAMPLES: &str = r#".TP

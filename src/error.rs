@@ -12,6 +12,10 @@ pub enum Error {
     /// A bad flag, value or combination; nothing was sent to any server.
     #[error("{0}")]
     Usage(String),
+    /// Several usage errors found at once (`config`, `doctor`): each its own
+    /// line; nothing was sent to any server.
+    #[error("{}", .0.join("; "))]
+    Problems(Vec<String>),
     /// The lock is held by someone else.
     #[error("{message}")]
     Busy {
@@ -63,7 +67,7 @@ impl Error {
     /// `interrupted`.
     pub fn kind(&self) -> &'static str {
         match self {
-            Error::Usage(_) => "usage",
+            Error::Usage(_) | Error::Problems(_) => "usage",
             Error::Busy { .. } => "busy",
             Error::Unavailable { .. } => "unavailable",
             Error::Split(_) => "split",
@@ -77,7 +81,7 @@ impl Error {
     /// The process exit code for this error ([`crate::exit`]).
     pub fn exit_code(&self) -> u8 {
         match self {
-            Error::Usage(_) => exit::USAGE,
+            Error::Usage(_) | Error::Problems(_) => exit::USAGE,
             Error::Busy { code, .. } => *code,
             Error::Unavailable { .. } | Error::Split(_) => exit::UNAVAILABLE,
             Error::Lost(_) => exit::LOST,

@@ -119,6 +119,12 @@ impl Log {
             crate::error::Error::Busy { code: 0, .. } => (Level::Info, "busy"),
             crate::error::Error::Busy { .. } => (Level::Warn, "busy"),
             crate::error::Error::Interrupted(..) => (Level::Warn, "interrupted"),
+            crate::error::Error::Problems(problems) => {
+                for problem in problems {
+                    self.event(Level::Error, "error", problem, fields.clone());
+                }
+                return;
+            }
             _ => (Level::Error, "error"),
         };
         self.event(level, event, &e.to_string(), fields);

@@ -37,12 +37,20 @@ fn released(log: &Log, key: &str, quorum: usize, servers: &[ServerResult]) {
     );
 }
 
-/// `redlock config`: the rows as an aligned table on stdout.
-fn show_config(rows: &[[String; 3]]) -> u8 {
-    let out = table::render(["SETTING", "VALUE", "FROM"], rows);
-    // A closed stdout loses only the report.
-    let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), out.as_bytes());
-    crate::exit::OK
+/// `redlock config`: the rows as an aligned table on stdout (not with
+/// `--check`), then each problem on stderr; 64 if there is any.
+fn show_config(rows: &[[String; 3]], problems: Vec<String>, check: bool, log: &Log) -> u8 {
+    if !check {
+        let out = table::render(["SETTING", "VALUE", "FROM"], rows);
+        // A closed stdout loses only the report.
+        let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), out.as_bytes());
+    }
+    if problems.is_empty() {
+        return crate::exit::OK;
+    }
+    let problems = Error::Problems(problems);
+    log.failed(&problems);
+    problems.exit_code()
 }
 
 /// Runs the configured subcommand; `Ok` carries the exit code.
@@ -66,7 +74,9 @@ pub async fn execute(config: Config) -> Result<u8, Error> {
         Command::Doctor { ttl, json, config_file } => {
             doctor::doctor(&fleet, ttl, config.drift_factor, config_file.as_deref(), json).await
         }
-        Command::ShowConfig(rows) => Ok(show_config(&rows)),
+        Command::ShowConfig { rows, problems, check } => {
+            Ok(show_config(&rows, problems, check, &log))
+        }
     };
     // Calls that outlived their round's verdict finish (each within the
     // node timeout) before the runtime, and with it they, go away.

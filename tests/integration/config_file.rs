@@ -148,3 +148,57 @@ fn the_file_gives_a_default_ttl_and_wait_and_names_a_misspelt_key() {
         .expect(64)
         .stderr_has("unknown key `node-timout`; did you mean `node-timeout`?");
 }
+
+/// `redlock config` is a gate for configuration management: it finds every
+/// problem a command would find (a bad duration, a ttl above max-ttl, a
+/// quorum the servers cannot give, each unknown key), each on a line of its
+/// own with `file:line`, exits 64, and still shows what it could read;
+/// `doctor` refuses the same file with the same lines.
+#[test]
+fn config_reports_every_problem_a_command_would_and_still_shows_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("fleet.toml");
+    let shown = file.display().to_string();
+    write(
+        &file,
+        "servers = [\"redis://a:1\", \"redis://b:1\"]\n\
+         wait = \"15mn\"\n\
+         ttl = \"5m\"\n\
+         colour = true\n\
+         quorum = 3\n\
+         node-timout = \"1s\"\n",
+    );
+    let expected = [
+        format!("{shown}:2: wait \"15mn\": not a duration"),
+        format!("{shown}:3: ttl 5m: above --max-ttl 1m"),
+        format!("{shown}:4: colour: unknown key `colour`"),
+        format!("{shown}:5: quorum 3: must be more than half of the 2 server(s)"),
+        format!("{shown}:6: node-timout: unknown key `node-timout`; did you mean `node-timeout`?"),
+    ];
+    let with_file = || Redlock::new("").env("REDLOCK_CONFIG", &shown);
+    let out = with_file().args(["config"]).run();
+    out.expect(64);
+    for line in &expected {
+        out.stderr_has(line);
+    }
+    assert_eq!(out.stderr.lines().count(), expected.len(), "{}", out.stderr);
+    let row = |name: &str| {
+        let found = out.stdout.lines().find(|l| l.split_whitespace().next() == Some(name));
+        found.unwrap_or_else(|| out.fail(name)).to_owned()
+    };
+    assert!(row("servers").contains("redis://a:1") && row("servers").ends_with(":1"));
+    assert!(row("config-file").contains(&shown), "{}", out.stdout);
+    // `--check` says the same without the table.
+    let out = with_file().args(["config", "--check"]).run();
+    out.expect(64);
+    assert_eq!(out.stdout, "", "--check prints only the problems");
+    assert_eq!(out.stderr.lines().count(), expected.len(), "{}", out.stderr);
+    let out = with_file().args(["doctor"]).run();
+    out.expect(64);
+    for line in &expected {
+        out.stderr_has(line);
+    }
+    // A good file passes the gate.
+    write(&file, "servers = [\"redis://a:1\"]\nttl = \"45s\"\nwait = \"15m\"\n");
+    with_file().args(["config", "--check"]).run().expect(0);
+}

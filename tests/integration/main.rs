@@ -27,6 +27,7 @@ mod ports;
 mod queue_order;
 mod readme;
 mod recipes;
+mod release;
 mod restart;
 mod run;
 mod secrets;

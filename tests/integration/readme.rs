@@ -341,6 +341,9 @@ fn the_github_action_recipe_runs_the_step_under_the_lock() {
     let (_, reference) = uses.split_once("/redlock@").expect("this repository's action, at a ref");
     let mut inputs = action_inputs(&step["with"]);
     assert!(inputs["servers"].contains("secrets."), "servers come from a secret: {inputs:?}");
+    assert!(inputs["password"].contains("secrets."), "the password from a secret: {inputs:?}");
+    // This test's servers have no password.
+    inputs.insert("password".into(), String::new());
     let fleet = Fleet::start(3);
     inputs.insert("servers".into(), fleet.urls());
     let dir = tempfile::tempdir().unwrap();

@@ -221,3 +221,66 @@ fn the_gitlab_component_recipe_passes_the_deploy_status_through() {
     assert_eq!(out.status.code(), Some(3), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stdout).ends_with("deploying\n"), "{out:?}");
 }
+
+/// A directory of links to these commands (found on this machine's PATH),
+/// as the PATH of an image that has those and no others.
+fn image_path(dir: &Path, commands: &[&str]) -> String {
+    let image = dir.join("image");
+    std::fs::create_dir_all(&image).unwrap();
+    for name in commands {
+        let found = ["/usr/local/bin", "/usr/bin", "/bin"]
+            .iter()
+            .map(|d| Path::new(d).join(name))
+            .find(|p| p.exists())
+            .unwrap_or_else(|| panic!("{name} is not on this machine"));
+        std::os::unix::fs::symlink(found, image.join(name)).unwrap();
+    }
+    std::os::unix::fs::symlink(bin(), image.join("redlock")).unwrap();
+    image.display().to_string()
+}
+
+/// The component's `command` runs under bash where the image has bash (a
+/// `[[ ]]` test works), and where it has none the job says that sh runs
+/// it, so a bash-only test is never silently taken as false.
+#[test]
+fn the_gitlab_component_runs_the_command_by_bash_and_says_when_it_cannot() {
+    let fleet = Fleet::start(1);
+    let command = "if [[ bash == bash ]]; then echo by-bash; else echo by-sh; exit 9; fi";
+    let (_, out) =
+        run_component(&[("command", command), ("version", "")], &fleet, &path_with_redlock());
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).ends_with("by-bash\n"), "{out:?}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let no_bash = image_path(dir.path(), &["sh"]);
+    let (_, out) = run_component(&[("command", "echo ran"), ("version", "")], &fleet, &no_bash);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("no bash") && stderr.contains("sh -e"), "{out:?}");
+}
+
+/// A download the component cannot make fails with its own message: the
+/// `download-url` input left empty, or an image without curl.
+#[test]
+fn the_gitlab_component_says_what_its_download_lacks() {
+    let fleet = Fleet::start(1);
+    let dir = tempfile::tempdir().unwrap();
+    let (_, out) = run_component(
+        &[("command", "true"), ("version", "0.0.0"), ("download-url", "")],
+        &fleet,
+        "/usr/bin:/bin",
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{out:?}");
+    assert!(stderr.contains("download-url input is empty"), "{out:?}");
+
+    let no_curl = image_path(dir.path(), &["sh", "mktemp"]);
+    let (_, out) = run_component(
+        &[("command", "true"), ("version", "0.0.0"), ("download-url", "file:///nowhere")],
+        &fleet,
+        &no_curl,
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{out:?}");
+    assert!(stderr.contains("needs curl"), "{out:?}");
+}
