@@ -87,10 +87,12 @@ pub struct Ran {
     pub duration: Duration,
     /// The exit code redlock ended with.
     pub exit_code: u8,
+    /// The start of the tick the run belonged to (`--once-per`).
+    pub tick: Option<SystemTime>,
 }
 
 /// The metrics, their type and help, in the order they are written.
-const METRICS: [(&str, &str, &str); 12] = [
+const METRICS: [(&str, &str, &str); 13] = [
     ("redlock_runs_total", "counter", "Runs that held the lock and ran the command."),
     ("redlock_skips_total", "counter", "Runs that found the lock busy and skipped."),
     ("redlock_last_ran", "gauge", "1 when the last invocation ran the command, 0 when it skipped."),
@@ -100,6 +102,11 @@ const METRICS: [(&str, &str, &str); 12] = [
     ("redlock_last_end_timestamp_seconds", "gauge", "When the last run ended."),
     ("redlock_last_duration_seconds", "gauge", "How long the last run held the lock."),
     ("redlock_last_exit_code", "gauge", "The exit code of the last run."),
+    (
+        "redlock_last_tick_timestamp_seconds",
+        "gauge",
+        "The start of the tick the last run belonged to (run --once-per).",
+    ),
     ("redlock_last_servers", "gauge", "Servers configured, at the last invocation."),
     (
         "redlock_last_servers_answered",
@@ -198,6 +205,9 @@ fn apply(values: &mut BTreeMap<String, f64>, sample: &Sample) {
             set("redlock_last_end_timestamp_seconds", seconds(ran.start + ran.duration));
             set("redlock_last_duration_seconds", ran.duration.as_secs_f64());
             set("redlock_last_exit_code", f64::from(ran.exit_code));
+            if let Some(tick) = ran.tick {
+                set("redlock_last_tick_timestamp_seconds", seconds(tick));
+            }
         }
         None => set("redlock_last_ran", 0.0),
     }

@@ -46,7 +46,7 @@ pub async fn finished(
     let level = if matches!(result, Err(Error::Lost(_))) { Level::Info } else { Level::Warn };
     warn_if_short(fleet, &cfg.key, "the run", written, level, log);
     let wait = lock.since.saturating_duration_since(asked);
-    let ran = Some(Ran { start, duration: held, exit_code });
+    let ran = Some(Ran { start, duration: held, exit_code, tick: cfg.tick.map(|t| t.start()) });
     write_metrics(cfg, ran, wait, log);
 }
 

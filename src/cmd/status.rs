@@ -22,8 +22,11 @@ use crate::token::Token;
 pub async fn status(fleet: &Fleet, key: &str, json: bool, limit: Option<u32>) -> Result<u8, Error> {
     let queue_keys = fleet.key_layout().queue_keys(key);
     let lists = crate::queue::list(fleet.servers(), key, &queue_keys);
-    let (places, lists, votes) =
-        tokio::join!(crate::slots::status(fleet, key, limit), lists, fleet.votes());
+    let history = crate::history::read(fleet, key, crate::history::MAX_ENTRIES);
+    let (places, lists, votes, history) =
+        tokio::join!(crate::slots::status(fleet, key, limit), lists, fleet.votes(), history);
+    // The newest run that belonged to a tick (`run --once-per`).
+    let last_tick = history.entries.iter().find(|e| e.tick().is_some());
     let queue = crate::queue::agreed(&lists, fleet.quorum());
     if places.is_empty() {
         return Err(Error::Usage("status: no place read".to_owned()));
@@ -37,7 +40,7 @@ pub async fn status(fleet: &Fleet, key: &str, json: bool, limit: Option<u32>) ->
     // The place shown in the single-lock fields: the first held one.
     let first = &places[0].1;
     let status = places.iter().map(|(_, s)| s).find(|s| s.holder.is_some()).unwrap_or(first);
-    let ended = ended_run(fleet, key, status).await;
+    let ended = ended_run(status, &history.entries);
     let text = if json {
         let mut out = render_json(key, status, &queue, ended.as_ref());
         if marked {
@@ -60,6 +63,12 @@ pub async fn status(fleet: &Fleet, key: &str, json: bool, limit: Option<u32>) ->
             json!(places.iter().filter_map(|(n, s)| holder_json(*n, s)).collect::<Vec<_>>())
         };
         out["shared"] = json!(marked);
+        out["last_tick"] = json!(last_tick.map(|e| json!({
+            "tick": e.tick().map(|t| t.describe()),
+            "host": e.host,
+            "pid": e.pid,
+            "exit_code": e.exit_code,
+        })));
         // Why a server's grant would count towards no quorum now (`null`:
         // it would count).
         if let Some(servers) = out["servers"].as_array_mut() {
@@ -74,6 +83,16 @@ pub async fn status(fleet: &Fleet, key: &str, json: bool, limit: Option<u32>) ->
         render_table(key, status, &queue, ended.as_ref())
     } else {
         render_places(key, &places, &queue)
+    };
+    let text = match last_tick.and_then(|e| Some((e, e.tick()?))) {
+        Some((e, tick)) if !json => format!(
+            "{text}\nlast tick: {} ran on {} (pid {}), {}",
+            tick.describe(),
+            e.host,
+            e.pid,
+            e.describe_outcome()
+        ),
+        _ => text,
     };
     let text = fleet.servers().iter().zip(&votes).fold(text, |text, (server, vote)| match vote {
         Some(why) if !json => format!("{text}\n{}: no vote: {why}", server.name()),
@@ -98,14 +117,13 @@ pub async fn status(fleet: &Fleet, key: &str, json: bool, limit: Option<u32>) ->
 /// ([`crate::history`]). `None` for a token of `acquire` or `--shared`, for
 /// another client's value, while the run goes on, and when the history
 /// cannot be read (servers without scripts).
-async fn ended_run(fleet: &Fleet, key: &str, status: &Status) -> Option<Entry> {
+fn ended_run(status: &Status, history: &[Entry]) -> Option<Entry> {
     let (value, _) = status.holder.as_ref()?;
     let token = value.parse::<Token>().ok()?;
     if token.caller || token.is_shared() {
         return None;
     }
-    let history = crate::history::read(fleet, key, crate::history::MAX_ENTRIES).await;
-    history.entries.into_iter().find(|e| e.token == *value)
+    history.iter().find(|e| e.token == *value).cloned()
 }
 
 /// When a run ended.

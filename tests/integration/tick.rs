@@ -152,16 +152,21 @@ fn once_per_takes_a_tick_of_a_second_to_a_year_and_one_holder() {
     assert_eq!(fleet.dbsizes(), vec![0], "nothing written on a usage error");
 }
 
-/// `history` shows each run's tick, and `check` the last tick that ran and
-/// the ticks missed since the oldest kept.
+/// `history` shows each run's tick, `check` the last tick that ran and
+/// the ticks missed since the oldest kept, `status` the last tick, and the
+/// metrics file its start.
 #[test]
-fn history_and_check_know_the_ticks() {
+fn history_check_status_and_metrics_know_the_ticks() {
     let fleet = Fleet::start(3);
     let key = unique_key("tick-history");
     let every = Duration::from_secs(1);
+    let dir = tempfile::tempdir().unwrap();
+    let metrics = dir.path().join("m.prom");
+    let metrics = metrics.display().to_string();
     let run = || {
         Redlock::on(&fleet)
-            .args(["run", "--once-per", "1s", "-n", "-k", &key, "--", "true"])
+            .args(["run", "--once-per", "1s", "-n", "--metrics-file", &metrics, "-k", &key])
+            .args(["--", "true"])
             .run()
             .expect(0);
     };
@@ -184,4 +189,10 @@ fn history_and_check_know_the_ticks() {
     let v = json.json();
     assert_eq!(v["missed_ticks"].as_array().map(Vec::len), Some(2), "{v}");
     assert!(v["last_tick"].is_string(), "{v}");
+    let status = Redlock::on(&fleet).args(["status", "-k", &key]).run();
+    assert!(status.stdout.contains("last tick: "), "{}", status.stdout);
+    let json = Redlock::on(&fleet).args(["status", "-k", &key, "--json"]).run().json();
+    assert!(json["last_tick"]["tick"].is_string(), "{json}");
+    let prom = std::fs::read_to_string(&metrics).unwrap();
+    assert!(prom.contains("redlock_last_tick_timestamp_seconds{"), "{prom}");
 }
