@@ -41,6 +41,38 @@ tokio::task_local! {
     /// no-script path writes on one of its own) and the replicas that
     /// write must reach, so that `WAIT` goes where the write went.
     static WROTE_ON: RefCell<Option<(MultiplexedConnection, usize)>>;
+
+    /// Set by [`Server::call_on`] around its call: the scripts loaded on
+    /// the connection it runs on ([`script_loaded`]).
+    static LOADED: Loaded;
+}
+
+/// The scripts (by SHA-1) loaded on one connection: its server has them in
+/// its cache unless it flushed it since. A new connection starts empty,
+/// since it may go to another process (a restart, a failover, another
+/// cluster node) whose cache is cold.
+type Loaded = std::sync::Arc<Mutex<Vec<String>>>;
+
+/// Whether the script `sha` was loaded on the connection of the call in
+/// progress ([`Server::call_on`]); false outside a call.
+pub fn script_loaded(sha: &str) -> bool {
+    LOADED.try_with(|l| lock_loaded(l).iter().any(|s| s == sha)).unwrap_or(false)
+}
+
+/// Records that the script `sha` is loaded on the connection of the call
+/// in progress (nothing outside a call).
+pub fn note_script_loaded(sha: &str) {
+    let _ = LOADED.try_with(|l| {
+        let mut loaded = lock_loaded(l);
+        if !loaded.iter().any(|s| s == sha) {
+            loaded.push(sha.to_owned());
+        }
+    });
+}
+
+fn lock_loaded(loaded: &Loaded) -> std::sync::MutexGuard<'_, Vec<String>> {
+    // A poisoned list is still a list of hashes.
+    loaded.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// TLS material for `rediss://` (and `rediss+sentinel://`) servers, as read from
@@ -92,6 +124,8 @@ pub struct Conn {
     /// `None` until `INFO` answers, then its [`Facts`] (`None`
     /// inside when it could not be asked: an ACL without `INFO`).
     facts: tokio::sync::watch::Receiver<Option<Option<Facts>>>,
+    /// The scripts loaded on it ([`script_loaded`]).
+    loaded: Loaded,
 }
 
 /// What a server says of itself (`INFO server`, `INFO persistence` and
@@ -467,6 +501,7 @@ impl Server {
             self.confirm(&mut on, replicas, deadline).await?;
             Ok(value)
         };
+        let work = LOADED.scope(conn.loaded.clone(), work);
         let failure = match crate::clock::timeout_at(deadline, work).await {
             Ok(Ok(value)) => return Ok(value),
             Ok(Err(failure)) => failure,
@@ -577,7 +612,8 @@ impl Server {
             *self.lock_verified() = Some(Verified { generation: *opened + 1, at, found });
         }
         *opened += 1;
-        let conn = Conn { facts: self.ask_facts(&conn), conn, generation: *opened };
+        let facts = self.ask_facts(&conn);
+        let conn = Conn { facts, conn, generation: *opened, loaded: Loaded::default() };
         *self.lock_conn() = Some(conn.clone());
         Ok(conn)
     }
