@@ -35,7 +35,7 @@ complete -c redlock -n "__fish_redlock_needs_command" -l drift-factor -d 'Clock 
 complete -c redlock -n "__fish_redlock_needs_command" -l max-ttl -d 'The longest TTL any holder on these servers uses (a longer --ttl is refused): a server restarted less than this (plus 1s) ago, which may have lost a holder\'s key, counts towards no quorum' -r -f
 complete -c redlock -n "__fish_redlock_needs_command" -l log-format -d 'Format of the messages on stderr' -r -f -a "text\t'One line of text per message'
 json\t'One JSON object per line'"
-complete -c redlock -n "__fish_redlock_needs_command" -l trust-restarts -d 'Trust every restarted server to have kept its data: it votes at once (a server that says appendonly yes and appendfsync always is trusted without this)'
+complete -c redlock -n "__fish_redlock_needs_command" -l trust-restarts -d 'Trust every restarted server to have kept its data: it votes at once (a server with appendonly yes and appendfsync always since its start is trusted without this)'
 complete -c redlock -n "__fish_redlock_needs_command" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c redlock -n "__fish_redlock_needs_command" -s q -l quiet -d 'Say nothing on stderr but errors (no busy message)'
 complete -c redlock -n "__fish_redlock_needs_command" -l raw-key -d 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock\'s namespace, redlock:{KEY}]'
@@ -83,7 +83,7 @@ ignore\t''"
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l kill-after -d 'Grace between the --on-lost (or --max-hold) signal and SIGKILL [default: a third of the TTL, at most 10s]' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l metrics-file -d 'After the run (or skip), update this Prometheus textfile (for node_exporter), atomically' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s c -l command -d 'Run this shell command through $SHELL -c (or /bin/sh -c)' -r -f
-complete -c redlock -n "__fish_redlock_using_subcommand run" -l trust-restarts -d 'Trust every restarted server to have kept its data: it votes at once (a server that says appendonly yes and appendfsync always is trusted without this)'
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l trust-restarts -d 'Trust every restarted server to have kept its data: it votes at once (a server with appendonly yes and appendfsync always since its start is trusted without this)'
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s q -l quiet -d 'Say nothing on stderr but errors (no busy message)'
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l raw-key -d 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock\'s namespace, redlock:{KEY}]'
@@ -109,7 +109,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s k -l key -d 
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l ttl -d 'How long the lock lives on the servers without renewal [default: 30s, or the configuration file\'s ttl]' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s w -l wait -d 'Wait at most DUR for the lock; 0 tries once, a bare number is seconds, forever waits until acquired [default: forever, or the configuration file\'s wait]' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l limit -d 'At most N holders at once (N places; 1 is the ordinary lock). Every holder of the key must use the same N' -r -f
-complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l trust-restarts -d 'Trust every restarted server to have kept its data: it votes at once (a server that says appendonly yes and appendfsync always is trusted without this)'
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l trust-restarts -d 'Trust every restarted server to have kept its data: it votes at once (a server with appendonly yes and appendfsync always since its start is trusted without this)'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s q -l quiet -d 'Say nothing on stderr but errors (no busy message)'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l raw-key -d 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock\'s namespace, redlock:{KEY}]'
@@ -135,7 +135,7 @@ json\t'One JSON object per line'"
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -s k -l key -d 'The lock\'s key (stored as redlock:{KEY}, or as given with --raw-key)' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l ttl -d 'How long the lock lives on the servers without renewal [default: 30s, or the configuration file\'s ttl]' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -s t -l token -d 'The token printed by `acquire`' -r -f
-complete -c redlock -n "__fish_redlock_using_subcommand extend" -l trust-restarts -d 'Trust every restarted server to have kept its data: it votes at once (a server that says appendonly yes and appendfsync always is trusted without this)'
+complete -c redlock -n "__fish_redlock_using_subcommand extend" -l trust-restarts -d 'Trust every restarted server to have kept its data: it votes at once (a server with appendonly yes and appendfsync always since its start is trusted without this)'
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -s q -l quiet -d 'Say nothing on stderr but errors (no busy message)'
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l raw-key -d 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock\'s namespace, redlock:{KEY}]'
@@ -155,7 +155,7 @@ json\t'One JSON object per line'"
 complete -c redlock -n "__fish_redlock_using_subcommand release" -s k -l key -d 'The lock\'s key' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand release" -s t -l token -d 'The token printed by `acquire`' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l limit -d 'The places to look at, for a key taken with --limit N [default: as many as the holders\' tokens say]' -r -f
-complete -c redlock -n "__fish_redlock_using_subcommand release" -l trust-restarts -d 'Trust every restarted server to have kept its data: it votes at once (a server that says appendonly yes and appendfsync always is trusted without this)'
+complete -c redlock -n "__fish_redlock_using_subcommand release" -l trust-restarts -d 'Trust every restarted server to have kept its data: it votes at once (a server with appendonly yes and appendfsync always since its start is trusted without this)'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -s q -l quiet -d 'Say nothing on stderr but errors (no busy message)'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l raw-key -d 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock\'s namespace, redlock:{KEY}]'
@@ -176,7 +176,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand status" -l log-format -d
 json\t'One JSON object per line'"
 complete -c redlock -n "__fish_redlock_using_subcommand status" -s k -l key -d 'The lock\'s key' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l limit -d 'The places to look at, for a key taken with --limit N [default: as many as the holders\' tokens say]' -r -f
-complete -c redlock -n "__fish_redlock_using_subcommand status" -l trust-restarts -d 'Trust every restarted server to have kept its data: it votes at once (a server that says appendonly yes and appendfsync always is trusted without this)'
+complete -c redlock -n "__fish_redlock_using_subcommand status" -l trust-restarts -d 'Trust every restarted server to have kept its data: it votes at once (a server with appendonly yes and appendfsync always since its start is trusted without this)'
 complete -c redlock -n "__fish_redlock_using_subcommand status" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c redlock -n "__fish_redlock_using_subcommand status" -s q -l quiet -d 'Say nothing on stderr but errors (no busy message)'
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l raw-key -d 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock\'s namespace, redlock:{KEY}]'
@@ -196,7 +196,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand history" -l log-format -
 json\t'One JSON object per line'"
 complete -c redlock -n "__fish_redlock_using_subcommand history" -s k -l key -d 'The lock\'s key' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand history" -s n -l count -d 'How many runs to show, newest first (at most 100, the runs kept per key)' -r
-complete -c redlock -n "__fish_redlock_using_subcommand history" -l trust-restarts -d 'Trust every restarted server to have kept its data: it votes at once (a server that says appendonly yes and appendfsync always is trusted without this)'
+complete -c redlock -n "__fish_redlock_using_subcommand history" -l trust-restarts -d 'Trust every restarted server to have kept its data: it votes at once (a server with appendonly yes and appendfsync always since its start is trusted without this)'
 complete -c redlock -n "__fish_redlock_using_subcommand history" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c redlock -n "__fish_redlock_using_subcommand history" -s q -l quiet -d 'Say nothing on stderr but errors (no busy message)'
 complete -c redlock -n "__fish_redlock_using_subcommand history" -l raw-key -d 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock\'s namespace, redlock:{KEY}]'
@@ -216,7 +216,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand check" -l log-format -d 
 json\t'One JSON object per line'"
 complete -c redlock -n "__fish_redlock_using_subcommand check" -s k -l key -d 'The lock\'s key' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand check" -l max-age -d 'The last run must have started within DUR (e.g. 25h for a daily job)' -r -f
-complete -c redlock -n "__fish_redlock_using_subcommand check" -l trust-restarts -d 'Trust every restarted server to have kept its data: it votes at once (a server that says appendonly yes and appendfsync always is trusted without this)'
+complete -c redlock -n "__fish_redlock_using_subcommand check" -l trust-restarts -d 'Trust every restarted server to have kept its data: it votes at once (a server with appendonly yes and appendfsync always since its start is trusted without this)'
 complete -c redlock -n "__fish_redlock_using_subcommand check" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c redlock -n "__fish_redlock_using_subcommand check" -s q -l quiet -d 'Say nothing on stderr but errors (no busy message)'
 complete -c redlock -n "__fish_redlock_using_subcommand check" -l raw-key -d 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock\'s namespace, redlock:{KEY}]'
@@ -236,7 +236,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l max-ttl -d 'T
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l log-format -d 'Format of the messages on stderr' -r -f -a "text\t'One line of text per message'
 json\t'One JSON object per line'"
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l ttl -d 'The TTL whose drift budget the servers\' clocks are checked against [default: 30s, or the configuration file\'s ttl]' -r -f
-complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l trust-restarts -d 'Trust every restarted server to have kept its data: it votes at once (a server that says appendonly yes and appendfsync always is trusted without this)'
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l trust-restarts -d 'Trust every restarted server to have kept its data: it votes at once (a server with appendonly yes and appendfsync always since its start is trusted without this)'
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -s q -l quiet -d 'Say nothing on stderr but errors (no busy message)'
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l raw-key -d 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock\'s namespace, redlock:{KEY}]'
@@ -254,7 +254,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand config" -l drift-factor 
 complete -c redlock -n "__fish_redlock_using_subcommand config" -l max-ttl -d 'The longest TTL any holder on these servers uses (a longer --ttl is refused): a server restarted less than this (plus 1s) ago, which may have lost a holder\'s key, counts towards no quorum' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand config" -l log-format -d 'Format of the messages on stderr' -r -f -a "text\t'One line of text per message'
 json\t'One JSON object per line'"
-complete -c redlock -n "__fish_redlock_using_subcommand config" -l trust-restarts -d 'Trust every restarted server to have kept its data: it votes at once (a server that says appendonly yes and appendfsync always is trusted without this)'
+complete -c redlock -n "__fish_redlock_using_subcommand config" -l trust-restarts -d 'Trust every restarted server to have kept its data: it votes at once (a server with appendonly yes and appendfsync always since its start is trusted without this)'
 complete -c redlock -n "__fish_redlock_using_subcommand config" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c redlock -n "__fish_redlock_using_subcommand config" -s q -l quiet -d 'Say nothing on stderr but errors (no busy message)'
 complete -c redlock -n "__fish_redlock_using_subcommand config" -l raw-key -d 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock\'s namespace, redlock:{KEY}]'

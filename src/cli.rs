@@ -83,7 +83,7 @@ pub struct Global {
     /// The longest TTL any holder on these servers uses (a longer --ttl is refused): a server restarted less than this (plus 1s) ago, which may have lost a holder's key, counts towards no quorum
     #[arg(long, global = true, value_name = "DUR", default_value = "1m", value_hint = ValueHint::Other)]
     pub max_ttl: String,
-    /// Trust every restarted server to have kept its data: it votes at once (a server that says appendonly yes and appendfsync always is trusted without this)
+    /// Trust every restarted server to have kept its data: it votes at once (a server with appendonly yes and appendfsync always since its start is trusted without this)
     #[arg(
         long,
         global = true,

@@ -28,14 +28,13 @@
 //!
 //! [`KeyLayout`]: crate::lock::KeyLayout
 
-use std::sync::LazyLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use redis::{Script, Value};
+use redis::Value;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
-use crate::lock::{Call, Fleet, Operation};
+use crate::lock::{Call, Fleet, Lua, Operation};
 use crate::quorum::{Failures, Reply, Round, Vote};
 use crate::server::Op;
 
@@ -45,17 +44,17 @@ pub const MAX_ENTRIES: usize = 100;
 /// How long a lock's history and skip counter outlive their last write.
 pub const RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
 
-/// The history's scripts, hashed once (EVALSHA, SCRIPT LOAD on NOSCRIPT).
+/// The history's scripts.
 struct Scripts {
-    record: LazyLock<Script>,
-    skip: LazyLock<Script>,
-    read: LazyLock<Script>,
+    record: Lua,
+    skip: Lua,
+    read: Lua,
 }
 
 static SCRIPTS: Scripts = Scripts {
-    record: LazyLock::new(|| Script::new(include_str!("scripts/record.lua"))),
-    skip: LazyLock::new(|| Script::new(include_str!("scripts/skip.lua"))),
-    read: LazyLock::new(|| Script::new(include_str!("scripts/history.lua"))),
+    record: Lua::new(include_str!("scripts/record.lua")),
+    skip: Lua::new(include_str!("scripts/skip.lua")),
+    read: Lua::new(include_str!("scripts/history.lua")),
 };
 
 /// How a run ended.

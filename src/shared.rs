@@ -65,29 +65,26 @@
 //! renewal, `--keep`, release and `redlock extend/release --token` work
 //! for both.
 
-use std::sync::LazyLock;
 use std::time::Duration;
 
-use redis::{Script, Value};
+use redis::Value;
 
-use crate::lock::{Call, Fleet, Operation, parse_int};
+use crate::lock::{Call, Fleet, Lua, Operation, parse_int};
 use crate::quorum::{Failures, Reply, Vote};
 use crate::server::Op;
 use crate::token::SHARED_MARKER;
-/// The shared holders' scripts, hashed once.
+/// The shared holders' scripts.
 struct Scripts {
-    status: LazyLock<Script>,
-    force: LazyLock<Script>,
+    status: Lua,
+    force: Lua,
 }
 
 static SCRIPTS: Scripts = Scripts {
-    status: LazyLock::new(|| Script::new(include_str!("scripts/shared_status.lua"))),
-    force: LazyLock::new(|| {
-        Script::new(concat!(
-            include_str!("scripts/announce.lua"),
-            include_str!("scripts/shared_force.lua")
-        ))
-    }),
+    status: Lua::new(include_str!("scripts/shared_status.lua")),
+    force: Lua::new(concat!(
+        include_str!("scripts/announce.lua"),
+        include_str!("scripts/shared_force.lua")
+    )),
 };
 
 /// What `release --force` of the shared holders did, server by server.

@@ -1028,7 +1028,7 @@ pub fn clock_too_far(off: Duration, uncertainty: Duration) -> bool {
 ///
 /// What it assumes, and the cases that break it (none can be told from
 /// what a server says of itself):
-/// - a server that keeps every write (`appendfsync always`:
+/// - a server that keeps every write (`appendfsync always` since it started:
 ///   [`crate::server::Facts::keeps_data`]) is taken at its configuration
 ///   and votes at once: one that came back without its data directory (a
 ///   container recreated without its volume, a disk replaced) looks the

@@ -34,11 +34,11 @@ pub(crate) use ops::{
 pub use record::{MAX_TICK, RECORD_LIFE, TICK_MARGIN, Terms, Tick};
 pub use status::{ServerView, Status};
 
-use std::sync::{Arc, LazyLock};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
 
 use redis::aio::MultiplexedConnection;
-use redis::{Script, Value};
+use redis::{ErrorKind, RedisResult, Script, ServerErrorKind, Value};
 use tokio::sync::watch;
 use tokio_util::task::TaskTracker;
 
@@ -50,21 +50,16 @@ use crate::quorum::{self, Answer, Failures, Listen, Outcome, Reply, Round, Stand
 use crate::server::{Conn, Failure, Op, Server, ServerError};
 use crate::token::Token;
 
-/// The Lua scripts, each hashed once when first used (an uncontended `run`
-/// uses two of them; hashing all cost every run tens of microseconds of
-/// SHA-1);
-/// `Script` sends EVALSHA and, when the
-/// server answers NOSCRIPT, SCRIPT LOAD and EVALSHA again (the README's ACL
-/// grants exactly those two).
+/// The lock's Lua scripts ([`Lua`]).
 struct Scripts {
-    acquire: LazyLock<Script>,
-    extend: LazyLock<Script>,
-    set_ttl: LazyLock<Script>,
-    release: LazyLock<Script>,
-    status: LazyLock<Script>,
-    raise_fence: LazyLock<Script>,
-    withdraw: LazyLock<Script>,
-    shared_extend: LazyLock<Script>,
+    acquire: Lua,
+    extend: Lua,
+    set_ttl: Lua,
+    release: Lua,
+    status: Lua,
+    raise_fence: Lua,
+    withdraw: Lua,
+    shared_extend: Lua,
 }
 
 /// The withdrawal script's source: it is sent with every withdrawal (see
@@ -73,20 +68,55 @@ const WITHDRAW_LUA: &str =
     concat!(include_str!("../scripts/announce.lua"), include_str!("../scripts/withdraw.lua"));
 
 static SCRIPTS: Scripts = Scripts {
-    acquire: LazyLock::new(|| Script::new(include_str!("../scripts/acquire.lua"))),
-    extend: LazyLock::new(|| Script::new(include_str!("../scripts/extend.lua"))),
-    set_ttl: LazyLock::new(|| Script::new(include_str!("../scripts/set_ttl.lua"))),
-    release: LazyLock::new(|| {
-        Script::new(concat!(
-            include_str!("../scripts/announce.lua"),
-            include_str!("../scripts/release.lua")
-        ))
-    }),
-    status: LazyLock::new(|| Script::new(include_str!("../scripts/status.lua"))),
-    raise_fence: LazyLock::new(|| Script::new(include_str!("../scripts/raise_fence.lua"))),
-    withdraw: LazyLock::new(|| Script::new(WITHDRAW_LUA)),
-    shared_extend: LazyLock::new(|| Script::new(include_str!("../scripts/shared_extend.lua"))),
+    acquire: Lua::new(include_str!("../scripts/acquire.lua")),
+    extend: Lua::new(include_str!("../scripts/extend.lua")),
+    set_ttl: Lua::new(include_str!("../scripts/set_ttl.lua")),
+    release: Lua::new(concat!(
+        include_str!("../scripts/announce.lua"),
+        include_str!("../scripts/release.lua")
+    )),
+    status: Lua::new(include_str!("../scripts/status.lua")),
+    raise_fence: Lua::new(include_str!("../scripts/raise_fence.lua")),
+    withdraw: Lua::new(WITHDRAW_LUA),
+    shared_extend: Lua::new(include_str!("../scripts/shared_extend.lua")),
 };
+
+/// The longest argument Redis reads from a client that has not
+/// authenticated yet (16 KiB; a longer one is answered with a protocol
+/// error and a closed connection instead of NOAUTH): a script's body is
+/// sent with `SCRIPT LOAD` before any answer says whether the password
+/// was right.
+const UNAUTHENTICATED_BULK: usize = 16 * 1024;
+
+/// A Lua script of `src/scripts/`: its body, and its SHA-1, computed when
+/// first used (an uncontended `run` uses two scripts; hashing all of them
+/// cost every run tens of microseconds).
+#[derive(Debug)]
+pub(crate) struct Lua {
+    /// The source, as `SCRIPT LOAD` sends it.
+    body: &'static str,
+    /// The body hashed (`redis::Script` computes the SHA-1).
+    hashed: OnceLock<Script>,
+}
+
+impl Lua {
+    /// A script with body `body`; one longer than Redis reads before
+    /// authentication does not compile.
+    pub(crate) const fn new(body: &'static str) -> Lua {
+        assert!(body.len() <= UNAUTHENTICATED_BULK, "a script body over 16 KiB");
+        Lua { body, hashed: OnceLock::new() }
+    }
+
+    /// The body.
+    pub(crate) fn body(&self) -> &'static str {
+        self.body
+    }
+
+    /// The SHA-1 that `EVALSHA` names it by (named as `redis::Script`'s).
+    pub(crate) fn get_hash(&self) -> &str {
+        self.hashed.get_or_init(|| Script::new(self.body)).get_hash()
+    }
+}
 
 /// How long to wait for a busy lock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -162,16 +192,52 @@ impl Call {
         }
     }
 
-    /// Runs the script on `c`.
-    async fn run_script(&self, c: &mut MultiplexedConnection) -> redis::RedisResult<Value> {
-        let mut invocation = self.operation.script().prepare_invoke();
-        for k in self.operation.keys() {
-            invocation.key(k);
+    /// Runs the script on `c` in one round trip, whatever the server's
+    /// script cache holds: `EVALSHA` alone where this connection has
+    /// loaded the script ([`crate::server::script_loaded`]), else
+    /// `SCRIPT LOAD` and `EVALSHA` in one pipeline (a fresh or restarted
+    /// server, a new connection). `EVAL` with the body would do the same,
+    /// but the README's ACL grants `+evalsha +script|load`. A script loaded
+    /// here and flushed since (`SCRIPT FLUSH`) answers NOSCRIPT, and takes
+    /// the pipeline: the one case of a second round trip.
+    ///
+    /// A frozen process depends on it: it resumes with its answers in the
+    /// socket buffer and a deadline passed ([`crate::clock::timeout_at`]),
+    /// which reads what arrived but leaves no time for another request.
+    async fn run_script(&self, c: &mut MultiplexedConnection) -> RedisResult<Value> {
+        let lua = self.operation.script();
+        let sha = lua.get_hash();
+        let keys = self.operation.keys();
+        let mut evalsha = redis::cmd("EVALSHA");
+        evalsha.arg(sha).arg(keys.len()).arg(&keys).arg(self.operation.args());
+        if crate::server::script_loaded(sha) {
+            match evalsha.query_async(c).await {
+                Err(e) if is_noscript(&e) => {}
+                reply => return reply,
+            }
         }
-        for a in self.operation.args() {
-            invocation.arg(a);
+        let mut pipe = redis::pipe();
+        pipe.ignore_errors();
+        pipe.cmd("SCRIPT").arg("LOAD").arg(lua.body());
+        pipe.add_command(evalsha);
+        let replies: Vec<RedisResult<Value>> = pipe.query_async(c).await?;
+        let Ok([load, reply]) = <[RedisResult<Value>; 2]>::try_from(replies) else {
+            return Err(
+                (ErrorKind::UnexpectedReturnType, "SCRIPT LOAD, EVALSHA: no 2 replies").into()
+            );
+        };
+        match (load, reply) {
+            // The load refused (an ACL without `+script|load`, SCRIPT
+            // renamed away) and the script unknown: the refusal says why
+            // (`noscript::refuses_scripts` reads it).
+            (Err(refused), Err(e)) if is_noscript(&e) => Err(refused),
+            (_, reply) => {
+                if !reply.as_ref().is_err_and(is_noscript) {
+                    crate::server::note_script_loaded(sha);
+                }
+                reply
+            }
         }
-        invocation.invoke_async(c).await
     }
 
     /// Runs the script on `server` (its connection, within the node
@@ -191,6 +257,11 @@ impl Call {
             server.call(self.op, key.as_bytes(), async |c| self.invoke(server, c).await).await?;
         read(reply).map_err(|msg| server.bad_reply(self.op, key, msg))
     }
+}
+
+/// Whether `e` is a NOSCRIPT answer: the server does not know the script.
+fn is_noscript(e: &redis::RedisError) -> bool {
+    e.kind() == ErrorKind::Server(ServerErrorKind::NoScript)
 }
 
 /// How one server took part in a round, for events and messages.

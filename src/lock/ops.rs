@@ -6,10 +6,8 @@
 //! script's arguments is a change to one `match` arm here, next to its
 //! script's name.
 
-use redis::Script;
-
-use super::SCRIPTS;
 use super::acquire::Numbers;
+use super::{Lua, SCRIPTS};
 
 /// `scripts/acquire.lua`: take the lock, keep the queue, draw the fence.
 #[derive(Clone, Debug)]
@@ -148,7 +146,7 @@ pub(crate) enum Operation {
     /// scripts, the run history): its keys and arguments as it documents.
     Scripted {
         /// The script.
-        script: &'static Script,
+        script: &'static Lua,
         /// KEYS.
         keys: Vec<String>,
         /// ARGV.
@@ -158,7 +156,7 @@ pub(crate) enum Operation {
 
 impl Operation {
     /// The script that runs it.
-    pub(crate) fn script(&self) -> &'static Script {
+    pub(crate) fn script(&self) -> &'static Lua {
         match self {
             Operation::Acquire(_) => &SCRIPTS.acquire,
             Operation::Extend(_) => &SCRIPTS.extend,

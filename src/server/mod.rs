@@ -41,6 +41,38 @@ tokio::task_local! {
     /// no-script path writes on one of its own) and the replicas that
     /// write must reach, so that `WAIT` goes where the write went.
     static WROTE_ON: RefCell<Option<(MultiplexedConnection, usize)>>;
+
+    /// Set by [`Server::call_on`] around its call: the scripts loaded on
+    /// the connection it runs on ([`script_loaded`]).
+    static LOADED: Loaded;
+}
+
+/// The scripts (by SHA-1) loaded on one connection: its server has them in
+/// its cache unless it flushed it since. A new connection starts empty,
+/// since it may go to another process (a restart, a failover, another
+/// cluster node) whose cache is cold.
+type Loaded = std::sync::Arc<Mutex<Vec<String>>>;
+
+/// Whether the script `sha` was loaded on the connection of the call in
+/// progress ([`Server::call_on`]); false outside a call.
+pub fn script_loaded(sha: &str) -> bool {
+    LOADED.try_with(|l| lock_loaded(l).iter().any(|s| s == sha)).unwrap_or(false)
+}
+
+/// Records that the script `sha` is loaded on the connection of the call
+/// in progress (nothing outside a call).
+pub fn note_script_loaded(sha: &str) {
+    let _ = LOADED.try_with(|l| {
+        let mut loaded = lock_loaded(l);
+        if !loaded.iter().any(|s| s == sha) {
+            loaded.push(sha.to_owned());
+        }
+    });
+}
+
+fn lock_loaded(loaded: &Loaded) -> std::sync::MutexGuard<'_, Vec<String>> {
+    // A poisoned list is still a list of hashes.
+    loaded.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// TLS material for `rediss://` (and `rediss+sentinel://`) servers, as read from
@@ -92,6 +124,8 @@ pub struct Conn {
     /// `None` until `INFO` answers, then its [`Facts`] (`None`
     /// inside when it could not be asked: an ACL without `INFO`).
     facts: tokio::sync::watch::Receiver<Option<Option<Facts>>>,
+    /// The scripts loaded on it ([`script_loaded`]).
+    loaded: Loaded,
 }
 
 /// What a server says of itself (`INFO server`, `INFO persistence` and
@@ -106,11 +140,10 @@ pub struct Facts {
     /// its `uptime_in_seconds` (whole seconds, so at most a second later
     /// than the true start: a restart is never taken for older than it is).
     pub started: tokio::time::Instant,
-    /// Whether it keeps every acknowledged write across a restart: its
-    /// append-only file is on, written without error, and synced before
-    /// every answer (`appendfsync always`, read with `CONFIG GET`; an ACL
-    /// that refuses it leaves this false). `everysec` loses up to a second
-    /// of writes, and a renewal's later expiry with them.
+    /// Whether it kept every acknowledged write since it started
+    /// ([`unkept_writes`]: its append-only file on from the start, synced
+    /// before every answer, written without error). `everysec` loses up to
+    /// a second of writes, and a renewal's later expiry with them.
     pub keeps_data: bool,
 }
 
@@ -132,11 +165,56 @@ impl Facts {
 }
 
 /// [`Facts::keeps_data`] from the answers of `INFO persistence` (or a
-/// whole `INFO`) and `CONFIG GET appendfsync`.
+/// whole `INFO`) and `CONFIG GET appendfsync`: [`unkept_writes`] finds no
+/// reason to doubt it.
 pub fn keeps_every_write(persistence: &str, appendfsync: Option<&str>) -> bool {
-    info_field(persistence, "aof_enabled") == Some("1")
-        && info_field(persistence, "aof_last_write_status") == Some("ok")
-        && appendfsync == Some("always")
+    unkept_writes(persistence, appendfsync).is_none()
+}
+
+/// Why a server may not have kept every write it acknowledged since it
+/// started, from the answers of `INFO persistence` (or a whole `INFO`) and
+/// `CONFIG GET appendfsync` (`None`: refused); `None` when it kept them.
+///
+/// The rule: the append-only file is on, written without error, synced
+/// before every answer (`appendfsync always`), and never rewritten since
+/// the start (`aof_rewrites:0` where the server reports the count,
+/// `aof_last_rewrite_time_sec:-1`, no rewrite in progress or scheduled).
+/// Switching `appendonly` on at runtime always starts with a rewrite: a
+/// server restarted empty and switched on afterwards reads as `appendonly
+/// yes` but kept nothing from before the switch. A server started with
+/// the file on writes its base file synchronously, which is no rewrite.
+///
+/// Where it errs: a rewrite for an ordinary reason (`BGREWRITEAOF`,
+/// `auto-aof-rewrite-percentage`, a replica's full sync) also refuses the
+/// exemption, so that server waits out its restart window like one
+/// without persistence (conservative); and a switch of `appendfsync` from
+/// `everysec` to `always` at runtime rewrites nothing, so a server that
+/// lost its last second in a restart and was switched afterwards reads as
+/// one that kept everything (docs/safety.md).
+pub fn unkept_writes(persistence: &str, appendfsync: Option<&str>) -> Option<&'static str> {
+    let field = |name| info_field(persistence, name);
+    if field("aof_enabled") != Some("1") {
+        return Some("no append-only file (appendonly no)");
+    }
+    if field("aof_last_write_status") != Some("ok") {
+        return Some("its append-only file failed a write");
+    }
+    match appendfsync {
+        Some("always") => {}
+        Some(_) => return Some("appendfsync is not always: a restart loses the last second"),
+        None => return Some("appendfsync unknown (CONFIG GET refused)"),
+    }
+    let never_rewritten = matches!(field("aof_rewrites"), None | Some("0"))
+        && field("aof_last_rewrite_time_sec") == Some("-1")
+        && field("aof_rewrite_in_progress") == Some("0")
+        && field("aof_rewrite_scheduled") == Some("0");
+    if !never_rewritten {
+        return Some(
+            "its append-only file was rewritten since it started (appendonly switched on at \
+             runtime, BGREWRITEAOF, an automatic rewrite), so it may hold nothing from before",
+        );
+    }
+    None
 }
 
 /// The value of `name` in an `INFO` answer (`name:value` lines).
@@ -423,6 +501,7 @@ impl Server {
             self.confirm(&mut on, replicas, deadline).await?;
             Ok(value)
         };
+        let work = LOADED.scope(conn.loaded.clone(), work);
         let failure = match crate::clock::timeout_at(deadline, work).await {
             Ok(Ok(value)) => return Ok(value),
             Ok(Err(failure)) => failure,
@@ -533,7 +612,8 @@ impl Server {
             *self.lock_verified() = Some(Verified { generation: *opened + 1, at, found });
         }
         *opened += 1;
-        let conn = Conn { facts: self.ask_facts(&conn), conn, generation: *opened };
+        let facts = self.ask_facts(&conn);
+        let conn = Conn { facts, conn, generation: *opened, loaded: Loaded::default() };
         *self.lock_conn() = Some(conn.clone());
         Ok(conn)
     }
@@ -703,15 +783,46 @@ impl Server {
 mod tests {
     use super::*;
 
+    /// An `INFO persistence` answer with `aof_enabled`, `aof_last_write_status`
+    /// and the rewrite fields of a server that never rewrote its file.
+    fn persistence(enabled: u8, status: &str) -> String {
+        format!(
+            "# Persistence\r\naof_enabled:{enabled}\r\naof_rewrite_in_progress:0\r\n\
+             aof_rewrite_scheduled:0\r\naof_last_rewrite_time_sec:-1\r\naof_rewrites:0\r\n\
+             aof_last_write_status:{status}\r\n"
+        )
+    }
+
     #[test]
     fn only_a_healthy_append_only_file_synced_on_every_write_keeps_every_write() {
-        let info = |enabled: u8, status: &str| {
-            format!("# Persistence\r\naof_enabled:{enabled}\r\naof_last_write_status:{status}\r\n")
-        };
+        let info = persistence;
         assert!(keeps_every_write(&info(1, "ok"), Some("always")));
         assert!(!keeps_every_write(&info(1, "err"), Some("always")), "a failed AOF write");
         assert!(!keeps_every_write(&info(1, "ok"), Some("everysec")));
         assert!(!keeps_every_write(&info(0, "ok"), Some("always")));
         assert!(!keeps_every_write(&info(1, "ok"), None), "CONFIG GET refused");
+    }
+
+    #[test]
+    fn an_append_only_file_rewritten_since_the_start_keeps_nothing_from_before() {
+        let started_with_it = persistence(1, "ok");
+        let swap = |from: &str, to: &str| started_with_it.replace(from, to);
+        // `CONFIG SET appendonly yes` at runtime: the rewrite it starts,
+        // while it runs, once it is scheduled behind another child, and
+        // once it is done (counted, and timed; a server without the count).
+        let switched = [
+            swap("aof_rewrite_in_progress:0", "aof_rewrite_in_progress:1"),
+            swap("aof_rewrite_scheduled:0", "aof_rewrite_scheduled:1"),
+            swap("aof_rewrites:0", "aof_rewrites:1"),
+            swap("aof_last_rewrite_time_sec:-1", "aof_last_rewrite_time_sec:0"),
+            swap("aof_rewrites:0\r\n", "").replace("time_sec:-1", "time_sec:0"),
+        ];
+        for info in &switched {
+            assert!(!keeps_every_write(info, Some("always")), "{info}");
+        }
+        // A server without `aof_rewrites`: the other fields decide.
+        assert!(keeps_every_write(&swap("aof_rewrites:0\r\n", ""), Some("always")));
+        // A server that does not say: not taken on trust.
+        assert!(!keeps_every_write(&swap("aof_rewrite_scheduled:0\r\n", ""), Some("always")));
     }
 }

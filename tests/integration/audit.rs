@@ -15,7 +15,7 @@ fn a_winner_frozen_past_its_node_timeout_keeps_the_grants_that_arrived() {
     let fleet = Fleet::start(3);
     let key = unique_key("frozen-winner");
     // The servers know the acquire script already, as they do after the
-    // first run (a NOSCRIPT answer would need a second round trip).
+    // first run (cold servers: cold_scripts.rs).
     Redlock::on(&fleet).args(["run", "-k", &unique_key("warm-up"), "--", "true"]).run().expect(0);
     // The servers hold the attempt's writes for a second: the answers
     // arrive while redlock is frozen, after its node timeout.

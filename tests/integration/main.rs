@@ -6,6 +6,7 @@
 mod adversarial;
 mod audit;
 mod cluster;
+mod cold_scripts;
 mod compat;
 mod config_file;
 mod docs;

@@ -131,3 +131,71 @@ fn servers_that_keep_their_data_and_trusted_ones_vote_at_once() {
         .run()
         .expect(0);
 }
+
+/// The holder has exactly a quorum (A and B; C was unreachable from it).
+/// A restarts empty, without persistence, then has it switched on at
+/// runtime (`appendonly yes`, `appendfsync always`): its configuration now
+/// reads as a server that keeps every write, but it kept none of the
+/// holder's. A second run must get no vote from it.
+#[test]
+fn persistence_switched_on_after_a_restart_buys_no_vote() {
+    let mut fleet = aged_fleet(3);
+    let key = unique_key("restart-aof-at-runtime");
+    let dir = tempfile::tempdir().unwrap();
+    let inside = dir.path().join("inside");
+    let proxy = Proxy::start(fleet.servers[2].port);
+    proxy.set(Mode::Stall);
+    let holder_servers =
+        format!("{},{},{}", fleet.servers[0].url(), fleet.servers[1].url(), proxy.url());
+    let holder = redlock(&holder_servers)
+        .args(["run", "--ttl", MAX_TTL, "--renew-every", "2s", "--kill-after", "100ms"])
+        .args(["--node-timeout", "200ms", "-k", &key, "--"])
+        .args(["sh", "-c"])
+        .args([format!(
+            "touch {i}; trap 'rm -f {i}; exit 143' TERM; sleep 6 & wait; rm -f {i}",
+            i = inside.display()
+        )])
+        .spawn();
+    wait_for_file(&inside);
+    proxy.drop_connections();
+    let a = &mut fleet.servers[0];
+    a.shutdown(false);
+    a.start_again();
+    let _: String = a.cmd(&["CONFIG", "SET", "appendonly", "yes"]);
+    let _: String = a.cmd(&["CONFIG", "SET", "appendfsync", "always"]);
+    // The switch is done once its rewrite is: from then on nothing in
+    // the configuration tells this server from one started with it.
+    let switched = Instant::now();
+    loop {
+        let info: String = a.cmd(&["INFO", "persistence"]);
+        let done = ["aof_enabled:1", "aof_rewrite_in_progress:0", "aof_rewrite_scheduled:0"]
+            .iter()
+            .all(|f| info.lines().any(|l| l.trim() == *f));
+        if done {
+            break;
+        }
+        assert!(switched.elapsed() < Duration::from_secs(10), "no AOF rewrite:\n{info}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let overlap = dir.path().join("overlap");
+    let check = format!("test -e {} && touch {}; true", inside.display(), overlap.display());
+    let out =
+        redlock(&fleet.urls()).args(["-v"]).args(run_n(&key)).args(["sh", "-c", &check]).run();
+    assert!(!overlap.exists(), "a second holder ran beside the first:\n{}", out.stderr);
+    let _ = holder.wait();
+}
+
+/// `doctor` judges a server's vote by acquire's rule, and says why a
+/// server with persistence switched on after its start has none.
+#[test]
+fn doctor_says_persistence_switched_on_after_the_start_buys_no_vote() {
+    let mut server = crate::harness::RedisServer::start();
+    server.shutdown(false);
+    server.start_again();
+    let _: String = server.cmd(&["CONFIG", "SET", "appendonly", "yes"]);
+    let _: String = server.cmd(&["CONFIG", "SET", "appendfsync", "always"]);
+    let out = redlock(&server.url()).args(["doctor"]).run();
+    let report = format!("{}{}", out.stdout, out.stderr);
+    assert!(report.contains("no vote until 4.0s after its start"), "{report}");
+    assert!(report.contains("rewritten since it started"), "{report}");
+}

@@ -208,18 +208,22 @@ pub fn assess_votes(probes: &[Probe], window: Option<Duration>, quorum: usize, a
     let mut voters = probes.len();
     for p in probes {
         let restarted = match (window, p.uptime) {
-            (_, Some(up)) => crate::lock::votes_again_in(up, p.keeps_data, window).map(|rest| {
-                format!(
-                    "{}: up {} only: a server that does not keep every write (appendfsync \
-                     always, its append-only file written without error) may have lost a \
-                     holder's key in a restart, so it gets no vote until {} after its start \
-                     (in {})",
-                    p.server,
-                    crate::fmt_duration(up),
-                    crate::fmt_duration(window.unwrap_or_default()),
-                    crate::fmt_duration(rest)
-                )
-            }),
+            (_, Some(up)) => {
+                let keeps_data = p.unkept.is_none();
+                crate::lock::votes_again_in(up, keeps_data, window).map(|rest| {
+                    format!(
+                        "{}: up {} only, and {}: it may have lost a holder's key in a \
+                         restart, so it gets no vote until {} after its start (in {}); a \
+                         server votes at once only with appendonly yes and appendfsync \
+                         always from its start",
+                        p.server,
+                        crate::fmt_duration(up),
+                        p.unkept.unwrap_or("it may not keep every write"),
+                        crate::fmt_duration(window.unwrap_or_default()),
+                        crate::fmt_duration(rest)
+                    )
+                })
+            }
             (Some(_), None) => {
                 a.notes.push(format!(
                     "{}: no uptime in its INFO: a restart is not seen, and it is assumed to have \
@@ -540,7 +544,6 @@ mod tests {
             policy: "noeviction".into(),
             appendonly: true,
             appendfsync: Some("always".into()),
-            keeps_data: true,
             ..Probe::default()
         }
     }
@@ -588,11 +591,12 @@ mod tests {
         assess_votes(&[young.clone()], window, 1, &mut a);
         assert!(a.warnings.is_empty() && a.errors.is_empty(), "appendfsync always: {a:?}");
         young.appendfsync = Some("everysec".into());
-        young.keeps_data = false;
+        young.unkept = Some("appendfsync is not always");
         assess_votes(&[young.clone()], window, 1, &mut a);
         assert!(
             a.warnings[0].contains("no vote until 1m 1s") && a.warnings[0].contains("in 56.0s")
         );
+        assert!(a.warnings[0].contains("appendfsync is not always"), "{a:?}");
         assert!(a.errors[0].contains("0 of the 1 server(s) that answered can vote"), "{a:?}");
         let mut trusted = Assessment::default();
         assess_votes(&[young], None, 1, &mut trusted);

@@ -43,9 +43,9 @@ pub struct Probe {
     pub appendonly: bool,
     /// `appendfsync`, when CONFIG GET is allowed.
     pub appendfsync: Option<String>,
-    /// Whether it keeps every write across a restart, as `acquire` judges
-    /// it ([`crate::server::keeps_every_write`]).
-    pub keeps_data: bool,
+    /// Why it may not have kept every write since it started, as `acquire`
+    /// judges it ([`crate::server::unkept_writes`]); `None` when it did.
+    pub unkept: Option<&'static str>,
     /// The `save` setting, when CONFIG GET is allowed.
     pub save: Option<String>,
     /// INFO's `cluster_enabled:1`: a Redis Cluster node.
@@ -186,7 +186,7 @@ pub async fn probe(server: &Server) -> Result<Probe, ServerError> {
         maxmemory: field("maxmemory").parse().unwrap_or(0),
         policy: field("maxmemory_policy"),
         appendonly: field("aof_enabled") == "1",
-        keeps_data: crate::server::keeps_every_write(&text, appendfsync.as_deref()),
+        unkept: crate::server::unkept_writes(&text, appendfsync.as_deref()),
         appendfsync,
         save: config("save").await,
         cluster_enabled: field("cluster_enabled") == "1",
