@@ -240,7 +240,12 @@ impl Config {
         // `config` and `doctor` report every problem at once; `config`
         // shows the rest of the configuration all the same.
         if let cli::Command::Config(_) | cli::Command::Doctor(_) = &parsed.cli.command {
-            let checked = check(&g, env_password.as_deref());
+            // `doctor --ttl` is the TTL it checks the servers for.
+            let ttl = match &parsed.cli.command {
+                cli::Command::Doctor(cli::Lazy(a)) => Some(a.ttl.as_str()),
+                _ => None,
+            };
+            let checked = check(&g, env_password.as_deref(), ttl);
             problems.extend(checked.problems);
             let problems: Vec<String> = problems.iter().map(Error::to_string).collect();
             if let cli::Command::Config(cli::Lazy(a)) = parsed.cli.command {
@@ -603,9 +608,10 @@ struct Checked {
 }
 
 /// Every problem any command would find in the layered global options and
-/// the file's `ttl` and `wait`, each from the validator that command runs,
-/// instead of only the first: what `config` and `doctor` report.
-fn check(g: &config_file::Globals, env_password: Option<&str>) -> Checked {
+/// the file's `ttl` and `wait` (or `doctor`'s `--ttl`, `flag_ttl`), each
+/// from the validator that command runs, instead of only the first: what
+/// `config` and `doctor` report.
+fn check(g: &config_file::Globals, env_password: Option<&str>, flag_ttl: Option<&str>) -> Checked {
     let mut problems = Vec::new();
     let mut ok = Collect(&mut problems);
     let password = ok.take(password(g, env_password)).flatten();
@@ -615,9 +621,10 @@ fn check(g: &config_file::Globals, env_password: Option<&str>) -> Checked {
     let drift_factor = ok.take(drift_factor(g));
     let max_ttl = ok.take(max_ttl(g));
     // The file's `ttl` is every holding command's TTL where no flag gives one.
-    let ttl = match &g.ttl.value {
-        Some(raw) => ok.take(ttl_named(&ttl_label(g), raw)),
-        None => Some(DEFAULT_TTL),
+    let ttl = match (flag_ttl, &g.ttl.value) {
+        (Some(raw), _) => ok.take(ttl_or_file(raw, g)),
+        (None, Some(raw)) => ok.take(ttl_named(&ttl_label(g), raw)),
+        (None, None) => Some(DEFAULT_TTL),
     };
     if let (Some(ttl), Some(max_ttl)) = (ttl, max_ttl) {
         ok.take(within_max_ttl(&ttl_label(g), ttl, g, max_ttl));

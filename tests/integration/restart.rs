@@ -194,7 +194,7 @@ fn doctor_says_persistence_switched_on_after_the_start_buys_no_vote() {
     server.start_again();
     let _: String = server.cmd(&["CONFIG", "SET", "appendonly", "yes"]);
     let _: String = server.cmd(&["CONFIG", "SET", "appendfsync", "always"]);
-    let out = redlock(&server.url()).args(["doctor"]).run();
+    let out = redlock(&server.url()).args(["doctor", "--ttl", MAX_TTL]).run();
     let report = format!("{}{}", out.stdout, out.stderr);
     assert!(report.contains("no vote until 4.0s after its start"), "{report}");
     assert!(report.contains("rewritten since it started"), "{report}");
