@@ -160,7 +160,7 @@ fn agree(report: AttemptReport, key: &str, limit: u32, shared: bool) -> AttemptR
                 crate::display_key(key.as_bytes()),
             );
             let attempt = Attempt::Unavailable(Error::Usage(message));
-            return AttemptReport { attempt, servers: report.servers, ahead: report.ahead };
+            return AttemptReport { attempt, ..report };
         }
         Attempt::Busy(holder) => match holder.value.parse::<Token>() {
             Ok(t) if t.limit() != limit => t,
@@ -181,11 +181,7 @@ fn agree(report: AttemptReport, key: &str, limit: u32, shared: bool) -> AttemptR
         theirs.host,
         theirs.pid,
     );
-    AttemptReport {
-        attempt: Attempt::Unavailable(Error::Usage(message)),
-        servers: report.servers,
-        ahead: report.ahead,
-    }
+    AttemptReport { attempt: Attempt::Unavailable(Error::Usage(message)), ..report }
 }
 
 /// The place a lock token holds (1 for an ordinary lock or another
@@ -284,6 +280,7 @@ mod tests {
             attempt: Attempt::Busy(Holder { value: value.to_owned(), remaining: None }),
             servers: Vec::new(),
             ahead: None,
+            clocks: Vec::new(),
         };
         match agree(report(&theirs), "k", 2, false).attempt {
             Attempt::Unavailable(Error::Usage(m)) => {

@@ -14,10 +14,13 @@ pub struct AttemptReport {
     /// How many waiters are queued ahead of this one, as a quorum of the
     /// servers that did not grant it sees it; `None` without a place.
     pub ahead: Option<usize>,
+    /// Each answering server's clock (ms since the epoch) where its
+    /// answer said it: a grant's, or, with `-n`'s term, a refusal's.
+    pub clocks: Vec<(String, u64)>,
 }
 
 /// The numbers of one acquire call (`scripts/acquire.lua`, `ARGV[3]`), packed
-/// as fourteen little-endian doubles that the script reads with one
+/// as fifteen little-endian doubles that the script reads with one
 /// `struct.unpack`: no string parsing and no `tonumber` on the server.
 /// Every number stays below 2^53, so a double holds it exactly.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,15 +48,14 @@ pub(crate) struct Numbers {
     pub places: u32,
     /// A shared holder's attempt (`--shared`).
     pub shared: bool,
-    /// Refuse a free key granted to another token within this long
-    /// ([`Terms::untaken_for`]).
-    pub untaken_ms: Option<u64>,
+    /// `-n`'s term on this server ([`Terms::untaken`]).
+    pub untaken: Untaken,
     /// The run's tick ([`Terms::tick`]).
     pub tick: Option<Tick>,
 }
 
 impl Numbers {
-    /// The packed form (`struct.pack('<dddddddddddddd', ...)`; -1: none).
+    /// The packed form (`struct.pack('<ddddddddddddddd', ...)`; -1: none).
     pub fn pack(&self) -> Vec<u8> {
         // `as f64` is exact: every field is below 2^53 (see the type's doc).
         #[allow(clippy::cast_precision_loss)]
@@ -69,12 +71,36 @@ impl Numbers {
             self.skew_ms as f64,
             f64::from(self.places),
             f64::from(u8::from(self.shared)),
-            self.untaken_ms.map_or(-1.0, |t| t as f64),
+            match self.untaken {
+                Untaken::Report => -2.0,
+                Untaken::Since(ms) => ms as f64,
+                Untaken::Off | Untaken::For(_) => -1.0,
+            },
+            match self.untaken {
+                Untaken::For(ms) => ms as f64,
+                _ => -1.0,
+            },
             self.tick.map_or(-1.0, |t| t.start_ms as f64),
             self.tick.map_or(-1.0, |t| t.end_ms as f64),
         ];
         fields.iter().flat_map(|f| f.to_le_bytes()).collect()
     }
+}
+
+/// `-n`'s term on one server ([`super::record`]), as the acquire script
+/// takes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Untaken {
+    /// No term.
+    Off,
+    /// No term, but a refusal says the server's clock (a first attempt).
+    Report,
+    /// Refuse a free key granted to another token at or after this server
+    /// time (ms): the server's clock at the contender's first attempt.
+    Since(u64),
+    /// The same from this long before the server's clock now (ms): for a
+    /// server whose clock at the first attempt is not known.
+    For(u64),
 }
 
 /// The token an attempt sets, and whether it is a shared holder's
@@ -264,14 +290,19 @@ impl Fleet {
             skew_ms: crate::millis(queue::SKEW),
             places: place.map_or(1, |p| p.places),
             shared,
-            // Plus one node timeout: the longest a call may run after it
-            // was sent ([`super::record`]).
-            untaken_ms: terms.untaken_for.map(|since| {
-                let now = tokio::time::Instant::now();
-                let call =
-                    self.servers.iter().map(|s| s.deadline().saturating_duration_since(now)).max();
-                crate::millis(since + call.unwrap_or_default())
-            }),
+            // Where a server's clock at the first attempt is not known: the
+            // time since the contender began plus one node timeout, the
+            // longest a call may run after it was sent ([`super::record`]).
+            untaken: match terms.untaken {
+                None => Untaken::Off,
+                Some(Since::First) => Untaken::Report,
+                Some(Since::Later { began, .. }) => {
+                    let now = tokio::time::Instant::now();
+                    let call = self.servers.iter().map(|s| s.deadline()).max();
+                    let call = call.map(|d| d.saturating_duration_since(now)).unwrap_or_default();
+                    Untaken::For(crate::millis(began + call))
+                }
+            },
             tick: terms.tick,
         };
         let call = Arc::new(Call {
@@ -308,7 +339,16 @@ impl Fleet {
                     Some(tick) => tick.restart_window(self.restart_window),
                     None => self.restart_window,
                 };
-                contend(server, Arc::clone(&call), answer, verdict_rx.clone(), restart)
+                let call = match terms.untaken {
+                    Some(Since::Later { clocks, .. }) => {
+                        match clocks.iter().find(|(name, _)| name == server.name()) {
+                            Some(&(_, ms)) => Arc::new(call.untaken_since(ms)),
+                            None => Arc::clone(&call),
+                        }
+                    }
+                    _ => Arc::clone(&call),
+                };
+                contend(server, call, answer, verdict_rx.clone(), restart)
             },
             |r| match r {
                 Granted::Yes(..) => Vote::Yes,
@@ -356,7 +396,19 @@ impl Fleet {
         }
         verdict.send_replace(Some(matches!(attempt, Attempt::Acquired(_))));
         let ahead = place.and_then(|p| queue::ahead(&views, self.quorum, p.member));
-        AttemptReport { attempt, servers, ahead }
+        let clocks = self
+            .servers
+            .iter()
+            .zip(&round.replies)
+            .filter_map(|(server, reply)| match reply {
+                Reply::Answered(Granted::Yes(Grant { clock: Some(c), .. }))
+                | Reply::Answered(Granted::No { clock: Some(c), .. }) => {
+                    Some((server.name().to_owned(), crate::millis(*c)))
+                }
+                _ => None,
+            })
+            .collect();
+        AttemptReport { attempt, servers, ahead, clocks }
     }
 
     /// Two members that are one server (the same `run_id`, however their
@@ -952,6 +1004,8 @@ enum Granted {
         pttl: i64,
         /// The queue as this server sees it after the attempt.
         queue: queue::View,
+        /// The server's clock, when the refusal said it (`-n`'s term).
+        clock: Option<Duration>,
     },
     /// Not set: the key is free, but the record holds a tick that ends
     /// after this attempt's starts.
@@ -1086,20 +1140,24 @@ pub(super) fn server_time(secs: Option<u64>, micros: Option<u64>) -> Option<Dura
 fn parse_acquire(reply: Value) -> Result<Granted, String> {
     let bad = |reply: &Value| format!("unexpected acquire reply {reply:?}");
     let Value::Array(items) = &reply else { return Err(bad(&reply)) };
+    // A server's TIME at the end of a reply, when it says it.
+    let clock = |time: &[Value]| -> Result<Option<Duration>, String> {
+        let number = |v: &Value| match v {
+            Value::BulkString(b) => std::str::from_utf8(b).ok()?.parse::<u64>().ok(),
+            _ => None,
+        };
+        match time {
+            [] => Ok(None),
+            [secs, micros] => {
+                Ok(Some(server_time(number(secs), number(micros)).ok_or_else(|| bad(&reply))?))
+            }
+            _ => Err(bad(&reply)),
+        }
+    };
     match items.as_slice() {
         [Value::Int(1), Value::Int(fence), Value::Int(score), Value::Int(deadline), time @ ..] => {
             let entry = u64::try_from(*score).ok().zip(u64::try_from(*deadline).ok());
-            let number = |v: &Value| match v {
-                Value::BulkString(b) => std::str::from_utf8(b).ok()?.parse::<u64>().ok(),
-                _ => None,
-            };
-            let clock = match time {
-                [] => None,
-                [secs, micros] => {
-                    Some(server_time(number(secs), number(micros)).ok_or_else(|| bad(&reply))?)
-                }
-                _ => return Err(bad(&reply)),
-            };
+            let clock = clock(time)?;
             Ok(Granted::Yes(Grant {
                 fence: u64::try_from(*fence).ok(),
                 entry,
@@ -1117,7 +1175,15 @@ fn parse_acquire(reply: Value) -> Result<Granted, String> {
         [Value::Int(3), Value::BulkString(token), Value::Int(_)] => {
             Ok(Granted::Taken(String::from_utf8_lossy(token).into_owned()))
         }
-        [Value::Int(0), holder, Value::Int(pttl), Value::Int(rank), Value::Int(len), first] => {
+        [
+            Value::Int(0),
+            holder,
+            Value::Int(pttl),
+            Value::Int(rank),
+            Value::Int(len),
+            first,
+            time @ ..,
+        ] => {
             let text = |v: &Value| match v {
                 Value::BulkString(b) => Some(String::from_utf8_lossy(b).into_owned()),
                 _ => None,
@@ -1134,6 +1200,7 @@ fn parse_acquire(reply: Value) -> Result<Granted, String> {
                     len: usize::try_from(*len).map_err(|_| bad(&reply))?,
                     first,
                 },
+                clock: clock(time)?,
             })
         }
         _ => Err(bad(&reply)),
@@ -1158,7 +1225,7 @@ mod tests {
             skew_ms: 100,
             places: 3,
             shared: false,
-            untaken_ms: Some(1_500),
+            untaken: Untaken::Since(1_795_621_712_000),
             tick: Some(Tick { start_ms: 1_795_621_500_000, end_ms: 1_795_621_800_000 }),
         };
         let packed = numbers.pack();
@@ -1177,13 +1244,21 @@ mod tests {
             100.0,
             3.0,
             0.0,
-            1_500.0,
+            1_795_621_712_000.0,
+            -1.0,
             1_795_621_500_000.0,
             1_795_621_800_000.0,
         ];
         assert_eq!(read, expected);
-        let unfenced = Numbers { proposal: None, ..numbers }.pack();
+        let unfenced = Numbers { proposal: None, untaken: Untaken::For(7), ..numbers }.pack();
         assert_eq!(f64::from_le_bytes(unfenced[8..16].try_into().unwrap()), -1.0);
+        let untaken: Vec<f64> = unfenced[88..104]
+            .chunks_exact(8)
+            .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        assert_eq!(untaken, [-1.0, 7.0], "untaken for: since -1, for 7");
+        let report = Numbers { untaken: Untaken::Report, ..numbers }.pack();
+        assert_eq!(f64::from_le_bytes(report[88..96].try_into().unwrap()), -2.0);
     }
 
     #[test]
@@ -1191,7 +1266,7 @@ mod tests {
         let queue = queue::View { rank: None, len: 0, first: String::new() };
         let no = |holder: Option<&str>, pttl| {
             let holder = holder.map(str::to_owned);
-            Reply::Answered(Granted::No { holder, pttl, queue: queue.clone() })
+            Reply::Answered(Granted::No { holder, pttl, queue: queue.clone(), clock: None })
         };
         let replies = || {
             vec![
@@ -1254,10 +1329,26 @@ mod tests {
         assert_eq!(parse_acquire(unfenced), Ok(Granted::Yes(grant(None, None, None))));
         let busy = Value::Array(vec![int(0), text("t"), int(5), int(1), int(2), text("w")]);
         let queue = queue::View { rank: Some(1), len: 2, first: "w".into() };
-        let held = Granted::No { holder: Some("t".into()), pttl: 5, queue: queue.clone() };
+        let held =
+            Granted::No { holder: Some("t".into()), pttl: 5, queue: queue.clone(), clock: None };
         assert_eq!(parse_acquire(busy), Ok(held));
         let queued = Value::Array(vec![int(0), text(""), int(-2), int(1), int(2), text("w")]);
-        assert_eq!(parse_acquire(queued), Ok(Granted::No { holder: None, pttl: -2, queue }));
+        assert_eq!(
+            parse_acquire(queued),
+            Ok(Granted::No { holder: None, pttl: -2, queue: queue.clone(), clock: None })
+        );
+        let stamped = Value::Array(vec![
+            int(0),
+            text("t"),
+            int(5),
+            int(-1),
+            int(0),
+            text(""),
+            text("12"),
+            text("5"),
+        ]);
+        let clock = Some(Duration::from_secs(12) + Duration::from_micros(5));
+        assert!(matches!(parse_acquire(stamped), Ok(Granted::No { clock: c, .. }) if c == clock));
         let raw_empty_value =
             Value::Array(vec![int(0), text(""), int(-1), int(-1), int(0), text("")]);
         assert!(matches!(parse_acquire(raw_empty_value), Ok(Granted::No { holder: Some(_), .. })));

@@ -31,7 +31,7 @@ pub use keys::{KeyLayout, WAKE_TAG, release_channel, wake_channel};
 pub(crate) use ops::{
     AcquireOp, ExtendOp, Operation, RaiseFenceOp, ReleaseOp, SetTtlOp, StatusOp, WithdrawOp,
 };
-pub use record::{MAX_TICK, RECORD_LIFE, TICK_MARGIN, Terms, Tick};
+pub use record::{MAX_TICK, RECORD_LIFE, Since, TICK_MARGIN, Terms, Tick};
 pub use status::{ServerView, Status};
 
 use std::sync::{Arc, OnceLock};
@@ -164,6 +164,20 @@ pub(crate) struct Call {
 }
 
 impl Call {
+    /// This acquire call with `-n`'s term for one server: refuse a free key
+    /// granted to another token at or after `ms` there ([`record`]).
+    fn untaken_since(&self, ms: u64) -> Call {
+        let operation = match &self.operation {
+            Operation::Acquire(op) => {
+                let numbers =
+                    acquire::Numbers { untaken: acquire::Untaken::Since(ms), ..op.numbers };
+                Operation::Acquire(AcquireOp { numbers, ..op.clone() })
+            }
+            other => other.clone(),
+        };
+        Call { op: self.op, key: self.key.clone(), operation }
+    }
+
     /// The key shown in messages: the user's, not its server-side name.
     fn key(&self) -> &str {
         &self.key

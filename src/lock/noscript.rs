@@ -72,7 +72,7 @@
 use redis::aio::MultiplexedConnection;
 use redis::{ErrorKind, Pipeline, RedisError, RedisResult, Value};
 
-use super::acquire::Numbers;
+use super::acquire::{Numbers, Untaken};
 use super::{AcquireOp, Call, ExtendOp, Operation, RaiseFenceOp, SetTtlOp, StatusOp};
 use crate::server::{NEEDS_SCRIPTS, Server};
 
@@ -384,8 +384,13 @@ impl Record {
                 Value::Int(end),
             ]));
         }
-        if let (Some(untaken), Some(at)) = (numbers.untaken_ms, self.number(0))
-            && at >= whole(now_ms) - whole(untaken)
+        let from = match numbers.untaken {
+            Untaken::Since(ms) => Some(whole(ms)),
+            Untaken::For(ms) => Some(whole(now_ms) - whole(ms)),
+            Untaken::Off | Untaken::Report => None,
+        };
+        if let (Some(from), Some(at)) = (from, self.number(0))
+            && at >= from
         {
             return Some(Value::Array(vec![Value::Int(3), text(&self.fields[1]), Value::Int(at)]));
         }

@@ -10,20 +10,25 @@
 //! (`scripts/withdraw.lua`), so a round that did not win leaves nothing
 //! behind. The acquire script reads it only where the key is free.
 //!
-//! **`-n` runs only if nobody took the lock since it began.** An attempt
-//! of `-n` after its first carries [`Terms::untaken_for`]: the time since
-//! the contender began, plus one node timeout. A server refuses a free key
-//! that another token was granted within that long of the server's own
-//! clock when the call runs. The argument: the call runs at most one node
-//! timeout after it was sent (a later answer is a timeout, and counts for
-//! nothing), so "now less that span" is no later, on the server's clock,
-//! than the contender's start: every grant since the start is seen, and
-//! one shortly before it may be too (busy is the safe side). A holder that
-//! took the key in between held a quorum, which shares a server with any
-//! quorum this contender could win; that server refuses, so the contender
-//! cannot win, and the refusal names the holder. Breaks when that server
-//! lost its data since (the restart window keeps it from voting) or when
-//! the record expired: it lives [`RECORD_LIFE`], above the longest `-n`.
+//! **`-n` runs only if nobody took the lock since it began.** The first
+//! attempt of `-n` learns each server's clock (every refusal says it, and
+//! every grant already does); every later attempt carries [`Since`]: a
+//! server refuses a free key that another token was granted at or after
+//! its clock at that first attempt. A grant between the contender's start
+//! and its first call on a server would have shown as held there, unless
+//! its holder both took and released the key within one call's delivery.
+//! For a server whose clock is not known (it did not answer the first
+//! attempt), the bound is the time since the contender began plus one node
+//! timeout, back from the server's clock when the call runs: a call runs at
+//! most one node timeout after it was sent (a later answer is a timeout),
+//! so that is no later than the contender's start, and a grant shortly
+//! before it may count too (busy is the safe side). A holder that took the
+//! key in between held a quorum, which shares a server with any quorum
+//! this contender could win; that server refuses, so the contender cannot
+//! win, and the refusal names the holder. Breaks when that server lost its
+//! data since (the restart window keeps it from voting), when its clock
+//! was stepped back between the attempts, or when the record expired: it
+//! lives [`RECORD_LIFE`], above the longest `-n`.
 //!
 //! **`--once-per DUR` runs once per tick.** The tick is the slot
 //! `floor(wall clock at start / DUR)`, aligned to the Unix epoch; a grant
@@ -104,16 +109,32 @@ impl Tick {
     }
 }
 
+/// `-n`'s rule for one attempt ([`Terms::untaken`]).
+#[derive(Clone, Copy, Debug)]
+pub enum Since<'a> {
+    /// The contender's first attempt: each server that refuses says its
+    /// clock.
+    First,
+    /// A later attempt: the contender began `began` ago, and `clocks` says
+    /// each server's clock (ms) at its first attempt (servers missing from
+    /// it are judged from `began` plus one node timeout).
+    Later {
+        /// Since the contender began.
+        began: Duration,
+        /// Each server's clock at the first attempt, by name.
+        clocks: &'a [(String, u64)],
+    },
+}
+
 /// What a grant needs besides a free key: the queue's turn, and the
 /// grant record's terms.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Terms<'a> {
     /// The waiter's place in the queue (`None`: the queue is ignored).
     pub place: Option<super::Place<'a>>,
-    /// Refuse a free key that another token was granted within this long
-    /// (on each server's clock, plus one node timeout): the time since
-    /// the contender began, for `-n`'s every attempt after its first.
-    pub untaken_for: Option<Duration>,
+    /// `-n`'s rule: refuse a free key that another token was granted
+    /// since the contender began.
+    pub untaken: Option<Since<'a>>,
     /// The tick the run belongs to (`--once-per`).
     pub tick: Option<Tick>,
 }

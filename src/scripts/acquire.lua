@@ -8,8 +8,8 @@
 -- grant record (a hash, below); for a shared holder, the shared holders (a
 -- sorted set: token -> server time its entry expires, ms).
 -- ARGV[1]: this attempt's token; ARGV[2]: the waiter's queue member, or ''
--- to ignore the queue (--unordered); ARGV[3]: ten numbers, packed as
--- little-endian doubles (struct.pack('<dddddddddd'), src/lock/acquire.rs
+-- to ignore the queue (--unordered); ARGV[3]: fifteen numbers, packed as
+-- little-endian doubles (struct.pack('<ddddddddddddddd'), src/lock/acquire.rs
 -- `Numbers`: one unpack is far cheaper than parsing text), all integers:
 --   ttl ms; the client's proposed fence (its clock in microseconds plus half
 --   the window) or -1 to draw none; the window in microseconds; the
@@ -20,8 +20,10 @@
 --   began to wait, by its clock (ms), and how far this server lets that
 --   differ from its own clock (ms); the places of the key (`--limit N`;
 --   1 for the lock); shared (1: a shared holder, KEYS[5] the shared
---   holders); untaken (ms, -1: no such term): refuse a free key that another
---   token was granted here less than this long ago (`-n`'s rule); and the
+--   holders); untaken since (server ms; -1: no such term; -2: none, but
+--   every refusal says this server's TIME): refuse a free key that another
+--   token was granted here at or after it (`-n`'s rule), and untaken for
+--   (ms, -1: none): the same, from this long before now; and the
 --   tick's start and end (ms since the epoch, -1: no tick, `--once-per`):
 --   refuse a free key whose record holds a tick that ends after this one
 --   starts (it ran).
@@ -48,8 +50,9 @@
 -- waiters queued, first the first of them ('' none); or {2, token, start,
 -- end} when the key is free but the record's tick (granted to token) ends
 -- after this attempt's tick starts: the tick ran; or {3, token, at} when
--- the key is free but token was granted it at `at` (server ms), within
--- `untaken` of now. Neither writes anything.
+-- the key is free but token was granted it at `at` (server ms), since the
+-- untaken term. Neither writes anything. With an untaken term, a {0, ...}
+-- refusal ends with this server's TIME (seconds, microseconds).
 -- The fence draw, only where this server grants the lock:
 --   fence = max(counter + 1, clamp(proposal, now, now + window))
 -- with now this server's clock (TIME) in microseconds and an absent counter
@@ -63,7 +66,9 @@ if redis.replicate_commands then
   redis.replicate_commands()
 end
 local ttl, proposal, window, life, join, order, qlife, since, skew, places, shared,
-  untaken, tick_start, tick_end = struct.unpack('<dddddddddddddd', ARGV[3])
+  untaken_since, untaken_for, tick_start, tick_end =
+  struct.unpack('<ddddddddddddddd', ARGV[3])
+local untaken = untaken_since >= 0 or untaken_for >= 0
 join, order, shared = join == 1, order == 1, shared == 1
 local record = not shared and KEYS[5]
 local member = ARGV[2]
@@ -86,19 +91,25 @@ local marker = 'redlock-shared'
 -- since this contender began. A round in flight holds the key where it was
 -- granted, so only a grant that was kept (a holder that released, or one
 -- that crashed) is met here; a withdrawal put its record back.
-if record and (untaken >= 0 or tick_end >= 0) and redis.call('EXISTS', KEYS[1]) == 0 then
+if record and (untaken or tick_end >= 0) and redis.call('EXISTS', KEYS[1]) == 0 then
   local rec = redis.call('HMGET', record, 'at', 'tok', 'ts', 'te', 'tt')
   if tick_end >= 0 and rec[4] and tonumber(rec[4]) > tick_start then
     return {2, rec[5], tonumber(rec[3]), tonumber(rec[4])}
   end
-  if untaken >= 0 and rec[1] and tonumber(rec[1]) >= 0 then
-    local t = redis.call('TIME')
-    local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-    if tonumber(rec[1]) >= now - untaken then
+  if untaken and rec[1] and tonumber(rec[1]) >= 0 then
+    local from = untaken_since
+    if untaken_for >= 0 then
+      local t = redis.call('TIME')
+      from = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) - untaken_for
+    end
+    if tonumber(rec[1]) >= from then
       return {3, rec[2], tonumber(rec[1])}
     end
   end
 end
+-- Whether a refusal says this server's clock (the first attempt of `-n`
+-- learns where each server's clock stood when it began).
+local stamp = untaken_since ~= -1 or untaken_for >= 0
 -- Whose turn it is: ours while fewer waiters than the key has places are
 -- ahead of us (a member not queued counts behind every queued one): with
 -- one place, only the first waiter's; with N (`--limit N`), any of the
@@ -167,21 +178,28 @@ if holder then
     now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
     queued = true
   end
+  local reply
   if not queued then
-    return {0, holder, pttl, -1, 0, ''}
+    reply = {0, holder, pttl, -1, 0, ''}
+  else
+    if join then
+      local at = math.min(math.max(since, now_ms - skew), now_ms + skew)
+      redis.call('ZADD', KEYS[3], 'NX', at, member)
+      redis.call('ZADD', KEYS[4], now_ms + qlife, member)
+      -- Every key redlock writes expires: the queue one entry lifetime
+      -- after its last refresh.
+      redis.call('PEXPIRE', KEYS[3], qlife)
+      redis.call('PEXPIRE', KEYS[4], qlife)
+    end
+    local first = redis.call('ZRANGE', KEYS[3], 0, 0)[1] or ''
+    reply = {0, holder, pttl, redis.call('ZRANK', KEYS[3], member) or -1,
+             redis.call('ZCARD', KEYS[3]), first}
   end
-  if join then
-    local at = math.min(math.max(since, now_ms - skew), now_ms + skew)
-    redis.call('ZADD', KEYS[3], 'NX', at, member)
-    redis.call('ZADD', KEYS[4], now_ms + qlife, member)
-    -- Every key redlock writes expires: the queue one entry lifetime after
-    -- its last refresh.
-    redis.call('PEXPIRE', KEYS[3], qlife)
-    redis.call('PEXPIRE', KEYS[4], qlife)
+  if stamp then
+    local t = redis.call('TIME')
+    reply[7], reply[8] = t[1], t[2]
   end
-  local first = redis.call('ZRANGE', KEYS[3], 0, 0)[1] or ''
-  return {0, holder, pttl, redis.call('ZRANK', KEYS[3], member) or -1,
-          redis.call('ZCARD', KEYS[3]), first}
+  return reply
 end
 local score, deadline = -1, -1
 if queued then

@@ -21,7 +21,7 @@ use serde_json::json;
 
 use crate::error::Error;
 use crate::exit;
-use crate::lock::{Attempt, Fleet, Lock, Place, Terms};
+use crate::lock::{Attempt, Fleet, Lock, Place, Since, Terms};
 use crate::lock::{Request, Wait};
 use crate::output::{Level, Log};
 use crate::queue;
@@ -330,6 +330,8 @@ pub async fn acquire(
     };
     let join = state.joins();
     let places = request.limit.max(1);
+    // Each server's clock at the first attempt (`-n`'s rule).
+    let mut clocks: Vec<(String, u64)> = Vec::new();
     let mut action = state.first();
     loop {
         let event = match action {
@@ -347,15 +349,21 @@ pub async fn acquire(
                 };
                 let place =
                     ordered.then_some(Place { member: &member, join, order, since_ms, places });
-                let terms = Terms {
-                    place,
-                    // `-n` runs only if nobody took the lock since it
-                    // began: every attempt after its first says so.
-                    untaken_for: (!join && state.attempts > 0 && places == 1 && !request.shared)
-                        .then(|| start.elapsed()),
-                    tick: request.tick,
-                };
+                // `-n` runs only if nobody took the lock since it began:
+                // its first attempt learns the servers' clocks, every later
+                // one says since when ([`crate::lock::Since`]).
+                let untaken = (!join && places == 1 && !request.shared).then(|| {
+                    if state.attempts == 0 {
+                        Since::First
+                    } else {
+                        Since::Later { began: start.elapsed(), clocks: &clocks }
+                    }
+                });
+                let terms = Terms { place, untaken, tick: request.tick };
                 let report = crate::slots::attempt(fleet, request, state.splits, terms).await;
+                if state.attempts == 0 {
+                    clocks = report.clocks.clone();
+                }
                 joined |= place.is_some() && join;
                 log_attempt(log, key, state.attempts + 1, &report);
                 crate::metrics::observe(&report.servers);
