@@ -332,6 +332,14 @@ pub async fn acquire(
     let places = request.limit.max(1);
     // Each server's clock at the first attempt (`-n`'s rule).
     let mut clocks: Vec<(String, u64)> = Vec::new();
+    // A `--wait DUR` ends at its deadline, even in the middle of an
+    // attempt whose servers hang: the attempt is dropped there, and its
+    // server tasks withdraw whatever it set (`lock::contend`). `-n` and
+    // `--wait 0` make their one attempt whole.
+    let cut = match wait {
+        Wait::For(d) if !d.is_zero() => Some(start + *d),
+        _ => None,
+    };
     let mut action = state.first();
     loop {
         let event = match action {
@@ -360,7 +368,17 @@ pub async fn acquire(
                     }
                 });
                 let terms = Terms { place, untaken, tick: request.tick };
-                let report = crate::slots::attempt(fleet, request, state.splits, terms).await;
+                let attempt = crate::slots::attempt(fleet, request, state.splits, terms);
+                let report = match cut {
+                    Some(cut) => match tokio::time::timeout_at(cut.into(), attempt).await {
+                        Ok(report) => report,
+                        Err(_) => {
+                            leave(joined);
+                            return Err(last.unwrap_or_else(|| cut_off(fleet, key, wait)));
+                        }
+                    },
+                    None => attempt.await,
+                };
                 if state.attempts == 0 {
                     clocks = report.clocks.clone();
                 }
@@ -544,6 +562,24 @@ fn config_error(e: &Error) -> bool {
 }
 
 /// The error of a wait that `signal` ended.
+/// The error of a `--wait` whose only attempts were cut off at its
+/// deadline: no quorum answered in time.
+fn cut_off(fleet: &Fleet, key: &str, wait: &Wait) -> Error {
+    let limit = match wait {
+        Wait::For(d) => crate::fmt_duration(*d),
+        _ => String::new(),
+    };
+    Error::Unavailable {
+        what: format!(
+            "acquire {}: no quorum of {} servers answered within --wait {limit}",
+            crate::display_key(key.as_bytes()),
+            fleet.servers().len()
+        ),
+        failures: crate::quorum::Failures::default(),
+        config: false,
+    }
+}
+
 fn interrupted(signal: i32, key: &str) -> Error {
     Error::Interrupted(signal, format!("while waiting for {}", crate::display_key(key.as_bytes())))
 }

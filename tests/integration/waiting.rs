@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::harness::{RedisServer, Redlock, unique_key};
+use crate::harness::{Fleet, RedisServer, Redlock, unique_key};
 
 #[test]
 fn a_long_wait_says_when_it_begins_while_it_lasts_and_when_it_ends() {
@@ -96,4 +96,31 @@ fn a_hung_server_does_not_stretch_the_wait() {
         out.within(Duration::from_millis(2600));
     }
     fleet.servers[2].resume();
+}
+
+/// `--wait DUR` ends within DUR plus a small constant, not plus a node
+/// timeout: an attempt whose servers hang is cut at the deadline (its
+/// votes withdrawn by its server tasks), and the exit says the servers did
+/// not answer.
+#[test]
+fn a_wait_ends_at_its_bound_even_when_the_servers_hang() {
+    let fleet = Fleet::start(3);
+    let key = unique_key("wait-cut");
+    fleet.servers[1].hang();
+    fleet.servers[2].hang();
+    let start = std::time::Instant::now();
+    let out =
+        Redlock::on(&fleet).args(["--node-timeout", "3s", "acquire", "-w", "1s", "-k", &key]).run();
+    let took = start.elapsed();
+    fleet.servers[1].resume();
+    fleet.servers[2].resume();
+    out.expect(69);
+    assert!(took < std::time::Duration::from_millis(1_800), "--wait 1s took {took:?}");
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    // Nothing is left on the server that answered.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while fleet.values(&crate::harness::lock_key(&key))[0].is_some() {
+        assert!(std::time::Instant::now() < deadline, "the cut attempt left its vote");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }
