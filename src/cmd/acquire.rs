@@ -41,5 +41,15 @@ pub async fn acquire(fleet: &Fleet, request: &Request, json: bool, log: &Log) ->
         let _ = fleet.release(&request.key, &lock.token, lock.shared).await;
         return Err(Error::Usage("acquire: could not write the token to stdout".to_owned()));
     }
+    // A member slower than the round that answers with its own token is
+    // the same server as another: the lock rests on a fleet that counts a
+    // server twice, so it is given back and the command fails. The calls
+    // still in flight end within a node timeout (the process waits for
+    // them before it exits in any case).
+    fleet.drain().await;
+    if let Some(twin) = fleet.late_twin(&request.key) {
+        let _ = fleet.release(&request.key, &lock.token, lock.shared).await;
+        return Err(twin);
+    }
     Ok(exit::OK)
 }

@@ -348,7 +348,8 @@ impl Fleet {
                     }
                     _ => Arc::clone(&call),
                 };
-                contend(server, call, answer, verdict_rx.clone(), restart)
+                let twin = Arc::clone(&self.twin);
+                contend(server, call, answer, verdict_rx.clone(), restart, twin)
             },
             |r| match r {
                 Granted::Yes(..) => Vote::Yes,
@@ -418,7 +419,10 @@ impl Fleet {
     /// twin of a server that answered is as quick to connect and answer
     /// (its connection may still be opening: a host name to resolve);
     /// [`TWIN_WAIT`] bounds the wait for it. A member that does not answer
-    /// in time (down, hung), or whose `INFO` is refused, is not compared.
+    /// in time (down, hung), or whose `INFO` is refused, is not compared
+    /// here; a twin slower than that is caught when it answers (`contend`:
+    /// this attempt's own token) or at the first renewal, which compares
+    /// every member that answered it ([`Fleet::twin_among`]).
     async fn twins(&self, key: &str) -> Option<Error> {
         let deadline = tokio::time::Instant::now() + TWIN_WAIT;
         let facts = futures_util::future::join_all(self.servers.iter().map(|s| async move {
@@ -434,28 +438,50 @@ impl Fleet {
             s.facts(&conn.await.ok()?.ok()?, deadline).await
         }))
         .await;
+        self.same_server(&facts, Op::Acquire, key)
+    }
+
+    /// The error for two members of `facts` (by index) that are one
+    /// server, if any. An empty run_id (a proxy or a fork that blanks it)
+    /// tells nothing, as in `doctor`.
+    pub(super) fn same_server(
+        &self,
+        facts: &[Option<crate::server::Facts>],
+        op: Op,
+        key: &str,
+    ) -> Option<Error> {
         for (i, a) in facts.iter().enumerate() {
-            // An empty run_id (a proxy or a fork that blanks it) tells
-            // nothing, as in `doctor`.
             let Some(a) = a.as_ref().filter(|a| !a.run_id.is_empty()) else { continue };
             for (j, b) in facts.iter().enumerate().skip(i + 1) {
                 if b.as_ref().is_some_and(|b| b.run_id == a.run_id) {
-                    let (first, second) = (&self.servers[i], &self.servers[j]);
                     let why = format!(
                         "the same server as {} (run_id {}): list each server once",
-                        first.name(),
+                        self.servers[i].name(),
                         a.run_id.get(..12).unwrap_or(&a.run_id)
                     );
-                    let shown = crate::display_key(key.as_bytes());
-                    return Some(Error::Unavailable {
-                        what: format!("acquire {shown}: a server is listed twice"),
-                        failures: Failures(vec![second.unfit(Op::Acquire, key, why)]),
-                        config: true,
-                    });
+                    return Some(self.listed_twice(self.servers[j].unfit(op, key, why), op, key));
                 }
             }
         }
         None
+    }
+
+    /// A fleet that lists a server twice, `twin` saying which and why.
+    pub(super) fn listed_twice(&self, twin: ServerError, op: Op, key: &str) -> Error {
+        let shown = crate::display_key(key.as_bytes());
+        Error::Unavailable {
+            what: format!("{op} {shown}: a server is listed twice"),
+            failures: Failures(vec![twin]),
+            config: true,
+        }
+    }
+
+    /// A twin found after the lock was taken: a member that answered this
+    /// process's attempt with the attempt's own token once the round had
+    /// been won without it (`contend`), as an error.
+    pub fn late_twin(&self, key: &str) -> Option<Error> {
+        let twin = self.twin.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()?;
+        Some(self.listed_twice(twin, Op::Acquire, key))
     }
 
     async fn conclude_acquire(
@@ -774,6 +800,7 @@ async fn contend(
     answer: Answer<Granted>,
     mut verdict: watch::Receiver<Option<bool>>,
     restart_window: Option<Duration>,
+    twin: Arc<std::sync::Mutex<Option<ServerError>>>,
 ) {
     let key = call.key();
     let Operation::Acquire(op) = &call.operation else {
@@ -838,13 +865,7 @@ async fn contend(
         if let Granted::No { holder: Some(holder), .. } = &granted
             && op.token == *holder
         {
-            return Err(server.unfit(
-                Op::Acquire,
-                key,
-                "already holds this attempt's own token: the same server is listed \
-                 more than once (run `redlock doctor`)"
-                    .to_owned(),
-            ));
+            return Err(server.unfit(Op::Acquire, key, OWN_TOKEN.to_owned()));
         }
         Ok(granted)
     });
@@ -883,8 +904,16 @@ async fn contend(
         keep = decided(&mut verdict) => {
             if keep {
                 // Won without this server: let its vote land all the same.
-                if refused(&set.await) {
+                let late = set.await;
+                if refused(&late) {
                     leave_here(&server, &conn, key, op).await;
+                }
+                // A twin slower than the round: the lock's holder learns
+                // it from the fleet (`Fleet::late_twin`).
+                if let Err(e) = late
+                    && matches!(&e.failure, Failure::Unfit(why) if why == OWN_TOKEN)
+                {
+                    *twin.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(e);
                 }
                 return;
             }
@@ -896,6 +925,11 @@ async fn contend(
         withdraw(&server, &conn, key, op, entry).await;
     }
 }
+
+/// Why a member that answers with the attempt's own token is refused: it
+/// is the same server as another member that granted it.
+const OWN_TOKEN: &str = "already holds this attempt's own token: the same server is listed \
+                         more than once (run `redlock doctor`)";
 
 /// Takes the waiter's entry out of this server's queue, after an attempt
 /// that won elsewhere but was refused here (and so kept or refreshed the

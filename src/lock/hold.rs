@@ -86,6 +86,9 @@ impl Fleet {
         let round = self.round(call, parse_int, done_here).await;
         let shown = crate::display_key(key.as_bytes());
         match round.outcome() {
+            // A renewal counted on one server listed twice could hold the
+            // lock on a minority: refused, as the acquire round refuses it.
+            Outcome::Won if let Some(twin) = self.twin_among(&round, key).await => Err(twin),
             Outcome::Won => {
                 let validity = quorum::validity(ttl, start.elapsed(), self.drift_factor)
                     .ok_or_else(|| {
@@ -204,6 +207,28 @@ impl Fleet {
 }
 
 impl Fleet {
+    /// Two members that answered `round` and are one server, or a twin an
+    /// acquire round met late ([`Fleet::late_twin`]), as an error. Each
+    /// member that answered has read its server's `INFO` on connecting, so
+    /// nothing is waited for; a cluster member is not compared (its twin
+    /// meets its own token instead).
+    async fn twin_among<T>(&self, round: &Round<T>, key: &str) -> Option<Error> {
+        if let Some(twin) = self.late_twin(key) {
+            return Some(twin);
+        }
+        let now = tokio::time::Instant::now();
+        let facts = futures_util::future::join_all(self.servers.iter().zip(&round.replies).map(
+            |(s, reply)| async move {
+                match reply {
+                    Reply::Answered(_) if s.cluster().is_none() => s.current_facts(now).await,
+                    _ => None,
+                }
+            },
+        ))
+        .await;
+        self.same_server(&facts, Op::Extend, key)
+    }
+
     /// The compare-and-delete of `token` on `key`, announcing the release.
     /// A shared holder's token ([`crate::shared`]) leaves the shared
     /// holders instead: the withdrawal script, with the release channel.

@@ -356,6 +356,9 @@ pub struct Fleet {
     /// Set once an acquire round of this process won: from then on its
     /// stragglers may be the release of a lock it held ([`Fleet::settle`]).
     won: std::sync::atomic::AtomicBool,
+    /// A member that answered a won round late with the round's own token:
+    /// the same server as another member (`acquire::contend`).
+    twin: Arc<std::sync::Mutex<Option<ServerError>>>,
 }
 
 /// A lock this process holds.
@@ -458,6 +461,7 @@ impl Fleet {
             layout: KeyLayout::Native,
             tasks: TaskTracker::new(),
             won: std::sync::atomic::AtomicBool::new(false),
+            twin: Arc::default(),
         }
         .with_key_layout(KeyLayout::Native)
     }

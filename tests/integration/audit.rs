@@ -131,3 +131,24 @@ fn a_server_listed_twice_under_two_spellings_is_always_refused() {
         }
     }
 }
+
+/// A server listed twice, one spelling 40 ms slower (a proxy in front of
+/// it): the round is won before the slow twin's identity is known, but its
+/// late answer carries the attempt's own token, so `acquire` gives the lock
+/// back and fails; `doctor` calls it an error.
+#[test]
+fn a_slow_twin_is_caught_when_it_answers() {
+    let fleet = Fleet::start(2);
+    let proxy = crate::harness::proxy::Proxy::start(fleet.servers[0].port);
+    proxy.set(crate::harness::proxy::Mode::Delay(Duration::from_millis(40)));
+    let twins = format!("{},{},{}", fleet.servers[0].url(), fleet.servers[1].url(), proxy.url());
+    for _ in 0..3 {
+        let key = unique_key("slow-twin");
+        let out = Redlock::new(&twins).args(["acquire", "-n", "-k", &key]).run();
+        out.expect(69).stderr_has("listed twice");
+        assert_eq!(fleet.values(&lock_key(&key)), vec![None, None], "nothing is left held");
+    }
+    let out = Redlock::new(&twins).args(["doctor"]).run();
+    out.expect(69);
+    assert!(out.stdout.contains("are the same server"), "{}", out.stdout);
+}

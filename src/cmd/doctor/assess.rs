@@ -278,8 +278,12 @@ pub fn assess(
         if let Some(first) =
             probes[..i].iter().find(|q| !p.run_id.is_empty() && q.run_id == p.run_id)
         {
-            a.warnings.push(format!(
-                "{} and {} are the same server (run_id {}): the servers are not independent",
+            // The same verdict as a lock's round: a fleet that lists a
+            // server twice counts one server's votes twice, and renewals
+            // can then hold a lock on a minority (`lock::Fleet::twins`).
+            a.errors.push(format!(
+                "{} and {} are the same server (run_id {}): list each server once (the servers \
+                 are not independent, and renewals would count it twice)",
                 first.server, p.server, p.run_id
             ));
         }
@@ -646,8 +650,9 @@ mod tests {
         skewed.clock_offset_ms = 500.0;
         let probes = [healthy("a", "1"), healthy("b", "1"), lru, replica, skewed];
         let a = assess(&probes, &[], Duration::from_secs(30), 0.01);
+        let errors = a.errors.join("\n");
+        assert!(errors.contains("a and b are the same server"), "{errors}");
         let all = a.warnings.join("\n");
-        assert!(all.contains("a and b are the same server"), "{all}");
         assert!(all.contains("c: maxmemory-policy allkeys-lru"), "{all}");
         assert!(all.contains("d: role slave"), "{all}");
         assert!(all.contains("clocks differ by 500.0ms"), "{all}");
