@@ -4,7 +4,7 @@
 //! with different messages and codes, so no caller has to guess from a string.
 
 use crate::exit;
-use crate::quorum::Failures;
+use crate::failure::Failures;
 
 /// Everything that can end a redlock command early.
 #[derive(Debug, thiserror::Error)]

@@ -13,14 +13,16 @@
 //! - [`clock`]: `CLOCK_BOOTTIME` instants and timers, so that suspended
 //!   time counts against a lock's validity.
 //! - [`error`], [`exit`]: the error type and the exit codes it maps to.
+//! - [`failure`]: why one server call failed, naming the server and the
+//!   operation ([`failure::ServerError`]), and a round's failures together.
 //! - [`output`]: messages on stderr, text or JSON.
 //! - [`signals`]: OS signals as typed events (the handler only enqueues; no thread).
 //! - [`procs`]: the process table read from `/proc` without allocating.
 //!
 //! ## The lock algorithm
 //! - [`server`]: one Redis server: URL (password never shown), lazy
-//!   connection, calls bounded by the node timeout, errors naming the
-//!   server ([`server::Failure`], [`server::ServerError`]), what the
+//!   connection, calls bounded by the node timeout (failing with the
+//!   errors of [`failure`]), what the
 //!   server said of itself at connect ([`server::Facts`]: run id, uptime,
 //!   persistence, from which a restart that may have lost locks is told);
 //!   and the connection kinds it owns, each of which finds the node a connection
@@ -139,6 +141,7 @@ pub mod config_file;
 pub mod docs;
 pub mod error;
 pub mod exit;
+pub mod failure;
 pub mod fence;
 pub mod guard;
 pub mod history;

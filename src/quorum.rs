@@ -6,7 +6,6 @@
 //! the caller's [`Listen`] rule says so: as soon as the answer can no longer
 //! change, or within a bound of its own that a hung server cannot stretch.
 
-use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,6 +15,7 @@ use futures_util::stream::FuturesUnordered;
 use tokio::sync::oneshot;
 use tokio_util::task::TaskTracker;
 
+pub use crate::failure::Failures;
 use crate::server::{Op, Server, ServerError};
 
 /// How a quorum decision ended.
@@ -148,10 +148,6 @@ pub enum Reply<T> {
     NotAwaited,
 }
 
-/// The per-server errors of a round, shown all together.
-#[derive(Clone, Debug, Default)]
-pub struct Failures(pub Vec<ServerError>);
-
 impl Failures {
     /// Collects the failures of a round.
     pub fn of<T>(replies: &[Reply<T>]) -> Failures {
@@ -164,20 +160,6 @@ impl Failures {
                 })
                 .collect(),
         )
-    }
-
-    /// True when one of them is a configuration error that retrying cannot fix.
-    pub fn any_config(&self) -> bool {
-        self.0.iter().any(|e| e.failure.is_config())
-    }
-}
-
-impl fmt::Display for Failures {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.0.is_empty() {
-            return f.write_str("no server answered in time");
-        }
-        f.write_str(&crate::server::summarize(&self.0))
     }
 }
 

@@ -2,6 +2,7 @@
 //! the wait queue and draws the fence; the verdict; the fence write-back;
 //! and the withdrawal of a failed attempt on the connection it used.
 
+use super::ops::{Numbers, Untaken};
 use super::*;
 
 /// The result of one acquire round, with each server's part in it.
@@ -17,90 +18,6 @@ pub struct AttemptReport {
     /// Each answering server's clock (ms since the epoch) where its
     /// answer said it: a grant's, or, with `-n`'s term, a refusal's.
     pub clocks: Vec<(String, u64)>,
-}
-
-/// The numbers of one acquire call (`scripts/acquire.lua`, `ARGV[3]`), packed
-/// as fifteen little-endian doubles that the script reads with one
-/// `struct.unpack`: no string parsing and no `tonumber` on the server.
-/// Every number stays below 2^53, so a double holds it exactly.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Numbers {
-    /// The lock's TTL.
-    pub ttl_ms: u64,
-    /// The client's fence proposal (µs), `None` to draw no fence.
-    pub proposal: Option<u64>,
-    /// The fence window (µs).
-    pub window_us: u64,
-    /// The fence counter's lifetime.
-    pub life_ms: u64,
-    /// A waiter not granted takes or refreshes its place.
-    pub join: bool,
-    /// Only the first waiter may take a free key.
-    pub order: bool,
-    /// A queue entry's lifetime.
-    pub queue_life_ms: u64,
-    /// When the waiter began to wait, by its clock.
-    pub since_ms: u64,
-    /// How far a server lets `since_ms` differ from its own clock.
-    pub skew_ms: u64,
-    /// The key's places (`--limit N`; 1 for the lock): the first this many
-    /// waiters may take a free place.
-    pub places: u32,
-    /// A shared holder's attempt (`--shared`).
-    pub shared: bool,
-    /// `-n`'s term on this server ([`Terms::untaken`]).
-    pub untaken: Untaken,
-    /// The run's tick ([`Terms::tick`]).
-    pub tick: Option<Tick>,
-}
-
-impl Numbers {
-    /// The packed form (`struct.pack('<ddddddddddddddd', ...)`; -1: none).
-    pub fn pack(&self) -> Vec<u8> {
-        // `as f64` is exact: every field is below 2^53 (see the type's doc).
-        #[allow(clippy::cast_precision_loss)]
-        let fields = [
-            self.ttl_ms as f64,
-            self.proposal.map_or(-1.0, |p| p as f64),
-            self.window_us as f64,
-            self.life_ms as f64,
-            f64::from(u8::from(self.join)),
-            f64::from(u8::from(self.order)),
-            self.queue_life_ms as f64,
-            self.since_ms as f64,
-            self.skew_ms as f64,
-            f64::from(self.places),
-            f64::from(u8::from(self.shared)),
-            match self.untaken {
-                Untaken::Report => -2.0,
-                Untaken::Since(ms) => ms as f64,
-                Untaken::Off | Untaken::For(_) => -1.0,
-            },
-            match self.untaken {
-                Untaken::For(ms) => ms as f64,
-                _ => -1.0,
-            },
-            self.tick.map_or(-1.0, |t| t.start_ms as f64),
-            self.tick.map_or(-1.0, |t| t.end_ms as f64),
-        ];
-        fields.iter().flat_map(|f| f.to_le_bytes()).collect()
-    }
-}
-
-/// `-n`'s term on one server ([`super::record`]), as the acquire script
-/// takes it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Untaken {
-    /// No term.
-    Off,
-    /// No term, but a refusal says the server's clock (a first attempt).
-    Report,
-    /// Refuse a free key granted to another token at or after this server
-    /// time (ms): the server's clock at the contender's first attempt.
-    Since(u64),
-    /// The same from this long before the server's clock now (ms): for a
-    /// server whose clock at the first attempt is not known.
-    For(u64),
 }
 
 /// The token an attempt sets, and whether it is a shared holder's

@@ -20,7 +20,7 @@ mod hold;
 mod keys;
 pub mod noscript;
 mod ops;
-mod record;
+pub mod record;
 mod status;
 
 pub use acquire::{
@@ -169,8 +169,7 @@ impl Call {
     fn untaken_since(&self, ms: u64) -> Call {
         let operation = match &self.operation {
             Operation::Acquire(op) => {
-                let numbers =
-                    acquire::Numbers { untaken: acquire::Untaken::Since(ms), ..op.numbers };
+                let numbers = ops::Numbers { untaken: ops::Untaken::Since(ms), ..op.numbers };
                 Operation::Acquire(AcquireOp { numbers, ..op.clone() })
             }
             other => other.clone(),

@@ -72,7 +72,7 @@
 use redis::aio::MultiplexedConnection;
 use redis::{ErrorKind, Pipeline, RedisError, RedisResult, Value};
 
-use super::acquire::{Numbers, Untaken};
+use super::ops::{Numbers, Untaken};
 use super::{AcquireOp, Call, ExtendOp, Operation, RaiseFenceOp, SetTtlOp, StatusOp};
 use crate::server::{NEEDS_SCRIPTS, Server};
 

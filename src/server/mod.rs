@@ -12,13 +12,12 @@
 //! [`ServerError`]).
 
 pub mod cluster;
-mod failure;
 mod kept;
 pub mod sentinel;
 mod target;
 mod url;
 
-pub use failure::{Failure, NEEDS_SCRIPTS, Op, ServerError, summarize};
+pub use crate::failure::{Failure, NEEDS_SCRIPTS, Op, ServerError, summarize};
 pub use url::{ServerUrl, redact, split_list};
 pub(crate) use url::{decode_value, encode_password, group_parts, host_list, node_url, params};
 

@@ -345,3 +345,23 @@ mod tests {
         assert_eq!(line, "a:1: acquire k: connection refused; b:1: status k: connection refused");
     }
 }
+
+/// The per-server errors of a round, shown all together.
+#[derive(Clone, Debug, Default)]
+pub struct Failures(pub Vec<ServerError>);
+
+impl Failures {
+    /// True when one of them is a configuration error that retrying cannot fix.
+    pub fn any_config(&self) -> bool {
+        self.0.iter().any(|e| e.failure.is_config())
+    }
+}
+
+impl fmt::Display for Failures {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.is_empty() {
+            return f.write_str("no server answered in time");
+        }
+        f.write_str(&summarize(&self.0))
+    }
+}
