@@ -3,7 +3,7 @@
 //! configuration; [`command`] feeds the man page and completion generators.
 
 use clap::builder::{PossibleValue, StringValueParser, TypedValueParser};
-use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum, ValueHint};
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueHint};
 
 /// Lock shell jobs, cron tasks and CI steps across machines with a Redlock
 /// quorum over independent Redis servers.
@@ -112,14 +112,7 @@ pub struct Global {
     pub raw_key: bool,
 }
 
-/// How messages on stderr are written.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum LogFormat {
-    /// One line of text per message.
-    Text,
-    /// One JSON object per line.
-    Json,
-}
+pub use crate::output::LogFormat;
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]

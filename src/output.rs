@@ -4,7 +4,14 @@
 
 use std::io::Write;
 
-use crate::cli::LogFormat;
+/// How messages on stderr are written (`--log-format`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// One line of text per message.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
 
 /// How much to say and in which format.
 #[derive(Clone, Copy, Debug)]
