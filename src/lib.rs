@@ -44,7 +44,8 @@
 //! - [`queue`]: the wait queue on the servers (kept by the acquire script), so
 //!   waiters go in arrival order.
 //! - [`token`]: the lock token (128 random bits + host, pid, time; the
-//!   pid of the caller for `acquire`).
+//!   pid of the caller for `acquire`; where the holder runs: `--note` and
+//!   the CI job).
 //! - [`lock`]: the Redlock operations over a [`lock::Fleet`] of servers and
 //!   the lock a command asks for ([`lock::Request`]): the acquire round and
 //!   its withdrawal (with the clock check that refuses a server's vote

@@ -121,6 +121,10 @@ pub struct Request {
     pub shared: bool,
     /// The tick the run belongs to (`--once-per`; [`Tick`]).
     pub tick: Option<Tick>,
+    /// Where the holder runs, as `--note` said ([`Token::note`]).
+    pub note: Option<String>,
+    /// The CI job the holder runs in ([`Token::job`]).
+    pub job: Option<String>,
 }
 
 /// One call, the same on every server of a round.
@@ -339,16 +343,30 @@ pub fn describe_value(value: &str) -> String {
     }
     match value.parse::<Token>() {
         Ok(t) => format!(
-            "{} pid {} ({}since {}, for {}{})",
+            "{} pid {} ({}since {}, for {}{}){}",
             t.host,
             t.pid,
             if t.caller { "the caller of redlock acquire, " } else { "" },
             humantime::format_rfc3339_seconds(t.created()),
             crate::fmt_duration(t.held_for()),
             if process_ended(&t) { "; that process has ended" } else { "" },
+            whereabouts(&t),
         ),
         Err(()) => format!("another client (value {:?})", crate::display_key(value.as_bytes())),
     }
+}
+
+/// Where a token's holder runs, as it said when it took the lock: `, CI
+/// job URL, note "TEXT"`, or nothing.
+pub fn whereabouts(t: &Token) -> String {
+    let mut out = String::new();
+    if let Some(job) = &t.job {
+        out.push_str(&format!(", CI job {job}"));
+    }
+    if let Some(note) = &t.note {
+        out.push_str(&format!(", note {note:?}"));
+    }
+    out
 }
 
 /// True when the process a token names ran on this host and exists no

@@ -409,3 +409,73 @@ fn short_help_shows_what_the_subcommand_adds() {
     let man = man.unwrap();
     assert!(man.contains("\\-\\-servers") && man.contains("Redis servers, comma"), "{man}");
 }
+
+#[test]
+fn the_holder_says_where_it_runs_its_note_and_ci_job_and_nothing_else() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let key = unique_key("whereabouts");
+    let github = |r: Redlock| {
+        r.env("GITHUB_SERVER_URL", "https://bot:hunter2@github.example")
+            .env("GITHUB_REPOSITORY", "acme/deploy-tools")
+            .env("GITHUB_RUN_ID", "5759")
+            .env("AWS_SECRET_ACCESS_KEY", "never-shown")
+    };
+    let job = "https://bot:***@github.example/acme/deploy-tools/actions/runs/5759";
+    github(Redlock::new(&url))
+        .args(["acquire", "-k", &key, "--ttl", "1m", "--note", "release 2.4 by ana"])
+        .run()
+        .expect(0);
+    let secrets = |out: &Output| {
+        out.stderr_lacks("hunter2").stderr_lacks("never-shown");
+        assert!(!out.stdout.contains("hunter2") && !out.stdout.contains("never-shown"));
+    };
+    // The busy message, the waiter's line and the end of its wait.
+    let busy = Redlock::new(&url).args(["run", "-n", "-k", &key, "--", "true"]).run();
+    busy.expect(75).stderr_has(&format!("CI job {job}")).stderr_has("note \"release 2.4 by ana\"");
+    secrets(&busy);
+    let waited = Redlock::new(&url).args(["run", "-w", "1", "-k", &key, "--", "true"]).run();
+    waited.expect(75);
+    let first = waited.stderr.lines().next().unwrap_or_default();
+    if !first.contains(job) || !first.contains("release 2.4 by ana") {
+        waited.fail("the waiter's first line should say where the holder runs");
+    }
+    // status, as text and as JSON.
+    let status = Redlock::new(&url).args(["status", "-k", &key]).run();
+    status.expect(0);
+    assert!(
+        status.stdout.contains(job) && status.stdout.contains("release 2.4 by ana"),
+        "{}",
+        status.stdout
+    );
+    secrets(&status);
+    let json = Redlock::new(&url).args(["status", "-k", &key, "--json"]).run();
+    let holder = &json.json()["holder"];
+    assert_eq!(holder["note"], "release 2.4 by ana", "{}", json.stdout);
+    assert_eq!(holder["job"], job, "{}", json.stdout);
+    secrets(&json);
+    // history: a run in GitLab CI.
+    let ran = unique_key("whereabouts-history");
+    Redlock::new(&url)
+        .env("CI_JOB_URL", "https://gitlab.example/acme/app/-/jobs/77")
+        .args(["run", "-k", &ran, "--note", "nightly", "--", "true"])
+        .run()
+        .expect(0);
+    let history = Redlock::new(&url).args(["history", "-k", &ran, "--json"]).run();
+    let entry = &history.json()["entries"][0];
+    assert_eq!(entry["note"], "nightly", "{}", history.stdout);
+    assert_eq!(entry["job"], "https://gitlab.example/acme/app/-/jobs/77", "{}", history.stdout);
+    let table = Redlock::new(&url).args(["history", "-k", &ran]).run();
+    assert!(
+        table.stdout.contains("https://gitlab.example/acme/app/-/jobs/77 \"nightly\""),
+        "{}",
+        table.stdout
+    );
+    // A note is bounded and printable: refused before any server is asked.
+    let long = "x".repeat(201);
+    usage(&["acquire", "-k", "a", "--note", &long], &["--note", "201 bytes", "200"]);
+    usage(
+        &["run", "-k", "a", "--note", "a\u{1b}[2J", "--", "true"],
+        &["--note", "control character"],
+    );
+}
