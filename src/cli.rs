@@ -283,8 +283,10 @@ pub struct RunArgs {
     /// At most N holders at once (N places; 1 is the ordinary lock). Every holder of the key must use the same N
     #[arg(long, value_name = "N", default_value_t = 1, value_hint = ValueHint::Other)]
     pub limit: u32,
-    /// Say where this holder runs (shown to waiters, in status and history; at most 200 bytes) [default: the CI job, on GitHub Actions and GitLab CI]
-    #[arg(long, value_name = "TEXT", value_hint = ValueHint::Other, allow_hyphen_values = true)]
+    /// Say where this holder runs (waiters, status and history show it)
+    ///
+    /// Say where this holder runs: waiters, status and history show it, with the CI job it runs in (read from GitHub Actions' GITHUB_SERVER_URL, GITHUB_REPOSITORY and GITHUB_RUN_ID, or GitLab's CI_JOB_URL; no other variable). At most 200 bytes, no control characters.
+    #[arg(long, value_name = "TEXT", value_hint = ValueHint::Other, allow_hyphen_values = true, hide_short_help = true)]
     pub note: Option<String>,
     /// Exit code when the lock is busy; with 0 (cron) the busy message shows only with -v
     #[arg(short = 'E', long, value_name = "CODE", default_value_t = crate::exit::BUSY, value_hint = ValueHint::Other)]
@@ -379,7 +381,9 @@ pub struct AcquireArgs {
     /// At most N holders at once (N places; 1 is the ordinary lock). Every holder of the key must use the same N
     #[arg(long, value_name = "N", default_value_t = 1, value_hint = ValueHint::Other)]
     pub limit: u32,
-    /// Say where this holder runs (shown to waiters, in status and history; at most 200 bytes) [default: the CI job, on GitHub Actions and GitLab CI]
+    /// Say where this holder runs (waiters, status and history show it)
+    ///
+    /// Say where this holder runs: waiters, status and history show it, with the CI job it runs in (read from GitHub Actions' GITHUB_SERVER_URL, GITHUB_REPOSITORY and GITHUB_RUN_ID, or GitLab's CI_JOB_URL; no other variable). At most 200 bytes, no control characters.
     #[arg(long, value_name = "TEXT", value_hint = ValueHint::Other, allow_hyphen_values = true)]
     pub note: Option<String>,
     /// Print {"token", "fence", "validity_ms", "slot"} instead of the token alone

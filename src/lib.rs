@@ -173,6 +173,17 @@ pub fn fmt_duration(d: Duration) -> String {
     }
 }
 
+/// Milliseconds to the microsecond (three decimals), for the JSON that
+/// shows fractions of a millisecond: `1.401`, not `1.4009639999999999`.
+pub fn ms_f64(d: Duration) -> f64 {
+    round_ms(d.as_secs_f64() * 1000.0)
+}
+
+/// A number of milliseconds rounded to the microsecond ([`ms_f64`]).
+pub fn round_ms(ms: f64) -> f64 {
+    (ms * 1000.0).round() / 1000.0
+}
+
 /// Whole milliseconds, as Redis and the JSON events want them (saturating;
 /// TTLs are validated far below the limit).
 pub fn millis(d: Duration) -> u64 {

@@ -204,7 +204,8 @@ pub struct ServerResult {
     pub server: String,
     /// What it did (in JSON, its text: `granted`, `error: ...`).
     pub result: Part,
-    /// Time to answer from the start of the round, in milliseconds.
+    /// Time to answer from the start of the round, in milliseconds (to
+    /// the microsecond).
     pub latency_ms: Option<f64>,
 }
 
@@ -242,9 +243,19 @@ impl serde::Serialize for Part {
 /// result `first` counts (`granted`, `deleted`). A server the round
 /// stopped listening to once the verdict was settled is "not awaited":
 /// it is neither a failure nor a refusal.
-pub fn took_part(first: String, results: &[ServerResult], main: &'static str) -> String {
+///
+/// Without `verbose` (`-v`) the servers not awaited are left out: a server
+/// the quorum did not need is no fault, and naming it sends a reader to
+/// check a healthy server.
+pub fn took_part(
+    first: String,
+    results: &[ServerResult],
+    main: &'static str,
+    verbose: bool,
+) -> String {
     let mut kinds: Vec<(&str, usize)> = Vec::new();
-    for r in results.iter().filter(|r| r.result != Part::Answered(main)) {
+    let shown = |r: &&ServerResult| verbose || r.result != Part::NotAwaited;
+    for r in results.iter().filter(|r| r.result != Part::Answered(main)).filter(shown) {
         let kind = match &r.result {
             Part::Failed(_) => "failed",
             Part::NotAwaited => "not awaited",
@@ -570,7 +581,7 @@ impl Fleet {
                     Reply::Failed(e) => Part::Failed(e.failure.to_string()),
                     Reply::NotAwaited => Part::NotAwaited,
                 },
-                latency_ms: latency.map(|d| d.as_secs_f64() * 1000.0),
+                latency_ms: latency.map(crate::ms_f64),
             })
             .collect()
     }
