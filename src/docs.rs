@@ -30,7 +30,7 @@ pub const EXIT_CODES: &[(&str, &str)] = &[
     ("2", "check: no run is recorded, or fewer than a quorum of the servers answered."),
     (
         "64",
-        "Usage: a bad flag, duration, URL or key, or no command after \\-\\-; nothing was sent to any server.",
+        "Usage: a bad flag, duration, URL or key, or no command after \\-\\-; nothing was sent to any server. Also a server listed twice, however its URL is spelled (found by asking the servers).",
     ),
     (
         "69",

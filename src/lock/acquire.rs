@@ -348,9 +348,13 @@ impl Fleet {
         }
         // After the queue's reading, which never touches a won round: the
         // refusal of a fleet that lists a server twice is final (the
-        // verdict below then makes every server withdraw its vote).
-        if matches!(attempt, Attempt::Acquired(_))
-            && let Some(twins) = self.twins(key).await
+        // verdict below then makes every server withdraw its vote). A
+        // round the twin refused (it met its own token) is a
+        // configuration failure too, and asks the same question.
+        if matches!(
+            attempt,
+            Attempt::Acquired(_) | Attempt::Unavailable(Error::Unavailable { config: true, .. })
+        ) && let Some(twins) = self.twins(key).await
         {
             attempt = Attempt::Unavailable(twins);
         }
@@ -362,7 +366,8 @@ impl Fleet {
     /// Two members that are one server (the same `run_id`, however their
     /// URLs are spelled), as a configuration error. One server counted as
     /// two makes a quorum of fewer servers than it says, and renewals count
-    /// it twice: the fleet is refused (69), whatever won this round. The
+    /// it twice: the fleet is refused as a usage error (64: a mistake in
+    /// the server list, not servers down), whatever won this round. The
     /// twin of a server that answered is as quick to connect and answer
     /// (its connection may still be opening: a host name to resolve);
     /// [`TWIN_WAIT`] bounds the wait for it. A member that does not answer
@@ -389,17 +394,15 @@ impl Fleet {
             for (j, b) in facts.iter().enumerate().skip(i + 1) {
                 if b.as_ref().is_some_and(|b| b.run_id == a.run_id) {
                     let (first, second) = (&self.servers[i], &self.servers[j]);
-                    let why = format!(
-                        "the same server as {} (run_id {}): list each server once",
+                    return Some(Error::Usage(format!(
+                        "acquire {}: a server is listed twice: {} is the same server as {} \
+                         (run_id {}): list each server once (--servers, REDLOCK_SERVERS or the \
+                         configuration file's servers)",
+                        crate::display_key(key.as_bytes()),
+                        second.name(),
                         first.name(),
                         a.run_id.get(..12).unwrap_or(&a.run_id)
-                    );
-                    let shown = crate::display_key(key.as_bytes());
-                    return Some(Error::Unavailable {
-                        what: format!("acquire {shown}: a server is listed twice"),
-                        failures: Failures(vec![second.unfit(Op::Acquire, key, why)]),
-                        config: true,
-                    });
+                    )));
                 }
             }
         }
@@ -1054,8 +1057,9 @@ pub(super) fn restarted(
     let up = facts.started.elapsed();
     votes_again_in(up, facts.keeps_data, Some(window)).map(|rest| {
         format!(
-            "it restarted {} ago, within the longest TTL plus 1s ({}): it may have lost a \
-             holder's key; it votes again in {}",
+            "it started {} ago, within the longest TTL plus 1s ({}): a restart may have lost a \
+             holder's key; it votes in {} (at once if it keeps every write: start it with \
+             appendonly yes and appendfsync always; or --trust-restarts)",
             crate::fmt_duration(up),
             crate::fmt_duration(window),
             crate::fmt_duration(rest)

@@ -479,3 +479,86 @@ fn the_holder_says_where_it_runs_its_note_and_ci_job_and_nothing_else() {
         &["--note", "control character"],
     );
 }
+
+/// A wait that runs out says so before what the last attempt saw, so the
+/// line is not read as the holder's fault alone; `-n` did not wait.
+#[test]
+fn a_wait_that_runs_out_says_it_gave_up() {
+    let server = RedisServer::start();
+    let key = unique_key("gave-up");
+    Redlock::new(&server.url()).args(["acquire", "-k", &key, "--ttl", "1m"]).run().expect(0);
+    let out = Redlock::new(&server.url()).args(["run", "-w", "1", "-k", &key, "--", "true"]).run();
+    out.expect(75);
+    let last = out.stderr.lines().last().unwrap_or_default();
+    if !last.contains(&format!("gave up after 1.0s (--wait): {key} is held by ")) {
+        out.fail("the last line should say the wait gave up");
+    }
+    let out = Redlock::new(&server.url()).args(["run", "-n", "-k", &key, "--", "true"]).run();
+    out.expect(75).stderr_lacks("gave up");
+    let out = Redlock::new("redis://127.0.0.1:1")
+        .args(["run", "-w", "1", "-k", &key, "--", "true"])
+        .run();
+    out.expect(69);
+    let last = out.stderr.lines().last().unwrap_or_default();
+    if !last.contains(&format!("gave up after 1.0s (--wait): acquire {key}: ")) {
+        out.fail("the last line should say the wait gave up");
+    }
+}
+
+/// The JSON events of a run that waits, and of a round one server was not
+/// waited for: no line per attempt without `-v` (a CI wait of 15 minutes
+/// would write a thousand), milliseconds to the microsecond, and a server
+/// not needed for the quorum is no fault in a message without `-v`.
+#[test]
+fn json_logs_say_the_phases_not_every_attempt_and_round_their_numbers() {
+    use crate::harness::proxy::{Mode, Proxy};
+    let fleet = crate::harness::Fleet::start(3);
+    let slow = Proxy::start(fleet.servers[2].port);
+    slow.set(Mode::Delay(Duration::from_millis(300)));
+    let servers = format!("{},{},{}", fleet.servers[0].url(), fleet.servers[1].url(), slow.url());
+    let key = unique_key("json-attempts");
+    let (token, _) = Redlock::new(&fleet.urls()).acquire(&key, "1500ms");
+    assert!(!token.is_empty());
+    let events = |verbose: bool| {
+        let mut r = Redlock::new(&servers).args(["--log-format", "json", "--node-timeout", "2s"]);
+        if verbose {
+            r = r.args(["-v"]);
+        }
+        let out = r.args(["run", "-w", "10s", "-k", &key, "--", "true"]).run();
+        out.expect(0);
+        let lines: Vec<serde_json::Value> = out
+            .stderr
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|_| out.fail("not JSON")))
+            .collect();
+        (out, lines)
+    };
+    let (out, lines) = events(false);
+    let attempts = lines.iter().filter(|l| l["event"] == "acquire_attempt").count();
+    if attempts > 0 {
+        out.fail("attempts are debug events without -v");
+    }
+    for l in &lines {
+        let msg = l["msg"].as_str().unwrap_or_default();
+        if msg.contains("not awaited") {
+            out.fail("a server not needed for the quorum is shown only with -v");
+        }
+    }
+    let mut numbers = Vec::new();
+    fn floats(v: &serde_json::Value, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::Number(n) if n.is_f64() => out.push(n.to_string()),
+            serde_json::Value::Array(a) => a.iter().for_each(|v| floats(v, out)),
+            serde_json::Value::Object(o) => o.values().for_each(|v| floats(v, out)),
+            _ => {}
+        }
+    }
+    let (out, lines) = events(true);
+    assert!(lines.iter().any(|l| l["event"] == "acquire_attempt"), "{}", out.stderr);
+    lines.iter().for_each(|l| floats(l, &mut numbers));
+    assert!(!numbers.is_empty(), "{}", out.stderr);
+    for n in &numbers {
+        let decimals = n.split_once('.').map_or(0, |(_, d)| d.len());
+        assert!(decimals <= 3, "{n} in {}", out.stderr);
+    }
+}

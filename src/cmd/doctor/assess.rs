@@ -206,14 +206,18 @@ pub fn assess_group(g: &GroupCheck, a: &mut Assessment) {
 /// than `quorum` are left to vote: no lock can be taken.
 pub fn assess_votes(probes: &[Probe], window: Option<Duration>, quorum: usize, a: &mut Assessment) {
     let mut voters = probes.len();
+    // When each server without a vote only for its start gets one.
+    let mut soon: Vec<Duration> = Vec::new();
     for p in probes {
+        let rest = p.uptime.and_then(|up| crate::lock::votes_again_in(up, p.keeps_data, window));
         let restarted = match (window, p.uptime) {
-            (_, Some(up)) => crate::lock::votes_again_in(up, p.keeps_data, window).map(|rest| {
+            (_, Some(up)) => rest.map(|rest| {
                 format!(
-                    "{}: up {} only: a server that does not keep every write (appendfsync \
-                     always, its append-only file written without error) may have lost a \
-                     holder's key in a restart, so it gets no vote until {} after its start \
-                     (in {})",
+                    "{}: started {} ago: a server that does not keep every write may have lost \
+                     a holder's key if that was a restart, so it gets no vote until {} after its \
+                     start: it can vote in {}; to make it vote at once, start it with appendonly \
+                     yes and appendfsync always (its append-only file written without error), or \
+                     pass --trust-restarts",
                     p.server,
                     crate::fmt_duration(up),
                     crate::fmt_duration(window.unwrap_or_default()),
@@ -245,12 +249,26 @@ pub fn assess_votes(probes: &[Probe], window: Option<Duration>, quorum: usize, a
         if restarted.is_some() || skewed.is_some() {
             voters -= 1;
         }
+        if let (Some(rest), None) = (rest, &skewed) {
+            soon.push(rest);
+        }
         a.warnings.extend(restarted.into_iter().chain(skewed));
     }
     if !probes.is_empty() && voters < quorum {
+        // The servers waiting out their start vote in turn: a quorum can
+        // once the (quorum - voters)-th of them does. Clocks give no date.
+        soon.sort();
+        let until = match soon.get(quorum - voters - 1) {
+            Some(rest) => format!(
+                "for {}, until enough of them can vote (see the warnings: how to make them vote \
+                 at once)",
+                crate::fmt_duration(*rest)
+            ),
+            None => "until more can".to_owned(),
+        };
         a.errors.push(format!(
             "{voters} of the {} server(s) that answered can vote now, quorum {quorum}: no lock can \
-             be taken until more can",
+             be taken {until}",
             probes.len()
         ));
     }
