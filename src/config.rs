@@ -1057,6 +1057,24 @@ mod tests {
         bare_config(&servers.into_iter().chain(args.iter().copied()).collect::<Vec<_>>())
     }
 
+    #[test]
+    fn a_note_is_bounded_and_the_ci_job_carries_no_credentials() {
+        let run = |note: &str| config(&["run", "-k", "k", "--note", note, "--", "true"]);
+        let Command::Run(r) = run("deploy").unwrap().command else { panic!("not run") };
+        assert_eq!((r.note.as_deref(), r.job), (Some("deploy"), None));
+        let Command::Run(r) = run("").unwrap().command else { panic!("not run") };
+        assert_eq!(r.note, None, "an empty note is none");
+        assert!(run(&"é".repeat(100)).is_ok(), "200 bytes");
+        assert!(matches!(run(&"é".repeat(101)), Err(Error::Usage(m)) if m.contains("202 bytes")));
+        assert!(matches!(run("a\tb"), Err(Error::Usage(m)) if m.contains("control character")));
+        assert_eq!(
+            ci_job("https://ci:s3cret@git.example/o/r/-/jobs/1").as_deref(),
+            Some("https://ci:***@git.example/o/r/-/jobs/1")
+        );
+        assert_eq!(ci_job(&format!("https://x/{}", "a".repeat(200))), None, "too long: left out");
+        assert_eq!(ci_job("https://x/\u{7}y"), None);
+    }
+
     /// The configuration of exactly `args`, in an empty environment.
     fn bare_config(args: &[&str]) -> Result<Config, Error> {
         let parsed =
