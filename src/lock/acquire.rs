@@ -621,7 +621,8 @@ impl<'a> Votes<'a> {
     }
 }
 
-/// How long a won round waits for the `INFO` answers of members that are
+/// How long a won round (or one a configuration failure ended, such as a
+/// twin meeting its own token) waits for the `INFO` answers of members that are
 /// still in flight before it compares the servers' identities: a twin
 /// answers with its twin.
 const TWIN_WAIT: Duration = Duration::from_millis(20);
