@@ -332,6 +332,8 @@ fn worker(spec: &str) {
                 limit: 1,
                 shared: false,
                 tick: None,
+                note: None,
+                job: None,
             };
             let Ok(lock) = redlock::wait::acquire(&fleet, &request, &log, None).await else {
                 break;

@@ -165,7 +165,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__acquire)
-            opts="-v -q -k -n -w -s -x -h -V --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --max-ttl --trust-restarts --verbose --quiet --log-format --raw-key --key --ttl --no-wait --wait --unordered --no-fence --shared --exclusive --limit --json --help --version"
+            opts="-v -q -k -n -w -s -x -h -V --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --max-ttl --trust-restarts --verbose --quiet --log-format --raw-key --key --ttl --no-wait --wait --unordered --no-fence --shared --exclusive --limit --note --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -262,6 +262,13 @@ _redlock() {
                     return 0
                     ;;
                 --limit)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --note)
                     COMPREPLY=("${cur}")
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o nospace
@@ -964,7 +971,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__run)
-            opts="-v -q -k -n -w -s -x -E -c -h -V --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --max-ttl --trust-restarts --verbose --quiet --log-format --raw-key --key --ttl --no-wait --wait --unordered --no-fence --shared --exclusive --limit --conflict-exit-code --keep --once-per --max-hold --jitter --renew-every --on-lost --kill-after --metrics-file --command --help --version"
+            opts="-v -q -k -n -w -s -x -E -c -h -V --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --max-ttl --trust-restarts --verbose --quiet --log-format --raw-key --key --ttl --no-wait --wait --unordered --no-fence --shared --exclusive --limit --note --conflict-exit-code --keep --once-per --max-hold --jitter --renew-every --on-lost --kill-after --metrics-file --command --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1061,6 +1068,13 @@ _redlock() {
                     return 0
                     ;;
                 --limit)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --note)
                     COMPREPLY=("${cur}")
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o nospace

@@ -66,6 +66,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand run" -s k -l key -d 'The
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l ttl -d 'How long the lock lives on the servers without renewal [default: 30s, or the configuration file\'s ttl]' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s w -l wait -d 'Wait at most DUR for the lock; 0 tries once, a bare number is seconds, forever waits until acquired [default: forever, or the configuration file\'s wait]' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l limit -d 'At most N holders at once (N places; 1 is the ordinary lock). Every holder of the key must use the same N' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l note -d 'Say where this holder runs (waiters, status and history show it)' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s E -l conflict-exit-code -d 'Exit code when the lock is busy; with 0 (cron) the busy message shows only with -v' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l keep -d 'Keep the lock until DUR after acquisition, even when the command ends sooner [default: release at exit]' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l once-per -d 'Run at most once per tick of DUR (cron: the crontab\'s period)' -r -f
@@ -109,6 +110,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s k -l key -d 
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l ttl -d 'How long the lock lives on the servers without renewal [default: 30s, or the configuration file\'s ttl]' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s w -l wait -d 'Wait at most DUR for the lock; 0 tries once, a bare number is seconds, forever waits until acquired [default: forever, or the configuration file\'s wait]' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l limit -d 'At most N holders at once (N places; 1 is the ordinary lock). Every holder of the key must use the same N' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l note -d 'Say where this holder runs (waiters, status and history show it)' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l trust-restarts -d 'Trust every restarted server to have kept its data: it votes at once (a server with appendonly yes and appendfsync always since its start is trusted without this)'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s q -l quiet -d 'Say nothing on stderr but errors (no busy message)'

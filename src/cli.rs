@@ -276,6 +276,11 @@ pub struct RunArgs {
     /// At most N holders at once (N places; 1 is the ordinary lock). Every holder of the key must use the same N
     #[arg(long, value_name = "N", default_value_t = 1, value_hint = ValueHint::Other)]
     pub limit: u32,
+    /// Say where this holder runs (waiters, status and history show it)
+    ///
+    /// Say where this holder runs: waiters, status and history show it, with the CI job it runs in (read from GitHub Actions' GITHUB_SERVER_URL, GITHUB_REPOSITORY and GITHUB_RUN_ID, or GitLab's CI_JOB_URL; no other variable). At most 200 bytes, no control characters.
+    #[arg(long, value_name = "TEXT", value_hint = ValueHint::Other, allow_hyphen_values = true, hide_short_help = true)]
+    pub note: Option<String>,
     /// Exit code when the lock is busy; with 0 (cron) the busy message shows only with -v
     #[arg(short = 'E', long, value_name = "CODE", default_value_t = crate::exit::BUSY, value_hint = ValueHint::Other)]
     pub conflict_exit_code: u8,
@@ -369,6 +374,11 @@ pub struct AcquireArgs {
     /// At most N holders at once (N places; 1 is the ordinary lock). Every holder of the key must use the same N
     #[arg(long, value_name = "N", default_value_t = 1, value_hint = ValueHint::Other)]
     pub limit: u32,
+    /// Say where this holder runs (waiters, status and history show it)
+    ///
+    /// Say where this holder runs: waiters, status and history show it, with the CI job it runs in (read from GitHub Actions' GITHUB_SERVER_URL, GITHUB_REPOSITORY and GITHUB_RUN_ID, or GitLab's CI_JOB_URL; no other variable). At most 200 bytes, no control characters.
+    #[arg(long, value_name = "TEXT", value_hint = ValueHint::Other, allow_hyphen_values = true)]
+    pub note: Option<String>,
     /// Print {"token", "fence", "validity_ms", "slot"} instead of the token alone
     #[arg(long)]
     pub json: bool,
@@ -590,6 +600,25 @@ pub struct Parsed {
     /// `REDLOCK_PASSWORD`, the password for servers whose URL has none
     /// (unset when empty).
     pub password: Option<String>,
+    /// The URL of the CI job this runs in ([`ci_job`]), as the environment
+    /// says it.
+    pub ci_job: Option<String>,
+}
+
+/// The URL of the CI job `env` describes: GitHub Actions' run
+/// (`$GITHUB_SERVER_URL/$GITHUB_REPOSITORY/actions/runs/$GITHUB_RUN_ID`) or
+/// GitLab's job (`$CI_JOB_URL`). Only those variables are read: a token
+/// carries this URL, and nothing else of the environment may reach it.
+pub fn ci_job(env: impl Fn(&str) -> Option<std::ffi::OsString>) -> Option<String> {
+    let var = |name: &str| {
+        env(name).map(|v| v.to_string_lossy().into_owned()).filter(|v| !v.trim().is_empty())
+    };
+    if let (Some(server), Some(repo), Some(run)) =
+        (var("GITHUB_SERVER_URL"), var("GITHUB_REPOSITORY"), var("GITHUB_RUN_ID"))
+    {
+        return Some(format!("{}/{repo}/actions/runs/{run}", server.trim_end_matches('/')));
+    }
+    var("CI_JOB_URL")
 }
 
 /// Parses `args` (the program name first) with the process environment,
@@ -681,7 +710,7 @@ where
             }
         }
     }
-    Ok(Parsed { cli, given, password })
+    Ok(Parsed { cli, given, password, ci_job: ci_job(env) })
 }
 
 /// The options `command` takes at the top and in the subcommand that
@@ -947,6 +976,24 @@ pub fn error_line(e: &clap::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_ci_job_comes_from_its_variables_only() {
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                vars.iter().find(|(n, _)| *n == name).map(|(_, v)| std::ffi::OsString::from(v))
+            }
+        };
+        static GITHUB: [(&str, &str); 4] = [
+            ("GITHUB_SERVER_URL", "https://github.com/"),
+            ("GITHUB_REPOSITORY", "o/r"),
+            ("GITHUB_RUN_ID", "7"),
+            ("CI_JOB_URL", "https://gitlab.com/o/r/-/jobs/1"),
+        ];
+        assert_eq!(ci_job(env(&GITHUB)).as_deref(), Some("https://github.com/o/r/actions/runs/7"));
+        assert_eq!(ci_job(env(&GITHUB[1..])).as_deref(), Some("https://gitlab.com/o/r/-/jobs/1"));
+        assert_eq!(ci_job(env(&[("GITHUB_RUN_ID", "7"), ("CI_JOB_URL", " ")])), None);
+    }
 
     fn line(args: &[&str]) -> String {
         let args = std::iter::once("redlock").chain(args.iter().copied());

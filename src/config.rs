@@ -99,6 +99,10 @@ pub struct Run {
     pub metrics_file: Option<std::path::PathBuf>,
     /// The program and its arguments (`-c` already turned into `$SHELL -c`).
     pub argv: Vec<String>,
+    /// Where the holder runs, as `--note` said.
+    pub note: Option<String>,
+    /// The CI job the holder runs in (its URL, credentials redacted).
+    pub job: Option<String>,
 }
 
 /// The longest default grace between the lost-lock signal and SIGKILL.
@@ -116,6 +120,8 @@ impl Run {
             limit: self.limit,
             shared: self.shared,
             tick: self.tick,
+            note: self.note.clone(),
+            job: self.job.clone(),
         }
     }
 
@@ -265,7 +271,8 @@ impl Config {
         let tls = tls(&g)?;
         let quorum = quorum(&g, servers.len())?;
         let drift_factor = drift_factor(&g)?;
-        let (command, ttl) = command(parsed.cli.command, &g)?;
+        let job = parsed.ci_job.as_deref().and_then(ci_job);
+        let (command, ttl) = command(parsed.cli.command, &g, job)?;
         let max_ttl = max_ttl(&g)?;
         let holds =
             matches!(command, Command::Run(_) | Command::Acquire { .. } | Command::Extend { .. });
@@ -655,7 +662,11 @@ impl Collect<'_> {
 
 /// The subcommand's settings and the TTL that sizes the node timeout; `g`
 /// gives the file's `ttl` and `wait` where no flag gave them.
-fn command(command: cli::Command, g: &config_file::Globals) -> Result<(Command, Duration), Error> {
+fn command(
+    command: cli::Command,
+    g: &config_file::Globals,
+    job: Option<String>,
+) -> Result<(Command, Duration), Error> {
     Ok(match command {
         cli::Command::Run(cli::Lazy(a)) => {
             let a = *a;
@@ -694,6 +705,8 @@ fn command(command: cli::Command, g: &config_file::Globals) -> Result<(Command, 
                 ));
             }
             let run = Run {
+                note: note(a.note)?,
+                job,
                 key,
                 ttl,
                 wait: tick_wait(wait(&a.waiting, g)?, tick),
@@ -730,6 +743,8 @@ fn command(command: cli::Command, g: &config_file::Globals) -> Result<(Command, 
                 limit: limit_or_shared(a.limit, a.shared)?,
                 shared: a.shared,
                 tick: None,
+                note: note(a.note)?,
+                job,
             };
             (Command::Acquire { request, json: a.json }, ttl)
         }
@@ -865,6 +880,36 @@ fn ttl_named(label: &str, raw: &str) -> Result<Duration, Error> {
         return usage(format!("{label} {raw}: shorter than the minimum of 10ms"));
     }
     Ok(d)
+}
+
+/// A `--note`: at most [`MAX_NOTE`](crate::token::MAX_NOTE) bytes (the
+/// token carries it to every server and every busy message), without
+/// control characters (it is printed to waiters' terminals); empty is none.
+fn note(raw: Option<String>) -> Result<Option<String>, Error> {
+    let Some(text) = raw.filter(|t| !t.is_empty()) else { return Ok(None) };
+    if text.len() > crate::token::MAX_NOTE {
+        return usage(format!(
+            "--note: {} bytes, longer than the {} a note may have",
+            text.len(),
+            crate::token::MAX_NOTE
+        ));
+    }
+    if let Some(c) = text.chars().find(|c| c.is_control()) {
+        return usage(format!(
+            "--note {text:?}: must not contain a control character (found U+{:04X})",
+            u32::from(c)
+        ));
+    }
+    Ok(Some(text))
+}
+
+/// The CI job's URL as a token may carry it: any credentials in it
+/// redacted (`https://user:***@host/...`), and left out when it is longer
+/// than a note may be or holds a control character (it comes from the
+/// environment, which no message may echo unchecked).
+fn ci_job(url: &str) -> Option<String> {
+    let url = crate::server::redact(url.trim());
+    (url.len() <= crate::token::MAX_NOTE && !url.chars().any(char::is_control)).then_some(url)
 }
 
 /// A `--token`: not empty, and never the marker that shared holders keep
@@ -1017,6 +1062,24 @@ mod tests {
     fn config(args: &[&str]) -> Result<Config, Error> {
         let servers = if args.contains(&"--servers") { None } else { Some("--servers=redis://h") };
         bare_config(&servers.into_iter().chain(args.iter().copied()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn a_note_is_bounded_and_the_ci_job_carries_no_credentials() {
+        let run = |note: &str| config(&["run", "-k", "k", "--note", note, "--", "true"]);
+        let Command::Run(r) = run("deploy").unwrap().command else { panic!("not run") };
+        assert_eq!((r.note.as_deref(), r.job), (Some("deploy"), None));
+        let Command::Run(r) = run("").unwrap().command else { panic!("not run") };
+        assert_eq!(r.note, None, "an empty note is none");
+        assert!(run(&"é".repeat(100)).is_ok(), "200 bytes");
+        assert!(matches!(run(&"é".repeat(101)), Err(Error::Usage(m)) if m.contains("202 bytes")));
+        assert!(matches!(run("a\tb"), Err(Error::Usage(m)) if m.contains("control character")));
+        assert_eq!(
+            ci_job("https://ci:s3cret@git.example/o/r/-/jobs/1").as_deref(),
+            Some("https://ci:***@git.example/o/r/-/jobs/1")
+        );
+        assert_eq!(ci_job(&format!("https://x/{}", "a".repeat(200))), None, "too long: left out");
+        assert_eq!(ci_job("https://x/\u{7}y"), None);
     }
 
     /// The configuration of exactly `args`, in an empty environment.

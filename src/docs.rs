@@ -30,7 +30,7 @@ pub const EXIT_CODES: &[(&str, &str)] = &[
     ("2", "check: no run is recorded, or fewer than a quorum of the servers answered."),
     (
         "64",
-        "Usage: a bad flag, duration, URL or key, or no command after \\-\\-; nothing was sent to any server.",
+        "Usage: a bad flag, duration, URL or key, or no command after \\-\\-; nothing was sent to any server. Also a server listed twice, however its URL is spelled (found by asking the servers).",
     ),
     (
         "69",
@@ -84,6 +84,10 @@ const ENVIRONMENT: &[(&str, &str)] = &[
         "Set by run for the command: which of the \\-\\-limit N places it holds, 1 to N (1 for an ordinary lock).",
     ),
     ("SHELL", "The shell that runs \\-c commands (default /bin/sh)."),
+    (
+        "GITHUB_SERVER_URL, GITHUB_REPOSITORY, GITHUB_RUN_ID, CI_JOB_URL",
+        "Read by run and acquire to record the CI job the holder runs in (GitHub Actions' run, or GitLab's job), shown with the holder by waiters, status and history; credentials in the URL are masked. No other variable is recorded.",
+    ),
 ];
 
 const FILES: &[(&str, &str)] = &[

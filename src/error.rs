@@ -35,6 +35,11 @@ pub enum Error {
         /// True when retrying cannot help (auth, TLS, a key of the wrong type).
         config: bool,
     },
+    /// The servers answered, but no lock can be taken with them as they
+    /// are (`doctor`: a member that can never vote, or too few that can
+    /// vote now); the message says why. Exit 69, as unavailable.
+    #[error("{0}")]
+    Unfit(String),
     /// Nobody holds the lock, yet the votes stayed split among tokens, none
     /// on a quorum, until the settling bound (`wait::SETTLE_BOUND`) passed:
     /// e.g. a crashed contender's minority votes that only expire with
@@ -69,7 +74,7 @@ impl Error {
         match self {
             Error::Usage(_) | Error::Problems(_) => "usage",
             Error::Busy { .. } => "busy",
-            Error::Unavailable { .. } => "unavailable",
+            Error::Unavailable { .. } | Error::Unfit(_) => "unavailable",
             Error::Split(_) => "split",
             Error::Lost(_) => "lost",
             Error::CannotRun { .. } => "cannot_run",
@@ -83,7 +88,7 @@ impl Error {
         match self {
             Error::Usage(_) | Error::Problems(_) => exit::USAGE,
             Error::Busy { code, .. } => *code,
-            Error::Unavailable { .. } | Error::Split(_) => exit::UNAVAILABLE,
+            Error::Unavailable { .. } | Error::Unfit(_) | Error::Split(_) => exit::UNAVAILABLE,
             Error::Lost(_) => exit::LOST,
             Error::CannotRun { code, .. } => *code,
             Error::MaxHold(_) => exit::MAX_HOLD,

@@ -116,6 +116,12 @@ pub struct Entry {
     /// The length of that tick, ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tick_ms: Option<u64>,
+    /// Where the run ran, as its `--note` said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// The CI job the run ran in (its URL).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<String>,
 }
 
 impl Entry {
@@ -403,6 +409,8 @@ mod tests {
             fence: None,
             tick_start_ms: None,
             tick_ms: None,
+            note: None,
+            job: None,
         }
     }
 

@@ -46,7 +46,8 @@
 //! - [`queue`]: the wait queue on the servers (kept by the acquire script), so
 //!   waiters go in arrival order.
 //! - [`token`]: the lock token (128 random bits + host, pid, time; the
-//!   pid of the caller for `acquire`).
+//!   pid of the caller for `acquire`; where the holder runs: `--note` and
+//!   the CI job).
 //! - [`lock`]: the Redlock operations over a [`lock::Fleet`] of servers and
 //!   the lock a command asks for ([`lock::Request`]): the acquire round and
 //!   its withdrawal (with the clock check that refuses a server's vote
@@ -173,6 +174,17 @@ pub fn fmt_duration(d: Duration) -> String {
     } else {
         humantime::format_duration(Duration::from_secs(d.as_secs())).to_string()
     }
+}
+
+/// Milliseconds to the microsecond (three decimals), for the JSON that
+/// shows fractions of a millisecond: `1.401`, not `1.4009639999999999`.
+pub fn ms_f64(d: Duration) -> f64 {
+    round_ms(d.as_secs_f64() * 1000.0)
+}
+
+/// A number of milliseconds rounded to the microsecond ([`ms_f64`]).
+pub fn round_ms(ms: f64) -> f64 {
+    (ms * 1000.0).round() / 1000.0
 }
 
 /// Whole milliseconds, as Redis and the JSON events want them (saturating;

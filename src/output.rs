@@ -72,6 +72,11 @@ impl Log {
         self.level + shift >= level.min_log_level()
     }
 
+    /// True with `-v` (or more).
+    pub fn verbose(&self) -> bool {
+        self.level >= 1
+    }
+
     /// One phase of the lock's life: in JSON mode an object with `event`
     /// and `fields`; in text mode the message alone.
     pub fn event(&self, level: Level, event: &str, message: &str, fields: serde_json::Value) {

@@ -22,6 +22,16 @@
 //! `RANDOM-acquire.PID...`, `RANDOM-acquire-2of3.PID...`,
 //! `RANDOM-acquire-shared.PID...` (the queue's script looks for
 //! `-shared.`, which stays whole). Tokens without it read as before.
+//!
+//! Where the holder runs may follow the host: `~note=TEXT` (`--note`) and
+//! `~job=URL` (the CI job: GitHub Actions' run, GitLab's job), each at most
+//! [`MAX_NOTE`] bytes, percent-encoded so that the token stays one shell
+//! word of printable ASCII: every byte but letters, digits and `_/:,+=@`
+//! is written `%XX` (upper-case hex), so neither `.` (the fields), `~` (the
+//! tags) nor `-shared.` (the queue's script) can appear in it. They are
+//! fixed when the token is made, since the servers compare tokens byte for
+//! byte; a token without them reads as before, and a tag whose encoding is
+//! not exactly that is no token.
 
 use std::fmt;
 use std::str::FromStr;
@@ -44,7 +54,17 @@ pub struct Token {
     /// holds the token), not a redlock process: no redlock renews or
     /// guards this lock.
     pub caller: bool,
+    /// Where the holder runs, as `--note` said (at most [`MAX_NOTE`] bytes,
+    /// no control character).
+    pub note: Option<String>,
+    /// The CI job the holder runs in (a URL, credentials redacted; at most
+    /// [`MAX_NOTE`] bytes).
+    pub job: Option<String>,
 }
+
+/// The longest `--note` (and CI job URL) a token carries, in bytes: the
+/// token is sent with every call and shown in every busy message.
+pub const MAX_NOTE: usize = 200;
 
 /// How a token holds its lock.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -97,7 +117,14 @@ impl Token {
             host: hostname(),
             mode: Mode::Exclusive,
             caller,
+            note: None,
+            job: None,
         }
+    }
+
+    /// The same token saying where its holder runs (`--note`, the CI job).
+    pub fn with_note(self, note: Option<String>, job: Option<String>) -> Token {
+        Token { note, job, ..self }
     }
 
     /// The same token for a shared holder.
@@ -162,7 +189,13 @@ impl fmt::Display for Token {
             Mode::Shared => f.write_str("-shared")?,
             Mode::Exclusive => {}
         }
-        write!(f, ".{}.{}.{}", self.pid, self.created_ms, self.host)
+        write!(f, ".{}.{}.{}", self.pid, self.created_ms, self.host)?;
+        for (tag, text) in [("note", &self.note), ("job", &self.job)] {
+            if let Some(text) = text {
+                write!(f, "~{tag}={}", escape(text))?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -197,12 +230,64 @@ impl FromStr for Token {
         let random = u128::from_str_radix(random, 16).map_err(|_| ())?;
         let pid = parts.next().ok_or(())?.parse().map_err(|_| ())?;
         let created_ms = parts.next().ok_or(())?.parse().map_err(|_| ())?;
-        let host = parts.next().ok_or(())?;
+        let mut rest = parts.next().ok_or(())?.split('~');
+        let host = rest.next().ok_or(())?;
         if host.is_empty() || host != sanitize_host(host) {
             return Err(());
         }
-        Ok(Token { random, pid, created_ms, host: host.to_owned(), mode, caller })
+        let (mut note, mut job) = (None, None);
+        for tag in rest {
+            let slot = match tag.split_once('=') {
+                Some(("note", text)) if note.is_none() && job.is_none() => (&mut note, text),
+                Some(("job", text)) if job.is_none() => (&mut job, text),
+                _ => return Err(()),
+            };
+            *slot.0 = Some(unescape(slot.1)?);
+        }
+        Ok(Token { random, pid, created_ms, host: host.to_owned(), mode, caller, note, job })
     }
+}
+
+/// True for the bytes a note keeps as they are ([`escape`]).
+fn plain(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"_/:,+=@".contains(&b)
+}
+
+/// A note as a token carries it: [`plain`] bytes as they are, every other
+/// byte `%XX`.
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if plain(b) {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Reads a note written by [`escape`]: only its exact output (so the text
+/// read writes the same token again), UTF-8, at most [`MAX_NOTE`] bytes,
+/// without control characters.
+fn unescape(raw: &str) -> Result<String, ()> {
+    let mut bytes = Vec::with_capacity(raw.len());
+    let mut it = raw.bytes();
+    while let Some(b) = it.next() {
+        if b == b'%' {
+            let hex = [it.next().ok_or(())?, it.next().ok_or(())?];
+            let hex = std::str::from_utf8(&hex).map_err(|_| ())?;
+            let byte = u8::from_str_radix(hex, 16).map_err(|_| ())?;
+            bytes.push(byte);
+        } else {
+            bytes.push(b);
+        }
+    }
+    let text = String::from_utf8(bytes).map_err(|_| ())?;
+    if text.is_empty() || text.len() > MAX_NOTE || text.chars().any(char::is_control) {
+        return Err(());
+    }
+    if escape(&text) != raw { Err(()) } else { Ok(text) }
 }
 
 /// Reads `SofN` (`1 <= S <= N`, `N >= 2`): a place in a token.
@@ -282,6 +367,40 @@ mod tests {
     }
 
     #[test]
+    fn a_note_and_a_job_travel_in_the_token_and_old_tokens_still_read() {
+        let plain = Token::new();
+        let job = "https://github.com/o/r-1/actions/runs/42".to_owned();
+        let t = plain.clone().with_note(Some("deploy v1.2 ~ -shared. 100%".into()), Some(job));
+        let text = t.to_string();
+        let head = plain.to_string();
+        assert!(text.starts_with(&format!("{head}~note=")), "{text}");
+        assert!(text.contains("~job=https://github%2Ecom/o/r%2D1/actions/runs/42"), "{text}");
+        assert!(!text.contains("-shared.") && !text.contains(' '), "{text}");
+        assert_eq!(text.parse::<Token>(), Ok(t.clone()));
+        let job_only = plain.clone().with_note(None, t.job.clone());
+        assert_eq!(job_only.to_string().parse::<Token>(), Ok(job_only));
+        // A token without them reads as it always did.
+        assert_eq!(head.parse::<Token>(), Ok(plain.clone()));
+        // Only the exact encoding reads: the token written again is the same.
+        for bad in [
+            "~note=",
+            "~note=a%2e",
+            "~note=a.b",
+            "~note=a%2",
+            "~note=%0A",
+            "~job=a~note=b",
+            "~note=a~note=b",
+            "~what=a",
+            "~note",
+        ] {
+            let s = format!("{head}{bad}");
+            assert!(s.parse::<Token>().is_err(), "{s}");
+        }
+        let long = format!("{head}~note={}", "a".repeat(MAX_NOTE + 1));
+        assert!(long.parse::<Token>().is_err());
+    }
+
+    #[test]
     fn places_round_trip_and_limit_one_keeps_the_old_form() {
         let plain = Token::new();
         assert_eq!(plain.clone().at(1, 1).to_string(), plain.to_string());
@@ -324,8 +443,18 @@ mod properties {
 
         #[test]
         fn tokens_round_trip(random: u128, pid: u32, created_ms: u64, host in "[a-z0-9][a-z0-9.-]{0,40}", limit in 1u32..200, slot in 1u32..200, caller: bool) {
-            let t = Token { random, pid, created_ms, host, mode: Mode::Exclusive, caller }.at(slot.min(limit), limit);
+            let t = Token { random, pid, created_ms, host, mode: Mode::Exclusive, caller, note: None, job: None }.at(slot.min(limit), limit);
             prop_assert_eq!(t.to_string().parse::<Token>(), Ok(t));
+        }
+
+        #[test]
+        fn notes_round_trip_as_one_printable_word(note in "[^\\p{Cc}]{1,60}", job in proptest::option::of("[ -~]{1,80}")) {
+            let t = Token::new().with_note(Some(note), job);
+            let text = t.to_string();
+            prop_assert!(text.bytes().all(|b| b.is_ascii_graphic()), "{}", text);
+            prop_assert_eq!(text.matches('.').count(), 3 + t.host.matches('.').count());
+            prop_assert!(!text.contains("-shared."));
+            prop_assert_eq!(text.parse::<Token>(), Ok(t));
         }
     }
 }

@@ -27,8 +27,8 @@ fn time(ms: u64) -> String {
 }
 
 fn render_table(key: &str, found: &History) -> String {
-    let header = ["START", "TICK", "HOST", "PID", "HELD", "OUTCOME", "FENCE"];
-    let rows: Vec<[String; 7]> = found
+    let header = ["START", "TICK", "HOST", "PID", "HELD", "OUTCOME", "FENCE", "WHERE"];
+    let rows: Vec<[String; 8]> = found
         .entries
         .iter()
         .map(|e: &Entry| {
@@ -40,6 +40,7 @@ fn render_table(key: &str, found: &History) -> String {
                 crate::fmt_duration(std::time::Duration::from_millis(e.duration_ms)),
                 e.describe_outcome(),
                 e.fence.map_or_else(|| "-".to_owned(), |f| f.to_string()),
+                whereabouts(e),
             ]
         })
         .collect();
@@ -68,6 +69,13 @@ fn render_table(key: &str, found: &History) -> String {
         ));
     }
     out
+}
+
+/// Where a run ran: its CI job and its note, or `-`.
+fn whereabouts(e: &Entry) -> String {
+    let parts: Vec<String> =
+        e.job.iter().cloned().chain(e.note.iter().map(|n| format!("{n:?}"))).collect();
+    if parts.is_empty() { "-".to_owned() } else { parts.join(" ") }
 }
 
 fn skips_json(s: &Skips) -> serde_json::Value {

@@ -31,7 +31,7 @@ fn released(log: &Log, key: &str, quorum: usize, servers: &[ServerResult]) {
         &format!(
             "released {}: {}",
             crate::display_key(key.as_bytes()),
-            crate::lock::took_part(first, servers, "deleted")
+            crate::lock::took_part(first, servers, "deleted", log.verbose())
         ),
         json!({ "key": key, "deleted": deleted, "quorum": quorum, "servers": servers }),
     );

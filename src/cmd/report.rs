@@ -39,6 +39,8 @@ pub async fn finished(
         fence: lock.fence,
         tick_start_ms: cfg.tick.map(|t| t.start_ms),
         tick_ms: cfg.tick.map(|t| t.end_ms - t.start_ms),
+        note: cfg.note.clone(),
+        job: cfg.job.clone(),
     };
     let written = history::record(fleet, &cfg.key, &entry).await;
     // After a lost lock the final error already says what failed (most

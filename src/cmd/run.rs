@@ -693,6 +693,8 @@ mod tests {
             kill_after: None,
             metrics_file: None,
             argv: vec!["sleep".into(), "60".into()],
+            note: None,
+            job: None,
         };
         let lock = Lock {
             key: cfg.key.clone(),

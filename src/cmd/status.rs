@@ -163,6 +163,8 @@ fn holder_json(slot: u32, status: &Status) -> Option<serde_json::Value> {
         "pid": token.as_ref().map(|t| t.pid),
         "caller": token.as_ref().map(|t| t.caller),
         "acquired_at": token.as_ref().map(|t| humantime::format_rfc3339_millis(t.created()).to_string()),
+        "note": token.as_ref().and_then(|t| t.note.clone()),
+        "job": token.as_ref().and_then(|t| t.job.clone()),
         "fence": status.fence,
         "ttl_ms": ttl_ms(*ttl),
     }))
@@ -180,6 +182,8 @@ fn shared_json(h: &SharedHolder) -> serde_json::Value {
         "pid": token.as_ref().map(|t| t.pid),
         "caller": token.as_ref().map(|t| t.caller),
         "acquired_at": token.as_ref().map(|t| humantime::format_rfc3339_millis(t.created()).to_string()),
+        "note": token.as_ref().and_then(|t| t.note.clone()),
+        "job": token.as_ref().and_then(|t| t.job.clone()),
         "fence": null,
         "ttl_ms": crate::millis(h.ttl),
     })
@@ -404,6 +408,9 @@ fn render_json(
             "process_ended": here.map(crate::lock::process_ended),
             "acquired_at": token.as_ref().map(|t| humantime::format_rfc3339_millis(t.created()).to_string()),
             "held_ms": token.as_ref().map(|t| crate::millis(t.held_for())),
+            // Where it runs: its `--note`, its CI job.
+            "note": token.as_ref().and_then(|t| t.note.clone()),
+            "job": token.as_ref().and_then(|t| t.job.clone()),
             "fence": status.fence,
             // The run the lock outlives (`--keep`), and until when.
             "run_ended": ended.map(|run| json!({

@@ -306,9 +306,13 @@ impl Fleet {
         }
         // After the queue's reading, which never touches a won round: the
         // refusal of a fleet that lists a server twice is final (the
-        // verdict below then makes every server withdraw its vote).
-        if matches!(attempt, Attempt::Acquired(_))
-            && let Some(twins) = self.twins(key).await
+        // verdict below then makes every server withdraw its vote). A
+        // round the twin refused (it met its own token) is a
+        // configuration failure too, and asks the same question.
+        if matches!(
+            attempt,
+            Attempt::Acquired(_) | Attempt::Unavailable(Error::Unavailable { config: true, .. })
+        ) && let Some(twins) = self.twins(key).await
         {
             attempt = Attempt::Unavailable(twins);
         }
@@ -332,7 +336,8 @@ impl Fleet {
     /// Two members that are one server (the same `run_id`, however their
     /// URLs are spelled), as a configuration error. One server counted as
     /// two makes a quorum of fewer servers than it says, and renewals count
-    /// it twice: the fleet is refused (69), whatever won this round. The
+    /// it twice: the fleet is refused as a usage error (64: a mistake in
+    /// the server list, not servers down), whatever won this round. The
     /// twin of a server that answered is as quick to connect and answer
     /// (its connection may still be opening: a host name to resolve);
     /// [`TWIN_WAIT`] bounds the wait for it. A member that does not answer
@@ -372,25 +377,15 @@ impl Fleet {
             for (j, b) in facts.iter().enumerate().skip(i + 1) {
                 if b.as_ref().is_some_and(|b| b.run_id == a.run_id) {
                     let why = format!(
-                        "the same server as {} (run_id {}): list each server once",
+                        "is the same server as {} (run_id {})",
                         self.servers[i].name(),
                         a.run_id.get(..12).unwrap_or(&a.run_id)
                     );
-                    return Some(self.listed_twice(self.servers[j].unfit(op, key, why), op, key));
+                    return Some(listed_twice(op, key, self.servers[j].name(), &why));
                 }
             }
         }
         None
-    }
-
-    /// A fleet that lists a server twice, `twin` saying which and why.
-    pub(super) fn listed_twice(&self, twin: ServerError, op: Op, key: &str) -> Error {
-        let shown = crate::display_key(key.as_bytes());
-        Error::Unavailable {
-            what: format!("{op} {shown}: a server is listed twice"),
-            failures: Failures(vec![twin]),
-            config: true,
-        }
     }
 
     /// A twin found after the lock was taken: a member that answered this
@@ -398,7 +393,8 @@ impl Fleet {
     /// been won without it (`contend`), as an error.
     pub fn late_twin(&self, key: &str) -> Option<Error> {
         let twin = self.twin.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()?;
-        Some(self.listed_twice(twin, Op::Acquire, key))
+        let why = "answered with this attempt's own token: it is the same server as another";
+        Some(listed_twice(Op::Acquire, key, &twin.server, why))
     }
 
     async fn conclude_acquire(
@@ -613,7 +609,8 @@ impl<'a> Votes<'a> {
     }
 }
 
-/// How long a won round waits for the `INFO` answers of members that are
+/// How long a won round (or one a configuration failure ended, such as a
+/// twin meeting its own token) waits for the `INFO` answers of members that are
 /// still in flight before it compares the servers' identities: a twin
 /// answers with its twin.
 const TWIN_WAIT: Duration = Duration::from_millis(20);
@@ -843,6 +840,16 @@ async fn contend(
     }
 }
 
+/// A fleet that lists a server twice: a configuration mistake (64), with
+/// the fix. `twin` is the second listing, `why` says how it was told.
+fn listed_twice(op: Op, key: &str, twin: &str, why: &str) -> Error {
+    Error::Usage(format!(
+        "{op} {}: a server is listed twice: {twin} {why}: list each server once (--servers, \
+         REDLOCK_SERVERS or the configuration file's servers)",
+        crate::display_key(key.as_bytes()),
+    ))
+}
+
 /// Why a member that answers with the attempt's own token is refused: it
 /// is the same server as another member that granted it.
 const OWN_TOKEN: &str = "already holds this attempt's own token: the same server is listed \
@@ -1059,8 +1066,9 @@ pub(super) fn restarted(
     let up = facts.started.elapsed();
     votes_again_in(up, facts.keeps_data, Some(window)).map(|rest| {
         format!(
-            "it restarted {} ago, within the longest TTL plus 1s ({}): it may have lost a \
-             holder's key; it votes again in {}",
+            "it started {} ago, within the longest TTL plus 1s ({}): a restart may have lost a \
+             holder's key; it votes in {} (at once if it keeps every write: start it with \
+             appendonly yes and appendfsync always; or --trust-restarts)",
             crate::fmt_duration(up),
             crate::fmt_duration(window),
             crate::fmt_duration(rest)

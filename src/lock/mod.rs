@@ -151,6 +151,10 @@ pub struct Request {
     pub shared: bool,
     /// The tick the run belongs to (`--once-per`; [`Tick`]).
     pub tick: Option<Tick>,
+    /// Where the holder runs, as `--note` said ([`Token::note`]).
+    pub note: Option<String>,
+    /// The CI job the holder runs in ([`Token::job`]).
+    pub job: Option<String>,
 }
 
 /// One call, the same on every server of a round.
@@ -284,7 +288,8 @@ pub struct ServerResult {
     pub server: String,
     /// What it did (in JSON, its text: `granted`, `error: ...`).
     pub result: Part,
-    /// Time to answer from the start of the round, in milliseconds.
+    /// Time to answer from the start of the round, in milliseconds (to
+    /// the microsecond).
     pub latency_ms: Option<f64>,
 }
 
@@ -322,9 +327,19 @@ impl serde::Serialize for Part {
 /// result `first` counts (`granted`, `deleted`). A server the round
 /// stopped listening to once the verdict was settled is "not awaited":
 /// it is neither a failure nor a refusal.
-pub fn took_part(first: String, results: &[ServerResult], main: &'static str) -> String {
+///
+/// Without `verbose` (`-v`) the servers not awaited are left out: a server
+/// the quorum did not need is no fault, and naming it sends a reader to
+/// check a healthy server.
+pub fn took_part(
+    first: String,
+    results: &[ServerResult],
+    main: &'static str,
+    verbose: bool,
+) -> String {
     let mut kinds: Vec<(&str, usize)> = Vec::new();
-    for r in results.iter().filter(|r| r.result != Part::Answered(main)) {
+    let shown = |r: &&ServerResult| verbose || r.result != Part::NotAwaited;
+    for r in results.iter().filter(|r| r.result != Part::Answered(main)).filter(shown) {
         let kind = match &r.result {
             Part::Failed(_) => "failed",
             Part::NotAwaited => "not awaited",
@@ -426,16 +441,30 @@ pub fn describe_value(value: &str) -> String {
     }
     match value.parse::<Token>() {
         Ok(t) => format!(
-            "{} pid {} ({}since {}, for {}{})",
+            "{} pid {} ({}since {}, for {}{}){}",
             t.host,
             t.pid,
             if t.caller { "the caller of redlock acquire, " } else { "" },
             humantime::format_rfc3339_seconds(t.created()),
             crate::fmt_duration(t.held_for()),
             if process_ended(&t) { "; that process has ended" } else { "" },
+            whereabouts(&t),
         ),
         Err(()) => format!("another client (value {:?})", crate::display_key(value.as_bytes())),
     }
+}
+
+/// Where a token's holder runs, as it said when it took the lock: `, CI
+/// job URL, note "TEXT"`, or nothing.
+pub fn whereabouts(t: &Token) -> String {
+    let mut out = String::new();
+    if let Some(job) = &t.job {
+        out.push_str(&format!(", CI job {job}"));
+    }
+    if let Some(note) = &t.note {
+        out.push_str(&format!(", note {note:?}"));
+    }
+    out
 }
 
 /// True when the process a token names ran on this host and exists no
@@ -640,7 +669,7 @@ impl Fleet {
                     Reply::Failed(e) => Part::Failed(e.failure.to_string()),
                     Reply::NotAwaited => Part::NotAwaited,
                 },
-                latency_ms: latency.map(|d| d.as_secs_f64() * 1000.0),
+                latency_ms: latency.map(crate::ms_f64),
             })
             .collect()
     }

@@ -457,12 +457,35 @@ pub async fn acquire(
             // returned it above.)
             Action::Acquired | Action::GiveUp => {
                 leave(joined);
-                return Err(last.unwrap_or_else(|| {
+                let last = last.unwrap_or_else(|| {
                     Error::Usage(format!("acquire {shown}: no attempt was made"))
-                }));
+                });
+                return Err(match wait {
+                    Wait::For(bound) if !bound.is_zero() && !config_error(&last) => {
+                        gave_up(last, *bound, request.tick.is_some())
+                    }
+                    _ => last,
+                });
             }
         };
         action = state.step(Instant::now(), event);
+    }
+}
+
+/// The error of a wait that ran out after `bound`: what the last attempt
+/// saw, after `gave up after 15m (--wait): `, so that the line reads as
+/// the end of a wait and not as the first refusal. `tick`: `--once-per`
+/// may have cut the wait at the end of the tick.
+fn gave_up(last: Error, bound: Duration, tick: bool) -> Error {
+    let cause = if tick { "--wait, or the end of the tick" } else { "--wait" };
+    let prefix = format!("gave up after {} ({cause}): ", crate::fmt_duration(bound));
+    match last {
+        Error::Busy { message, code } => Error::Busy { message: prefix + &message, code },
+        Error::Unavailable { what, failures, config } => {
+            Error::Unavailable { what: prefix + &what, failures, config }
+        }
+        Error::Split(message) => Error::Split(prefix + &message),
+        other => other,
     }
 }
 
@@ -480,7 +503,9 @@ fn seen(attempt: &Attempt) -> Seen {
     }
 }
 
-/// The `-vv` line of one attempt.
+/// The line of one attempt: at `-v`, in text and JSON alike (JSON shows
+/// the info level without `-v`, and a wait of 15 minutes makes a thousand
+/// attempts).
 fn log_attempt(log: &Log, key: &str, n: u32, report: &crate::lock::AttemptReport) {
     let outcome = match &report.attempt {
         Attempt::Acquired(_) => "acquired",
@@ -493,7 +518,7 @@ fn log_attempt(log: &Log, key: &str, n: u32, report: &crate::lock::AttemptReport
         Attempt::Taken(_) => "taken",
     };
     log.event(
-        Level::Info,
+        if log.verbose() { Level::Info } else { Level::Debug },
         "acquire_attempt",
         &format!("attempt {n} on {}: {outcome}", crate::display_key(key.as_bytes())),
         json!({ "key": key, "attempt": n, "outcome": outcome, "servers": report.servers }),
@@ -527,6 +552,7 @@ fn acquired(
                 ),
                 servers,
                 "granted",
+                log.verbose(),
             ),
             crate::fmt_duration(lock.validity),
             lock.fence.map_or_else(String::new, |f| format!(", fence {f}")),
@@ -604,6 +630,32 @@ impl WaitReport {
     /// After an attempt that did not take the lock, `elapsed` into the wait
     /// with `left` to go (`Duration::MAX`: no bound).
     fn waiting(&mut self, log: &Log, key: &str, last: &Error, elapsed: Duration, left: Duration) {
+        let Some((event, cause, message)) = self.line(key, last, elapsed, left) else { return };
+        let forever = left == Duration::MAX;
+        let left_ms = (!forever).then(|| crate::millis(left));
+        log.event(
+            Level::Notice,
+            event,
+            &message,
+            json!({
+                "key": key,
+                "cause": cause,
+                "waited_ms": crate::millis(elapsed),
+                "left_ms": left_ms,
+                "reason": last.to_string(),
+            }),
+        );
+    }
+
+    /// The line [`WaitReport::waiting`] writes, if one is due: its event,
+    /// its cause (`busy`, `unavailable`, `split`) and its text.
+    fn line(
+        &mut self,
+        key: &str,
+        last: &Error,
+        elapsed: Duration,
+        left: Duration,
+    ) -> Option<(&'static str, &'static str, String)> {
         let shown = crate::display_key(key.as_bytes());
         let forever = left == Duration::MAX;
         let more = || format!("at most {} more", crate::fmt_duration(left));
@@ -624,37 +676,26 @@ impl WaitReport {
                 format!("waiting for {shown}"),
             ),
         };
-        let (event, message) = match self.next {
+        match self.next {
             None => {
                 self.next = Some(FIRST_PROGRESS);
-                ("waiting", format!("{what} ({bound}): {last}"))
+                Some(("waiting", cause, format!("{what} ({bound}): {last}")))
             }
             Some(due) if elapsed >= due => {
                 self.next = Some(elapsed + PROGRESS_EVERY);
-                let still = match cause {
-                    "unavailable" => "the servers are still unavailable, retrying".to_owned(),
-                    _ => format!("still waiting for {shown}"),
+                let waited = crate::fmt_duration(elapsed);
+                // "retrying after 9m" reads as a delay before the next
+                // try: the time is how long the wait has lasted.
+                let message = match cause {
+                    "unavailable" => format!(
+                        "the servers are still unavailable, retrying ({waited} so far, {bound}): {last}"
+                    ),
+                    _ => format!("still waiting for {shown} after {waited} ({bound}): {last}"),
                 };
-                (
-                    "still_waiting",
-                    format!("{still} after {} ({bound}): {last}", crate::fmt_duration(elapsed)),
-                )
+                Some(("still_waiting", cause, message))
             }
-            Some(_) => return,
-        };
-        let left_ms = (!forever).then(|| crate::millis(left));
-        log.event(
-            Level::Notice,
-            event,
-            &message,
-            json!({
-                "key": key,
-                "cause": cause,
-                "waited_ms": crate::millis(elapsed),
-                "left_ms": left_ms,
-                "reason": last.to_string(),
-            }),
-        );
+            Some(_) => None,
+        }
     }
 
     /// The lock was taken after `waited`: one line, if the wait was reported.
@@ -705,6 +746,38 @@ fn unreachable_servers(log: &Log, key: &str, servers: &[crate::lock::ServerResul
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_outage_says_how_long_it_has_lasted_not_a_delay() {
+        let mut report = WaitReport::default();
+        let down = Error::Unavailable {
+            what: "acquire k: 0 of 1 server answered (quorum 1)".into(),
+            failures: crate::quorum::Failures(Vec::new()),
+            config: false,
+        };
+        let first = report.line("k", &down, Duration::ZERO, Duration::MAX);
+        assert!(first.is_some_and(|(e, c, _)| e == "waiting" && c == "unavailable"));
+        let (event, _, line) =
+            report.line("k", &down, Duration::from_secs(586), Duration::MAX).unwrap();
+        assert_eq!(event, "still_waiting");
+        assert!(
+            line.starts_with("the servers are still unavailable, retrying (9m 46s so far, no time limit): acquire k"),
+            "{line}"
+        );
+        assert!(!line.contains("retrying after"), "{line}");
+    }
+
+    #[test]
+    fn a_wait_that_ran_out_says_it_gave_up_first() {
+        let busy = Error::Busy { message: "k is held by h pid 1".into(), code: 0 };
+        let e = gave_up(busy, Duration::from_secs(900), false);
+        assert_eq!(e.to_string(), "gave up after 15m (--wait): k is held by h pid 1");
+        assert_eq!(e.exit_code(), 0, "the code stays");
+        let split = gave_up(Error::Split("acquire k: split".into()), Duration::from_secs(60), true);
+        assert!(
+            split.to_string().starts_with("gave up after 1m (--wait, or the end of the tick): ")
+        );
+    }
 
     #[test]
     fn backoff_grows_jittered_and_capped() {

@@ -50,7 +50,8 @@ fn plant(fleet: &Fleet, key: &str, at: &[usize], value: &str, px: Duration) {
 /// and returns the key and the ticks.
 fn ticks(urls: &str, global: &[&str], n: usize, ticks: usize) -> (String, Vec<Tick>) {
     let key = unique_key("tick");
-    let mut args: Vec<&str> = vec!["--log-format", "json"];
+    // `-v`: the `acquire_attempt` events time each decision.
+    let mut args: Vec<&str> = vec!["-v", "--log-format", "json"];
     args.extend(global);
     args.extend(["run", "-n", "-E", "0", "--key", &key]);
     let ticks = (0..ticks)

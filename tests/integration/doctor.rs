@@ -269,3 +269,33 @@ fn the_setup_is_judged_two_servers_one_server_one_machine() {
     one.expect(0);
     assert!(one.stdout.contains("note: one server: no failure is tolerated"), "{}", one.stdout);
 }
+
+/// A server started a moment ago without an append-only file has no vote
+/// until no holder can rely on a key it may have lost: doctor and run say
+/// when it will vote and how to make it vote at once, and neither says it
+/// can never vote or that no server answered.
+#[test]
+fn a_freshly_started_server_votes_soon_and_the_fix_is_named() {
+    let server = RedisServer::start();
+    let fresh = |args: &[&str]| Redlock::new(&server.url()).distrust_restarts().args(args).run();
+    let out = fresh(&["doctor"]);
+    out.expect(69);
+    for text in [&out.stdout, &out.stderr] {
+        for wrong in ["never vote", "no server answered"] {
+            if text.contains(wrong) {
+                out.fail(&format!("says {wrong:?}"));
+            }
+        }
+    }
+    for fix in ["appendonly yes", "appendfsync always", "--trust-restarts", "can vote in "] {
+        assert!(out.stdout.contains(fix), "{fix}: {}", out.stdout);
+    }
+    let key = unique_key("fresh");
+    let out = fresh(&["run", "-n", "-k", &key, "--", "true"]);
+    out.expect(69)
+        .stderr_has("it started ")
+        .stderr_lacks("restarted")
+        .stderr_has("votes in ")
+        .stderr_has("appendonly yes")
+        .stderr_has("--trust-restarts");
+}

@@ -98,7 +98,7 @@ fn json_events_parse_and_follow_the_documented_order() {
     let key = unique_key("events");
     let start = Instant::now();
     let out = Redlock::on(&fleet)
-        .args(["--log-format", "json", "run", "--key", &key, "--ttl", "1s"])
+        .args(["-v", "--log-format", "json", "run", "--key", &key, "--ttl", "1s"])
         .args(["--", "sh", "-c", "sleep 1.2; exit 4"])
         .run();
     out.expect(4);

@@ -409,3 +409,156 @@ fn short_help_shows_what_the_subcommand_adds() {
     let man = man.unwrap();
     assert!(man.contains("\\-\\-servers") && man.contains("Redis servers, comma"), "{man}");
 }
+
+#[test]
+fn the_holder_says_where_it_runs_its_note_and_ci_job_and_nothing_else() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let key = unique_key("whereabouts");
+    let github = |r: Redlock| {
+        r.env("GITHUB_SERVER_URL", "https://bot:hunter2@github.example")
+            .env("GITHUB_REPOSITORY", "acme/deploy-tools")
+            .env("GITHUB_RUN_ID", "5759")
+            .env("AWS_SECRET_ACCESS_KEY", "never-shown")
+    };
+    let job = "https://bot:***@github.example/acme/deploy-tools/actions/runs/5759";
+    github(Redlock::new(&url))
+        .args(["acquire", "-k", &key, "--ttl", "1m", "--note", "release 2.4 by ana"])
+        .run()
+        .expect(0);
+    let secrets = |out: &Output| {
+        out.stderr_lacks("hunter2").stderr_lacks("never-shown");
+        assert!(!out.stdout.contains("hunter2") && !out.stdout.contains("never-shown"));
+    };
+    // The busy message, the waiter's line and the end of its wait.
+    let busy = Redlock::new(&url).args(["run", "-n", "-k", &key, "--", "true"]).run();
+    busy.expect(75).stderr_has(&format!("CI job {job}")).stderr_has("note \"release 2.4 by ana\"");
+    secrets(&busy);
+    let waited = Redlock::new(&url).args(["run", "-w", "1", "-k", &key, "--", "true"]).run();
+    waited.expect(75);
+    let first = waited.stderr.lines().next().unwrap_or_default();
+    if !first.contains(job) || !first.contains("release 2.4 by ana") {
+        waited.fail("the waiter's first line should say where the holder runs");
+    }
+    // status, as text and as JSON.
+    let status = Redlock::new(&url).args(["status", "-k", &key]).run();
+    status.expect(0);
+    assert!(
+        status.stdout.contains(job) && status.stdout.contains("release 2.4 by ana"),
+        "{}",
+        status.stdout
+    );
+    secrets(&status);
+    let json = Redlock::new(&url).args(["status", "-k", &key, "--json"]).run();
+    let holder = &json.json()["holder"];
+    assert_eq!(holder["note"], "release 2.4 by ana", "{}", json.stdout);
+    assert_eq!(holder["job"], job, "{}", json.stdout);
+    secrets(&json);
+    // history: a run in GitLab CI.
+    let ran = unique_key("whereabouts-history");
+    Redlock::new(&url)
+        .env("CI_JOB_URL", "https://gitlab.example/acme/app/-/jobs/77")
+        .args(["run", "-k", &ran, "--note", "nightly", "--", "true"])
+        .run()
+        .expect(0);
+    let history = Redlock::new(&url).args(["history", "-k", &ran, "--json"]).run();
+    let entry = &history.json()["entries"][0];
+    assert_eq!(entry["note"], "nightly", "{}", history.stdout);
+    assert_eq!(entry["job"], "https://gitlab.example/acme/app/-/jobs/77", "{}", history.stdout);
+    let table = Redlock::new(&url).args(["history", "-k", &ran]).run();
+    assert!(
+        table.stdout.contains("https://gitlab.example/acme/app/-/jobs/77 \"nightly\""),
+        "{}",
+        table.stdout
+    );
+    // A note is bounded and printable: refused before any server is asked.
+    let long = "x".repeat(201);
+    usage(&["acquire", "-k", "a", "--note", &long], &["--note", "201 bytes", "200"]);
+    usage(
+        &["run", "-k", "a", "--note", "a\u{1b}[2J", "--", "true"],
+        &["--note", "control character"],
+    );
+}
+
+/// A wait that runs out says so before what the last attempt saw, so the
+/// line is not read as the holder's fault alone; `-n` did not wait.
+#[test]
+fn a_wait_that_runs_out_says_it_gave_up() {
+    let server = RedisServer::start();
+    let key = unique_key("gave-up");
+    Redlock::new(&server.url()).args(["acquire", "-k", &key, "--ttl", "1m"]).run().expect(0);
+    let out = Redlock::new(&server.url()).args(["run", "-w", "1", "-k", &key, "--", "true"]).run();
+    out.expect(75);
+    let last = out.stderr.lines().last().unwrap_or_default();
+    if !last.contains(&format!("gave up after 1.0s (--wait): {key} is held by ")) {
+        out.fail("the last line should say the wait gave up");
+    }
+    let out = Redlock::new(&server.url()).args(["run", "-n", "-k", &key, "--", "true"]).run();
+    out.expect(75).stderr_lacks("gave up");
+    let out = Redlock::new("redis://127.0.0.1:1")
+        .args(["run", "-w", "1", "-k", &key, "--", "true"])
+        .run();
+    out.expect(69);
+    let last = out.stderr.lines().last().unwrap_or_default();
+    if !last.contains(&format!("gave up after 1.0s (--wait): acquire {key}: ")) {
+        out.fail("the last line should say the wait gave up");
+    }
+}
+
+/// The JSON events of a run that waits, and of a round one server was not
+/// waited for: no line per attempt without `-v` (a CI wait of 15 minutes
+/// would write a thousand), milliseconds to the microsecond, and a server
+/// not needed for the quorum is no fault in a message without `-v`.
+#[test]
+fn json_logs_say_the_phases_not_every_attempt_and_round_their_numbers() {
+    use crate::harness::proxy::{Mode, Proxy};
+    let fleet = crate::harness::Fleet::start(3);
+    let slow = Proxy::start(fleet.servers[2].port);
+    slow.set(Mode::Delay(Duration::from_millis(300)));
+    let servers = format!("{},{},{}", fleet.servers[0].url(), fleet.servers[1].url(), slow.url());
+    let key = unique_key("json-attempts");
+    let (token, _) = Redlock::new(&fleet.urls()).acquire(&key, "1500ms");
+    assert!(!token.is_empty());
+    let events = |verbose: bool| {
+        let mut r = Redlock::new(&servers).args(["--log-format", "json", "--node-timeout", "2s"]);
+        if verbose {
+            r = r.args(["-v"]);
+        }
+        let out = r.args(["run", "-w", "10s", "-k", &key, "--", "true"]).run();
+        out.expect(0);
+        let lines: Vec<serde_json::Value> = out
+            .stderr
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|_| out.fail("not JSON")))
+            .collect();
+        (out, lines)
+    };
+    let (out, lines) = events(false);
+    let attempts = lines.iter().filter(|l| l["event"] == "acquire_attempt").count();
+    if attempts > 0 {
+        out.fail("attempts are debug events without -v");
+    }
+    for l in &lines {
+        let msg = l["msg"].as_str().unwrap_or_default();
+        if msg.contains("not awaited") {
+            out.fail("a server not needed for the quorum is shown only with -v");
+        }
+    }
+    let mut numbers = Vec::new();
+    fn floats(v: &serde_json::Value, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::Number(n) if n.is_f64() => out.push(n.to_string()),
+            serde_json::Value::Array(a) => a.iter().for_each(|v| floats(v, out)),
+            serde_json::Value::Object(o) => o.values().for_each(|v| floats(v, out)),
+            _ => {}
+        }
+    }
+    let (out, lines) = events(true);
+    assert!(lines.iter().any(|l| l["event"] == "acquire_attempt"), "{}", out.stderr);
+    lines.iter().for_each(|l| floats(l, &mut numbers));
+    assert!(!numbers.is_empty(), "{}", out.stderr);
+    for n in &numbers {
+        let decimals = n.split_once('.').map_or(0, |(_, d)| d.len());
+        assert!(decimals <= 3, "{n} in {}", out.stderr);
+    }
+}

@@ -206,24 +206,26 @@ pub fn assess_group(g: &GroupCheck, a: &mut Assessment) {
 /// than `quorum` are left to vote: no lock can be taken.
 pub fn assess_votes(probes: &[Probe], window: Option<Duration>, quorum: usize, a: &mut Assessment) {
     let mut voters = probes.len();
+    // When each server without a vote only for its start gets one.
+    let mut soon: Vec<Duration> = Vec::new();
     for p in probes {
+        let rest =
+            p.uptime.and_then(|up| crate::lock::votes_again_in(up, p.unkept.is_none(), window));
         let restarted = match (window, p.uptime) {
-            (_, Some(up)) => {
-                let keeps_data = p.unkept.is_none();
-                crate::lock::votes_again_in(up, keeps_data, window).map(|rest| {
-                    format!(
-                        "{}: up {} only, and {}: it may have lost a holder's key in a \
-                         restart, so it gets no vote until {} after its start (in {}); a \
-                         server votes at once only with appendonly yes and appendfsync \
-                         always from its start",
-                        p.server,
-                        crate::fmt_duration(up),
-                        p.unkept.unwrap_or("it may not keep every write"),
-                        crate::fmt_duration(window.unwrap_or_default()),
-                        crate::fmt_duration(rest)
-                    )
-                })
-            }
+            (_, Some(up)) => rest.map(|rest| {
+                format!(
+                    "{}: started {} ago, and {}: it may have lost a holder's key if that was a \
+                     restart, so it gets no vote until {} after its start: it can vote in {}; \
+                     to make it vote at once, start it with appendonly yes and appendfsync \
+                     always (from its start, its append-only file written without error), or \
+                     pass --trust-restarts",
+                    p.server,
+                    crate::fmt_duration(up),
+                    p.unkept.unwrap_or("it may not keep every write"),
+                    crate::fmt_duration(window.unwrap_or_default()),
+                    crate::fmt_duration(rest)
+                )
+            }),
             (Some(_), None) => {
                 a.notes.push(format!(
                     "{}: no uptime in its INFO: a restart is not seen, and it is assumed to have \
@@ -249,12 +251,26 @@ pub fn assess_votes(probes: &[Probe], window: Option<Duration>, quorum: usize, a
         if restarted.is_some() || skewed.is_some() {
             voters -= 1;
         }
+        if let (Some(rest), None) = (rest, &skewed) {
+            soon.push(rest);
+        }
         a.warnings.extend(restarted.into_iter().chain(skewed));
     }
     if !probes.is_empty() && voters < quorum {
+        // The servers waiting out their start vote in turn: a quorum can
+        // once the (quorum - voters)-th of them does. Clocks give no date.
+        soon.sort();
+        let until = match soon.get(quorum - voters - 1) {
+            Some(rest) => format!(
+                "for {}, until enough of them can vote (see the warnings: how to make them vote \
+                 at once)",
+                crate::fmt_duration(*rest)
+            ),
+            None => "until more can".to_owned(),
+        };
         a.errors.push(format!(
             "{voters} of the {} server(s) that answered can vote now, quorum {quorum}: no lock can \
-             be taken until more can",
+             be taken {until}",
             probes.len()
         ));
     }

@@ -155,13 +155,16 @@ pub async fn doctor(
     match verdict {
         Verdict::Fit => Ok(exit::OK),
         Verdict::Warnings => Ok(exit::FREE_OR_WARNINGS),
-        // A member that can never vote as configured: as unavailable as
-        // a server that answers with errors.
-        Verdict::Errors => Err(Error::Unavailable {
-            what: format!("doctor: {}", assessment.errors.join("; ")),
-            config: true,
-            failures: Failures(failures),
-        }),
+        // No lock can be taken as the servers are (a member that can
+        // never vote, or too few that can vote now): as unavailable as
+        // servers that answer with errors, though they all answered.
+        Verdict::Errors => {
+            let mut what = format!("doctor: {}", assessment.errors.join("; "));
+            if !failures.is_empty() {
+                what = format!("{what}: {}", Failures(failures));
+            }
+            Err(Error::Unfit(what))
+        }
         Verdict::Unavailable => Err(Error::Unavailable {
             what: format!("doctor: {} of {total} servers answered, quorum {quorum}", probes.len()),
             config: false,
