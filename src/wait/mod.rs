@@ -374,7 +374,14 @@ pub async fn acquire(
                         Ok(report) => report,
                         Err(_) => {
                             leave(joined);
-                            return Err(last.unwrap_or_else(|| cut_off(fleet, key, wait)));
+                            let tick = request.tick.is_some();
+                            return Err(match (last, wait) {
+                                (Some(last), Wait::For(bound)) if !config_error(&last) => {
+                                    gave_up(last, *bound, tick)
+                                }
+                                (Some(last), _) => last,
+                                (None, _) => cut_off(fleet, key, wait),
+                            });
                         }
                     },
                     None => attempt.await,

@@ -151,7 +151,7 @@ fn a_slow_twin_is_caught_when_it_answers() {
     for _ in 0..3 {
         let key = unique_key("slow-twin");
         let out = Redlock::new(&twins).args(["acquire", "-n", "-k", &key]).run();
-        out.expect(69).stderr_has("listed twice");
+        out.expect(64).stderr_has("listed twice");
         assert_eq!(fleet.values(&lock_key(&key)), vec![None, None], "nothing is left held");
     }
     let out = Redlock::new(&twins).args(["doctor"]).run();

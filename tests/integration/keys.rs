@@ -22,8 +22,13 @@ fn cycle(fleet: &Fleet, key: &str, ttl: &str) -> u64 {
     fence
 }
 
-/// Waits until every running server holds no key but run histories (kept
-/// on purpose, bounded and expiring, checked here), at most `limit`.
+/// How long a grant record outlives its grant (`redlock:{KEY}:last`,
+/// src/lock/record.rs `RECORD_LIFE`) when it holds no tick.
+const RECORD_LIFE_MS: i64 = 20_000;
+
+/// Waits until every running server holds no key but run histories and
+/// grant records (kept on purpose, bounded and expiring, checked here), at
+/// most `limit`.
 fn wait_for_no_locks(fleet: &Fleet, limit: Duration) {
     let start = Instant::now();
     loop {
@@ -36,7 +41,12 @@ fn wait_for_no_locks(fleet: &Fleet, limit: Duration) {
                     let pttl = s.pttl(k);
                     assert!(pttl > 0 && pttl <= HISTORY_RETENTION_MS, "{k}: PTTL {pttl}");
                 }
-                keys.into_iter().filter(|k| !k.ends_with(":history")).collect()
+                for k in keys.iter().filter(|k| k.ends_with(":last")) {
+                    let pttl = s.pttl(k);
+                    assert!(pttl > 0 && pttl <= RECORD_LIFE_MS, "{k}: PTTL {pttl}");
+                }
+                let kept = |k: &String| k.ends_with(":history") || k.ends_with(":last");
+                keys.into_iter().filter(|k| !kept(k)).collect()
             })
             .collect();
         if left.iter().all(Vec::is_empty) {
