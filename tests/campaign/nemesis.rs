@@ -40,11 +40,15 @@ pub enum Family {
     /// Sentinels) beside two plain servers: `SENTINEL FAILOVER` at random,
     /// and pauses of a plain server (so that holders hold exact quorums).
     Sentinel,
+    /// Faults that threaten a tick's record (a server paused or restarted
+    /// empty, a run frozen past its TTL) with quiet ticks between them,
+    /// where the cron fleet's ticks must each run exactly once.
+    Tick,
 }
 
 impl Family {
     /// Every family the campaign runs, the bound last.
-    pub const ALL: [Family; 11] = [
+    pub const ALL: [Family; 12] = [
         Family::Freeze,
         Family::Pause,
         Family::Partition,
@@ -55,6 +59,7 @@ impl Family {
         Family::Foreign,
         Family::Mixed,
         Family::Sentinel,
+        Family::Tick,
         Family::FreezeAll,
     ];
 
@@ -72,6 +77,7 @@ impl Family {
             Family::Foreign => "foreign",
             Family::Mixed => "mixed",
             Family::Sentinel => "sentinel",
+            Family::Tick => "tick",
         }
     }
 }
@@ -139,6 +145,10 @@ pub fn run(ctx: &Arc<Ctx>, world: &mut World, family: Family, seed: u64) {
     let mut jumped: Option<usize> = None;
     while !ctx.stop.load(Ordering::Relaxed) {
         std::thread::sleep(ms(&mut rng, 200, 1200));
+        if family == Family::Tick {
+            // Quiet for one or two ticks of the fleet.
+            std::thread::sleep(ms(&mut rng, 2000, 5000));
+        }
         if ctx.stop.load(Ordering::Relaxed) {
             break;
         }
@@ -152,6 +162,10 @@ pub fn run(ctx: &Arc<Ctx>, world: &mut World, family: Family, seed: u64) {
                     Family::Foreign,
                     Family::Pause,
                 ];
+                pick[rng.usize(..pick.len())]
+            }
+            Family::Tick => {
+                let pick = [Family::Freeze, Family::Pause, Family::Restart];
                 pick[rng.usize(..pick.len())]
             }
             other => other,
@@ -341,7 +355,7 @@ pub fn run(ctx: &Arc<Ctx>, world: &mut World, family: Family, seed: u64) {
                 }
                 record(ctx, &what, "stop", None);
             }
-            Family::Pause | Family::Mixed | Family::Sentinel => {}
+            Family::Pause | Family::Mixed | Family::Sentinel | Family::Tick => {}
         }
     }
     heal(world);
