@@ -383,16 +383,26 @@ fn fences(key: &str, holds: &[Hold], mode: Option<Mode>, out: &mut Vec<Violation
     let mut ends: Vec<&Hold> = fenced.clone();
     fenced.sort_by_key(|h| h.start);
     ends.sort_by_key(|h| h.end);
+    // A section's stamps lie inside its hold, so "ended before it began"
+    // orders two holds only where exclusion forced it: a shared reader may
+    // have been granted (its fence minted) before another reader that
+    // ended before the first one's command began. Readers are ordered only
+    // after the writers before them.
     let mut best: Option<&Hold> = None;
+    let mut best_writer: Option<&Hold> = None;
     let mut e = 0;
     for h in fenced {
         while e < ends.len() && ends[e].end <= h.start {
             if best.is_none_or(|b| ends[e].fence > b.fence) {
                 best = Some(ends[e]);
             }
+            if ends[e].exclusive && best_writer.is_none_or(|b| ends[e].fence > b.fence) {
+                best_writer = Some(ends[e]);
+            }
             e += 1;
         }
-        if let Some(b) = best
+        let before = if h.exclusive { best } else { best_writer };
+        if let Some(b) = before
             && b.fence >= h.fence
         {
             out.push(Violation {
@@ -903,6 +913,21 @@ mod tests {
         h.run("k", Mode::Exclusive, (11, Some(12), 20, 21), Some(5), "normal", 3, None);
         h.run("k", Mode::Exclusive, (21, Some(22), 30, 31), Some(4), "normal", 3, None);
         assert_eq!(kinds(&h.check()), ["fence", "fence"]);
+    }
+
+    #[test]
+    fn readers_are_ordered_by_fence_only_after_writers() {
+        // A reader granted first whose command began after another
+        // reader's ended: both held at once, which readers may.
+        let mut h = H::default();
+        h.run("k", Mode::Shared, (0, Some(60), 70, 71), Some(1), "normal", 3, None);
+        h.run("k", Mode::Shared, (5, Some(20), 40, 41), Some(2), "normal", 3, None);
+        assert_eq!(h.check(), vec![]);
+        // A writer's hold, ended before a reader began, orders them.
+        let mut h = H::default();
+        h.run("k", Mode::Exclusive, (0, Some(1), 10, 11), Some(5), "normal", 3, None);
+        h.run("k", Mode::Shared, (11, Some(12), 20, 21), Some(4), "normal", 3, None);
+        assert_eq!(kinds(&h.check()), ["fence"]);
     }
 
     #[test]
