@@ -44,10 +44,10 @@ pub enum Family {
     /// empty, a run frozen past its TTL) with quiet ticks between them,
     /// where the cron fleet's ticks must each run exactly once.
     Tick,
-    /// Holders' redlock paused (SIGSTOP) for part of their TTL while a
-    /// majority or all of the servers flush their scripts (`SCRIPT FLUSH`):
-    /// the renewal after the pause, and every contender meanwhile, meet a
-    /// cold script cache.
+    /// Holders' redlock paused (SIGSTOP) for 0.2 to 1.5 TTLs while a
+    /// majority or all of the servers flush their scripts (`SCRIPT FLUSH`,
+    /// at the pause's start and end): the renewal after the pause, and
+    /// every contender meanwhile, meet a cold script cache.
     ScriptFlush,
     /// Writes paused on a majority (`CLIENT PAUSE ms WRITE`) while a
     /// holder runs: its renewals, contenders' grants and releases wait in
@@ -402,15 +402,23 @@ pub fn run(ctx: &Arc<Ctx>, world: &mut World, family: Family, seed: u64) {
                     None => format!("SCRIPT FLUSH on servers {servers:?}"),
                 };
                 record(ctx, &what, "start", None);
+                let flush = |world: &World| {
+                    for &s in &servers {
+                        let _: redis::RedisResult<redis::Value> = redis::cmd("SCRIPT")
+                            .arg("FLUSH")
+                            .query(&mut world.fleet.servers[s].conn());
+                    }
+                };
                 if let Some((pid, _)) = paused {
                     send_signal(i32::try_from(pid).unwrap(), libc::SIGSTOP);
                 }
-                for &s in &servers {
-                    let _: redis::RedisResult<redis::Value> =
-                        redis::cmd("SCRIPT").arg("FLUSH").query(&mut world.fleet.servers[s].conn());
-                }
+                flush(world);
                 if let Some((pid, ttl)) = paused {
-                    std::thread::sleep(ttl.mul_f64(0.2 + rng.f64() * 0.5));
+                    // Within its TTL or past it; the cache flushed again
+                    // at the end, as contenders have loaded the scripts
+                    // since, so that its renewal meets a cold cache.
+                    std::thread::sleep(ttl.mul_f64(0.2 + rng.f64() * 1.3));
+                    flush(world);
                     send_signal(i32::try_from(pid).unwrap(), libc::SIGCONT);
                 }
                 record(ctx, &what, "stop", None);
