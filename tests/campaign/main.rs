@@ -376,8 +376,9 @@ fn pause_write() {
 /// runtime reports that it keeps every write (`aof_enabled:1`,
 /// `appendfsync always`), so it votes at once, without the keys it lost:
 /// with another server paused meanwhile, a holder's exact quorum loses its
-/// majority and a second holder is granted. Run it with `cargo test --test
-/// campaign persist -- --ignored`.
+/// majority and a second holder is granted, and a tick's record is lost
+/// with it, so the tick runs twice. Run it with `cargo test --test campaign
+/// persist -- --ignored`.
 #[test]
 #[ignore = "finds two holders: persistence switched on at runtime after an empty restart is trusted at once"]
 fn persist() {
