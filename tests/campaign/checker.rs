@@ -25,18 +25,21 @@
 //!   the host's wall clock when it was fired) number at most one, whatever
 //!   the faults (`tick-twice`); a `REDLOCK_TICK` lies between the host's
 //!   tick when fired and the tick of its entry (`tick-label`); and a
-//!   `--once-per` tick some host was fired for, with no fault active from
-//!   a longest TTL before it to its end, ran once unless every host that
-//!   was told "busy" met a holder, a possible holder (an operation killed
-//!   or of unknown end, for its TTL after) or a foreign write, or a
-//!   `--once-per` host of the tick died (it may have been granted the
-//!   tick and died before its command ran) (`lost-tick`).
+//!   quiet `--once-per` tick (some host was fired for it, and no fault was
+//!   active from a longest TTL before it until its last host ended) that
+//!   never ran is lost when one of its hosts was told "busy" while no
+//!   holder, possible holder (an operation killed or of unknown end, for
+//!   its TTL after) or foreign write met it, unless a `--once-per` host of
+//!   the tick died (it may have been granted the tick and died before its
+//!   command ran) (`lost-tick`).
 //! - **Taken meanwhile**: a `-n` run's section never begins after a
 //!   section (or a script hold) of the same exclusive key whose operation
 //!   was invoked after the `-n` one (`taken-meanwhile`). The invocation is
 //!   stamped before redlock starts, so "invoked after" is after redlock's
-//!   own start only up to the spawn's delay, which the servers' look-back
-//!   of one node timeout beyond it (`src/lock/record.rs`) covers.
+//!   own start only up to the spawn's delay: the servers look back one node
+//!   timeout beyond that start on every attempt after the first
+//!   (`src/lock/record.rs`), and the first attempt, a moment after the
+//!   start, finds such a holder still in its section.
 //! - **Liveness**: once faults stop, every waiter gets in.
 
 use std::collections::BTreeMap;
@@ -80,6 +83,8 @@ struct Op {
     every_ms: Option<u64>,
     once_per: bool,
     wall_ms: u64,
+    /// `REDLOCK_SLOT`.
+    slot: Option<u32>,
     /// `REDLOCK_TICK`, as ms since the epoch (unparsable: `Some(None)`).
     tick_label: Option<Option<u64>>,
     invoke: u64,
@@ -105,6 +110,8 @@ struct Completion {
 struct Hold {
     op: u64,
     invoke: u64,
+    /// `REDLOCK_SLOT`: the place of a `--limit` key.
+    slot: Option<u32>,
     start: u64,
     end: u64,
     exclusive: bool,
@@ -186,9 +193,10 @@ pub fn check(events: &[(usize, Event)]) -> Summary {
                     o.fence = fence;
                 }
             }
-            Event::Enter { t, op, fence, tick, .. } => {
+            Event::Enter { t, op, fence, slot, tick, .. } => {
                 if let Some(o) = ops.get_mut(&op) {
                     o.enter = Some((*line, t, fence));
+                    o.slot = slot;
                     o.tick_label = tick.map(|text| {
                         humantime::parse_rfc3339(&text).ok().map(|at| {
                             let since =
@@ -262,6 +270,7 @@ fn holds(ops: &BTreeMap<u64, Op>) -> BTreeMap<String, Vec<Hold>> {
                 out.entry(o.key.clone()).or_default().push(Hold {
                     op: o.op,
                     invoke: o.invoke,
+                    slot: o.slot,
                     start,
                     end,
                     exclusive,
@@ -299,6 +308,7 @@ fn holds(ops: &BTreeMap<u64, Op>) -> BTreeMap<String, Vec<Hold>> {
                 out.entry(o.key.clone()).or_default().push(Hold {
                     op: o.op,
                     invoke: o.invoke,
+                    slot: None,
                     start,
                     end: end.min(valid).max(start),
                     exclusive,
@@ -379,15 +389,32 @@ fn fences(key: &str, holds: &[Hold], mode: Option<Mode>, out: &mut Vec<Violation
             }
         }
     }
-    let mut fenced: Vec<&Hold> = holds.iter().filter(|h| h.fence.is_some()).collect();
+    // A section's stamps lie inside its hold, so "ended before it began"
+    // orders two holds only where exclusion forced it: a shared reader, or
+    // the holder of one of a `--limit` key's places, may have been granted
+    // (its fence minted) before another that ended before the first one's
+    // command began. Readers are ordered only after the writers before
+    // them (below); the holders of a `--limit` key place by place
+    // (`REDLOCK_SLOT`).
+    if mode == Some(Mode::Limit) {
+        let mut places: BTreeMap<Option<u32>, Vec<&Hold>> = BTreeMap::new();
+        for h in holds {
+            places.entry(h.slot).or_default().push(h);
+        }
+        for place in places.values() {
+            ordered(key, place, out);
+        }
+    } else {
+        ordered(key, &holds.iter().collect::<Vec<_>>(), out);
+    }
+}
+
+/// Holds that began after another ended, with a fence not above it.
+fn ordered(key: &str, holds: &[&Hold], out: &mut Vec<Violation>) {
+    let mut fenced: Vec<&Hold> = holds.iter().copied().filter(|h| h.fence.is_some()).collect();
     let mut ends: Vec<&Hold> = fenced.clone();
     fenced.sort_by_key(|h| h.start);
     ends.sort_by_key(|h| h.end);
-    // A section's stamps lie inside its hold, so "ended before it began"
-    // orders two holds only where exclusion forced it: a shared reader may
-    // have been granted (its fence minted) before another reader that
-    // ended before the first one's command began. Readers are ordered only
-    // after the writers before them.
     let mut best: Option<&Hold> = None;
     let mut best_writer: Option<&Hold> = None;
     let mut e = 0;
@@ -841,6 +868,17 @@ mod tests {
             op
         }
 
+        /// Sets the `REDLOCK_SLOT` of each section, in the order added.
+        fn slots(&mut self, slots: &[u32]) {
+            let enters = self.events.iter_mut().filter_map(|(_, e)| match e {
+                Event::Enter { slot, .. } => Some(slot),
+                _ => None,
+            });
+            for (slot, &s) in enters.zip(slots) {
+                *slot = Some(s);
+            }
+        }
+
         fn fault(&mut self, from: u64, to: u64) {
             for (t, phase) in [(from, "start"), (to, "stop")] {
                 self.push(Event::Nemesis {
@@ -916,13 +954,25 @@ mod tests {
     }
 
     #[test]
-    fn readers_are_ordered_by_fence_only_after_writers() {
+    fn readers_and_places_are_ordered_by_fence_only_after_writers() {
         // A reader granted first whose command began after another
         // reader's ended: both held at once, which readers may.
         let mut h = H::default();
         h.run("k", Mode::Shared, (0, Some(60), 70, 71), Some(1), "normal", 3, None);
         h.run("k", Mode::Shared, (5, Some(20), 40, 41), Some(2), "normal", 3, None);
         assert_eq!(h.check(), vec![]);
+        // The same with two places of a `--limit` key; one place is
+        // ordered.
+        let mut h = H::default();
+        h.run("k", Mode::Limit, (0, Some(60), 70, 71), Some(1), "normal", 3, None);
+        h.run("k", Mode::Limit, (5, Some(20), 40, 41), Some(2), "normal", 3, None);
+        h.slots(&[1, 2]);
+        assert_eq!(h.check(), vec![]);
+        let mut h = H::default();
+        h.run("k", Mode::Limit, (0, Some(60), 70, 71), Some(1), "normal", 3, None);
+        h.run("k", Mode::Limit, (5, Some(20), 40, 41), Some(2), "normal", 3, None);
+        h.slots(&[1, 1]);
+        assert_eq!(kinds(&h.check()), ["fence"]);
         // A writer's hold, ended before a reader began, orders them.
         let mut h = H::default();
         h.run("k", Mode::Exclusive, (0, Some(1), 10, 11), Some(5), "normal", 3, None);
