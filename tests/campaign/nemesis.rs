@@ -81,6 +81,13 @@ impl Family {
         Family::FreezeAll,
     ];
 
+    /// Whether it runs only in the long campaign (`REDLOCK_CAMPAIGN=full`)
+    /// or when `REDLOCK_CAMPAIGN_FAMILIES` names it: the default run stays
+    /// about three minutes.
+    pub fn full_only(self) -> bool {
+        matches!(self, Family::ScriptFlush | Family::PauseWrite)
+    }
+
     /// Its name in messages and `REDLOCK_CAMPAIGN_FAMILIES`.
     pub fn name(self) -> &'static str {
         match self {
