@@ -20,6 +20,26 @@
 //!   that did not run, never an undocumented code.
 //! - **Lost ticks**: a cron burst (`run -n -E 0` fired at once) in which
 //!   every host was told "busy" while nothing held or possibly held the key.
+//! - **Once per tick**: the cron fleet's sections of one tick (the tick the
+//!   command was given, `REDLOCK_TICK`; without `--once-per`, the tick of
+//!   the host's wall clock when it was fired) number at most one, whatever
+//!   the faults (`tick-twice`); a `REDLOCK_TICK` lies between the host's
+//!   tick when fired and the tick of its entry (`tick-label`); and a
+//!   quiet `--once-per` tick (some host was fired for it, and no fault was
+//!   active from a longest TTL before it until its last host ended) that
+//!   never ran is lost when one of its hosts was told "busy" while no
+//!   holder, possible holder (an operation killed or of unknown end, for
+//!   its TTL after) or foreign write met it, unless a `--once-per` host of
+//!   the tick died (it may have been granted the tick and died before its
+//!   command ran) (`lost-tick`).
+//! - **Taken meanwhile**: a `-n` run's section never begins after a
+//!   section (or a script hold) of the same exclusive key whose operation
+//!   was invoked after the `-n` one (`taken-meanwhile`). The invocation is
+//!   stamped before redlock starts, so "invoked after" is after redlock's
+//!   own start only up to the spawn's delay: the servers look back one node
+//!   timeout beyond that start on every attempt after the first
+//!   (`src/lock/record.rs`), and the first attempt, a moment after the
+//!   start, finds such a holder still in its section.
 //! - **Liveness**: once faults stop, every waiter gets in.
 
 use std::collections::BTreeMap;
@@ -35,7 +55,8 @@ fn drift_ns(ttl_ms: u64) -> u64 {
 /// One violation: what, and the history lines that show it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Violation {
-    /// `overlap`, `fence`, `exit-status`, `lost-tick`, `liveness`.
+    /// `overlap`, `fence`, `exit-status`, `lost-tick`, `tick-twice`,
+    /// `tick-label`, `taken-meanwhile`, `liveness`.
     pub kind: &'static str,
     /// One line for people.
     pub message: String,
@@ -57,6 +78,15 @@ struct Op {
     busy_code: Option<i32>,
     after_faults: bool,
     token_in: Option<String>,
+    op: u64,
+    no_wait: bool,
+    every_ms: Option<u64>,
+    once_per: bool,
+    wall_ms: u64,
+    /// `REDLOCK_SLOT`.
+    slot: Option<u32>,
+    /// `REDLOCK_TICK`, as ms since the epoch (unparsable: `Some(None)`).
+    tick_label: Option<Option<u64>>,
     invoke: u64,
     complete: Option<Completion>,
     /// What `acquire --json` said the fence was.
@@ -78,6 +108,10 @@ struct Completion {
 /// A hold of a key for certain, over `[start, end)`.
 #[derive(Clone, Debug)]
 struct Hold {
+    op: u64,
+    invoke: u64,
+    /// `REDLOCK_SLOT`: the place of a `--limit` key.
+    slot: Option<u32>,
     start: u64,
     end: u64,
     exclusive: bool,
@@ -94,6 +128,11 @@ pub struct Summary {
     pub ops: usize,
     /// Cron bursts.
     pub bursts: usize,
+    /// The cron fleet's ticks that some host was fired for.
+    pub ticks: usize,
+    /// Of those, the ticks where "exactly once" was checked: no fault
+    /// active (one that did not run is excused when a host of it died).
+    pub quiet_ticks: usize,
     /// Every violation found.
     pub violations: Vec<Violation>,
 }
@@ -102,6 +141,7 @@ pub struct Summary {
 pub fn check(events: &[(usize, Event)]) -> Summary {
     let mut ops: BTreeMap<u64, Op> = BTreeMap::new();
     let mut foreign: Vec<(String, u64, u64, usize)> = Vec::new();
+    let mut faults: Vec<(String, u64, u64)> = Vec::new();
     for (line, event) in events {
         match event.clone() {
             Event::Invoke {
@@ -117,6 +157,10 @@ pub fn check(events: &[(usize, Event)]) -> Summary {
                 busy_code,
                 after_faults,
                 token,
+                no_wait,
+                every_ms,
+                once_per,
+                wall_ms,
                 ..
             } => {
                 ops.insert(
@@ -133,6 +177,11 @@ pub fn check(events: &[(usize, Event)]) -> Summary {
                         busy_code,
                         after_faults,
                         token_in: token,
+                        op,
+                        no_wait,
+                        every_ms,
+                        once_per,
+                        wall_ms,
                         invoke: t,
                         ..Op::default()
                     },
@@ -144,9 +193,17 @@ pub fn check(events: &[(usize, Event)]) -> Summary {
                     o.fence = fence;
                 }
             }
-            Event::Enter { t, op, fence, .. } => {
+            Event::Enter { t, op, fence, slot, tick, .. } => {
                 if let Some(o) = ops.get_mut(&op) {
                     o.enter = Some((*line, t, fence));
+                    o.slot = slot;
+                    o.tick_label = tick.map(|text| {
+                        humantime::parse_rfc3339(&text).ok().map(|at| {
+                            let since =
+                                at.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+                            u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+                        })
+                    });
                 }
             }
             Event::Exit { t, op, how, code, .. } => {
@@ -154,10 +211,20 @@ pub fn check(events: &[(usize, Event)]) -> Summary {
                     o.exit = Some((*line, t, how, code));
                 }
             }
-            Event::Nemesis { t, foreign: Some((key, ms)), .. } => {
-                foreign.push((key, t, t + ms * 1_000_000, *line));
+            Event::Nemesis { t, what, phase, foreign: f } => {
+                if let Some((key, ms)) = f {
+                    foreign.push((key, t, t + ms * 1_000_000, *line));
+                }
+                // A fault is active from its start to its stop; one that
+                // never stops (a clock stepped until the end) to the end.
+                if phase == "start" {
+                    faults.push((what, t, u64::MAX));
+                } else if let Some(open) =
+                    faults.iter_mut().rev().find(|(w, _, end)| *w == what && *end == u64::MAX)
+                {
+                    open.2 = t;
+                }
             }
-            Event::Nemesis { .. } => {}
         }
     }
     let mut summary = Summary { ops: ops.len(), ..Summary::default() };
@@ -179,6 +246,10 @@ pub fn check(events: &[(usize, Event)]) -> Summary {
         liveness(o, &mut summary.violations);
     }
     summary.bursts = lost_ticks(&ops, &holds, &foreign, &mut summary.violations);
+    let faults: Vec<(u64, u64)> = faults.iter().map(|(_, s, e)| (*s, *e)).collect();
+    (summary.ticks, summary.quiet_ticks) =
+        ticks(&ops, &holds, &foreign, &faults, &mut summary.violations);
+    taken_meanwhile(&ops, &holds, &mut summary.violations);
     summary
 }
 
@@ -197,6 +268,9 @@ fn holds(ops: &BTreeMap<u64, Op>) -> BTreeMap<String, Vec<Hold>> {
                 };
                 lines.splice(0..0, [o.line, enter_line]);
                 out.entry(o.key.clone()).or_default().push(Hold {
+                    op: o.op,
+                    invoke: o.invoke,
+                    slot: o.slot,
                     start,
                     end,
                     exclusive,
@@ -232,6 +306,9 @@ fn holds(ops: &BTreeMap<u64, Op>) -> BTreeMap<String, Vec<Hold>> {
                     }
                 }
                 out.entry(o.key.clone()).or_default().push(Hold {
+                    op: o.op,
+                    invoke: o.invoke,
+                    slot: None,
                     start,
                     end: end.min(valid).max(start),
                     exclusive,
@@ -312,20 +389,47 @@ fn fences(key: &str, holds: &[Hold], mode: Option<Mode>, out: &mut Vec<Violation
             }
         }
     }
-    let mut fenced: Vec<&Hold> = holds.iter().filter(|h| h.fence.is_some()).collect();
+    // A section's stamps lie inside its hold, so "ended before it began"
+    // orders two holds only where exclusion forced it: a shared reader, or
+    // the holder of one of a `--limit` key's places, may have been granted
+    // (its fence minted) before another that ended before the first one's
+    // command began. Readers are ordered only after the writers before
+    // them (below); the holders of a `--limit` key place by place
+    // (`REDLOCK_SLOT`).
+    if mode == Some(Mode::Limit) {
+        let mut places: BTreeMap<Option<u32>, Vec<&Hold>> = BTreeMap::new();
+        for h in holds {
+            places.entry(h.slot).or_default().push(h);
+        }
+        for place in places.values() {
+            ordered(key, place, out);
+        }
+    } else {
+        ordered(key, &holds.iter().collect::<Vec<_>>(), out);
+    }
+}
+
+/// Holds that began after another ended, with a fence not above it.
+fn ordered(key: &str, holds: &[&Hold], out: &mut Vec<Violation>) {
+    let mut fenced: Vec<&Hold> = holds.iter().copied().filter(|h| h.fence.is_some()).collect();
     let mut ends: Vec<&Hold> = fenced.clone();
     fenced.sort_by_key(|h| h.start);
     ends.sort_by_key(|h| h.end);
     let mut best: Option<&Hold> = None;
+    let mut best_writer: Option<&Hold> = None;
     let mut e = 0;
     for h in fenced {
         while e < ends.len() && ends[e].end <= h.start {
             if best.is_none_or(|b| ends[e].fence > b.fence) {
                 best = Some(ends[e]);
             }
+            if ends[e].exclusive && best_writer.is_none_or(|b| ends[e].fence > b.fence) {
+                best_writer = Some(ends[e]);
+            }
             e += 1;
         }
-        if let Some(b) = best
+        let before = if h.exclusive { best } else { best_writer };
+        if let Some(b) = before
             && b.fence >= h.fence
         {
             out.push(Violation {
@@ -407,6 +511,194 @@ fn liveness(o: &Op, out: &mut Vec<Violation>) {
     }
 }
 
+/// When `o` possibly held its key without a section to show it: an
+/// `acquire` from its invocation to a TTL past its end, and a `run` that
+/// was stopped or ended with neither its command's code nor a refusal (it
+/// may have been granted and died before its command ran, or kept a grant
+/// its command outlived), for its TTL past its end.
+fn possible_hold(o: &Op) -> Option<(u64, u64)> {
+    let ttl = o.ttl_ms * 1_000_000;
+    let end = o.complete.as_ref().map_or(u64::MAX, |c| c.t.saturating_add(ttl));
+    let code = o.complete.as_ref().and_then(|c| c.code);
+    let abnormal = match o.f.as_str() {
+        "run" => {
+            o.exit.as_ref().is_some_and(|e| e.2 != "normal")
+                || !(code == o.child_code || code == Some(75) || code == o.busy_code)
+        }
+        "acquire" => true,
+        _ => false,
+    };
+    abnormal.then_some((o.invoke, end))
+}
+
+/// How far the wall clock (ms) and `CLOCK_MONOTONIC` may move apart over a
+/// run (a slewed wall clock), in ms.
+const WALL_SLACK_MS: u64 = 50;
+
+/// A host fired this close (ms) to its tick's end may read the next tick
+/// when redlock starts: it counts for no tick in the "exactly once" check.
+const TICK_EDGE_MS: u64 = 500;
+
+/// The longest TTL of the campaign (`--max-ttl 2s`), in ns: a fault this
+/// long before a tick may still hold its key.
+const LONGEST_TTL_NS: u64 = 2_000_000_000;
+
+/// The cron fleet's ticks (see the module doc). Returns how many ticks
+/// some `--once-per` host was fired for, and how many of them were quiet.
+fn ticks(
+    ops: &BTreeMap<u64, Op>,
+    holds: &BTreeMap<String, Vec<Hold>>,
+    foreign: &[(String, u64, u64, usize)],
+    faults: &[(u64, u64)],
+    out: &mut Vec<Violation>,
+) -> (usize, usize) {
+    let fleet: Vec<(&Op, u64)> = ops
+        .values()
+        .filter(|o| o.f == "run")
+        .filter_map(|o| o.every_ms.filter(|e| *e > 0).map(|e| (o, e)))
+        .collect();
+    // Every section of the fleet, by the tick it ran for.
+    let mut ran: BTreeMap<(&str, u64), Vec<&Op>> = BTreeMap::new();
+    for &(o, every) in &fleet {
+        let Some((enter_line, entered, _)) = o.enter else { continue };
+        let fired = o.wall_ms / every;
+        let tick = match o.tick_label {
+            None => fired,
+            Some(label) => {
+                // Entered at this wall time, less the clocks' slack.
+                let entered_wall =
+                    o.wall_ms + entered.saturating_sub(o.invoke) / 1_000_000 + WALL_SLACK_MS;
+                let tick = label.map(|ms| ms / every);
+                if tick.is_none_or(|t| t < fired || t > entered_wall / every) {
+                    out.push(Violation {
+                        kind: "tick-label",
+                        message: format!(
+                            "{}: REDLOCK_TICK is tick {tick:?}, but the host was fired in tick \
+                             {fired} and entered by tick {}",
+                            o.key,
+                            entered_wall / every
+                        ),
+                        lines: vec![o.line, enter_line],
+                    });
+                }
+                tick.unwrap_or(fired)
+            }
+        };
+        ran.entry((o.key.as_str(), tick)).or_default().push(o);
+    }
+    for ((key, tick), list) in &ran {
+        if list.len() > 1 {
+            out.push(Violation {
+                kind: "tick-twice",
+                message: format!("{key}: tick {tick} ran {} times", list.len()),
+                lines: list.iter().flat_map(|o| [o.line, o.enter.map_or(0, |e| e.0)]).collect(),
+            });
+        }
+    }
+    // The `--once-per` hosts fired for each tick, away from its end.
+    let mut fired: BTreeMap<(&str, u64), Vec<(&Op, u64)>> = BTreeMap::new();
+    for &(o, every) in fleet.iter().filter(|(o, _)| o.once_per) {
+        if o.wall_ms % every + TICK_EDGE_MS < every {
+            fired.entry((o.key.as_str(), o.wall_ms / every)).or_default().push((o, every));
+        }
+    }
+    let mut quiet = 0;
+    for ((key, tick), hosts) in &fired {
+        let (first, every) = hosts[0];
+        // The tick on the monotonic clock, through the first host's stamps.
+        let start = first.invoke.saturating_sub((first.wall_ms - tick * every) * 1_000_000);
+        let last = hosts.iter().filter_map(|(o, _)| o.complete.as_ref().map(|c| c.t));
+        let end = last.max().unwrap_or(u64::MAX).max(start + every * 1_000_000);
+        let from = start.saturating_sub(LONGEST_TTL_NS);
+        let faulty = faults.iter().any(|&(s, e)| s < end && e > from);
+        let dead = fleet.iter().any(|&(o, e)| {
+            o.once_per
+                && &o.key == key
+                && o.wall_ms / e == *tick
+                && (o.exit.as_ref().is_some_and(|x| x.2 == "killed")
+                    || o.complete.as_ref().is_none_or(|c| c.code.is_none()))
+        });
+        if faulty {
+            continue;
+        }
+        quiet += 1;
+        if dead || ran.contains_key(&(*key, *tick)) {
+            continue;
+        }
+        let unexcused: Vec<&Op> = hosts
+            .iter()
+            .map(|(o, _)| *o)
+            .filter(|o| {
+                let Some(c) = &o.complete else { return false };
+                if c.code != Some(o.busy_code.unwrap_or(75)) {
+                    return false;
+                }
+                let meets = |s: u64, e: u64| s < c.t && e > o.invoke;
+                let held = holds
+                    .get(*key)
+                    .is_some_and(|l| l.iter().any(|h| h.op != o.op && meets(h.invoke, h.end)));
+                let possibly = ops.values().any(|p| {
+                    &p.key == key
+                        && p.op != o.op
+                        && possible_hold(p).is_some_and(|(s, e)| meets(s, e))
+                });
+                let foreign_held = foreign.iter().any(|(k, s, e, _)| k == key && meets(*s, *e));
+                !held && !possibly && !foreign_held
+            })
+            .collect();
+        if !unexcused.is_empty() {
+            out.push(Violation {
+                kind: "lost-tick",
+                message: format!(
+                    "{key}: tick {tick} never ran, no fault was active, and {} of its {} hosts \
+                     were told busy while nothing held the key",
+                    unexcused.len(),
+                    hosts.len()
+                ),
+                lines: unexcused.iter().map(|o| o.line).collect(),
+            });
+        }
+    }
+    (fired.len(), quiet)
+}
+
+/// `-n` runs whose section began after a section or script hold of their
+/// exclusive key whose operation was invoked after theirs.
+fn taken_meanwhile(
+    ops: &BTreeMap<u64, Op>,
+    holds: &BTreeMap<String, Vec<Hold>>,
+    out: &mut Vec<Violation>,
+) {
+    let mut exclusive: BTreeMap<&str, bool> = BTreeMap::new();
+    for o in ops.values() {
+        *exclusive.entry(o.key.as_str()).or_insert(true) &= o.mode == Some(Mode::Exclusive);
+    }
+    for r in ops.values().filter(|o| o.f == "run" && o.no_wait) {
+        let Some((enter_line, entered, _)) = r.enter else { continue };
+        if exclusive.get(r.key.as_str()) != Some(&true) {
+            continue;
+        }
+        for h in holds.get(&r.key).into_iter().flatten() {
+            if h.op != r.op && h.invoke > r.invoke && h.start < entered {
+                out.push(Violation {
+                    kind: "taken-meanwhile",
+                    message: format!(
+                        "{}: a -n run entered {} ms after another holder's section began, which \
+                         was invoked {} ms after the -n run",
+                        r.key,
+                        (entered - h.start) / 1_000_000,
+                        (h.invoke - r.invoke) / 1_000_000
+                    ),
+                    lines: [r.line, enter_line]
+                        .into_iter()
+                        .chain(h.lines.iter().copied())
+                        .collect(),
+                });
+            }
+        }
+    }
+}
+
 /// Bursts in which every host skipped as busy while nothing held the key,
 /// nor possibly held it. Returns the number of bursts.
 fn lost_ticks(
@@ -436,20 +728,9 @@ fn lost_ticks(
         let held = holds.get(key).is_some_and(|l| l.iter().any(|h| overlaps(h.start, h.end)));
         let foreign_held = foreign.iter().any(|(k, s, e, _)| k == key && overlaps(*s, *e));
         let possibly = ops.values().any(|o| {
-            &o.key == key && o.burst.is_none_or(|b| Some(b) != members[0].burst) && {
-                let ttl = o.ttl_ms * 1_000_000;
-                let end = o.complete.as_ref().map_or(u64::MAX, |c| c.t.saturating_add(ttl));
-                let code = o.complete.as_ref().and_then(|c| c.code);
-                let abnormal = match o.f.as_str() {
-                    "run" => {
-                        o.exit.as_ref().is_some_and(|e| e.2 != "normal")
-                            || !(code == o.child_code || code == Some(75) || code == o.busy_code)
-                    }
-                    "acquire" => true,
-                    _ => false,
-                };
-                abnormal && overlaps(o.invoke, end)
-            }
+            &o.key == key
+                && o.burst.is_none_or(|b| Some(b) != members[0].burst)
+                && possible_hold(o).is_some_and(|(s, e)| overlaps(s, e))
         });
         if !held && !foreign_held && !possibly {
             out.push(Violation {
@@ -513,9 +794,20 @@ mod tests {
                 busy_code: burst.map(|_| 0),
                 after_faults: false,
                 token: None,
+                no_wait: burst.is_some(),
+                every_ms: None,
+                once_per: false,
+                wall_ms: 0,
             });
             if let Some(enter) = enter {
-                self.push(Event::Enter { t: enter * MS, client: 0, op, fence, slot: None });
+                self.push(Event::Enter {
+                    t: enter * MS,
+                    client: 0,
+                    op,
+                    fence,
+                    slot: None,
+                    tick: None,
+                });
                 let code = (how == "normal").then_some(3);
                 self.push(Event::Exit { t: leave * MS, client: 0, op, how: how.into(), code });
             }
@@ -529,6 +821,73 @@ mod tests {
                 fence: None,
             });
             op
+        }
+
+        /// A host of the cron fleet (2 s ticks, the wall clock 10 s ahead
+        /// of the monotonic one): fired at `start` ms with `--once-per`
+        /// unless `plain`, its section from `enter` to `enter + 100` ms
+        /// labelled with the tick of `label` (ms, wall), or busy.
+        fn host(&mut self, start: u64, enter: Option<u64>, label: Option<u64>, plain: bool) -> u64 {
+            let end = enter.map_or(start + 5, |e| e + 101);
+            let exit = if enter.is_some() { 3 } else { 0 };
+            let op = self.run(
+                "t",
+                Mode::Exclusive,
+                (start, enter, end - 1, end),
+                None,
+                "normal",
+                exit,
+                None,
+            );
+            for (_, e) in &mut self.events {
+                match e {
+                    Event::Invoke {
+                        op: o,
+                        every_ms,
+                        once_per,
+                        wall_ms,
+                        no_wait,
+                        busy_code,
+                        ..
+                    } if *o == op => {
+                        *every_ms = Some(2000);
+                        *once_per = !plain;
+                        *wall_ms = 10_000 + start;
+                        *no_wait = true;
+                        *busy_code = Some(0);
+                    }
+                    Event::Enter { op: o, tick, .. } if *o == op => {
+                        *tick = label.map(|ms| {
+                            let at = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms);
+                            humantime::format_rfc3339_seconds(at).to_string()
+                        });
+                    }
+                    _ => {}
+                }
+            }
+            op
+        }
+
+        /// Sets the `REDLOCK_SLOT` of each section, in the order added.
+        fn slots(&mut self, slots: &[u32]) {
+            let enters = self.events.iter_mut().filter_map(|(_, e)| match e {
+                Event::Enter { slot, .. } => Some(slot),
+                _ => None,
+            });
+            for (slot, &s) in enters.zip(slots) {
+                *slot = Some(s);
+            }
+        }
+
+        fn fault(&mut self, from: u64, to: u64) {
+            for (t, phase) in [(from, "start"), (to, "stop")] {
+                self.push(Event::Nemesis {
+                    t: t * MS,
+                    what: "pause".into(),
+                    phase: phase.into(),
+                    foreign: None,
+                });
+            }
         }
 
         fn check(mut self) -> Vec<Violation> {
@@ -592,6 +951,33 @@ mod tests {
         h.run("k", Mode::Exclusive, (11, Some(12), 20, 21), Some(5), "normal", 3, None);
         h.run("k", Mode::Exclusive, (21, Some(22), 30, 31), Some(4), "normal", 3, None);
         assert_eq!(kinds(&h.check()), ["fence", "fence"]);
+    }
+
+    #[test]
+    fn readers_and_places_are_ordered_by_fence_only_after_writers() {
+        // A reader granted first whose command began after another
+        // reader's ended: both held at once, which readers may.
+        let mut h = H::default();
+        h.run("k", Mode::Shared, (0, Some(60), 70, 71), Some(1), "normal", 3, None);
+        h.run("k", Mode::Shared, (5, Some(20), 40, 41), Some(2), "normal", 3, None);
+        assert_eq!(h.check(), vec![]);
+        // The same with two places of a `--limit` key; one place is
+        // ordered.
+        let mut h = H::default();
+        h.run("k", Mode::Limit, (0, Some(60), 70, 71), Some(1), "normal", 3, None);
+        h.run("k", Mode::Limit, (5, Some(20), 40, 41), Some(2), "normal", 3, None);
+        h.slots(&[1, 2]);
+        assert_eq!(h.check(), vec![]);
+        let mut h = H::default();
+        h.run("k", Mode::Limit, (0, Some(60), 70, 71), Some(1), "normal", 3, None);
+        h.run("k", Mode::Limit, (5, Some(20), 40, 41), Some(2), "normal", 3, None);
+        h.slots(&[1, 1]);
+        assert_eq!(kinds(&h.check()), ["fence"]);
+        // A writer's hold, ended before a reader began, orders them.
+        let mut h = H::default();
+        h.run("k", Mode::Exclusive, (0, Some(1), 10, 11), Some(5), "normal", 3, None);
+        h.run("k", Mode::Shared, (11, Some(12), 20, 21), Some(4), "normal", 3, None);
+        assert_eq!(kinds(&h.check()), ["fence"]);
     }
 
     #[test]
@@ -667,6 +1053,10 @@ mod tests {
             busy_code: None,
             after_faults: false,
             token: token.map(str::to_owned),
+            no_wait: false,
+            every_ms: None,
+            once_per: false,
+            wall_ms: 0,
         };
         let done = |t: u64, op: u64, token: Option<&str>| Event::Complete {
             t: t * MS,
@@ -684,7 +1074,7 @@ mod tests {
         // A run inside the hold: an overlap. One after the validity of a
         // hold never released: none.
         push(invoke(100, 3, "run", None));
-        push(Event::Enter { t: 200 * MS, client: 1, op: 3, fence: None, slot: None });
+        push(Event::Enter { t: 200 * MS, client: 1, op: 3, fence: None, slot: None, tick: None });
         push(Event::Exit { t: 300 * MS, client: 1, op: 3, how: "normal".into(), code: Some(0) });
         push(Event::Complete {
             t: 301 * MS,
@@ -697,5 +1087,72 @@ mod tests {
         });
         events.sort_by_key(|(i, e): &(usize, Event)| (e.t(), *i));
         assert_eq!(kinds(&check(&events).violations), ["overlap"]);
+    }
+
+    #[test]
+    fn a_tick_runs_at_most_once() {
+        // Tick 6 (wall 12 s to 14 s, monotonic 2 s to 4 s): two hosts ran it.
+        let mut h = H::default();
+        h.host(2_000, Some(2_010), Some(12_000), false);
+        h.host(2_500, Some(2_600), Some(12_000), false);
+        h.host(2_700, None, None, false);
+        assert_eq!(kinds(&h.check()), ["tick-twice"]);
+        // One a tick: clean, a late host of tick 6 running tick 7 included.
+        let mut h = H::default();
+        h.host(2_000, Some(2_010), Some(12_000), false);
+        h.host(3_900, Some(4_010), Some(14_000), false);
+        h.host(4_100, None, None, false);
+        assert_eq!(h.check(), vec![]);
+        // The old recipe: no label, the tick the host was fired in.
+        let mut h = H::default();
+        h.host(2_000, Some(2_010), None, true);
+        h.host(3_000, Some(3_010), None, true);
+        assert_eq!(kinds(&h.check()), ["tick-twice"]);
+    }
+
+    #[test]
+    fn a_tick_label_lies_between_the_firing_and_the_entry() {
+        let mut h = H::default();
+        h.host(2_000, Some(2_010), Some(10_000), false);
+        assert_eq!(kinds(&h.check()), ["tick-label"]);
+        let mut h = H::default();
+        h.host(2_000, Some(2_010), Some(16_000), false);
+        assert_eq!(kinds(&h.check()), ["tick-label"]);
+    }
+
+    #[test]
+    fn a_quiet_tick_that_never_ran_is_lost_unless_a_fault_or_a_holder_explains_it() {
+        let mut h = H::default();
+        h.host(4_100, Some(4_110), Some(14_000), false);
+        h.host(6_000, None, None, false);
+        h.host(6_300, None, None, false);
+        assert_eq!(kinds(&h.check()), ["lost-tick"]);
+        // A fault within a longest TTL before the tick: not checked.
+        let mut h = H::default();
+        h.host(6_000, None, None, false);
+        h.fault(4_500, 5_000);
+        assert_eq!(h.check(), vec![]);
+        // A holder when the host was told busy: excused.
+        let mut h = H::default();
+        h.run("t", Mode::Exclusive, (5_000, Some(5_900), 6_100, 6_110), None, "normal", 3, None);
+        h.host(6_000, None, None, false);
+        assert_eq!(h.check(), vec![]);
+        // A host fired near the tick's end may read the next tick: not counted.
+        let mut h = H::default();
+        h.host(7_700, None, None, false);
+        assert_eq!(h.check(), vec![]);
+    }
+
+    #[test]
+    fn a_dash_n_run_never_enters_after_a_holder_it_began_before() {
+        let mut h = H::default();
+        h.run("k", Mode::Exclusive, (0, Some(300), 400, 401), None, "normal", 3, Some(1));
+        h.run("k", Mode::Exclusive, (10, Some(20), 200, 201), None, "normal", 3, None);
+        assert_eq!(kinds(&h.check()), ["taken-meanwhile"]);
+        // The other holder began first: its section before ours is no taking.
+        let mut h = H::default();
+        h.run("k", Mode::Exclusive, (10, Some(300), 400, 401), None, "normal", 3, Some(1));
+        h.run("k", Mode::Exclusive, (0, Some(20), 200, 201), None, "normal", 3, None);
+        assert_eq!(h.check(), vec![]);
     }
 }

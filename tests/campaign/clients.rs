@@ -3,7 +3,7 @@
 //! section by the command itself.
 //!
 //! A `run`'s command is [`SECTION`], a Perl program (one process, no
-//! fork): it opens the client's FIFO, writes `enter FENCE SLOT T` and,
+//! fork): it opens the client's FIFO, writes `enter FENCE SLOT TICK T` and,
 //! when it ends by itself or on SIGTERM, `exit HOW CODE T`, with `T` on
 //! `CLOCK_MONOTONIC`. Both stamps are taken inside the section, so the
 //! recorded interval lies inside the real one. A command killed outright
@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::harness;
-use crate::history::{Event, Mode, Recorder, now};
+use crate::history::{Event, Mode, Recorder, now, wall_ms};
 
 /// The critical section (see the module doc). Arguments: the FIFO, how
 /// long to stay (ms), the exit code.
@@ -31,7 +31,8 @@ open(my $fh, '>', $fifo) or die "open $fifo: $!";
 $fh->autoflush(1);
 sub stamp { printf $fh "%s %.0f\n", $_[0], clock_gettime(CLOCK_MONOTONIC) * 1e9; }
 $SIG{TERM} = sub { stamp("exit term -"); exit 143; };
-stamp(sprintf("enter %s %s", $ENV{REDLOCK_FENCE} // '-', $ENV{REDLOCK_SLOT} // '-'));
+stamp(sprintf("enter %s %s %s", $ENV{REDLOCK_FENCE} // '-', $ENV{REDLOCK_SLOT} // '-',
+    $ENV{REDLOCK_TICK} // '-'));
 select(undef, undef, undef, $ms / 1000);
 stamp("exit normal $code");
 exit $code;
@@ -49,6 +50,9 @@ pub struct Ctx {
     next_op: AtomicU64,
     /// Cron burst numbers.
     next_burst: AtomicU64,
+    /// Client numbers free for the cron fleet's hosts (each concurrent
+    /// operation needs its own FIFO, so its own client number).
+    fleet_pool: Mutex<Vec<usize>>,
     /// Set when the faults stop: clients finish their operation and leave.
     pub stop: AtomicBool,
     /// The `run` processes running now: pid and TTL, for the freeze nemesis.
@@ -62,7 +66,12 @@ pub struct Ctx {
 impl Ctx {
     /// A context for clients on `urls` (one list per client), recording
     /// into `dir/history.jsonl`.
-    pub fn new(dir: &Path, urls: Vec<String>, trust_restarts: bool) -> Arc<Ctx> {
+    pub fn new(
+        dir: &Path,
+        urls: Vec<String>,
+        trust_restarts: bool,
+        fleet_pool: Vec<usize>,
+    ) -> Arc<Ctx> {
         std::fs::write(dir.join("section.pl"), SECTION).unwrap();
         Arc::new(Ctx {
             rec: Recorder::create(&dir.join("history.jsonl")),
@@ -70,6 +79,7 @@ impl Ctx {
             urls,
             next_op: AtomicU64::new(1),
             next_burst: AtomicU64::new(1),
+            fleet_pool: Mutex::new(fleet_pool),
             stop: AtomicBool::new(false),
             running: Mutex::new(Vec::new()),
             hangs: Mutex::new(Vec::new()),
@@ -107,6 +117,13 @@ pub struct Ask {
     pub after_faults: bool,
     /// The token, for `extend` and `release`.
     pub token: Option<String>,
+    /// A cron host: the tick's length.
+    pub every: Option<Duration>,
+    /// Pass `--once-per` (`every`).
+    pub once_per: bool,
+    /// SIGKILL redlock this long after its start unless its command has
+    /// begun: a waiter that dies while queued.
+    pub kill_after: Option<Duration>,
 }
 
 impl Ask {
@@ -124,6 +141,9 @@ impl Ask {
             burst: None,
             after_faults: false,
             token: None,
+            every: None,
+            once_per: false,
+            kill_after: None,
         }
     }
 }
@@ -164,6 +184,9 @@ pub fn perform(ctx: &Ctx, client: usize, ask: &Ask) -> Done {
             args.push("--shared".into());
         }
     }
+    if let (true, Some(every)) = (ask.once_per, ask.every) {
+        args.extend(["--once-per".into(), format!("{}ms", every.as_millis())]);
+    }
     if let Some(code) = ask.busy_code {
         args.extend(["-E".into(), code.to_string()]);
     }
@@ -194,6 +217,10 @@ pub fn perform(ctx: &Ctx, client: usize, ask: &Ask) -> Done {
         busy_code: ask.busy_code,
         after_faults: ask.after_faults,
         token: ask.token.clone(),
+        no_wait: ask.wait.is_none() && matches!(ask.f, "run" | "acquire"),
+        every_ms: ask.every.map(|e| u64::try_from(e.as_millis()).unwrap()),
+        once_per: ask.once_per,
+        wall_ms: wall_ms(),
     });
     // The section's reader: blocks in open until the command opens the
     // FIFO (or until it is let go below, when the command never ran).
@@ -227,9 +254,16 @@ pub fn perform(ctx: &Ctx, client: usize, ask: &Ask) -> Done {
         s
     });
     let started = Instant::now();
+    let mut kill_after = ask.kill_after;
     let status = loop {
         if let Some(status) = child.try_wait().unwrap() {
             break Some(status);
+        }
+        if kill_after.is_some_and(|k| started.elapsed() > k) {
+            kill_after = None;
+            if !opened.load(Ordering::SeqCst) {
+                let _ = child.kill();
+            }
         }
         if started.elapsed() > harness::HANG {
             ctx.hangs.lock().unwrap().push(format!("op {op}: {} {args:?}", ask.f));
@@ -280,7 +314,9 @@ pub fn perform(ctx: &Ctx, client: usize, ask: &Ask) -> Done {
         let events = if reader.is_finished() { reader.join().unwrap() } else { Vec::new() };
         for event in events {
             ctx.rec.record(&match event {
-                Line::Enter { t, fence, slot } => Event::Enter { t, client, op, fence, slot },
+                Line::Enter { t, fence, slot, tick } => {
+                    Event::Enter { t, client, op, fence, slot, tick }
+                }
                 Line::Exit { t, how, code } => Event::Exit { t, client, op, how, code },
             });
         }
@@ -301,7 +337,7 @@ impl NonBlock for std::fs::OpenOptions {
 
 /// A line the section wrote.
 enum Line {
-    Enter { t: u64, fence: Option<u64>, slot: Option<u32> },
+    Enter { t: u64, fence: Option<u64>, slot: Option<u32>, tick: Option<String> },
     Exit { t: u64, how: String, code: Option<i32> },
 }
 
@@ -316,10 +352,11 @@ fn read_section(fifo: &Path, opened: &AtomicBool) -> Vec<Line> {
         let Ok(line) = line else { break };
         let parts: Vec<&str> = line.split(' ').collect();
         match parts.as_slice() {
-            ["enter", fence, slot, t] => lines.push(Line::Enter {
+            ["enter", fence, slot, tick, t] => lines.push(Line::Enter {
                 t: t.parse().unwrap(),
                 fence: fence.parse().ok(),
                 slot: slot.parse().ok(),
+                tick: (*tick != "-").then(|| (*tick).to_owned()),
             }),
             ["exit", how, code, t] => {
                 exited = true;
@@ -413,5 +450,64 @@ pub fn bursts(ctx: &Arc<Ctx>, first: usize, hosts: usize, seed: u64) {
         for r in runs {
             r.join().unwrap();
         }
+    }
+}
+
+/// The cron fleet on key `t`: hosts of `run -n -E 0` for the tick of
+/// `every` (with `--once-per` unless `plain`, the old recipe), each fired
+/// at its own moment of the tick, as hosts whose crons drift do: a burst at
+/// the tick's start, one or two early, one mid-tick, a burst late in it;
+/// and, after the first burst, a `--wait` waiter SIGKILLed while it is
+/// likely queued behind the winner: a host of the fleet in one tick of two,
+/// else a plain waiter (a host killed may have been granted its tick
+/// before its command ran, so its tick cannot be asked to run exactly
+/// once). Jobs last 0.1 s and exit 3. Until `ctx.stop`.
+pub fn fleet(ctx: &Arc<Ctx>, every: Duration, plain: bool, seed: u64) {
+    let mut rng = fastrand::Rng::with_seed(seed ^ 0xF1EE);
+    let every_ms = u64::try_from(every.as_millis()).unwrap();
+    let mut hosts = Vec::new();
+    while !ctx.stop.load(Ordering::Relaxed) {
+        // The next tick's start on the wall clock.
+        let start = (wall_ms() / every_ms + 1) * every_ms;
+        let late = every_ms - rng.u64(100..350);
+        // (offset in ms into the tick, hosts, a dead waiter)
+        let mut waves = vec![
+            (0, 3, false),
+            (rng.u64(40..90), 1, true),
+            (rng.u64(100..400), rng.usize(1..3), false),
+            (rng.u64(every_ms / 3..every_ms * 2 / 3), 1, false),
+            (late, 2, false),
+        ];
+        waves.sort_unstable_by_key(|w| w.0);
+        for (offset, n, dead) in waves {
+            let at = start + offset;
+            std::thread::sleep(Duration::from_millis(at.saturating_sub(wall_ms())));
+            if ctx.stop.load(Ordering::Relaxed) {
+                break;
+            }
+            for _ in 0..n {
+                let Some(client) = ctx.fleet_pool.lock().unwrap().pop() else { continue };
+                let wait = dead.then(|| Duration::from_secs(5));
+                let host = !dead || rng.bool();
+                let ask = Ask {
+                    busy_code: Some(0),
+                    section: (Duration::from_millis(100), 3),
+                    every: host.then_some(every),
+                    once_per: host && !plain,
+                    // The winner of the first burst holds for about 0.1 s.
+                    kill_after: dead.then(|| Duration::from_millis(rng.u64(15..45))),
+                    ..Ask::run("t", Mode::Exclusive, Duration::from_secs(1), wait)
+                };
+                let ctx = Arc::clone(ctx);
+                hosts.push(std::thread::spawn(move || {
+                    perform(&ctx, client, &ask);
+                    ctx.fleet_pool.lock().unwrap().push(client);
+                }));
+            }
+        }
+        hosts.retain(|h: &std::thread::JoinHandle<()>| !h.is_finished());
+    }
+    for h in hosts {
+        h.join().unwrap();
     }
 }

@@ -5,11 +5,12 @@
 //!
 //! Events:
 //! - `invoke`: a client starts an operation (`run`, `acquire`, `extend`,
-//!   `release`), with what it asked for;
+//!   `release`), with what it asked for and the wall clock beside the
+//!   monotonic one (a cron host's tick is read off the wall clock);
 //! - `complete`: the operation's process ended: `ok` (exit 0), `failed`
 //!   (another documented code), `unknown` (killed, or no exit code);
 //! - `enter` / `exit`: the critical section of a `run` (its command),
-//!   with `REDLOCK_FENCE` and `REDLOCK_SLOT`; `exit` says how it ended
+//!   with `REDLOCK_FENCE`, `REDLOCK_SLOT` and `REDLOCK_TICK`; `exit` says how it ended
 //!   (`normal` with the command's code, `term` when it was sent SIGTERM,
 //!   `killed` when it vanished without a word: SIGKILL);
 //! - `nemesis`: a fault starts or stops.
@@ -26,6 +27,12 @@ pub fn now() -> u64 {
     // SAFETY: clock_gettime writes the timespec it is given.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     u64::try_from(ts.tv_sec).unwrap() * 1_000_000_000 + u64::try_from(ts.tv_nsec).unwrap()
+}
+
+/// Milliseconds since the Unix epoch on the wall clock.
+pub fn wall_ms() -> u64 {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
+    u64::try_from(since.as_millis()).unwrap()
 }
 
 /// How a lock is held.
@@ -72,6 +79,20 @@ pub enum Event {
         after_faults: bool,
         /// The token it extends or releases.
         token: Option<String>,
+        /// `-n`: it must not run if another holder took the key since it
+        /// began.
+        #[serde(default)]
+        no_wait: bool,
+        /// A cron host of the fleet: the tick's length in ms (the host's
+        /// tick is `wall_ms / every_ms`, with or without `--once-per`).
+        #[serde(default)]
+        every_ms: Option<u64>,
+        /// It passed `--once-per` (`every_ms`).
+        #[serde(default)]
+        once_per: bool,
+        /// The wall clock (ms since the Unix epoch) when `t` was taken.
+        #[serde(default)]
+        wall_ms: u64,
     },
     /// An operation's process ended.
     Complete {
@@ -102,6 +123,9 @@ pub enum Event {
         fence: Option<u64>,
         /// `REDLOCK_SLOT`.
         slot: Option<u32>,
+        /// `REDLOCK_TICK` (`--once-per`).
+        #[serde(default)]
+        tick: Option<String>,
     },
     /// A critical section ends.
     Exit {

@@ -9,12 +9,19 @@
 //!
 //! Its own test binary, so that its load never skews the timing bounds of
 //! the integration tests. By default each fault family runs one short seed
-//! (`REDLOCK_CAMPAIGN_SECS`, 8 s of faults each); `REDLOCK_CAMPAIGN=full`
-//! runs each family for 60 s on 3 servers and again on 5.
+//! (`REDLOCK_CAMPAIGN_SECS`, 8 s of faults each; the tick family 12 s), but
+//! the script-flush and pause-write families, which run only when named
+//! or in the long campaign; `REDLOCK_CAMPAIGN=full` runs each family for
+//! 60 s on 3 servers and again on 5.
 //! `REDLOCK_CAMPAIGN_SEED` replays a seed (the faults and the clients'
 //! choices; the timing is the machine's), and `REDLOCK_CAMPAIGN_FAMILIES`
 //! (`freeze,clock`...) picks families. A failing run keeps its directory
-//! (the history, one stderr file per operation) and names it.
+//! (the history, one stderr file per operation) and names it;
+//! `REDLOCK_CAMPAIGN_KEEP=1` keeps every run's.
+//!
+//! Every run has a cron fleet besides the random clients
+//! ([`clients::fleet`]): `--once-per` hosts of a 2 s tick fired early,
+//! late and in bursts, with waiters killed while queued.
 
 mod checker;
 mod clients;
@@ -58,7 +65,19 @@ pub struct Setup {
     /// A negative control: the clients trust restarted servers
     /// (`--trust-restarts`), the defence against restarts switched off.
     pub trust_restarts: bool,
+    /// A negative control: the cron fleet runs the old recipe (`-n -E 0`
+    /// without `--once-per`), so a tick runs as often as the key is free.
+    pub plain_cron: bool,
 }
+
+/// The cron fleet's tick: short, so that a run of a few seconds sees
+/// several, and hosts fired late in one meet the next.
+const TICK: Duration = Duration::from_secs(2);
+
+/// Client numbers for the cron fleet's hosts at once (a host that finds
+/// none free is not fired): the waves of three ticks, each host settling
+/// a dead waiter's turn for up to 6 s.
+const FLEET_HOSTS: usize = 24;
 
 /// What a run found.
 pub struct Outcome {
@@ -109,7 +128,7 @@ pub fn campaign(setup: &Setup) -> Outcome {
     // vote, as after a restart (the clients run with --max-ttl 2s).
     std::thread::sleep(Duration::from_secs(3));
     let hosts = 3;
-    let all = setup.clients + hosts;
+    let all = setup.clients + hosts + FLEET_HOSTS;
     let proxies: Vec<Vec<Proxy>> = if setup.family == Family::Partition {
         (0..all).map(|_| fleet.servers.iter().map(|s| Proxy::start(s.port)).collect()).collect()
     } else {
@@ -134,7 +153,8 @@ pub fn campaign(setup: &Setup) -> Outcome {
         Some(g) => urls.iter().map(|u| format!("{},{u}", g.url())).collect(),
         None => urls,
     };
-    let ctx = Ctx::new(&dir, urls, setup.trust_restarts);
+    let ctx =
+        Ctx::new(&dir, urls, setup.trust_restarts, (setup.clients + hosts..all).rev().collect());
     let mut world = World { fleet, proxies, clocks, group };
     let workers: Vec<_> = (0..setup.clients)
         .map(|c| {
@@ -145,6 +165,10 @@ pub fn campaign(setup: &Setup) -> Outcome {
     let burster = {
         let (ctx, seed, first) = (Arc::clone(&ctx), setup.seed, setup.clients);
         std::thread::spawn(move || clients::bursts(&ctx, first, hosts, seed))
+    };
+    let fleet = {
+        let (ctx, seed, plain) = (Arc::clone(&ctx), setup.seed, setup.plain_cron);
+        std::thread::spawn(move || clients::fleet(&ctx, TICK, plain, seed))
     };
     let timer = {
         let (ctx, active) = (Arc::clone(&ctx), setup.active);
@@ -159,6 +183,7 @@ pub fn campaign(setup: &Setup) -> Outcome {
         w.join().unwrap();
     }
     burster.join().unwrap();
+    fleet.join().unwrap();
     // Faults over: every client must get in, in every mode.
     let after: Vec<_> = (0..setup.clients)
         .map(|c| {
@@ -186,6 +211,15 @@ pub fn campaign(setup: &Setup) -> Outcome {
     Outcome { summary, hangs, dir }
 }
 
+/// Removes a run's directory, unless `REDLOCK_CAMPAIGN_KEEP=1`.
+fn discard(dir: &std::path::Path) {
+    if std::env::var("REDLOCK_CAMPAIGN_KEEP").is_ok_and(|v| v == "1") {
+        eprintln!("kept {}", dir.display());
+    } else {
+        std::fs::remove_dir_all(dir).ok();
+    }
+}
+
 /// The seed: `REDLOCK_CAMPAIGN_SEED`, or a fresh one.
 fn seed() -> u64 {
     std::env::var("REDLOCK_CAMPAIGN_SEED")
@@ -207,9 +241,16 @@ fn family(family: Family) {
     if !picked(family) {
         return;
     }
-    let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let full = std::env::var("REDLOCK_CAMPAIGN").is_ok_and(|v| v == "full");
-    let active = if full { Duration::from_secs(60) } else { env_secs("REDLOCK_CAMPAIGN_SECS", 8) };
+    if family.full_only() && !full && std::env::var("REDLOCK_CAMPAIGN_FAMILIES").is_err() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    // The tick family's faults leave quiet ticks between them, where a
+    // tick must run exactly once: it needs longer to see a few.
+    let short = if family == Family::Tick { 12 } else { 8 };
+    let active =
+        if full { Duration::from_secs(60) } else { env_secs("REDLOCK_CAMPAIGN_SECS", short) };
     let sizes: &[usize] = if full { &[3, 5] } else { &[3] };
     for &servers in sizes {
         let setup = Setup {
@@ -220,6 +261,7 @@ fn family(family: Family) {
             clients: 5,
             disjoint: false,
             trust_restarts: false,
+            plain_cron: false,
         };
         let out = campaign(&setup);
         let s = &out.summary;
@@ -230,12 +272,14 @@ fn family(family: Family) {
             .collect();
         let overlaps = s.violations.iter().filter(|v| v.kind == "overlap").count();
         eprintln!(
-            "campaign {} seed {} on {servers} servers: {} ops, {} sections, {} bursts, {overlaps} overlaps, {} violations ({})",
+            "campaign {} seed {} on {servers} servers: {} ops, {} sections, {} bursts, {} ticks ({} quiet), {overlaps} overlaps, {} violations ({})",
             family.name(),
             setup.seed,
             s.ops,
             s.sections,
             s.bursts,
+            s.ticks,
+            s.quiet_ticks,
             bad.len(),
             out.dir.display()
         );
@@ -259,7 +303,7 @@ fn family(family: Family) {
         if family == Family::FreezeAll && full {
             assert!(overlaps > 0, "freeze-all seed {}: the bound never showed", setup.seed);
         }
-        std::fs::remove_dir_all(&out.dir).ok();
+        discard(&out.dir);
     }
 }
 
@@ -318,6 +362,34 @@ fn sentinel() {
     family(Family::Sentinel);
 }
 
+#[test]
+fn tick() {
+    family(Family::Tick);
+}
+
+#[test]
+fn script_flush() {
+    family(Family::ScriptFlush);
+}
+
+#[test]
+fn pause_write() {
+    family(Family::PauseWrite);
+}
+
+/// A server restarted empty that then has persistence switched on at
+/// runtime reports that it keeps every write (`aof_enabled:1`,
+/// `appendfsync always`), so it votes at once, without the keys it lost:
+/// with another server paused meanwhile, a holder's exact quorum loses its
+/// majority and a second holder is granted, and a tick's record is lost
+/// with it, so the tick runs twice. Run it with `cargo test --test campaign
+/// persist -- --ignored`.
+#[test]
+#[ignore = "finds two holders: persistence switched on at runtime after an empty restart is trusted at once"]
+fn persist() {
+    family(Family::Persist);
+}
+
 /// The campaign can fail: clients given disjoint halves of the servers (a
 /// misconfiguration no client can see) make two holders, and the checker
 /// must say so.
@@ -332,12 +404,43 @@ fn negative_control_disjoint_server_lists_make_two_holders() {
         clients: 4,
         disjoint: true,
         trust_restarts: false,
+        plain_cron: false,
     };
     let out = campaign(&Setup { family: Family::Foreign, ..setup });
     let overlaps = out.summary.violations.iter().filter(|v| v.kind == "overlap").count();
     eprintln!("negative control: {overlaps} overlaps found ({})", out.dir.display());
     assert!(overlaps > 0, "two groups on disjoint servers, and no overlap found");
-    std::fs::remove_dir_all(&out.dir).ok();
+    discard(&out.dir);
+}
+
+/// The tick invariant can fail: the same cron fleet with the old recipe
+/// (`-n -E 0`, no `--once-per`) runs a tick again as soon as its first run
+/// has released the key, and the checker must say so.
+#[test]
+fn negative_control_cron_without_once_per_runs_a_tick_twice() {
+    if !picked(Family::Tick) {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let setup = Setup {
+        family: Family::Tick,
+        seed: seed(),
+        servers: 3,
+        active: Duration::from_secs(5),
+        clients: 2,
+        disjoint: false,
+        trust_restarts: false,
+        plain_cron: true,
+    };
+    let out = campaign(&setup);
+    let twice = out.summary.violations.iter().filter(|v| v.kind == "tick-twice").count();
+    eprintln!(
+        "negative control, seed {}: {twice} ticks run twice or more ({})",
+        setup.seed,
+        out.dir.display()
+    );
+    assert!(twice > 0, "the old cron recipe, and no tick ran twice (seed {})", setup.seed);
+    discard(&out.dir);
 }
 
 /// Checks a kept history again: `REDLOCK_CAMPAIGN_HISTORY=path cargo test
@@ -379,6 +482,7 @@ fn negative_control_trusted_restarts_make_two_holders() {
             clients: 5,
             disjoint: false,
             trust_restarts: true,
+            plain_cron: false,
         };
         let out = campaign(&setup);
         found = out.summary.violations.iter().filter(|v| v.kind == "overlap").count();
@@ -391,7 +495,7 @@ fn negative_control_trusted_restarts_make_two_holders() {
         if found > 0 {
             break;
         }
-        std::fs::remove_dir_all(&out.dir).ok();
+        discard(&out.dir);
     }
     assert!(found > 0, "restarts trusted, and no overlap found in seeds {tried:?}");
 }

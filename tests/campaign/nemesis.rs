@@ -40,11 +40,30 @@ pub enum Family {
     /// Sentinels) beside two plain servers: `SENTINEL FAILOVER` at random,
     /// and pauses of a plain server (so that holders hold exact quorums).
     Sentinel,
+    /// Faults that threaten a tick's record (a server paused or restarted
+    /// empty, a run frozen past its TTL) with quiet ticks between them,
+    /// where the cron fleet's ticks must each run exactly once.
+    Tick,
+    /// Holders' redlock paused (SIGSTOP) for 0.2 to 1.5 TTLs while a
+    /// majority or all of the servers flush their scripts (`SCRIPT FLUSH`,
+    /// at the pause's start and end): the renewal after the pause, and
+    /// every contender meanwhile, meet a cold script cache.
+    ScriptFlush,
+    /// Writes paused on a majority (`CLIENT PAUSE ms WRITE`) while a
+    /// holder runs: its renewals, contenders' grants and releases wait in
+    /// the servers' queues, and keys do not expire meanwhile.
+    PauseWrite,
+    /// A server paused (so that holders hold exact quorums of the others)
+    /// while another restarts empty (`SHUTDOWN NOSAVE`, started again) and
+    /// then has persistence switched on at runtime (`appendonly yes`,
+    /// `appendfsync always`): it claims to keep every write, but lost the
+    /// ones before its restart.
+    Persist,
 }
 
 impl Family {
     /// Every family the campaign runs, the bound last.
-    pub const ALL: [Family; 11] = [
+    pub const ALL: [Family; 15] = [
         Family::Freeze,
         Family::Pause,
         Family::Partition,
@@ -55,8 +74,19 @@ impl Family {
         Family::Foreign,
         Family::Mixed,
         Family::Sentinel,
+        Family::Tick,
+        Family::ScriptFlush,
+        Family::PauseWrite,
+        Family::Persist,
         Family::FreezeAll,
     ];
+
+    /// Whether it runs only in the long campaign (`REDLOCK_CAMPAIGN=full`)
+    /// or when `REDLOCK_CAMPAIGN_FAMILIES` names it: the default run stays
+    /// about three minutes.
+    pub fn full_only(self) -> bool {
+        matches!(self, Family::ScriptFlush | Family::PauseWrite)
+    }
 
     /// Its name in messages and `REDLOCK_CAMPAIGN_FAMILIES`.
     pub fn name(self) -> &'static str {
@@ -72,6 +102,10 @@ impl Family {
             Family::Foreign => "foreign",
             Family::Mixed => "mixed",
             Family::Sentinel => "sentinel",
+            Family::Tick => "tick",
+            Family::ScriptFlush => "script-flush",
+            Family::PauseWrite => "pause-write",
+            Family::Persist => "persist",
         }
     }
 }
@@ -121,6 +155,25 @@ fn comm(pid: u32) -> String {
     std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default().trim().to_owned()
 }
 
+/// The `run` processes inside their section (their command, perl, runs),
+/// with their TTL.
+fn holding(ctx: &Ctx) -> Vec<(u32, Duration)> {
+    let running = ctx.running.lock().unwrap().clone();
+    running
+        .into_iter()
+        .filter(|(pid, _)| tree(*pid).iter().skip(1).any(|p| comm(*p) == "perl"))
+        .collect()
+}
+
+/// A random majority of `n` servers, or all of them when `all`.
+fn some_servers(rng: &mut fastrand::Rng, n: usize, all: bool) -> Vec<usize> {
+    let mut servers: Vec<usize> = (0..n).collect();
+    rng.shuffle(&mut servers);
+    servers.truncate(if all { n } else { n / 2 + 1 });
+    servers.sort_unstable();
+    servers
+}
+
 fn record(ctx: &Ctx, what: &str, phase: &str, foreign: Option<(String, u64)>) {
     ctx.rec.record(&Event::Nemesis {
         t: now(),
@@ -139,6 +192,10 @@ pub fn run(ctx: &Arc<Ctx>, world: &mut World, family: Family, seed: u64) {
     let mut jumped: Option<usize> = None;
     while !ctx.stop.load(Ordering::Relaxed) {
         std::thread::sleep(ms(&mut rng, 200, 1200));
+        if family == Family::Tick {
+            // Quiet for one or two ticks of the fleet.
+            std::thread::sleep(ms(&mut rng, 4000, 7000));
+        }
         if ctx.stop.load(Ordering::Relaxed) {
             break;
         }
@@ -154,20 +211,16 @@ pub fn run(ctx: &Arc<Ctx>, world: &mut World, family: Family, seed: u64) {
                 ];
                 pick[rng.usize(..pick.len())]
             }
+            Family::Tick => {
+                let pick = [Family::Freeze, Family::Pause, Family::Restart];
+                pick[rng.usize(..pick.len())]
+            }
             other => other,
         };
         let n = world.fleet.servers.len();
         match family {
             Family::Freeze | Family::FreezeAll => {
-                // A run inside its section: its command (perl) runs.
-                let running: Vec<(u32, Duration)> = ctx
-                    .running
-                    .lock()
-                    .unwrap()
-                    .clone()
-                    .into_iter()
-                    .filter(|(pid, _)| tree(*pid).iter().skip(1).any(|p| comm(*p) == "perl"))
-                    .collect();
+                let running = holding(ctx);
                 if running.is_empty() {
                     continue;
                 }
@@ -341,7 +394,88 @@ pub fn run(ctx: &Arc<Ctx>, world: &mut World, family: Family, seed: u64) {
                 }
                 record(ctx, &what, "stop", None);
             }
-            Family::Pause | Family::Mixed | Family::Sentinel => {}
+            Family::ScriptFlush => {
+                // A holder paused for part of its TTL (or none, now and
+                // then: contenders alone meet the cold cache).
+                let running = holding(ctx);
+                let paused = (!running.is_empty() && rng.u8(0..4) > 0)
+                    .then(|| running[rng.usize(..running.len())]);
+                let all = rng.bool();
+                let servers = some_servers(&mut rng, n, all);
+                let what = match paused {
+                    Some((pid, _)) => {
+                        format!("SCRIPT FLUSH on servers {servers:?}, run {pid} paused")
+                    }
+                    None => format!("SCRIPT FLUSH on servers {servers:?}"),
+                };
+                record(ctx, &what, "start", None);
+                let flush = |world: &World| {
+                    for &s in &servers {
+                        let _: redis::RedisResult<redis::Value> = redis::cmd("SCRIPT")
+                            .arg("FLUSH")
+                            .query(&mut world.fleet.servers[s].conn());
+                    }
+                };
+                if let Some((pid, _)) = paused {
+                    send_signal(i32::try_from(pid).unwrap(), libc::SIGSTOP);
+                }
+                flush(world);
+                if let Some((pid, ttl)) = paused {
+                    // Within its TTL or past it; the cache flushed again
+                    // at the end, as contenders have loaded the scripts
+                    // since, so that its renewal meets a cold cache.
+                    std::thread::sleep(ttl.mul_f64(0.2 + rng.f64() * 1.3));
+                    flush(world);
+                    send_signal(i32::try_from(pid).unwrap(), libc::SIGCONT);
+                }
+                record(ctx, &what, "stop", None);
+            }
+            Family::PauseWrite => {
+                // While a holder renews.
+                if holding(ctx).is_empty() {
+                    continue;
+                }
+                let servers = some_servers(&mut rng, n, false);
+                let long = ms(&mut rng, 300, 2500);
+                let what =
+                    format!("CLIENT PAUSE {} WRITE on servers {servers:?}", long.as_millis());
+                record(ctx, &what, "start", None);
+                for &s in &servers {
+                    let _: redis::RedisResult<redis::Value> = redis::cmd("CLIENT")
+                        .arg("PAUSE")
+                        .arg(long.as_millis().to_string())
+                        .arg("WRITE")
+                        .query(&mut world.fleet.servers[s].conn());
+                }
+                std::thread::sleep(long);
+                record(ctx, &what, "stop", None);
+            }
+            Family::Persist => {
+                // Server x paused, so that holders take exact quorums of
+                // the others; server y restarts empty and has persistence
+                // switched on; then x resumes (with its data).
+                let x = rng.usize(..n);
+                let y = (x + 1 + rng.usize(..n - 1)) % n;
+                let (down, after) = (ms(&mut rng, 300, 1500), ms(&mut rng, 0, 800));
+                let what = format!(
+                    "server {x} paused {}ms; server {y} restarted empty with appendonly switched \
+                     on {}ms before it resumes",
+                    down.as_millis() + after.as_millis(),
+                    after.as_millis()
+                );
+                record(ctx, &what, "start", None);
+                world.fleet.servers[x].hang();
+                std::thread::sleep(down);
+                let server = &mut world.fleet.servers[y];
+                server.shutdown(false);
+                server.start_again();
+                let _: redis::Value = server.cmd(&["CONFIG", "SET", "appendonly", "yes"]);
+                let _: redis::Value = server.cmd(&["CONFIG", "SET", "appendfsync", "always"]);
+                std::thread::sleep(after);
+                world.fleet.servers[x].resume();
+                record(ctx, &what, "stop", None);
+            }
+            Family::Pause | Family::Mixed | Family::Sentinel | Family::Tick => {}
         }
     }
     heal(world);
