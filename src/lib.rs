@@ -90,14 +90,22 @@
 //!   only sets up the process and calls it.
 //! - [`docs`]: man pages and shell completions generated from [`cli`].
 //!
-//! Dependencies run one way, from the commands down: [`cmd`] uses
-//! [`config`] (which builds the values of the layers below: the servers,
-//! the [`lock::Fleet`], the [`lock::Request`]), then [`watchdog`], [`wait`],
-//! [`slots`], [`shared`] and [`history`], which use [`lock`], which uses
-//! [`fence`], [`token`], and [`queue`] and [`quorum`] over [`server`]
-//! (with its connection kinds, [`server::sentinel`] and [`server::cluster`]). No layer
-//! imports one above it: `server` knows nothing of `config`, `cli` or the
-//! key layout, and `lock` nothing of `config`.
+//! Dependencies run one way. From the bottom up, each module imports only
+//! modules before it in this list (`.ci/layers` checks it in CI, and that
+//! the files of one folder import each other without a circle):
+//!
+//! ```text
+//! crate root helpers, exit, clock, procs, signals   the bottom
+//! failure, error, output                            errors and messages
+//! server                                            one Redis server
+//! quorum, token, fence, queue                       rounds, tokens, fences, the queue
+//! lock                                              the Redlock operations
+//! shared, slots, history, metrics                   modes and records over lock
+//! wait, watchdog                                    taking and keeping a lock
+//! guard, child                                      the supervised command
+//! cli, config_file, config                          the command line, validated
+//! docs, cmd, run                                    the commands
+//! ```
 //!
 //! # Theory of operation
 //! A lock is a key set on N independent servers. To acquire it, redlock
