@@ -4,10 +4,9 @@
 //! # Layout
 //! Three subsystems and the modules they all use; within each, lower
 //! layers come first. The tree stays flat on purpose: the groups are not
-//! layers (the error type names quorum failures, the wait loop logs and
-//! watches signals, a lock checks its token's process), so folders by
-//! subsystem would import across one another. The one-way rule holds
-//! between modules (below).
+//! layers (the wait loop logs and watches signals, a lock checks its
+//! token's process), so folders by subsystem would import across one
+//! another. The one-way rule holds between modules (below).
 //!
 //! ## Used by all three
 //! - [`clock`]: `CLOCK_BOOTTIME` instants and timers, so that suspended
