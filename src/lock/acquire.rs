@@ -702,12 +702,14 @@ async fn decided(verdict: &mut watch::Receiver<Option<bool>>) -> bool {
 /// The order is the point. Redis executes one
 /// connection's commands in the order they arrive. The attempt's future is
 /// dropped (or done) before the withdrawal is sent, so every request it
-/// wrote (a request already handed to the connection is written even if
-/// its answer is no longer awaited; one that was not is never written) is
-/// ahead of the withdrawal, even when the server is frozen and answers
-/// both an hour later. The connection is the server's shared one, opened
-/// once for all callers ([`Server::connect`]); a timed-out attempt makes
-/// the server forget it for new calls, but this task keeps its handle.
+/// wrote is ahead of the withdrawal, even when the server is frozen and
+/// answers both an hour later. (redis-rs writes a request handed to the
+/// connection unless its caller gave up before the connection took it
+/// from its queue; the withdrawal's bound is at [`withdraw`].) The
+/// connection is the server's shared one, opened once for all callers
+/// ([`Server::connect`]); a timed-out attempt makes the server forget it
+/// for new calls, but this task keeps its handle, and so does the release
+/// of a round won without this server ([`Server::late_vote`]).
 async fn contend(
     server: Arc<Server>,
     call: Arc<Call>,
@@ -817,7 +819,9 @@ async fn contend(
         }
         keep = decided(&mut verdict) => {
             if keep {
-                // Won without this server: let its vote land all the same.
+                // Won without this server: let its vote land all the same,
+                // and the release follow it on this connection.
+                server.expect_late_vote(&op.lock, &op.token, &conn);
                 let late = set.await;
                 if refused(&late) {
                     leave_here(&server, &conn, key, op).await;
@@ -871,11 +875,20 @@ async fn leave_here(server: &Server, conn: &Conn, key: &str, op: &AcquireOp) {
 }
 
 /// Deletes the token of `call`, a failed attempt, from its lock key on
-/// `conn`, the connection of the attempt being withdrawn. The script is
-/// sent as SCRIPT LOAD and EVALSHA in one pipeline, so it never needs a second round trip (after NOSCRIPT) that
-/// a process exiting could cut off: once written, both run on the server
-/// even if this process is gone by then. Best effort: errors change
-/// nothing about the verdict, which is already known.
+/// `conn`, the connection of the attempt being withdrawn, in one round
+/// trip ([`Call::run_script`]: the body goes with the connection's first
+/// withdrawal only), so that no second round trip (after NOSCRIPT) is
+/// left for a process exiting to cut off: once written, it runs on the
+/// server even if this process is gone by then. Best effort: errors
+/// change nothing about the verdict, which is already known.
+///
+/// The bound: it is written only if the connection takes it before its
+/// deadline (redis-rs drops a queued request whose caller gave up), that
+/// is while the socket still takes bytes. A server that does not read
+/// (frozen, or behind a slow link) takes the TCP window's worth (64 KiB
+/// or more) before that; each round adds a few hundred bytes to it once
+/// the scripts went with the first. A round whose attempt fills the
+/// window leaves its withdrawal unwritten and its vote to the TTL.
 ///
 /// When the connection broke, the server has closed it or will read no
 /// more from it than it already holds, so the delete goes on a fresh one;
@@ -918,12 +931,8 @@ async fn withdraw(
         entry: entry.map(|(score, deadline)| (op.member.clone(), score, deadline)),
         channel: None,
     });
-    let keys = withdrawal.keys();
-    let mut pipe = redis::pipe();
-    pipe.cmd("SCRIPT").arg("LOAD").arg(WITHDRAW_LUA).ignore();
-    pipe.cmd("EVALSHA").arg(SCRIPTS.withdraw.get_hash()).arg(keys.len()).arg(keys);
-    pipe.arg(withdrawal.args());
-    let send = async |c: &mut MultiplexedConnection| pipe.query_async::<Value>(c).await;
+    let call = Call { op: Op::Withdraw, key: key.to_owned(), operation: withdrawal };
+    let send = async |c: &mut MultiplexedConnection| call.run_script(c).await;
     let first = server.call_on(conn, Op::Withdraw, key.as_bytes(), server.deadline(), send).await;
     if let Err(e) = first
         && matches!(e.failure, Failure::Connection(_))

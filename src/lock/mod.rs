@@ -62,11 +62,6 @@ struct Scripts {
     shared_extend: Lua,
 }
 
-/// The withdrawal script's source: it is sent with every withdrawal (see
-/// `acquire::withdraw`).
-const WITHDRAW_LUA: &str =
-    concat!(include_str!("../scripts/announce.lua"), include_str!("../scripts/withdraw.lua"));
-
 static SCRIPTS: Scripts = Scripts {
     acquire: Lua::new(include_str!("../scripts/acquire.lua")),
     extend: Lua::new(include_str!("../scripts/extend.lua")),
@@ -77,7 +72,10 @@ static SCRIPTS: Scripts = Scripts {
     )),
     status: Lua::new(include_str!("../scripts/status.lua")),
     raise_fence: Lua::new(include_str!("../scripts/raise_fence.lua")),
-    withdraw: Lua::new(WITHDRAW_LUA),
+    withdraw: Lua::new(concat!(
+        include_str!("../scripts/announce.lua"),
+        include_str!("../scripts/withdraw.lua")
+    )),
     shared_extend: Lua::new(include_str!("../scripts/shared_extend.lua")),
 };
 
@@ -211,12 +209,25 @@ impl Call {
 
     /// Runs the script on `c` in one round trip, whatever the server's
     /// script cache holds: `EVALSHA` alone where this connection has
-    /// loaded the script ([`crate::server::script_loaded`]), else
-    /// `SCRIPT LOAD` and `EVALSHA` in one pipeline (a fresh or restarted
-    /// server, a new connection). `EVAL` with the body would do the same,
-    /// but the README's ACL grants `+evalsha +script|load`. A script loaded
-    /// here and flushed since (`SCRIPT FLUSH`) answers NOSCRIPT, and takes
-    /// the pipeline: the one case of a second round trip.
+    /// already sent the script's `SCRIPT LOAD` ([`crate::server::script_loaded`]),
+    /// else `SCRIPT LOAD` and `EVALSHA` in one pipeline (a fresh or
+    /// restarted server, a new connection). `EVAL` with the body would do
+    /// the same, but the README's ACL grants `+evalsha +script|load`.
+    ///
+    /// The load counts once it is handed to the connection, not once it is
+    /// answered: Redis runs one connection's requests in order, so every
+    /// later call on it finds the script. A server that does not answer
+    /// (frozen, or slow behind a proxy) thus gets each body once per
+    /// connection, not once per call: sent with every attempt and
+    /// withdrawal, the bodies (about 20 KiB a round) would fill the TCP
+    /// window of a server that does not read within a few rounds, and a
+    /// withdrawal still queued behind them when its deadline passed would
+    /// never be written while its attempt was, to land later and stay for
+    /// its TTL ([`acquire`]'s `withdraw`). Two cases take a second round trip,
+    /// when `EVALSHA` answers NOSCRIPT and the pipeline follows: a script
+    /// flushed since (`SCRIPT FLUSH`), and a pipeline given up before the
+    /// connection wrote it (redis-rs drops a queued request whose caller
+    /// is gone, which happens only while the socket takes no more bytes).
     ///
     /// A frozen process depends on it: it resumes with its answers in the
     /// socket buffer and a deadline passed ([`crate::clock::timeout_at`]),
@@ -237,6 +248,10 @@ impl Call {
         pipe.ignore_errors();
         pipe.cmd("SCRIPT").arg("LOAD").arg(lua.body());
         pipe.add_command(evalsha);
+        // Noted before the pipeline is handed over, with no await in
+        // between: a call on this connection that reads the note queues
+        // its request behind this one.
+        crate::server::note_script_loaded(sha);
         let replies: Vec<RedisResult<Value>> = pipe.query_async(c).await?;
         let Ok([load, reply]) = <[RedisResult<Value>; 2]>::try_from(replies) else {
             return Err(
@@ -248,12 +263,7 @@ impl Call {
             // renamed away) and the script unknown: the refusal says why
             // (`noscript::refuses_scripts` reads it).
             (Err(refused), Err(e)) if is_noscript(&e) => Err(refused),
-            (_, reply) => {
-                if !reply.as_ref().is_err_and(is_noscript) {
-                    crate::server::note_script_loaded(sha);
-                }
-                reply
-            }
+            (_, reply) => reply,
         }
     }
 
@@ -265,13 +275,26 @@ impl Call {
         read: fn(Value) -> Result<T, String>,
     ) -> Result<T, ServerError> {
         let key = self.key();
+        let run = async |c: &mut MultiplexedConnection| self.invoke(server, c).await;
         // A delete goes after any acquire attempt still landing here
-        // ([`Server::attempting`]).
+        // ([`Server::attempting`]), on the connection of a won round's
+        // vote that may land late ([`Server::late_vote`]); on a fresh one
+        // when that connection broke (the server reads no more of it).
         if matches!(self.op, Op::Release | Op::ForceRelease) {
             server.after_attempts().await;
+            if let Some((lock, token)) = self.operation.held()
+                && let Some(conn) = server.late_vote(lock, token)
+            {
+                let deadline = server.deadline();
+                match server.call_on(&conn, self.op, key.as_bytes(), deadline, run).await {
+                    Err(e) if matches!(e.failure, Failure::Connection(_)) => {}
+                    reply => {
+                        return read(reply?).map_err(|msg| server.bad_reply(self.op, key, msg));
+                    }
+                }
+            }
         }
-        let reply =
-            server.call(self.op, key.as_bytes(), async |c| self.invoke(server, c).await).await?;
+        let reply = server.call(self.op, key.as_bytes(), run).await?;
         read(reply).map_err(|msg| server.bad_reply(self.op, key, msg))
     }
 }

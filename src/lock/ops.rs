@@ -239,6 +239,16 @@ pub(crate) enum Operation {
 }
 
 impl Operation {
+    /// The lock key and token a release (or a shared holder's release)
+    /// deletes; `None` for other operations.
+    pub(crate) fn held(&self) -> Option<(&str, &str)> {
+        match self {
+            Operation::Release(r) => Some((&r.lock, &r.token)),
+            Operation::Withdraw(w) => Some((&w.lock, &w.token)),
+            _ => None,
+        }
+    }
+
     /// The script that runs it.
     pub(crate) fn script(&self) -> &'static Lua {
         match self {

@@ -46,20 +46,22 @@ tokio::task_local! {
     static LOADED: Loaded;
 }
 
-/// The scripts (by SHA-1) loaded on one connection: its server has them in
-/// its cache unless it flushed it since. A new connection starts empty,
-/// since it may go to another process (a restart, a failover, another
-/// cluster node) whose cache is cold.
+/// The scripts (by SHA-1) whose `SCRIPT LOAD` was handed to one
+/// connection: its server runs that load before any later request on the
+/// connection, so it has them unless it flushed its cache since. A new
+/// connection starts empty, since it may go to another process (a
+/// restart, a failover, another cluster node) whose cache is cold.
 type Loaded = std::sync::Arc<Mutex<Vec<String>>>;
 
 /// Whether the script `sha` was loaded on the connection of the call in
-/// progress ([`Server::call_on`]); false outside a call.
+/// progress ([`Server::call_on`]), answered or not; false outside a call.
 pub fn script_loaded(sha: &str) -> bool {
     LOADED.try_with(|l| lock_loaded(l).iter().any(|s| s == sha)).unwrap_or(false)
 }
 
-/// Records that the script `sha` is loaded on the connection of the call
-/// in progress (nothing outside a call).
+/// Records that the `SCRIPT LOAD` of `sha` goes to the connection of the
+/// call in progress, ahead of every later request on it (nothing outside
+/// a call).
 pub fn note_script_loaded(sha: &str) {
     let _ = LOADED.try_with(|l| {
         let mut loaded = lock_loaded(l);
@@ -276,6 +278,21 @@ pub struct Server {
     /// Shared by each acquire attempt on this server while it runs,
     /// exclusive for a release before it deletes ([`Server::attempting`]).
     attempts: tokio::sync::RwLock<()>,
+    /// Connections that carry a won round's vote still on its way here,
+    /// by lock key and token ([`Server::expect_late_vote`]).
+    late_votes: Mutex<Vec<LateVote>>,
+}
+
+/// A won round's vote sent on `conn` and not answered when the round was
+/// decided: it may still land, and the release of `key`/`token` follows
+/// it on `conn`.
+struct LateVote {
+    /// The lock key (as the server names it).
+    key: String,
+    /// The token the vote sets.
+    token: String,
+    /// The connection the vote went on.
+    conn: Conn,
 }
 
 /// A Sentinel group's master, or a cluster slot's, as last confirmed.
@@ -305,6 +322,7 @@ impl Server {
             route: Mutex::new(None),
             scripts_refused: AtomicBool::new(false),
             attempts: tokio::sync::RwLock::new(()),
+            late_votes: Mutex::new(Vec::new()),
         })
     }
 
@@ -349,6 +367,34 @@ impl Server {
     /// Waits until no acquire attempt runs on this server (for a release).
     pub async fn after_attempts(&self) {
         drop(self.attempts.write().await);
+    }
+
+    /// Records that a vote setting `key` to `token`, sent on `conn`, may
+    /// land after its round was won ([`Server::late_vote`]).
+    pub fn expect_late_vote(&self, key: &str, token: &str, conn: &Conn) {
+        let vote = LateVote { key: key.to_owned(), token: token.to_owned(), conn: conn.clone() };
+        self.lock_late_votes().push(vote);
+    }
+
+    /// The connection of a vote setting `key` to `token` that may still
+    /// land ([`Server::expect_late_vote`]), taken out of the record: the
+    /// release goes on it, behind the vote.
+    ///
+    /// Why: the vote's call timed out, so the server dropped that
+    /// connection for new calls, and a release on a new one may run first
+    /// on a server that was hung (its accept queue, then its event loop,
+    /// set the order), leaving the token there for its TTL after a release
+    /// a quorum answered. [`Server::after_attempts`] bounds the wait for
+    /// the vote's call, not its arrival.
+    pub fn late_vote(&self, key: &str, token: &str) -> Option<Conn> {
+        let mut votes = self.lock_late_votes();
+        let i = votes.iter().position(|v| v.key == key && v.token == token)?;
+        Some(votes.swap_remove(i).conn)
+    }
+
+    fn lock_late_votes(&self) -> std::sync::MutexGuard<'_, Vec<LateVote>> {
+        // A poisoned list is still a list of connections.
+        self.late_votes.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Whether this server refused scripts ([`Server::refuse_scripts`]).
