@@ -305,7 +305,7 @@ impl Config {
             timing.check().map_err(|why| {
                 Error::Usage(format!(
                     "run --ttl {}: --ttl, --renew-every, --kill-after, --node-timeout and --drift-factor do not fit: {why}",
-                    crate::fmt_duration(ttl)
+                    crate::text::fmt_duration(ttl)
                 ))
             })?;
         }
@@ -329,7 +329,7 @@ impl Config {
                 "--raw-key {:?}: through a Redis Cluster its fence and queue keys would hash to \
                  another slot (a `}}` without a hash tag before it); drop --raw-key, or use a key \
                  without that `}}`",
-                crate::display_key(key.as_bytes()),
+                crate::text::display_key(key.as_bytes()),
             ));
         }
         if servers.is_empty() {
@@ -435,7 +435,7 @@ fn shown(
         row("quorum", quorum.to_string(), &g.quorum.origin, "more than half of the servers"),
         row(
             "node-timeout",
-            crate::fmt_duration(node_timeout),
+            crate::text::fmt_duration(node_timeout),
             &g.node_timeout.origin,
             "a tenth of the TTL, at most 1s",
         ),
@@ -571,9 +571,9 @@ fn within_max_ttl(
         "{label} {}: above {} {}, the longest TTL a restarted server is kept out of the \
          quorum for; raise max-ttl in every host's configuration (and a restarted server \
          waits that long before it votes again)",
-        crate::fmt_duration(ttl),
+        crate::text::fmt_duration(ttl),
         g.max_ttl.label("--max-ttl"),
-        crate::fmt_duration(max_ttl),
+        crate::text::fmt_duration(max_ttl),
     ))
 }
 
@@ -582,7 +582,7 @@ fn validity_budget(ttl: Duration, drift: Duration) -> Result<Duration, Error> {
     ttl.checked_sub(drift).filter(|v| !v.is_zero()).ok_or_else(|| {
         Error::Usage(format!(
             "--ttl {}: too short to leave any validity after the clock-drift allowance",
-            crate::fmt_duration(ttl)
+            crate::text::fmt_duration(ttl)
         ))
     })
 }
@@ -597,7 +597,7 @@ fn node_timeout(g: &config_file::Globals, ttl: Duration) -> Result<Duration, Err
             if d >= ttl {
                 return usage(format!(
                     "{label} {raw}: must be shorter than the TTL ({})",
-                    crate::fmt_duration(ttl)
+                    crate::text::fmt_duration(ttl)
                 ));
             }
             Ok(d)
@@ -701,7 +701,7 @@ fn command(
             {
                 return usage(format!(
                     "--jitter {}: must be shorter than the tick (--once-per)",
-                    crate::fmt_duration(j)
+                    crate::text::fmt_duration(j)
                 ));
             }
             let run = Run {
@@ -938,7 +938,7 @@ fn nonempty(flag: &str, value: String) -> Result<String, Error> {
     if let Some(c) = value.chars().find(|c| c.is_control()) {
         return usage(format!(
             "{flag} {:?}: must not contain a control character (found U+{:04X})",
-            crate::display_key(value.as_bytes()),
+            crate::text::display_key(value.as_bytes()),
             u32::from(c)
         ));
     }

@@ -218,13 +218,13 @@ impl Failure {
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Failure::Timeout(d) => write!(f, "timed out after {}", crate::fmt_duration(*d)),
+            Failure::Timeout(d) => write!(f, "timed out after {}", crate::text::fmt_duration(*d)),
             Failure::Refused => f.write_str("connection refused"),
             Failure::NoSocket => f.write_str("no such file: no socket at this path"),
             Failure::TlsTimeout(d) => write!(
                 f,
                 "no TLS answer within {}: is it a TLS port? (a rediss URL needs one; a plain port takes the redis form)",
-                crate::fmt_duration(*d)
+                crate::text::fmt_duration(*d)
             ),
             Failure::Connection(s) => write!(f, "connection failed: {s}"),
             Failure::Auth(s) => write!(f, "authentication failed: {s}"),

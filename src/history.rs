@@ -201,7 +201,7 @@ impl History {
         Error::Unavailable {
             what: format!(
                 "history {}: {} of {} servers answered, quorum {}",
-                crate::display_key(key.as_bytes()),
+                crate::text::display_key(key.as_bytes()),
                 self.answered,
                 self.total,
                 self.quorum
@@ -214,7 +214,7 @@ impl History {
 
 /// Milliseconds since the epoch.
 pub fn epoch_ms(t: SystemTime) -> u64 {
-    crate::millis(t.duration_since(UNIX_EPOCH).unwrap_or_default())
+    crate::text::millis(t.duration_since(UNIX_EPOCH).unwrap_or_default())
 }
 
 /// Appends `entry` to the history of `key` on every server; `Ok` is how
@@ -231,7 +231,7 @@ pub async fn record(fleet: &Fleet, key: &str, entry: &Entry) -> Result<usize, Fa
             args: vec![
                 json,
                 MAX_ENTRIES.to_string().into_bytes(),
-                crate::millis(RETENTION).to_string().into_bytes(),
+                crate::text::millis(RETENTION).to_string().into_bytes(),
             ],
         },
     };
@@ -256,7 +256,7 @@ pub async fn record_skip(
                 host.into(),
                 epoch_ms(at).to_string().into_bytes(),
                 holder.into(),
-                crate::millis(RETENTION).to_string().into_bytes(),
+                crate::text::millis(RETENTION).to_string().into_bytes(),
             ],
         },
     };

@@ -177,7 +177,7 @@ fn lock(path: &Path) -> std::io::Result<std::fs::File> {
                     format!(
                         "{}: another process held the lock for {}; this update is not written",
                         path.display(),
-                        crate::fmt_duration(LOCK_WAIT)
+                        crate::text::fmt_duration(LOCK_WAIT)
                     ),
                 ));
             }

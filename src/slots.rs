@@ -157,7 +157,7 @@ fn agree(report: AttemptReport, key: &str, limit: u32, shared: bool) -> AttemptR
             let message = format!(
                 "{}: held by shared holders (--shared), but this asks for --limit {limit}; \
                  every holder of a key must use the same mode (nothing taken)",
-                crate::display_key(key.as_bytes()),
+                crate::text::display_key(key.as_bytes()),
             );
             let attempt = Attempt::Unavailable(Error::Usage(message));
             return AttemptReport { attempt, ..report };
@@ -176,7 +176,7 @@ fn agree(report: AttemptReport, key: &str, limit: u32, shared: bool) -> AttemptR
     let message = format!(
         "{}: held with --limit {} by {} pid {}, but this asks for {ours}; \
          every holder of a key must use the same {what} (nothing taken)",
-        crate::display_key(key.as_bytes()),
+        crate::text::display_key(key.as_bytes()),
         theirs.limit(),
         theirs.host,
         theirs.pid,

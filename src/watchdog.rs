@@ -175,7 +175,7 @@ impl Timing {
         if needed + SCHEDULING < self.ttl {
             return Ok(());
         }
-        let f = crate::fmt_duration;
+        let f = crate::text::fmt_duration;
         Err(format!(
             "renewal every {} + 2 x node timeout {} + drift allowance {} + kill grace {} + kill margin {} \
              + {} for the host's scheduling = {} is not below the TTL {}: a healthy job would be stopped \

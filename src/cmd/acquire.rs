@@ -29,7 +29,7 @@ pub async fn acquire(fleet: &Fleet, request: &Request, json: bool, log: &Log) ->
         serde_json::json!({
             "token": lock.token,
             "fence": lock.fence,
-            "validity_ms": crate::millis(lock.validity),
+            "validity_ms": crate::text::millis(lock.validity),
             "slot": crate::slots::slot_of(&lock.token),
         })
         .to_string()

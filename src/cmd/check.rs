@@ -38,7 +38,7 @@ pub async fn check(
 ) -> u8 {
     let (found, status) =
         tokio::join!(history::read(fleet, key, history::MAX_ENTRIES), fleet.status(key));
-    let shown = crate::display_key(key.as_bytes());
+    let shown = crate::text::display_key(key.as_bytes());
     let last = found.entries.first();
     let now = SystemTime::now();
     let missed = match last.and_then(|e| e.tick_ms) {
@@ -81,7 +81,7 @@ pub async fn check(
             let age = now.duration_since(e.start()).unwrap_or_default();
             let ran = describe(&shown, e, age) + &ticks(e, &missed);
             if age > max_age {
-                let limit = crate::fmt_duration(max_age);
+                let limit = crate::text::fmt_duration(max_age);
                 (Verdict::Stale, format!("{ran}; older than --max-age {limit}"))
             } else if require_success && !e.succeeded() {
                 (Verdict::Failed, format!("{ran}; it did not succeed"))
@@ -106,7 +106,7 @@ pub async fn check(
             },
             "code": code,
             "message": text,
-            "age_ms": last.map(|e| crate::millis(now.duration_since(e.start()).unwrap_or_default())),
+            "age_ms": last.map(|e| crate::text::millis(now.duration_since(e.start()).unwrap_or_default())),
             "last": last,
             "last_tick": last.and_then(Entry::tick).map(|t| t.describe()),
             "missed_ticks": missed.iter().map(|&ms| tick_at(ms)).collect::<Vec<_>>(),

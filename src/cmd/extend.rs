@@ -22,18 +22,18 @@ pub async fn extend(
         "extended",
         &format!(
             "extended {}: confirmed by {} of {} (quorum {}); valid for {}",
-            crate::display_key(key.as_bytes()),
+            crate::text::display_key(key.as_bytes()),
             lock.granted.0,
             lock.granted.1,
             fleet.quorum(),
-            crate::fmt_duration(lock.validity)
+            crate::text::fmt_duration(lock.validity)
         ),
         serde_json::json!({
             "key": key,
             "extended": lock.granted.0,
             "servers": lock.granted.1,
             "quorum": fleet.quorum(),
-            "validity_ms": crate::millis(lock.validity),
+            "validity_ms": crate::text::millis(lock.validity),
         }),
     );
     Ok(exit::OK)

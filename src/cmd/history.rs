@@ -37,14 +37,14 @@ fn render_table(key: &str, found: &History) -> String {
                 e.tick().map_or_else(|| "-".to_owned(), |t| t.describe()),
                 e.host.clone(),
                 e.pid.to_string(),
-                crate::fmt_duration(std::time::Duration::from_millis(e.duration_ms)),
+                crate::text::fmt_duration(std::time::Duration::from_millis(e.duration_ms)),
                 e.describe_outcome(),
                 e.fence.map_or_else(|| "-".to_owned(), |f| f.to_string()),
                 whereabouts(e),
             ]
         })
         .collect();
-    let shown = crate::display_key(key.as_bytes());
+    let shown = crate::text::display_key(key.as_bytes());
     let mut out = String::new();
     if rows.is_empty() {
         out.push_str(&format!("no runs of {shown} recorded\n"));

@@ -30,7 +30,7 @@ fn released(log: &Log, key: &str, quorum: usize, servers: &[ServerResult]) {
         "released",
         &format!(
             "released {}: {}",
-            crate::display_key(key.as_bytes()),
+            crate::text::display_key(key.as_bytes()),
             crate::lock::took_part(first, servers, "deleted", log.verbose())
         ),
         json!({ "key": key, "deleted": deleted, "quorum": quorum, "servers": servers }),

@@ -97,7 +97,7 @@ async fn forced(
     };
     let mut message = format!(
         "force-released {}: {deleted} servers, {} of {total} answered",
-        crate::display_key(key.as_bytes()),
+        crate::text::display_key(key.as_bytes()),
         shared.answered
     );
     if !shared.failures.0.is_empty() {

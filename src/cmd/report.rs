@@ -33,7 +33,7 @@ pub async fn finished(
         host: crate::token::hostname(),
         pid: std::process::id(),
         start_ms: history::epoch_ms(start),
-        duration_ms: crate::millis(held),
+        duration_ms: crate::text::millis(held),
         outcome,
         exit_code,
         fence: lock.fence,
@@ -72,7 +72,7 @@ fn warn_if_short(
     log: &Log,
 ) {
     let total = fleet.servers().len();
-    let shown = crate::display_key(key.as_bytes());
+    let shown = crate::text::display_key(key.as_bytes());
     let message = match written {
         Ok(n) if n >= fleet.quorum() => return,
         Ok(n) => format!(

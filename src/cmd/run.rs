@@ -108,7 +108,7 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
         release(&fleet, &lock, log).await;
         return Err(Error::Lost(format!(
             "the lock on {} ran out of validity before the command could start",
-            crate::display_key(cfg.key.as_bytes())
+            crate::text::display_key(cfg.key.as_bytes())
         )));
     }
     let kill_at = guard_kill_at(&cfg, lock.deadline());
@@ -140,14 +140,14 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
             &format!(
                 "the command exited with {} after holding the lock for {}",
                 child::exit_code(*status),
-                crate::fmt_duration(lock.since.elapsed())
+                crate::text::fmt_duration(lock.since.elapsed())
             ),
             json!({
                 "pid": child.pid(),
                 "code": code,
                 "signal": signal,
                 "exit_code": child::exit_code(*status),
-                "held_ms": crate::millis(lock.since.elapsed()),
+                "held_ms": crate::text::millis(lock.since.elapsed()),
             }),
         );
     }
@@ -199,8 +199,8 @@ async fn sleep_jitter(
     log.event(
         Level::Info,
         "jitter",
-        &format!("--jitter: sleeping {}", crate::fmt_duration(pause)),
-        json!({ "key": key, "sleep_ms": crate::millis(pause) }),
+        &format!("--jitter: sleeping {}", crate::text::fmt_duration(pause)),
+        json!({ "key": key, "sleep_ms": crate::text::millis(pause) }),
     );
     tokio::select! {
         () = tokio::time::sleep(pause) => Ok(()),
@@ -216,7 +216,7 @@ async fn run_reentered(cfg: &Run, signals: &mut Signals, log: &Log) -> Result<u8
     if !cfg.shared && std::env::var("REDLOCK_TOKEN").is_ok_and(|t| crate::lock::is_shared(&t)) {
         return Err(Error::Usage(format!(
             "{}: this job holds it --shared; an exclusive run inside it would wait on itself",
-            crate::display_key(cfg.key.as_bytes())
+            crate::text::display_key(cfg.key.as_bytes())
         )));
     }
     log.event(
@@ -224,7 +224,7 @@ async fn run_reentered(cfg: &Run, signals: &mut Signals, log: &Log) -> Result<u8
         "reentry",
         &format!(
             "{} is already held by this job (REDLOCK_TOKEN); running the command directly",
-            crate::display_key(cfg.key.as_bytes())
+            crate::text::display_key(cfg.key.as_bytes())
         ),
         json!({ "key": cfg.key }),
     );
@@ -285,8 +285,8 @@ fn verdict(stop: Option<Stop>, status: io::Result<ExitStatus>, cfg: &Run) -> Res
         ))),
         Some(Stop::MaxHold { signal, killed }) => Err(Error::MaxHold(format!(
             "--max-hold {} ran out on {}; stopped the command with {}",
-            crate::fmt_duration(cfg.max_hold.unwrap_or_default()),
-            crate::display_key(cfg.key.as_bytes()),
+            crate::text::fmt_duration(cfg.max_hold.unwrap_or_default()),
+            crate::text::display_key(cfg.key.as_bytes()),
             signals_sent(signal, killed)
         ))),
         None => exit_status(status, &cfg.argv),
@@ -325,7 +325,7 @@ async fn reentry(fleet: &Fleet, key: &str, signals: &mut Signals) -> Result<bool
     if status.holder.is_none() && !status.known {
         return Err(status.unknown(format!(
             "re-entry on {}: cannot tell whether this job still holds the lock",
-            crate::display_key(key.as_bytes())
+            crate::text::display_key(key.as_bytes())
         )));
     }
     if crate::lock::is_shared(&token) {
@@ -404,7 +404,7 @@ async fn supervise(
 ) -> (io::Result<ExitStatus>, Option<Stop>) {
     let (grace, margin) = (cfg.grace(), cfg.kill_margin());
     let max_hold_at = cfg.max_hold.map(|d| lock.since + d);
-    let shown = crate::display_key(cfg.key.as_bytes());
+    let shown = crate::text::display_key(cfg.key.as_bytes());
     let mut stop: Option<Stop> = None;
     // A lost lock prints at most two lines: the first warning (a failing
     // renewal, or the stop), and the final error; the rest are -v.
@@ -466,8 +466,8 @@ async fn supervise(
                         log.event(
                             if was_failing { Level::Warn } else { Level::Info },
                             "renewed",
-                            &format!("renewed {shown}, valid for {}{recovered}", crate::fmt_duration(left)),
-                            json!({ "key": cfg.key, "validity_ms": crate::millis(left) }),
+                            &format!("renewed {shown}, valid for {}{recovered}", crate::text::fmt_duration(left)),
+                            json!({ "key": cfg.key, "validity_ms": crate::text::millis(left) }),
                         );
                         was_failing = false;
                     }
@@ -478,9 +478,9 @@ async fn supervise(
                             "renewal_failed",
                             &format!(
                                 "renewal failed, retrying with {} of validity left: {error}",
-                                crate::fmt_duration(left)
+                                crate::text::fmt_duration(left)
                             ),
-                            json!({ "key": cfg.key, "error": error, "validity_left_ms": crate::millis(left) }),
+                            json!({ "key": cfg.key, "error": error, "validity_left_ms": crate::text::millis(left) }),
                         );
                         was_failing = true;
                     }
@@ -545,13 +545,13 @@ async fn supervise(
                     &format!(
                         "{why}; sent {} to the command, SIGKILL in {}",
                         signals::name(signal),
-                        crate::fmt_duration(kill_in)
+                        crate::text::fmt_duration(kill_in)
                     ),
                     json!({
                         "pid": child.pid(),
                         "reason": why,
                         "signal": signals::name(signal),
-                        "kill_in_ms": crate::millis(kill_in),
+                        "kill_in_ms": crate::text::millis(kill_in),
                     }),
                 );
             }
@@ -578,7 +578,7 @@ async fn supervise(
 fn guard_killed(key: &str) -> String {
     format!(
         "redlock was stopped or frozen until the lock on {} ran out of validity, and its guard killed the command",
-        crate::display_key(key.as_bytes())
+        crate::text::display_key(key.as_bytes())
     )
 }
 
@@ -621,9 +621,9 @@ async fn finish(fleet: &Fleet, cfg: &Run, lock: &Lock, lost: bool, log: &Log) {
                         "kept",
                         &format!(
                             "--keep: the lock stays for another {}",
-                            crate::fmt_duration(left)
+                            crate::text::fmt_duration(left)
                         ),
-                        json!({ "key": lock.key, "kept_ms": crate::millis(left) }),
+                        json!({ "key": lock.key, "kept_ms": crate::text::millis(left) }),
                     );
                     return;
                 }

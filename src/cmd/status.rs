@@ -106,7 +106,7 @@ pub async fn status(fleet: &Fleet, key: &str, json: bool, limit: Option<u32>) ->
         None => Ok(exit::FREE_OR_WARNINGS),
         Some((_, unknown)) => Err(unknown.unknown(format!(
             "status {}: too few servers answered to tell held from free (quorum {})",
-            crate::display_key(key.as_bytes()),
+            crate::text::display_key(key.as_bytes()),
             unknown.quorum
         ))),
     }
@@ -185,7 +185,7 @@ fn shared_json(h: &SharedHolder) -> serde_json::Value {
         "note": token.as_ref().and_then(|t| t.note.clone()),
         "job": token.as_ref().and_then(|t| t.job.clone()),
         "fence": null,
-        "ttl_ms": crate::millis(h.ttl),
+        "ttl_ms": crate::text::millis(h.ttl),
     })
 }
 
@@ -199,7 +199,7 @@ fn render_shared(key: &str, status: &Status, holders: &[SharedHolder], queue: &[
             "\nshared  {}  {}, {} left",
             fingerprint(&h.token),
             describe_value(&h.token),
-            crate::fmt_duration(h.ttl)
+            crate::text::fmt_duration(h.ttl)
         ));
     }
     out
@@ -248,7 +248,7 @@ fn render_places(key: &str, places: &[(u32, Status)], queue: &[Waiter]) -> Strin
         "{}: {held} of {} places of {} held (each on a quorum of {quorum} of {total} servers)",
         if held > 0 { "held" } else { "free" },
         places.len(),
-        crate::display_key(key.as_bytes()),
+        crate::text::display_key(key.as_bytes()),
     ));
     out.push_str(&queue_lines(queue));
     out
@@ -270,11 +270,11 @@ fn queue_lines(queue: &[Waiter]) -> String {
 }
 
 fn ttl_text(ttl: Option<Duration>) -> String {
-    ttl.map_or_else(|| "no expiry".to_owned(), crate::fmt_duration)
+    ttl.map_or_else(|| "no expiry".to_owned(), crate::text::fmt_duration)
 }
 
 fn ttl_ms(ttl: Option<Duration>) -> serde_json::Value {
-    ttl.map_or(serde_json::Value::Null, |d| json!(crate::millis(d)))
+    ttl.map_or(serde_json::Value::Null, |d| json!(crate::text::millis(d)))
 }
 
 /// One queued waiter's facts: host, pid (from its token-shaped entry) and
@@ -304,7 +304,7 @@ fn render_table(key: &str, status: &Status, queue: &[Waiter], ended: Option<&Ent
         })
         .collect();
     let mut out = super::table::render(["SERVER", "STATE", "TTL", "HOLDER"], &rows);
-    let shown = crate::display_key(key.as_bytes());
+    let shown = crate::text::display_key(key.as_bytes());
     let total = status.servers.len();
     match &status.holder {
         Some((value, ttl)) => {
@@ -320,7 +320,7 @@ fn render_table(key: &str, status: &Status, queue: &[Waiter], ended: Option<&Ent
                     "held: {shown} is kept by --keep until {} ({} left): the run of {} pid {} \
                      ended at {} ({}); on {on}/{total} servers (quorum {}){fence}",
                     humantime::format_rfc3339_seconds(std::time::SystemTime::now() + *left),
-                    crate::fmt_duration(*left),
+                    crate::text::fmt_duration(*left),
                     run.host,
                     run.pid,
                     humantime::format_rfc3339_seconds(end_of(run)),
@@ -407,7 +407,7 @@ fn render_json(
             // Whether that process is gone; null on another host.
             "process_ended": here.map(crate::lock::process_ended),
             "acquired_at": token.as_ref().map(|t| humantime::format_rfc3339_millis(t.created()).to_string()),
-            "held_ms": token.as_ref().map(|t| crate::millis(t.held_for())),
+            "held_ms": token.as_ref().map(|t| crate::text::millis(t.held_for())),
             // Where it runs: its `--note`, its CI job.
             "note": token.as_ref().and_then(|t| t.note.clone()),
             "job": token.as_ref().and_then(|t| t.job.clone()),

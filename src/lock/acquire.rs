@@ -95,7 +95,7 @@ impl TickRan {
     pub fn describe(&self, key: &str) -> String {
         format!(
             "{}: the tick of {} already ran on {}",
-            crate::display_key(key.as_bytes()),
+            crate::text::display_key(key.as_bytes()),
             self.tick.describe(),
             ran_by(&self.token)
         )
@@ -106,7 +106,7 @@ impl TickRan {
 pub fn ran_by(token: &str) -> String {
     match token.parse::<Token>() {
         Ok(t) => format!("{} (pid {})", t.host, t.pid),
-        Err(_) => format!("another client (value {})", crate::display_key(token.as_bytes())),
+        Err(_) => format!("another client (value {})", crate::text::display_key(token.as_bytes())),
     }
 }
 
@@ -141,7 +141,7 @@ impl Split {
         };
         format!(
             "{}: no holder has a quorum ({quorum} of {total}); the votes are split among {} tokens ({counts} servers){silent}",
-            crate::display_key(key.as_bytes()),
+            crate::text::display_key(key.as_bytes()),
             self.votes.len(),
         )
     }
@@ -196,15 +196,15 @@ impl Fleet {
         let place = terms.place;
         let [order, deadlines] = self.layout.queue_keys(key);
         let numbers = Numbers {
-            ttl_ms: crate::millis(ttl),
+            ttl_ms: crate::text::millis(ttl),
             proposal: fence.then(|| fence::proposal(SystemTime::now())),
             window_us: u64::try_from(fence::WINDOW.as_micros()).unwrap_or(u64::MAX),
-            life_ms: crate::millis(fence::lifetime(ttl)),
+            life_ms: crate::text::millis(fence::lifetime(ttl)),
             join: place.is_some_and(|p| p.join),
             order: place.is_some_and(|p| p.order),
-            queue_life_ms: crate::millis(queue::LIFETIME),
+            queue_life_ms: crate::text::millis(queue::LIFETIME),
             since_ms: place.map_or(0, |p| p.since_ms),
-            skew_ms: crate::millis(queue::SKEW),
+            skew_ms: crate::text::millis(queue::SKEW),
             places: place.map_or(1, |p| p.places),
             shared,
             // Where a server's clock at the first attempt is not known: the
@@ -217,7 +217,7 @@ impl Fleet {
                     let now = tokio::time::Instant::now();
                     let call = self.servers.iter().map(|s| s.deadline()).max();
                     let call = call.map(|d| d.saturating_duration_since(now)).unwrap_or_default();
-                    Untaken::For(crate::millis(began + call))
+                    Untaken::For(crate::text::millis(began + call))
                 }
             },
             tick: terms.tick,
@@ -325,7 +325,7 @@ impl Fleet {
             .filter_map(|(server, reply)| match reply {
                 Reply::Answered(Granted::Yes(Grant { clock: Some(c), .. }))
                 | Reply::Answered(Granted::No { clock: Some(c), .. }) => {
-                    Some((server.name().to_owned(), crate::millis(*c)))
+                    Some((server.name().to_owned(), crate::text::millis(*c)))
                 }
                 _ => None,
             })
@@ -406,7 +406,7 @@ impl Fleet {
         start: BootInstant,
         round: &Round<Granted>,
     ) -> Attempt {
-        let shown = crate::display_key(key.as_bytes());
+        let shown = crate::text::display_key(key.as_bytes());
         let votes = Votes::of(&round.replies);
         // Servers not heard from count as silent: the verdict is final.
         let standing = quorum::standing(votes.ours, &votes.counts(), 0, self.quorum);
@@ -449,8 +449,8 @@ impl Fleet {
                     (Ok(_), None) => Attempt::Unavailable(Error::Unavailable {
                         what: format!(
                             "acquire {shown}: the quorum answered only after {}, leaving no validity out of a {} TTL",
-                            crate::fmt_duration(elapsed),
-                            crate::fmt_duration(ttl)
+                            crate::text::fmt_duration(elapsed),
+                            crate::text::fmt_duration(ttl)
                         ),
                         failures: round.failures(),
                         config: false,
@@ -522,7 +522,7 @@ impl Fleet {
                 readers: shared.then(|| self.layout.readers_key(key)),
                 token: token.to_owned(),
                 value: fence,
-                life_ms: crate::millis(fence::lifetime(ttl)),
+                life_ms: crate::text::millis(fence::lifetime(ttl)),
             }),
         };
         // Yes only where the counter is now exactly the fence: a server that
@@ -537,7 +537,7 @@ impl Fleet {
             _ => Err(self.unavailable(
                 format!(
                     "acquire {}: could not record fence {fence} on a quorum",
-                    crate::display_key(key.as_bytes())
+                    crate::text::display_key(key.as_bytes())
                 ),
                 &raised,
             )),
@@ -803,7 +803,7 @@ async fn contend(
                 Granted::Yes(Grant { no_vote: Some(why), .. }) => Err(ServerError {
                     server: server.name().to_owned(),
                     op: Op::Acquire,
-                    key: crate::display_key(key.as_bytes()),
+                    key: crate::text::display_key(key.as_bytes()),
                     failure: Failure::NoVote(why),
                 }),
                 granted => Ok(granted),
@@ -850,7 +850,7 @@ fn listed_twice(op: Op, key: &str, twin: &str, why: &str) -> Error {
     Error::Usage(format!(
         "{op} {}: a server is listed twice: {twin} {why}: list each server once (--servers, \
          REDLOCK_SERVERS or the configuration file's servers)",
-        crate::display_key(key.as_bytes()),
+        crate::text::display_key(key.as_bytes()),
     ))
 }
 
@@ -1018,9 +1018,9 @@ pub(super) fn no_vote(
         format!(
             "its clock is {} {} this host's (more than the {} the locks allow): a holder's key \
              may have expired there early",
-            crate::fmt_duration(off),
+            crate::text::fmt_duration(off),
             if ahead { "ahead of" } else { "behind" },
-            crate::fmt_duration(CLOCK_ALLOWANCE)
+            crate::text::fmt_duration(CLOCK_ALLOWANCE)
         )
     })
 }
@@ -1078,9 +1078,9 @@ pub(super) fn restarted(
             "it started {} ago, within the longest TTL plus 1s ({}): a restart may have lost a \
              holder's key; it votes in {} (at once if it keeps every write: start it with \
              appendonly yes and appendfsync always; or --trust-restarts)",
-            crate::fmt_duration(up),
-            crate::fmt_duration(window),
-            crate::fmt_duration(rest)
+            crate::text::fmt_duration(up),
+            crate::text::fmt_duration(window),
+            crate::text::fmt_duration(rest)
         )
     })
 }

@@ -21,8 +21,8 @@ impl Fleet {
                 lock: self.layout.held_key(key, token),
                 fence: self.layout.fence_key(key),
                 token: token.to_owned(),
-                ttl_ms: crate::millis(ttl),
-                life_ms: crate::millis(crate::fence::lifetime(ttl)),
+                ttl_ms: crate::text::millis(ttl),
+                life_ms: crate::text::millis(crate::fence::lifetime(ttl)),
             })
         };
         self.retime(operation, key, token, shared, ttl).await
@@ -41,8 +41,8 @@ impl Fleet {
             ],
             args: vec![
                 token.into(),
-                crate::millis(ttl).to_string().into(),
-                crate::millis(crate::fence::lifetime(ttl)).to_string().into_bytes(),
+                crate::text::millis(ttl).to_string().into(),
+                crate::text::millis(crate::fence::lifetime(ttl)).to_string().into_bytes(),
                 if exact { "exact" } else { "" }.into(),
             ],
         }
@@ -63,7 +63,7 @@ impl Fleet {
             Operation::SetTtl(SetTtlOp {
                 lock: self.layout.held_key(key, token),
                 token: token.to_owned(),
-                ttl_ms: crate::millis(ttl),
+                ttl_ms: crate::text::millis(ttl),
             })
         };
         self.retime(operation, key, token, shared, ttl).await
@@ -84,7 +84,7 @@ impl Fleet {
         let start = BootInstant::now();
         let call = Call { op: Op::Extend, key: key.to_owned(), operation };
         let round = self.round(call, parse_int, done_here).await;
-        let shown = crate::display_key(key.as_bytes());
+        let shown = crate::text::display_key(key.as_bytes());
         match round.outcome() {
             // A renewal counted on one server listed twice could hold the
             // lock on a minority: refused, as the acquire round refuses it.
@@ -131,7 +131,7 @@ impl Fleet {
         let refused = if shared { NO_SHARED_HOLD } else { NOT_HELD };
         let call = self.release_call(key, token, shared);
         let round = self.round(call, parse_int, done_here).await;
-        let shown = crate::display_key(key.as_bytes());
+        let shown = crate::text::display_key(key.as_bytes());
         match round.outcome() {
             Outcome::Won => {
                 Ok(self.results(&round, |n| if *n == 1 { "deleted" } else { "not held" }))
@@ -164,7 +164,7 @@ impl Fleet {
         slot: u32,
         any_value: bool,
     ) -> Result<usize, Error> {
-        let shown = crate::display_key(key.as_bytes());
+        let shown = crate::text::display_key(key.as_bytes());
         let status = self.status_of(key, slot).await;
         let failures = status.failures();
         if failures.0.len() > self.servers.len() - self.quorum {
@@ -186,7 +186,7 @@ impl Fleet {
                 return Err(Error::Usage(format!(
                     "release --force {shown}: {name} holds a value that is not a redlock lock ({:?}); \
                      nothing deleted (--force-any-value deletes it anyway)",
-                    crate::display_key(value.as_bytes())
+                    crate::text::display_key(value.as_bytes())
                 )));
             }
             match values.iter_mut().find(|(v, _)| v == value) {

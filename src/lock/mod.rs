@@ -441,10 +441,10 @@ impl Holder {
     /// One line: who holds `key` and for how long.
     pub fn describe(&self, key: &str) -> String {
         let expiry = match self.remaining {
-            Some(d) => format!("expires in {}", crate::fmt_duration(d)),
+            Some(d) => format!("expires in {}", crate::text::fmt_duration(d)),
             None => "has no expiry".to_owned(),
         };
-        let shown = crate::display_key(key.as_bytes());
+        let shown = crate::text::display_key(key.as_bytes());
         match self.value.parse::<Token>().map(|t| t.limit()) {
             // A `--limit` key ([`crate::slots`]): this is the place that
             // frees soonest.
@@ -469,11 +469,13 @@ pub fn describe_value(value: &str) -> String {
             t.pid,
             if t.caller { "the caller of redlock acquire, " } else { "" },
             humantime::format_rfc3339_seconds(t.created()),
-            crate::fmt_duration(t.held_for()),
+            crate::text::fmt_duration(t.held_for()),
             if process_ended(&t) { "; that process has ended" } else { "" },
             whereabouts(&t),
         ),
-        Err(()) => format!("another client (value {:?})", crate::display_key(value.as_bytes())),
+        Err(()) => {
+            format!("another client (value {:?})", crate::text::display_key(value.as_bytes()))
+        }
     }
 }
 
@@ -692,7 +694,7 @@ impl Fleet {
                     Reply::Failed(e) => Part::Failed(e.failure.to_string()),
                     Reply::NotAwaited => Part::NotAwaited,
                 },
-                latency_ms: latency.map(crate::ms_f64),
+                latency_ms: latency.map(crate::text::ms_f64),
             })
             .collect()
     }

@@ -408,8 +408,8 @@ impl Record {
             None => (or(ts, "-1"), or(te, "-1"), tt.clone()),
         };
         let end: u64 = te_new.parse().unwrap_or(0);
-        let life = crate::millis(super::RECORD_LIFE)
-            .max((end + crate::millis(super::TICK_MARGIN)).saturating_sub(now_ms));
+        let life = crate::text::millis(super::RECORD_LIFE)
+            .max((end + crate::text::millis(super::TICK_MARGIN)).saturating_sub(now_ms));
         tx.cmd("HSET").arg(key);
         tx.arg("at").arg(now_ms).arg("tok").arg(token);
         tx.arg("ts").arg(ts_new).arg("te").arg(te_new).arg("tt").arg(tt_new);

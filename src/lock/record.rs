@@ -78,8 +78,8 @@ impl Tick {
     /// The tick of length `every` that contains `at`. `every` is at least
     /// a millisecond (the command line validates it).
     pub fn of(at: SystemTime, every: Duration) -> Tick {
-        let now = crate::millis(at.duration_since(std::time::UNIX_EPOCH).unwrap_or_default());
-        let every = crate::millis(every).max(1);
+        let now = crate::text::millis(at.duration_since(std::time::UNIX_EPOCH).unwrap_or_default());
+        let every = crate::text::millis(every).max(1);
         let start_ms = now / every * every;
         Tick { start_ms, end_ms: start_ms + every }
     }

@@ -452,7 +452,12 @@ impl Server {
     }
 
     fn error(&self, op: Op, key: &[u8], failure: Failure) -> ServerError {
-        ServerError { server: self.name().to_owned(), op, key: crate::display_key(key), failure }
+        ServerError {
+            server: self.name().to_owned(),
+            op,
+            key: crate::text::display_key(key),
+            failure,
+        }
     }
 
     /// Opens a dedicated pub/sub connection subscribed to `channel`,
@@ -599,7 +604,7 @@ impl Server {
         // timeout, which fails the vote the same way. `WAIT n 0` would
         // block for ever, so it is never sent.
         let slack = (left / 2).min(Duration::from_millis(150));
-        let wait = crate::millis(left.saturating_sub(slack));
+        let wait = crate::text::millis(left.saturating_sub(slack));
         if wait == 0 {
             return Err(Failure::NoVote(format!(
                 "not confirmed on the replicas: no time left to confirm the write on {needed} \

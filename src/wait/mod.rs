@@ -288,7 +288,7 @@ pub async fn acquire(
 ) -> Result<Lock, Error> {
     let Request { key, wait, ordered, .. } = request;
     let key = key.as_str();
-    let shown = crate::display_key(key.as_bytes());
+    let shown = crate::text::display_key(key.as_bytes());
     let start = Instant::now();
     // This wait's entry in the queue ([`crate::queue`]), kept by the
     // attempts themselves. A shared wait's member says so, for the queue's
@@ -309,7 +309,7 @@ pub async fn acquire(
         },
         Backoff::new(),
     );
-    let since_ms = crate::millis(
+    let since_ms = crate::text::millis(
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default(),
     );
     let mut wait_report = WaitReport::default();
@@ -443,7 +443,7 @@ pub async fn acquire(
                 log.debug(&format!(
                     "attempt {}: {last_seen}; next in at most {}",
                     state.attempts,
-                    crate::fmt_duration(until.saturating_duration_since(Instant::now()))
+                    crate::text::fmt_duration(until.saturating_duration_since(Instant::now()))
                 ));
                 tokio::select! {
                     () = tokio::time::sleep_until(until.into()) => Event::PauseEnded,
@@ -485,7 +485,7 @@ pub async fn acquire(
 /// may have cut the wait at the end of the tick.
 fn gave_up(last: Error, bound: Duration, tick: bool) -> Error {
     let cause = if tick { "--wait, or the end of the tick" } else { "--wait" };
-    let prefix = format!("gave up after {} ({cause}): ", crate::fmt_duration(bound));
+    let prefix = format!("gave up after {} ({cause}): ", crate::text::fmt_duration(bound));
     match last {
         Error::Busy { message, code } => Error::Busy { message: prefix + &message, code },
         Error::Unavailable { what, failures, config } => {
@@ -527,7 +527,7 @@ fn log_attempt(log: &Log, key: &str, n: u32, report: &crate::lock::AttemptReport
     log.event(
         if log.verbose() { Level::Info } else { Level::Debug },
         "acquire_attempt",
-        &format!("attempt {n} on {}: {outcome}", crate::display_key(key.as_bytes())),
+        &format!("attempt {n} on {}: {outcome}", crate::text::display_key(key.as_bytes())),
         json!({ "key": key, "attempt": n, "outcome": outcome, "servers": report.servers }),
     );
 }
@@ -548,8 +548,8 @@ fn acquired(
         "acquired",
         &format!(
             "acquired {} after {attempts} attempt(s) in {}: {}; valid for {}{}",
-            crate::display_key(key.as_bytes()),
-            crate::fmt_duration(waited),
+            crate::text::display_key(key.as_bytes()),
+            crate::text::fmt_duration(waited),
             crate::lock::took_part(
                 format!(
                     "granted by {} of {} (quorum {})",
@@ -561,7 +561,7 @@ fn acquired(
                 "granted",
                 log.verbose(),
             ),
-            crate::fmt_duration(lock.validity),
+            crate::text::fmt_duration(lock.validity),
             lock.fence.map_or_else(String::new, |f| format!(", fence {f}")),
         ),
         json!({
@@ -569,9 +569,9 @@ fn acquired(
             "quorum": fleet.quorum(),
             "granted": lock.granted.0,
             "servers": lock.granted.1,
-            "validity_ms": crate::millis(lock.validity),
+            "validity_ms": crate::text::millis(lock.validity),
             "fence": lock.fence,
-            "waited_ms": crate::millis(waited),
+            "waited_ms": crate::text::millis(waited),
             "attempts": attempts,
         }),
     );
@@ -599,13 +599,13 @@ fn config_error(e: &Error) -> bool {
 /// deadline: no quorum answered in time.
 fn cut_off(fleet: &Fleet, key: &str, wait: &Wait) -> Error {
     let limit = match wait {
-        Wait::For(d) => crate::fmt_duration(*d),
+        Wait::For(d) => crate::text::fmt_duration(*d),
         _ => String::new(),
     };
     Error::Unavailable {
         what: format!(
             "acquire {}: no quorum of {} servers answered within --wait {limit}",
-            crate::display_key(key.as_bytes()),
+            crate::text::display_key(key.as_bytes()),
             fleet.servers().len()
         ),
         failures: crate::quorum::Failures::default(),
@@ -614,7 +614,10 @@ fn cut_off(fleet: &Fleet, key: &str, wait: &Wait) -> Error {
 }
 
 fn interrupted(signal: i32, key: &str) -> Error {
-    Error::Interrupted(signal, format!("while waiting for {}", crate::display_key(key.as_bytes())))
+    Error::Interrupted(
+        signal,
+        format!("while waiting for {}", crate::text::display_key(key.as_bytes())),
+    )
 }
 
 /// When the first progress line of a wait is written, and then how often.
@@ -639,7 +642,7 @@ impl WaitReport {
     fn waiting(&mut self, log: &Log, key: &str, last: &Error, elapsed: Duration, left: Duration) {
         let Some((event, cause, message)) = self.line(key, last, elapsed, left) else { return };
         let forever = left == Duration::MAX;
-        let left_ms = (!forever).then(|| crate::millis(left));
+        let left_ms = (!forever).then(|| crate::text::millis(left));
         log.event(
             Level::Notice,
             event,
@@ -647,7 +650,7 @@ impl WaitReport {
             json!({
                 "key": key,
                 "cause": cause,
-                "waited_ms": crate::millis(elapsed),
+                "waited_ms": crate::text::millis(elapsed),
                 "left_ms": left_ms,
                 "reason": last.to_string(),
             }),
@@ -663,9 +666,9 @@ impl WaitReport {
         elapsed: Duration,
         left: Duration,
     ) -> Option<(&'static str, &'static str, String)> {
-        let shown = crate::display_key(key.as_bytes());
+        let shown = crate::text::display_key(key.as_bytes());
         let forever = left == Duration::MAX;
-        let more = || format!("at most {} more", crate::fmt_duration(left));
+        let more = || format!("at most {} more", crate::text::fmt_duration(left));
         // Servers that fail are an outage, not contention: the line says
         // so, rather than that the lock is busy (`last` names the servers).
         let cause = match last {
@@ -690,7 +693,7 @@ impl WaitReport {
             }
             Some(due) if elapsed >= due => {
                 self.next = Some(elapsed + PROGRESS_EVERY);
-                let waited = crate::fmt_duration(elapsed);
+                let waited = crate::text::fmt_duration(elapsed);
                 // "retrying after 9m" reads as a delay before the next
                 // try: the time is how long the wait has lasted.
                 let message = match cause {
@@ -715,10 +718,10 @@ impl WaitReport {
             "wait_ended",
             &format!(
                 "acquired {} after waiting {} ({attempts} attempts)",
-                crate::display_key(key.as_bytes()),
-                crate::fmt_duration(waited)
+                crate::text::display_key(key.as_bytes()),
+                crate::text::fmt_duration(waited)
             ),
-            json!({ "key": key, "waited_ms": crate::millis(waited), "attempts": attempts }),
+            json!({ "key": key, "waited_ms": crate::text::millis(waited), "attempts": attempts }),
         );
     }
 }
@@ -743,7 +746,7 @@ fn unreachable_servers(log: &Log, key: &str, servers: &[crate::lock::ServerResul
             "{} of {} servers failed while taking {}: {}",
             failed.len(),
             servers.len(),
-            crate::display_key(key.as_bytes()),
+            crate::text::display_key(key.as_bytes()),
             failed.join("; ")
         ),
         json!({ "key": key, "failed": failed }),

@@ -220,10 +220,10 @@ pub fn assess_votes(probes: &[Probe], window: Option<Duration>, quorum: usize, a
                      always (from its start, its append-only file written without error), or \
                      pass --trust-restarts",
                     p.server,
-                    crate::fmt_duration(up),
+                    crate::text::fmt_duration(up),
                     p.unkept.unwrap_or("it may not keep every write"),
-                    crate::fmt_duration(window.unwrap_or_default()),
-                    crate::fmt_duration(rest)
+                    crate::text::fmt_duration(window.unwrap_or_default()),
+                    crate::text::fmt_duration(rest)
                 )
             }),
             (Some(_), None) => {
@@ -243,9 +243,9 @@ pub fn assess_votes(probes: &[Probe], window: Option<Duration>, quorum: usize, a
                 "{}: clock {} {} this machine's, more than the {} the locks allow: it gets no \
                  vote (check NTP, here and there)",
                 p.server,
-                crate::fmt_duration(off),
+                crate::text::fmt_duration(off),
                 if p.clock_offset_ms > 0.0 { "ahead of" } else { "behind" },
-                crate::fmt_duration(crate::lock::CLOCK_ALLOWANCE)
+                crate::text::fmt_duration(crate::lock::CLOCK_ALLOWANCE)
             )
         });
         if restarted.is_some() || skewed.is_some() {
@@ -264,7 +264,7 @@ pub fn assess_votes(probes: &[Probe], window: Option<Duration>, quorum: usize, a
             Some(rest) => format!(
                 "for {}, until enough of them can vote (see the warnings: how to make them vote \
                  at once)",
-                crate::fmt_duration(*rest)
+                crate::text::fmt_duration(*rest)
             ),
             None => "until more can".to_owned(),
         };
@@ -375,7 +375,7 @@ pub fn assess(
                  each fenced acquisition takes one more round trip",
                 p.server,
                 p.clock_offset_ms,
-                crate::fmt_duration(fence::WINDOW)
+                crate::text::fmt_duration(fence::WINDOW)
             ));
         }
         if let PubSub::Refused(why) = &p.pubsub {
@@ -429,7 +429,7 @@ pub fn assess(
             "server clocks differ by {:.1}ms, {} or more: fencing numbers can go backwards once a \
              counter expires or a server restarts empty (fix the clocks, or do not rely on REDLOCK_FENCE)",
             a.clock_spread_ms,
-            crate::fmt_duration(fence_margin)
+            crate::text::fmt_duration(fence_margin)
         ));
     }
     if a.clock_spread_ms > a.drift_budget_ms {
@@ -438,7 +438,7 @@ pub fn assess(
              check NTP (clocks that jump or run at different rates break Redlock's timing)",
             a.clock_spread_ms,
             a.drift_budget_ms,
-            crate::fmt_duration(ttl)
+            crate::text::fmt_duration(ttl)
         ));
     }
     a

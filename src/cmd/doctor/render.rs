@@ -91,14 +91,14 @@ pub fn json(r: &Report) -> serde_json::Value {
         .map(|p| {
             json!({
                 "server": p.server, "reachable": true, "error": null,
-                "rtt_ms": crate::ms_f64(p.rtt), "engine": engine(p),
+                "rtt_ms": crate::text::ms_f64(p.rtt), "engine": engine(p),
                 "version": p.version, "valkey_version": p.valkey_version, "role": p.role,
                 "mode": mode(p), "sentinel_service": p.sentinel,
                 "path": p.path.word(),
                 "path_error": match &p.path { Path::Unknown(e) => Some(e), _ => None },
                 "probe_key_refused": p.probe_key_refused,
                 "pubsub": p.pubsub.word(), "pubsub_error": p.pubsub.why(),
-                "run_id": p.run_id, "clock_offset_ms": crate::round_ms(p.clock_offset_ms),
+                "run_id": p.run_id, "clock_offset_ms": crate::text::round_ms(p.clock_offset_ms),
                 "maxmemory": p.maxmemory, "maxmemory_policy": p.policy,
                 "appendonly": p.appendonly, "appendfsync": p.appendfsync, "save": p.save,
             })
@@ -110,8 +110,8 @@ pub fn json(r: &Report) -> serde_json::Value {
     json!({
         "verdict": r.verdict.word(),
         "quorum": r.quorum,
-        "clock_spread_ms": crate::round_ms(a.clock_spread_ms),
-        "drift_budget_ms": crate::round_ms(a.drift_budget_ms),
+        "clock_spread_ms": crate::text::round_ms(a.clock_spread_ms),
+        "drift_budget_ms": crate::text::round_ms(a.drift_budget_ms),
         "errors": a.errors,
         "warnings": a.warnings,
         "notes": a.notes,
