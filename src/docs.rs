@@ -203,13 +203,53 @@ fn section(title: &str, entries: &[(&str, &str)], escape_term: bool) -> String {
     out
 }
 
+/// A subcommand's SYNOPSIS: the global options as one `[GLOBAL OPTIONS]`
+/// (each is under OPTIONS), then the subcommand's own options in the
+/// order `--help` lists them (key and TTL, waiting, mode, the run's
+/// options), each with its value, then its arguments. clap_mangen's lists
+/// every option, globals among them, in no order and without values.
+fn synopsis(cmd: &clap::Command) -> String {
+    let name = cmd.get_name().trim_start_matches("redlock-");
+    let mut words =
+        vec!["\\fBredlock\\fR [\\fIGLOBAL OPTIONS\\fR]".to_owned(), format!("\\fB{name}\\fR")];
+    let mut positional = Vec::new();
+    for a in cmd.get_arguments() {
+        let id = a.get_id().as_str();
+        if a.is_global_set() || a.is_hide_set() || id == "help" || id == "version" {
+            continue;
+        }
+        let value = a
+            .get_value_names()
+            .map(|v| v.iter().map(|n| format!(" \\fI{n}\\fR")).collect::<String>())
+            .unwrap_or_default();
+        let value = if a.get_action().takes_values() { value } else { String::new() };
+        let flag = match (a.get_short(), a.get_long()) {
+            (_, Some(long)) => format!("\\fB\\-\\-{}\\fR", roff_escape(long)),
+            (Some(short), None) => format!("\\fB\\-{short}\\fR"),
+            (None, None) => {
+                let names = a.get_value_names().map(|v| v.join(" ")).unwrap_or_default();
+                positional.push(format!("[\\fB\\-\\-\\fR \\fI{}\\fR...]", roff_escape(&names)));
+                continue;
+            }
+        };
+        let word = format!("{flag}{value}");
+        words.push(if a.is_required_set() { word } else { format!("[{word}]") });
+    }
+    words.extend(positional);
+    format!(".SH SYNOPSIS\n{}\n", words.join(" "))
+}
+
 fn render_page(cmd: &clap::Command, extra: &str) -> Vec<u8> {
     let man = clap_mangen::Man::new(cmd.clone());
     let mut out = Vec::new();
     // Writing into a Vec cannot fail.
     let _ = man.render_title(&mut out);
     let _ = man.render_name_section(&mut out);
-    let _ = man.render_synopsis_section(&mut out);
+    if cmd.get_subcommands().next().is_some() {
+        let _ = man.render_synopsis_section(&mut out);
+    } else {
+        out.extend_from_slice(synopsis(cmd).as_bytes());
+    }
     let _ = man.render_description_section(&mut out);
     let _ = man.render_options_section(&mut out);
     if cmd.get_subcommands().next().is_some() {

@@ -116,3 +116,17 @@ fn packages_carry_no_invented_address() {
         }
     }
 }
+
+/// A subcommand's SYNOPSIS gathers the global options in `[GLOBAL
+/// OPTIONS]` and lists its own in `--help`'s order, each with its value.
+#[test]
+fn the_synopsis_lists_a_subcommand_s_own_options_with_their_values() {
+    let page = std::fs::read_to_string(root().join("man/redlock-run.1")).unwrap();
+    let synopsis = page.lines().skip_while(|l| *l != ".SH SYNOPSIS").nth(1).unwrap_or("");
+    assert!(synopsis.contains("[\\fIGLOBAL OPTIONS\\fR] \\fBrun\\fR"), "{synopsis}");
+    assert!(synopsis.contains("[\\fB\\-\\-ttl\\fR \\fIDUR\\fR]"), "{synopsis}");
+    assert!(synopsis.contains("[\\fB\\-\\-once\\-per\\fR \\fIDUR\\fR]"), "{synopsis}");
+    assert!(!synopsis.contains("servers"), "the global options are gathered: {synopsis}");
+    let ttl = synopsis.find("ttl").unwrap();
+    assert!(ttl < synopsis.find("keep").unwrap(), "in --help's order: {synopsis}");
+}
