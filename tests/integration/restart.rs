@@ -6,10 +6,11 @@
 //! servers that have been up that long, and without the harness's
 //! `REDLOCK_TRUST_RESTARTS` ([`Redlock::distrust_restarts`]).
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::harness::proxy::{Mode, Proxy};
-use crate::harness::{Fleet, Redlock, unique_key, wait_for_file};
+use crate::harness::{Fleet, Redlock, Running, unique_key, wait_for_file};
 
 /// The longest TTL of these tests, and how long a restarted server waits.
 const MAX_TTL: &str = "3s";
@@ -39,17 +40,25 @@ fn a_server_restarted_empty_gives_no_vote_to_a_second_holder() {
     let mut fleet = aged_fleet(3);
     let key = unique_key("restart-empty");
     let dir = tempfile::tempdir().unwrap();
-    let inside = dir.path().join("inside");
-    // The holder reaches C through a proxy that holds everything.
+    let (_proxy, holder) = holder_on_a_and_b(&fleet, &key, dir.path());
+    fleet.servers[1].restart();
+    second_run_never_overlaps(&fleet, &key, dir.path());
+    let _ = holder.wait();
+}
+
+/// A holder of `key` on exactly a quorum: A and B, C reached through a
+/// proxy that holds everything and then drops it; its command keeps
+/// `DIR/inside` while it runs. Renewals 2 s apart: a second run comes
+/// before the holder learns of a restart at its next renewal.
+fn holder_on_a_and_b(fleet: &Fleet, key: &str, dir: &Path) -> (Proxy, Running) {
+    let inside = dir.join("inside");
     let proxy = Proxy::start(fleet.servers[2].port);
     proxy.set(Mode::Stall);
     let holder_servers =
         format!("{},{},{}", fleet.servers[0].url(), fleet.servers[1].url(), proxy.url());
     let holder = redlock(&holder_servers)
-        // Renewals 2 s apart: the second comes before the holder learns of
-        // the restart at its next renewal.
         .args(["run", "--ttl", MAX_TTL, "--renew-every", "2s", "--kill-after", "100ms"])
-        .args(["--node-timeout", "200ms", "-k", &key, "--"])
+        .args(["--node-timeout", "200ms", "-k", key, "--"])
         .args(["sh", "-c"])
         .args([format!(
             "touch {i}; trap 'rm -f {i}; exit 143' TERM; sleep 6 & wait; rm -f {i}",
@@ -59,14 +68,17 @@ fn a_server_restarted_empty_gives_no_vote_to_a_second_holder() {
     wait_for_file(&inside);
     // What the holder sent C is never delivered.
     proxy.drop_connections();
-    fleet.servers[1].restart();
-    let overlap = dir.path().join("overlap");
+    (proxy, holder)
+}
+
+/// A second `run -n` of `key` on the whole fleet may run once the holder
+/// ([`holder_on_a_and_b`]) has lost its lock and stopped its command:
+/// never beside it.
+fn second_run_never_overlaps(fleet: &Fleet, key: &str, dir: &Path) {
+    let (inside, overlap) = (dir.join("inside"), dir.join("overlap"));
     let check = format!("test -e {} && touch {}; true", inside.display(), overlap.display());
-    let out = redlock(&fleet.urls()).args(run_n(&key)).args(["sh", "-c", &check]).run();
-    // It may run once the holder has lost its lock (at its next renewal,
-    // with B empty and C cut off) and stopped its command: never before.
+    let out = redlock(&fleet.urls()).args(["-v"]).args(run_n(key)).args(["sh", "-c", &check]).run();
     assert!(!overlap.exists(), "a second holder ran beside the first:\n{}", out.stderr);
-    let _ = holder.wait();
 }
 
 /// One server restarted: the others make a quorum at once.
@@ -142,22 +154,7 @@ fn persistence_switched_on_after_a_restart_buys_no_vote() {
     let mut fleet = aged_fleet(3);
     let key = unique_key("restart-aof-at-runtime");
     let dir = tempfile::tempdir().unwrap();
-    let inside = dir.path().join("inside");
-    let proxy = Proxy::start(fleet.servers[2].port);
-    proxy.set(Mode::Stall);
-    let holder_servers =
-        format!("{},{},{}", fleet.servers[0].url(), fleet.servers[1].url(), proxy.url());
-    let holder = redlock(&holder_servers)
-        .args(["run", "--ttl", MAX_TTL, "--renew-every", "2s", "--kill-after", "100ms"])
-        .args(["--node-timeout", "200ms", "-k", &key, "--"])
-        .args(["sh", "-c"])
-        .args([format!(
-            "touch {i}; trap 'rm -f {i}; exit 143' TERM; sleep 6 & wait; rm -f {i}",
-            i = inside.display()
-        )])
-        .spawn();
-    wait_for_file(&inside);
-    proxy.drop_connections();
+    let (_proxy, holder) = holder_on_a_and_b(&fleet, &key, dir.path());
     let a = &mut fleet.servers[0];
     a.shutdown(false);
     a.start_again();
@@ -177,11 +174,7 @@ fn persistence_switched_on_after_a_restart_buys_no_vote() {
         assert!(switched.elapsed() < Duration::from_secs(10), "no AOF rewrite:\n{info}");
         std::thread::sleep(Duration::from_millis(10));
     }
-    let overlap = dir.path().join("overlap");
-    let check = format!("test -e {} && touch {}; true", inside.display(), overlap.display());
-    let out =
-        redlock(&fleet.urls()).args(["-v"]).args(run_n(&key)).args(["sh", "-c", &check]).run();
-    assert!(!overlap.exists(), "a second holder ran beside the first:\n{}", out.stderr);
+    second_run_never_overlaps(&fleet, &key, dir.path());
     let _ = holder.wait();
 }
 
