@@ -7,6 +7,7 @@
 pub mod burst;
 pub mod cluster;
 pub mod ledger;
+pub mod netns;
 pub mod proxy;
 pub mod pty;
 pub mod redis;
