@@ -19,7 +19,24 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::harness;
+use crate::harness::netns::Netns;
 use crate::history::{Event, Mode, Recorder, now, wall_ms};
+
+/// The `redlock` the clients run: `REDLOCK_CAMPAIGN_BIN` when set (another
+/// build, such as an older commit's, to learn which faults find a hole in
+/// it), else the build under test. Only the campaign reads it, never
+/// redlock: [`harness::isolate`] takes every `REDLOCK_*` variable away from
+/// the clients.
+pub fn binary() -> PathBuf {
+    std::env::var_os("REDLOCK_CAMPAIGN_BIN").map_or_else(|| harness::bin().into(), PathBuf::from)
+}
+
+/// Whether `redlock run` of `bin` takes `flag` (an older build may lack
+/// it): its `--help` names it.
+pub fn run_takes(bin: &Path, flag: &str) -> bool {
+    let help = Command::new(bin).args(["run", "--help"]).output().unwrap();
+    String::from_utf8_lossy(&help.stdout).contains(flag)
+}
 
 /// The critical section (see the module doc). Arguments: the FIFO, how
 /// long to stay (ms), the exit code.
@@ -61,16 +78,22 @@ pub struct Ctx {
     pub hangs: Mutex<Vec<String>>,
     /// Pass `--trust-restarts` (a negative control).
     trust_restarts: bool,
+    /// The binary the clients run ([`binary`]).
+    pub bin: PathBuf,
+    /// The network namespaces the clients run in, client `c` in `c % len`
+    /// (the net-partition family; empty: the test's own namespace).
+    pub netns: Vec<Netns>,
 }
 
 impl Ctx {
-    /// A context for clients on `urls` (one list per client), recording
-    /// into `dir/history.jsonl`.
+    /// A context for clients on `urls` (one list per client), running in
+    /// `netns` (see [`Ctx::netns`]), recording into `dir/history.jsonl`.
     pub fn new(
         dir: &Path,
         urls: Vec<String>,
         trust_restarts: bool,
         fleet_pool: Vec<usize>,
+        netns: Vec<Netns>,
     ) -> Arc<Ctx> {
         std::fs::write(dir.join("section.pl"), SECTION).unwrap();
         Arc::new(Ctx {
@@ -84,6 +107,8 @@ impl Ctx {
             running: Mutex::new(Vec::new()),
             hangs: Mutex::new(Vec::new()),
             trust_restarts,
+            bin: binary(),
+            netns,
         })
     }
 
@@ -230,7 +255,10 @@ pub fn perform(ctx: &Ctx, client: usize, ask: &Ask) -> Done {
         std::thread::spawn(move || read_section(&fifo, &opened))
     });
     let log = std::fs::File::create(ctx.dir.join(format!("op{op}.err"))).unwrap();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_redlock"));
+    let mut cmd = Command::new(&ctx.bin);
+    if let Some(ns) = ctx.netns.get(client % ctx.netns.len().max(1)) {
+        ns.enter(&mut cmd);
+    }
     // The campaign's TTLs are at most 2 s: its servers vote 3 s after a
     // restart, as redlock's own rule has it (no trust by default).
     harness::isolate(&mut cmd)

@@ -23,6 +23,12 @@ pub enum Family {
     Pause,
     /// A client cut off from one or two servers (its own TCP proxies).
     Partition,
+    /// A real partition: the clients run in network namespaces of the
+    /// campaign's own ([`crate::harness::netns`]), and one namespace's
+    /// packets to and from one or two servers are dropped (nftables, inside
+    /// it), so they vanish: no refusal, no reset, TCP retransmits and
+    /// delivers late once healed.
+    NetPartition,
     /// A server killed and restarted at once, empty, while another is
     /// paused now and then (so that holders hold exact quorums).
     Restart,
@@ -63,10 +69,11 @@ pub enum Family {
 
 impl Family {
     /// Every family the campaign runs, the bound last.
-    pub const ALL: [Family; 15] = [
+    pub const ALL: [Family; 16] = [
         Family::Freeze,
         Family::Pause,
         Family::Partition,
+        Family::NetPartition,
         Family::Restart,
         Family::RestartLate,
         Family::Clock,
@@ -85,7 +92,7 @@ impl Family {
     /// or when `REDLOCK_CAMPAIGN_FAMILIES` names it: the default run stays
     /// about three minutes.
     pub fn full_only(self) -> bool {
-        matches!(self, Family::ScriptFlush | Family::PauseWrite)
+        matches!(self, Family::ScriptFlush | Family::PauseWrite | Family::NetPartition)
     }
 
     /// Its name in messages and `REDLOCK_CAMPAIGN_FAMILIES`.
@@ -95,6 +102,7 @@ impl Family {
             Family::FreezeAll => "freeze-all",
             Family::Pause => "pause",
             Family::Partition => "partition",
+            Family::NetPartition => "net-partition",
             Family::Restart => "restart",
             Family::RestartLate => "restart-late",
             Family::Clock => "clock",
@@ -313,6 +321,39 @@ pub fn run(ctx: &Arc<Ctx>, world: &mut World, family: Family, seed: u64) {
                 }
                 record(ctx, &what, "stop", None);
             }
+            Family::NetPartition => {
+                // One namespace (a third of the clients) from one or two
+                // servers, fewer than all: its clients' calls to them time
+                // out (each bounded by the node timeout), a holder among
+                // them cut from a majority must stop its command before
+                // its validity ends, and the other namespaces, which see
+                // every server, take the key once it expires. Healed, TCP
+                // retransmits what the cut held back, so a server may run
+                // an abandoned attempt's write late: bounded by its TTL,
+                // and withdrawn by the attempt's own server task. The
+                // nemesis and the harness reach the servers on loopback,
+                // outside any cut.
+                let g = rng.usize(..ctx.netns.len().max(1));
+                let Some(ns) = ctx.netns.get(g) else { continue };
+                let mut cut: Vec<usize> = (0..n).collect();
+                rng.shuffle(&mut cut);
+                cut.truncate(rng.usize(1..=2.min(n - 1)));
+                cut.sort_unstable();
+                let ports: Vec<u16> = cut.iter().map(|&s| world.fleet.servers[s].port).collect();
+                let long = ms(&mut rng, 300, 3000);
+                let what = format!(
+                    "drop packets between namespace {} (clients {g} mod {}) and servers {cut:?} \
+                     for {}ms",
+                    ns.name(),
+                    ctx.netns.len(),
+                    long.as_millis()
+                );
+                record(ctx, &what, "start", None);
+                ns.cut(&ports).unwrap();
+                std::thread::sleep(long);
+                ns.cut(&[]).unwrap();
+                record(ctx, &what, "stop", None);
+            }
             Family::RestartLate => {
                 // Down for the longest TTL (2 s) plus a second, back empty.
                 let i = rng.usize(..n);
@@ -478,13 +519,16 @@ pub fn run(ctx: &Arc<Ctx>, world: &mut World, family: Family, seed: u64) {
             Family::Pause | Family::Mixed | Family::Sentinel | Family::Tick => {}
         }
     }
-    heal(world);
+    heal(ctx, world);
     record(ctx, "heal", "stop", None);
 }
 
 /// Ends every fault: servers running and answering, links passing, clocks
 /// true, memory unbounded.
-pub fn heal(world: &mut World) {
+pub fn heal(ctx: &Ctx, world: &mut World) {
+    for ns in &ctx.netns {
+        ns.cut(&[]).unwrap();
+    }
     for server in &mut world.fleet.servers {
         if server.is_running() {
             server.resume();
