@@ -243,6 +243,10 @@ pub fn perform(ctx: &Ctx, client: usize, ask: &Ask) -> Done {
         after_faults: ask.after_faults,
         token: ask.token.clone(),
         no_wait: ask.wait.is_none() && matches!(ask.f, "run" | "acquire"),
+        wait_ms: ask
+            .wait
+            .filter(|_| matches!(ask.f, "run" | "acquire"))
+            .map(|w| u64::try_from(w.as_millis()).unwrap()),
         every_ms: ask.every.map(|e| u64::try_from(e.as_millis()).unwrap()),
         once_per: ask.once_per,
         wall_ms: wall_ms(),
@@ -319,6 +323,7 @@ pub fn perform(ctx: &Ctx, client: usize, ask: &Ask) -> Done {
         code,
         token: json.as_ref().and_then(|j| j["token"].as_str().map(str::to_owned)),
         fence: json.as_ref().and_then(|j| j["fence"].as_u64()),
+        pid: Some(pid),
     });
     if let Some(reader) = reader {
         // A command that never ran never opened the FIFO: open it for a

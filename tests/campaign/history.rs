@@ -8,12 +8,14 @@
 //!   `release`), with what it asked for and the wall clock beside the
 //!   monotonic one (a cron host's tick is read off the wall clock);
 //! - `complete`: the operation's process ended: `ok` (exit 0), `failed`
-//!   (another documented code), `unknown` (killed, or no exit code);
+//!   (another documented code), `unknown` (killed, or no exit code), with
+//!   its process id;
 //! - `enter` / `exit`: the critical section of a `run` (its command),
 //!   with `REDLOCK_FENCE`, `REDLOCK_SLOT` and `REDLOCK_TICK`; `exit` says how it ended
 //!   (`normal` with the command's code, `term` when it was sent SIGTERM,
 //!   `killed` when it vanished without a word: SIGKILL);
-//! - `nemesis`: a fault starts or stops.
+//! - `nemesis`: a fault starts or stops (a freeze names the processes it
+//!   stopped).
 
 use std::io::Write;
 use std::path::Path;
@@ -83,6 +85,9 @@ pub enum Event {
         /// began.
         #[serde(default)]
         no_wait: bool,
+        /// `--wait`, in ms (`run` and `acquire` without `-n`).
+        #[serde(default)]
+        wait_ms: Option<u64>,
         /// A cron host of the fleet: the tick's length in ms (the host's
         /// tick is `wall_ms / every_ms`, with or without `--once-per`).
         #[serde(default)]
@@ -110,6 +115,9 @@ pub enum Event {
         token: Option<String>,
         /// What `acquire --json` printed: the fence.
         fence: Option<u64>,
+        /// The process's id (a freeze names the processes it stopped).
+        #[serde(default)]
+        pid: Option<u32>,
     },
     /// A critical section begins (its command runs).
     Enter {
@@ -151,6 +159,9 @@ pub enum Event {
         /// A lock held by someone else than redlock for a while (a
         /// foreign write): its key and how long, in ms.
         foreign: Option<(String, u64)>,
+        /// The processes a freeze stopped (SIGSTOP), at its start.
+        #[serde(default)]
+        frozen: Vec<u32>,
     },
 }
 

@@ -183,11 +183,24 @@ fn some_servers(rng: &mut fastrand::Rng, n: usize, all: bool) -> Vec<usize> {
 }
 
 fn record(ctx: &Ctx, what: &str, phase: &str, foreign: Option<(String, u64)>) {
+    record_frozen(ctx, what, phase, foreign, &[]);
+}
+
+/// [`record`] for a fault that stops the processes `frozen` (SIGSTOP): a
+/// stopped redlock cannot keep its time bounds, and the checker excuses it.
+fn record_frozen(
+    ctx: &Ctx,
+    what: &str,
+    phase: &str,
+    foreign: Option<(String, u64)>,
+    frozen: &[u32],
+) {
     ctx.rec.record(&Event::Nemesis {
         t: now(),
         what: what.to_owned(),
         phase: phase.to_owned(),
         foreign,
+        frozen: frozen.to_vec(),
     });
 }
 
@@ -236,7 +249,7 @@ pub fn run(ctx: &Arc<Ctx>, world: &mut World, family: Family, seed: u64) {
                 let pids = if family == Family::FreezeAll { tree(pid) } else { vec![pid] };
                 let long = ttl.mul_f64(1.2 + rng.f64());
                 let what = format!("freeze {pids:?} for {}ms", long.as_millis());
-                record(ctx, &what, "start", None);
+                record_frozen(ctx, &what, "start", None, &pids);
                 for p in &pids {
                     send_signal(i32::try_from(*p).unwrap(), libc::SIGSTOP);
                 }
@@ -449,7 +462,8 @@ pub fn run(ctx: &Arc<Ctx>, world: &mut World, family: Family, seed: u64) {
                     }
                     None => format!("SCRIPT FLUSH on servers {servers:?}"),
                 };
-                record(ctx, &what, "start", None);
+                let frozen: Vec<u32> = paused.iter().map(|(pid, _)| *pid).collect();
+                record_frozen(ctx, &what, "start", None, &frozen);
                 let flush = |world: &World| {
                     for &s in &servers {
                         let _: redis::RedisResult<redis::Value> = redis::cmd("SCRIPT")
