@@ -42,9 +42,10 @@
 //!   start, finds such a holder still in its section.
 //! - **Liveness**: once faults stop, every waiter gets in.
 //! - **Stated bounds** (`bound`): a `run` or `acquire` answers within what
-//!   `--help` and `docs/commands.md` state: `--wait DUR` within DUR (the
-//!   last attempt is cut at the deadline; `--wait 0` makes one whole
-//!   attempt, a node timeout), `-n` within 6 s plus a node timeout. The
+//!   `--help` and `docs/commands.md` state: `--wait DUR` within DUR
+//!   ("Wait at most DUR for the lock"; the last attempt is cut at the
+//!   deadline, and `--wait 0` makes one whole attempt, a node timeout),
+//!   `-n` within 6 s plus a node timeout ([`NO_WAIT_ANSWER_NS`]). The
 //!   answer's time is read from the history: from the invocation to the
 //!   section's entry for a `run` that got in (the command starts just after
 //!   the grant and its fence), else to the process's end (a refusal exits
