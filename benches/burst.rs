@@ -12,7 +12,17 @@
 //! clients on any server (`INFO clients`, sampled every 20 ms) and the CPU
 //! time the 5 servers spent (`INFO cpu`).
 //!
-//! Run: `cargo bench --bench burst` (env `CONTENDERS`, `TICKS`, `BACKLOG`
+//! And where a contender's time goes (the `phases` line, p50/p99 over the
+//! processes, from each one's last `acquire_attempt` event, which `-v`
+//! logs with every server's answer time from the round's start): `start`,
+//! from the gate to the round's start (exec, start-up, configuration);
+//! `first`, `quorum` and `last`, the round's fastest, third and slowest
+//! answers (each answer is the connection, the facts it asks and the
+//! acquire script, in one pipeline); `after`, from the decision to the exit
+//! (withdrawals, the skip counter, the release of a winner's lock, exit).
+//!
+//! Run: `cargo bench --bench burst` (env `CONTENDERS`, `TICKS`, `BURST_BIN`
+//! for another build's binary, to compare two builds run alternately, `BACKLOG`
 //! for the servers' `tcp-backlog`, default Redis's 511, and `JITTER`, e.g.
 //! `5s`, to run the contenders with `--jitter`).
 //! Everything shares this machine's CPUs: the servers here compete with a
@@ -62,12 +72,68 @@ fn cpu_seconds(server: &RedisServer) -> f64 {
     info_field(server, "cpu", "used_cpu_user") + info_field(server, "cpu", "used_cpu_sys")
 }
 
+/// The answer times (from the round's start) of a contender's last round,
+/// fastest first, from its last `acquire_attempt` event; empty when it
+/// logged none.
+fn answers(stderr: &str) -> Vec<Duration> {
+    let event = stderr
+        .lines()
+        .rev()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|e| e["event"] == "acquire_attempt");
+    let mut times: Vec<Duration> = event
+        .as_ref()
+        .and_then(|e| e["servers"].as_array())
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s["latency_ms"].as_f64())
+        .map(|ms| Duration::from_secs_f64(ms / 1e3))
+        .collect();
+    times.sort();
+    times
+}
+
+/// The `phases` line: p50/p99 of each phase over the contenders that
+/// logged their round (see the module doc).
+fn phases(tick: &burst::Tick) -> String {
+    let mut columns: [(&str, Vec<Duration>); 5] = [
+        ("start", vec![]),
+        ("first", vec![]),
+        ("quorum", vec![]),
+        ("last", vec![]),
+        ("after", vec![]),
+    ];
+    for part in &tick.parts {
+        let times = answers(&part.stderr);
+        let (Some(first), Some(last)) = (times.first(), times.last()) else { continue };
+        let quorum = times.get(SERVERS / 2).unwrap_or(last);
+        let start = part.decided.saturating_sub(*last);
+        let after = part.exited.saturating_sub(part.decided);
+        for (i, d) in [start, *first, *quorum, *last, after].into_iter().enumerate() {
+            columns[i].1.push(d);
+        }
+    }
+    columns
+        .iter_mut()
+        .map(|(name, v)| {
+            v.sort();
+            if v.is_empty() {
+                return format!("{name} -");
+            }
+            let (p50, p99) = (common::percentile(v, 0.5), common::percentile(v, 0.99));
+            format!("{name} {:.0}/{:.0} ms", ms(p50), ms(p99))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
 fn main() {
     let contenders = env_or("CONTENDERS", 1000);
+    let bin = std::env::var("BURST_BIN").unwrap_or_else(|_| BIN.to_owned());
     let ticks = env_or("TICKS", 5);
     let backlog = std::env::var("BACKLOG").unwrap_or_else(|_| "511".to_owned());
     let jitter = std::env::var("JITTER").ok();
@@ -91,7 +157,7 @@ fn main() {
     for t in 0..ticks {
         let before: u64 = servers.servers.iter().map(lock_commands).sum();
         let cpu_before: f64 = servers.servers.iter().map(cpu_seconds).sum();
-        let mut args = vec!["--log-format", "json", "run", "-n", "-E", "0", "--key", &key];
+        let mut args = vec!["--log-format", "json", "-v", "run", "-n", "-E", "0", "--key", &key];
         if let Some(j) = &jitter {
             args.extend(["--jitter", j]);
         }
@@ -108,7 +174,7 @@ fn main() {
                 }
                 peak
             });
-            let tick = burst::tick(BIN, contenders, &args, &[("REDLOCK_SERVERS", &urls)], || {});
+            let tick = burst::tick(&bin, contenders, &args, &[("REDLOCK_SERVERS", &urls)], || {});
             sampling.store(false, std::sync::atomic::Ordering::Relaxed);
             (tick, sampler.join().unwrap())
         });
@@ -148,6 +214,7 @@ fn main() {
             attempts.iter().max().unwrap_or(&0),
             attempts.iter().sum::<usize>()
         );
+        println!("  phases p50/p99: {}", phases(&tick));
         for p in tick.parts.iter().filter(|p| p.code != Some(0)).take(2) {
             println!("  exit {:?}: {}", p.code, p.stderr.lines().last().unwrap_or(""));
         }

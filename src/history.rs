@@ -8,7 +8,7 @@
 //!   to [`MAX_ENTRIES`] on every write (`scripts/record.lua`: LPUSH, LTRIM,
 //!   PEXPIRE);
 //! - `redlock:{KEY}:skips`, a hash: how many runs found the lock busy, since
-//!   when, and the last one's host, time and holder (`scripts/skip.lua`).
+//!   when, and the last one's host, time and holder ([`record_skip`]).
 //!   A counter, not an entry per skip: a thousand hosts skipping one tick
 //!   cost one HINCRBY each and leave the entries of the real runs alone.
 //!
@@ -47,14 +47,12 @@ pub const RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
 /// The history's scripts.
 struct Scripts {
     record: Lua,
-    skip: Lua,
     read: Lua,
 }
 
 static SCRIPTS: Scripts = Scripts {
-    record: Lua::new(include_str!("scripts/record.lua")),
-    skip: Lua::new(include_str!("scripts/skip.lua")),
-    read: Lua::new(include_str!("scripts/history.lua")),
+    record: Lua::new(crate::lock::bodies::RECORD),
+    read: Lua::new(crate::lock::bodies::HISTORY),
 };
 
 /// How a run ended.
@@ -238,7 +236,14 @@ pub async fn record(fleet: &Fleet, key: &str, entry: &Entry) -> Result<usize, Fa
     written(fleet.round(call, int, |_| Vote::Yes).await)
 }
 
-/// Counts one skip of `key` by `host` at `at`, while `holder` held it.
+/// Counts one skip of `key` by `host` at `at`, while `holder` held it: a
+/// counter, the time of the first skip it counts, and the last skip's
+/// facts, in O(1) and with no entry per skip, so a thousand hosts per tick
+/// cost a thousand HINCRBYs. Plain commands in one pipeline, not a script:
+/// a burst's losers each send it to every server, where a script call
+/// costs several times these four commands. The hash expires
+/// [`RETENTION`] after the last skip; a key of another type fails with
+/// WRONGTYPE. Returns how many servers counted it.
 pub async fn record_skip(
     fleet: &Fleet,
     key: &str,
@@ -246,19 +251,18 @@ pub async fn record_skip(
     at: SystemTime,
     holder: &str,
 ) -> Result<usize, Failures> {
+    let skips = fleet.key_layout().skips_key(key);
+    let at = epoch_ms(at);
+    let mut pipeline = redis::pipe();
+    pipeline.cmd("HINCRBY").arg(&skips).arg("count").arg(1);
+    pipeline.cmd("HSETNX").arg(&skips).arg("since").arg(at).ignore();
+    pipeline.cmd("HSET").arg(&skips).arg("at").arg(at).arg("host").arg(host);
+    pipeline.arg("holder").arg(holder).ignore();
+    pipeline.cmd("PEXPIRE").arg(&skips).arg(crate::text::millis(RETENTION)).ignore();
     let call = Call {
         op: Op::Record,
         key: key.to_owned(),
-        operation: Operation::Scripted {
-            script: &SCRIPTS.skip,
-            keys: vec![fleet.key_layout().skips_key(key)],
-            args: vec![
-                host.into(),
-                epoch_ms(at).to_string().into_bytes(),
-                holder.into(),
-                crate::text::millis(RETENTION).to_string().into_bytes(),
-            ],
-        },
+        operation: Operation::Commands { key: skips, pipeline },
     };
     written(fleet.round(call, int, |_| Vote::Yes).await)
 }

@@ -80,11 +80,8 @@ struct Scripts {
 }
 
 static SCRIPTS: Scripts = Scripts {
-    status: Lua::new(include_str!("scripts/shared_status.lua")),
-    force: Lua::new(concat!(
-        include_str!("scripts/announce.lua"),
-        include_str!("scripts/shared_force.lua")
-    )),
+    status: Lua::new(crate::lock::bodies::SHARED_STATUS),
+    force: Lua::new(crate::lock::bodies::SHARED_FORCE),
 };
 
 /// What `release --force` of the shared holders did, server by server.

@@ -34,11 +34,11 @@ pub(crate) use ops::{
 pub use record::{MAX_TICK, RECORD_LIFE, Since, TICK_MARGIN, Terms, Tick};
 pub use status::{ServerView, Status};
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use redis::aio::MultiplexedConnection;
-use redis::{ErrorKind, RedisResult, Script, ServerErrorKind, Value};
+use redis::{ErrorKind, RedisResult, ServerErrorKind, Value};
 use tokio::sync::watch;
 use tokio_util::task::TaskTracker;
 
@@ -62,21 +62,20 @@ struct Scripts {
     shared_extend: Lua,
 }
 
+/// The scripts as the servers get them, with their SHA-1s (build.rs).
+pub(crate) mod bodies {
+    include!(concat!(env!("OUT_DIR"), "/scripts.rs"));
+}
+
 static SCRIPTS: Scripts = Scripts {
-    acquire: Lua::new(include_str!("../scripts/acquire.lua")),
-    extend: Lua::new(include_str!("../scripts/extend.lua")),
-    set_ttl: Lua::new(include_str!("../scripts/set_ttl.lua")),
-    release: Lua::new(concat!(
-        include_str!("../scripts/announce.lua"),
-        include_str!("../scripts/release.lua")
-    )),
-    status: Lua::new(include_str!("../scripts/status.lua")),
-    raise_fence: Lua::new(include_str!("../scripts/raise_fence.lua")),
-    withdraw: Lua::new(concat!(
-        include_str!("../scripts/announce.lua"),
-        include_str!("../scripts/withdraw.lua")
-    )),
-    shared_extend: Lua::new(include_str!("../scripts/shared_extend.lua")),
+    acquire: Lua::new(bodies::ACQUIRE),
+    extend: Lua::new(bodies::EXTEND),
+    set_ttl: Lua::new(bodies::SET_TTL),
+    release: Lua::new(bodies::RELEASE),
+    status: Lua::new(bodies::STATUS),
+    raise_fence: Lua::new(bodies::RAISE_FENCE),
+    withdraw: Lua::new(bodies::WITHDRAW),
+    shared_extend: Lua::new(bodies::SHARED_EXTEND),
 };
 
 /// The longest argument Redis reads from a client that has not
@@ -86,23 +85,23 @@ static SCRIPTS: Scripts = Scripts {
 /// was right.
 const UNAUTHENTICATED_BULK: usize = 16 * 1024;
 
-/// A Lua script of `src/scripts/`: its body, and its SHA-1, computed when
-/// first used (an uncontended `run` uses two scripts; hashing all of them
-/// cost every run tens of microseconds).
+/// A Lua script of `src/scripts/`: its body as sent (build.rs strips its
+/// comments) and its SHA-1, both computed at build time: every run used to
+/// hash the bodies it sends.
 #[derive(Debug)]
 pub(crate) struct Lua {
     /// The source, as `SCRIPT LOAD` sends it.
     body: &'static str,
-    /// The body hashed (`redis::Script` computes the SHA-1).
-    hashed: OnceLock<Script>,
+    /// Its SHA-1, as `EVALSHA` names it.
+    sha: &'static str,
 }
 
 impl Lua {
-    /// A script with body `body`; one longer than Redis reads before
-    /// authentication does not compile.
-    pub(crate) const fn new(body: &'static str) -> Lua {
+    /// A script from its `(body, sha1)` ([`bodies`]); one longer than Redis
+    /// reads before authentication does not compile.
+    pub(crate) const fn new((body, sha): (&'static str, &'static str)) -> Lua {
         assert!(body.len() <= UNAUTHENTICATED_BULK, "a script body over 16 KiB");
-        Lua { body, hashed: OnceLock::new() }
+        Lua { body, sha }
     }
 
     /// The body.
@@ -110,9 +109,9 @@ impl Lua {
         self.body
     }
 
-    /// The SHA-1 that `EVALSHA` names it by (named as `redis::Script`'s).
-    pub(crate) fn get_hash(&self) -> &str {
-        self.hashed.get_or_init(|| Script::new(self.body)).get_hash()
+    /// The SHA-1 that `EVALSHA` names it by.
+    pub(crate) fn get_hash(&self) -> &'static str {
+        self.sha
     }
 }
 
@@ -195,6 +194,10 @@ impl Call {
         // once takes the plain-command path from then on (`noscript`,
         // WATCH/MULTI/EXEC on a connection of its own); the refusal itself
         // is answered there too, so the caller sees the script's reply.
+        if let Operation::Commands { pipeline, .. } = &self.operation {
+            let replies: Vec<Value> = pipeline.query_async(c).await?;
+            return Ok(replies.into_iter().next().unwrap_or(Value::Nil));
+        }
         if server.scripts_refused() {
             return crate::lock::noscript::invoke(server, self).await;
         }
@@ -233,7 +236,9 @@ impl Call {
     /// socket buffer and a deadline passed ([`crate::clock::timeout_at`]),
     /// which reads what arrived but leaves no time for another request.
     async fn run_script(&self, c: &mut MultiplexedConnection) -> RedisResult<Value> {
-        let lua = self.operation.script();
+        let Some(lua) = self.operation.script() else {
+            return Err((ErrorKind::Client, "plain commands run no script").into());
+        };
         let sha = lua.get_hash();
         let keys = self.operation.keys();
         let mut evalsha = redis::cmd("EVALSHA");
@@ -737,4 +742,46 @@ pub(crate) fn parse_int(reply: Value) -> Result<i64, String> {
 /// A PTTL reply as a duration; `None` for "no expiry" (-1).
 fn ttl_of(pttl: i64) -> Option<Duration> {
     u64::try_from(pttl).ok().map(Duration::from_millis)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bodies;
+
+    /// Every script as build.rs wrote it: the SHA-1 is the one `EVALSHA`
+    /// needs (redis-rs's own computation), and the body is the code lines
+    /// of its files, in order, with no comment line and nothing else lost.
+    #[test]
+    fn a_script_is_its_files_code_lines_named_by_their_sha1() {
+        let files = [
+            (bodies::ACQUIRE, vec![include_str!("../scripts/acquire.lua")]),
+            (
+                bodies::RELEASE,
+                vec![
+                    include_str!("../scripts/announce.lua"),
+                    include_str!("../scripts/release.lua"),
+                ],
+            ),
+            (
+                bodies::WITHDRAW,
+                vec![
+                    include_str!("../scripts/announce.lua"),
+                    include_str!("../scripts/withdraw.lua"),
+                ],
+            ),
+            (bodies::EXTEND, vec![include_str!("../scripts/extend.lua")]),
+        ];
+        for ((body, sha), sources) in files {
+            assert_eq!(sha, redis::Script::new(body).get_hash());
+            let code: Vec<&str> = sources
+                .iter()
+                .flat_map(|s| s.lines())
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with("--"))
+                .collect();
+            assert_eq!(body.lines().collect::<Vec<_>>(), code);
+            assert!(!body.contains("\n--"), "a comment line was sent");
+            assert!(body.len() < sources.iter().map(|s| s.len()).sum::<usize>() / 2);
+        }
+    }
 }

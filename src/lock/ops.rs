@@ -236,6 +236,18 @@ pub(crate) enum Operation {
         /// ARGV.
         args: Vec<Vec<u8>>,
     },
+    /// Plain commands on one key, sent as one pipeline, where a script
+    /// would cost the server more than the commands it runs (a script
+    /// call's own cost is several plain commands') and no other client
+    /// may see them half done; the reply is the first that `pipeline`
+    /// does not ignore. Redis runs a pipeline it has read in full, so a
+    /// client gone after writing it still leaves every command done.
+    Commands {
+        /// The key (a cluster routes the call by it).
+        key: String,
+        /// The commands.
+        pipeline: redis::Pipeline,
+    },
 }
 
 impl Operation {
@@ -249,9 +261,9 @@ impl Operation {
         }
     }
 
-    /// The script that runs it.
-    pub(crate) fn script(&self) -> &'static Lua {
-        match self {
+    /// The script that runs it; `None` for plain commands.
+    pub(crate) fn script(&self) -> Option<&'static Lua> {
+        Some(match self {
             Operation::Acquire(_) => &SCRIPTS.acquire,
             Operation::Extend(_) => &SCRIPTS.extend,
             Operation::SetTtl(_) => &SCRIPTS.set_ttl,
@@ -260,7 +272,8 @@ impl Operation {
             Operation::Status(_) => &SCRIPTS.status,
             Operation::RaiseFence(_) => &SCRIPTS.raise_fence,
             Operation::Scripted { script, .. } => script,
-        }
+            Operation::Commands { .. } => return None,
+        })
     }
 
     /// The script's KEYS, in its documented order.
@@ -286,6 +299,7 @@ impl Operation {
                 keys
             }
             Operation::Scripted { keys, .. } => keys.iter().map(String::as_str).collect(),
+            Operation::Commands { key, .. } => vec![key],
         }
     }
 
@@ -317,6 +331,7 @@ impl Operation {
                 vec![r.token.clone().into(), text(r.value), text(r.life_ms)]
             }
             Operation::Scripted { args, .. } => args.clone(),
+            Operation::Commands { .. } => Vec::new(),
         }
     }
 
