@@ -9,7 +9,7 @@ use crate::clock::BootInstant;
 use crate::config::Run;
 use crate::error::Error;
 use crate::history::{self, Entry, Outcome};
-use crate::lock::{Fleet, Lock};
+use crate::lock::{FLUSH, Fleet, Lock};
 use crate::metrics::{self, Ran, Sample};
 use crate::output::{Level, Log};
 use serde_json::json;
@@ -53,10 +53,30 @@ pub async fn finished(
 }
 
 /// Counts a run that found the lock busy (`message` says who held it).
+///
+/// The count waits for its servers' answers at most [`FLUSH`]: a busy
+/// `--wait DUR` ends within DUR plus a small constant, and a skip that
+/// waited for a quorum of slow servers added up to a node timeout to it
+/// (so did each of a burst's losers). What is given up is only the
+/// warning: the commands went to every server's connection when the round
+/// began, and [`Fleet::settle`] gives those still unwritten one more
+/// [`FLUSH`]; a server that answers later has counted it all the same.
 pub async fn skipped(fleet: &Fleet, cfg: &Run, message: &str, asked: BootInstant, log: &Log) {
     let host = crate::token::hostname();
-    let written = history::record_skip(fleet, &cfg.key, &host, SystemTime::now(), message).await;
-    warn_if_short(fleet, &cfg.key, "the skip", written, Level::Warn, log);
+    let count = history::record_skip(fleet, &cfg.key, &host, SystemTime::now(), message);
+    match tokio::time::timeout(FLUSH, count).await {
+        Ok(written) => warn_if_short(fleet, &cfg.key, "the skip", written, Level::Warn, log),
+        Err(_) => log.event(
+            Level::Debug,
+            "skip_unconfirmed",
+            &format!(
+                "history {}: the skip was sent; no quorum confirmed it within {}",
+                crate::text::display_key(cfg.key.as_bytes()),
+                crate::text::fmt_duration(FLUSH)
+            ),
+            json!({ "key": cfg.key }),
+        ),
+    }
     write_metrics(cfg, None, asked.elapsed(), log);
 }
 
