@@ -749,42 +749,7 @@ async fn contend(
         Ok(conn) => conn,
         Err(e) => return answer.send(Err(e)),
     };
-    let mut set = Box::pin(async {
-        // When the attempt was sent and answered, on this host's clock:
-        // the server's clock in its grant is compared with their middle.
-        let sent = SystemTime::now();
-        let reply = server
-            .call_on(&conn, Op::Acquire, key.as_bytes(), deadline, async |c| {
-                call.invoke(&server, c).await
-            })
-            .await?;
-        let answered = SystemTime::now();
-        let mut granted =
-            parse_acquire(reply).map_err(|msg| server.bad_reply(Op::Acquire, key, msg))?;
-        if let Granted::Yes(grant) = &mut granted {
-            // The server's own account of itself came in the same round
-            // trip, on a new connection; on an old one it is known.
-            let facts = match restart_window {
-                Some(_) => server.facts(&conn, deadline).await,
-                None => None,
-            };
-            grant.no_vote = no_vote(grant.clock, (sent, answered))
-                .or_else(|| restarted(facts.as_ref(), restart_window));
-        }
-        // This attempt's own token, fresh and random, already here: another
-        // member of the fleet is this same server (one URL listed twice, a
-        // cluster listed once per node, a Sentinel group beside its own
-        // master). Counted as "held elsewhere", the lock would look busy,
-        // held by this very attempt, on every try: a cron job skipped for
-        // ever. It is a configuration that waiting cannot cure. Exclusion
-        // is safe either way: one server grants one SET NX.
-        if let Granted::No { holder: Some(holder), .. } = &granted
-            && op.token == *holder
-        {
-            return Err(server.unfit(Op::Acquire, key, OWN_TOKEN.to_owned()));
-        }
-        Ok(granted)
-    });
+    let mut set = Box::pin(attempt_here(&server, &conn, &call, op, deadline, restart_window));
     // The queue entry a grant here removed, to put back on a withdrawal.
     let mut entry = None;
     // Whether this server refused (and so kept or refreshed our entry).
@@ -842,6 +807,56 @@ async fn contend(
     if !keep {
         withdraw(&server, &conn, key, op, entry).await;
     }
+}
+
+/// One server's answer to the attempt `call` on `conn`, by `deadline`: the
+/// acquire script's reply, a grant counted towards no quorum where the
+/// server's clock is off or it restarted within `restart_window`
+/// ([`no_vote`], [`restarted`]), and this attempt's own token met here
+/// refused as a server listed twice.
+async fn attempt_here(
+    server: &Server,
+    conn: &Conn,
+    call: &Call,
+    op: &AcquireOp,
+    deadline: tokio::time::Instant,
+    restart_window: Option<Duration>,
+) -> Result<Granted, ServerError> {
+    let key = call.key();
+    // When the attempt was sent and answered, on this host's clock:
+    // the server's clock in its grant is compared with their middle.
+    let sent = SystemTime::now();
+    let reply = server
+        .call_on(conn, Op::Acquire, key.as_bytes(), deadline, async |c| {
+            call.invoke(server, c).await
+        })
+        .await?;
+    let answered = SystemTime::now();
+    let mut granted =
+        parse_acquire(reply).map_err(|msg| server.bad_reply(Op::Acquire, key, msg))?;
+    if let Granted::Yes(grant) = &mut granted {
+        // The server's own account of itself came in the same round
+        // trip, on a new connection; on an old one it is known.
+        let facts = match restart_window {
+            Some(_) => server.facts(conn, deadline).await,
+            None => None,
+        };
+        grant.no_vote = no_vote(grant.clock, (sent, answered))
+            .or_else(|| restarted(facts.as_ref(), restart_window));
+    }
+    // This attempt's own token, fresh and random, already here: another
+    // member of the fleet is this same server (one URL listed twice, a
+    // cluster listed once per node, a Sentinel group beside its own
+    // master). Counted as "held elsewhere", the lock would look busy,
+    // held by this very attempt, on every try: a cron job skipped for
+    // ever. It is a configuration that waiting cannot cure. Exclusion
+    // is safe either way: one server grants one SET NX.
+    if let Granted::No { holder: Some(holder), .. } = &granted
+        && op.token == *holder
+    {
+        return Err(server.unfit(Op::Acquire, key, OWN_TOKEN.to_owned()));
+    }
+    Ok(granted)
 }
 
 /// A fleet that lists a server twice: a configuration mistake (64), with
