@@ -194,6 +194,8 @@ impl Fleet {
     ) -> AttemptReport {
         let start = BootInstant::now();
         let place = terms.place;
+        // `-n`'s rule is on only for `-n`, which attempts no more once busy.
+        let last = terms.untaken.is_some();
         let [order, deadlines] = self.layout.queue_keys(key);
         let numbers = Numbers {
             ttl_ms: crate::text::millis(ttl),
@@ -272,7 +274,10 @@ impl Fleet {
                 Granted::Yes(..) => Vote::Yes,
                 Granted::No { .. } | Granted::Ran(_) | Granted::Taken(_) => Vote::No,
             },
-            |tally, replies, elapsed| patience(tally, replies, elapsed, quorum, splits),
+            |tally, replies, elapsed| {
+                let after = if last { After::Nothing } else { After::Retry };
+                patience(tally, replies, elapsed, quorum, splits, after)
+            },
         )
         .await;
         let servers = self.results(&round, |r| match r {
@@ -619,6 +624,16 @@ const TWIN_WAIT: Duration = Duration::from_millis(20);
 /// waits for its slowest servers, on top of the time it has already taken.
 const STRAGGLER_FLOOR: Duration = Duration::from_millis(2);
 
+/// What follows an acquire round that another holder won: another
+/// attempt (a wait), or nothing (`-n`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum After {
+    /// The contender attempts again, on the same connections.
+    Retry,
+    /// The contender is done: its "busy" is final.
+    Nothing,
+}
+
 /// When an acquire round may stop listening. As soon as its standing is
 /// settled (won, held by another value on a quorum, or split so that no
 /// value can reach a quorum whatever the pending servers say); held by
@@ -648,6 +663,7 @@ fn patience(
     elapsed: Duration,
     quorum: usize,
     splits: u32,
+    after: After,
 ) -> Listen {
     let votes = Votes::of(replies);
     let counts = votes.counts();
@@ -669,7 +685,13 @@ fn patience(
         // or frozen (no floor: `--limit N` pays it once per place); that
         // server then gets its withdrawal as before. An earlier bound of
         // the round (a split seen first) still holds (`fan_out`).
-        Standing::Held(_) if tally.pending() > 0 => Listen::For(elapsed),
+        //
+        // Unless no attempt follows (`-n`, whose "busy" is final): then
+        // nothing here can overtake a withdrawal, and a burst's losers
+        // need not wait for the slow servers ([`After::Nothing`]). Their
+        // calls go on in the background, each withdrawn at once on its
+        // connection should it grant, and the exit flushes them.
+        Standing::Held(_) if tally.pending() > 0 && after == After::Retry => Listen::For(elapsed),
         // A configuration error (a wrong password, a missing permission)
         // ends the attempt, but the error should name every server it
         // concerns: the others, which answer as fast, get as long again.
@@ -1242,6 +1264,35 @@ mod tests {
         assert_eq!(untaken, [-1.0, 7.0], "untaken for: since -1, for 7");
         let report = Numbers { untaken: Untaken::Report, ..numbers }.pack();
         assert_eq!(f64::from_le_bytes(report[88..96].try_into().unwrap()), -2.0);
+    }
+
+    #[test]
+    fn a_busy_round_waits_for_its_slow_servers_only_when_another_attempt_follows() {
+        let queue = queue::View { rank: None, len: 0, first: String::new() };
+        let held = || {
+            Reply::Answered(Granted::No {
+                holder: Some("other".into()),
+                pttl: 9000,
+                queue: queue.clone(),
+                clock: None,
+            })
+        };
+        // 3 of 5 say "held by another": busy, whatever the last 2 say.
+        let replies = vec![held(), held(), held(), Reply::NotAwaited, Reply::NotAwaited];
+        let tally = Tally { no: 3, ..Tally::new(5, 3) };
+        let took = Duration::from_millis(40);
+        // A wait attempts again on the same connections: it lets the slow
+        // servers answer first, as long again as the round took.
+        let wait = patience(&tally, &replies, took, 3, 0, After::Retry);
+        assert_eq!(wait, Listen::For(took));
+        // `-n` is done: it stops at once.
+        assert_eq!(patience(&tally, &replies, took, 3, 0, After::Nothing), Listen::Stop);
+        // Not yet settled (2 held, 3 pending): both listen on.
+        let open = Tally { no: 2, ..Tally::new(5, 3) };
+        let some = vec![held(), held(), Reply::NotAwaited, Reply::NotAwaited, Reply::NotAwaited];
+        for after in [After::Retry, After::Nothing] {
+            assert_eq!(patience(&open, &some, took, 3, 0, after), Listen::On);
+        }
     }
 
     #[test]
