@@ -256,7 +256,10 @@ where
         .enumerate()
         .map(|(i, server)| {
             let (tx, rx) = oneshot::channel();
-            tasks.spawn(call(Arc::clone(server), Answer(tx)));
+            // Boxed: a task's future is moved into its cell and its
+            // stages, and a call's (the connection, the script, the
+            // withdrawal) is kilobytes; a pointer moves for nothing.
+            tasks.spawn(Box::pin(call(Arc::clone(server), Answer(tx))));
             async move { (i, rx.await) }
         })
         .collect();
