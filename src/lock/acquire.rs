@@ -953,7 +953,7 @@ async fn withdraw(
             )
             .await
         };
-        let _ = server.call(Op::Withdraw, key.as_bytes(), send).await;
+        let _ = Box::pin(server.call(Op::Withdraw, key.as_bytes(), send)).await;
         return;
     }
     // A shared attempt withdraws its entry among the shared holders

@@ -199,12 +199,14 @@ impl Call {
             return Ok(replies.into_iter().next().unwrap_or(Value::Nil));
         }
         if server.scripts_refused() {
-            return crate::lock::noscript::invoke(server, self).await;
+            // Boxed, as below: the plain-command path's future is large
+            // and rarely taken.
+            return Box::pin(crate::lock::noscript::invoke(server, self)).await;
         }
         match self.run_script(c).await {
             Err(e) if crate::lock::noscript::refuses_scripts(&e) => {
                 server.refuse_scripts();
-                crate::lock::noscript::invoke(server, self).await
+                Box::pin(crate::lock::noscript::invoke(server, self)).await
             }
             reply => reply,
         }

@@ -505,7 +505,15 @@ impl Server {
         key: &[u8],
         deadline: tokio::time::Instant,
     ) -> Result<Conn, ServerError> {
-        let failure = match crate::clock::timeout_at(deadline, self.open(self.slot_of(key))).await {
+        let slot = self.slot_of(key);
+        if let Some(conn) = self.current(slot) {
+            return Ok(conn);
+        }
+        // Boxed: opening (a Sentinel's or a cluster's search included) is
+        // a future of kilobytes, which every future awaiting a connection
+        // would otherwise carry and copy, open or not.
+        let open = Box::pin(self.open(slot));
+        let failure = match crate::clock::timeout_at(deadline, open).await {
             Ok(Ok(conn)) => return Ok(conn),
             Ok(Err(Failure::Timeout(_))) => self.timed_out(),
             Ok(Err(failure)) => failure,
@@ -548,7 +556,7 @@ impl Server {
             let value = value.map_err(read)?;
             let (mut on, replicas) =
                 wrote_on.unwrap_or_else(|| (c.clone(), self.replicas_to_reach()));
-            self.confirm(&mut on, replicas, deadline).await?;
+            Box::pin(self.confirm(&mut on, replicas, deadline)).await?;
             Ok(value)
         };
         let work = LOADED.scope(conn.loaded.clone(), work);
