@@ -84,7 +84,8 @@
 //! - [`config_file`]: the configuration file, and the layering of flags over
 //!   the environment over the file over the defaults, each value with its origin.
 //! - [`cmd`]: one module per subcommand (`doctor` in a folder of its own:
-//!   probe, assess, render).
+//!   probe, assess, render; `run` with its supervisor, whose decisions are
+//!   one pure transition, `cmd::run::state`, that its loop only performs).
 //! - [`run()`]: the whole program from its arguments to its exit code
 //!   (parse, configure, run the subcommand, report a failure); `main.rs`
 //!   only sets up the process and calls it.
