@@ -13,7 +13,7 @@ use crate::cli::{self, Parsed};
 use crate::config_file::{self, Origin, Setting};
 use crate::error::Error;
 use crate::output::Log;
-use crate::server::{Server, ServerUrl};
+use crate::server::ServerUrl;
 
 /// The longest TTL accepted: beyond it, timers and Redis' PX limits get
 /// close, and no job needs a lock that outlives a year without renewal.
@@ -361,19 +361,6 @@ impl Config {
             log,
             command,
         }
-    }
-
-    /// Opens (lazily) the servers with the node timeout.
-    pub fn fleet(&self) -> Result<crate::lock::Fleet, Error> {
-        let servers = self
-            .servers
-            .iter()
-            .map(|url| Server::new(url.clone(), self.node_timeout, &self.tls))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(Error::Usage)?;
-        Ok(crate::lock::Fleet::new(servers, self.quorum, self.drift_factor)
-            .with_key_layout(self.key_layout)
-            .with_restart_window(self.restart_window))
     }
 }
 
