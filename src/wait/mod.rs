@@ -353,7 +353,7 @@ pub async fn acquire(
                 }
                 joined |= place.is_some() && join;
                 log_attempt(log, key, state.attempts + 1, &report);
-                crate::metrics::observe(&report.servers);
+                crate::metrics::observe(took_part(&report.servers));
                 let seen = seen(&report.attempt);
                 let ahead = report.ahead;
                 match report.attempt {
@@ -443,6 +443,18 @@ async fn pause_until(
             Ok(Event::Released(release))
         }
         signal = next_signal(signals) => Err(signal),
+    }
+}
+
+/// How the servers took part in an attempt, as the metrics count them:
+/// answered (granted, or held by another), failed, configured.
+fn took_part(results: &[crate::lock::ServerResult]) -> crate::metrics::Servers {
+    use crate::lock::Part;
+    let count = |f: fn(&Part) -> bool| results.iter().filter(|r| f(&r.result)).count();
+    crate::metrics::Servers {
+        answered: count(|r| matches!(r, Part::Answered(_))),
+        failed: count(|r| matches!(r, Part::Failed(_))),
+        total: results.len(),
     }
 }
 
