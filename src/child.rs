@@ -340,12 +340,6 @@ impl Child {
         self.fired
     }
 
-    /// True when the guard's deadline (`kill_at`) has passed: whatever of
-    /// the job still ran then, the guard killed (or is killing).
-    pub fn past_kill_time(&self) -> bool {
-        self.kill_at.is_some_and(|at| BootInstant::now() >= at)
-    }
-
     /// True when the command has already ended with an exit code of its
     /// own, not by a signal (reaped now if so; [`Child::wait`] still
     /// returns its status). Such a command ended before anyone stopped it:

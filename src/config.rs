@@ -13,7 +13,7 @@ use crate::cli::{self, Parsed};
 use crate::config_file::{self, Origin, Setting};
 use crate::error::Error;
 use crate::output::Log;
-use crate::server::{Server, ServerUrl};
+use crate::server::ServerUrl;
 
 /// The longest TTL accepted: beyond it, timers and Redis' PX limits get
 /// close, and no job needs a lock that outlives a year without renewal.
@@ -362,19 +362,6 @@ impl Config {
             command,
         }
     }
-
-    /// Opens (lazily) the servers with the node timeout.
-    pub fn fleet(&self) -> Result<crate::lock::Fleet, Error> {
-        let servers = self
-            .servers
-            .iter()
-            .map(|url| Server::new(url.clone(), self.node_timeout, &self.tls))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(Error::Usage)?;
-        Ok(crate::lock::Fleet::new(servers, self.quorum, self.drift_factor)
-            .with_key_layout(self.key_layout)
-            .with_restart_window(self.restart_window))
-    }
 }
 
 fn read_file(flag: &str, path: &std::path::Path) -> Result<Vec<u8>, Error> {
@@ -669,67 +656,7 @@ fn command(
 ) -> Result<(Command, Duration), Error> {
     Ok(match command {
         cli::Command::Run(cli::Lazy(a)) => {
-            let a = *a;
-            let (key, ttl) = key_ttl(&a.lock, g)?;
-            let renew_every = match &a.renew_every {
-                Some(raw) => {
-                    let d = duration("--renew-every", raw)?;
-                    if d >= ttl {
-                        return usage(format!("--renew-every {raw}: must be shorter than the TTL"));
-                    }
-                    d
-                }
-                None => ttl / 3,
-            };
-            let argv = match (a.shell, a.argv.is_empty()) {
-                (Some(script), _) => {
-                    let shell = std::env::var("SHELL")
-                        .ok()
-                        .filter(|s| !s.is_empty())
-                        .unwrap_or_else(|| "/bin/sh".to_owned());
-                    vec![shell, "-c".to_owned(), script]
-                }
-                (None, false) => a.argv,
-                (None, true) => {
-                    return usage("run: no command given (put it after --, or use -c)".to_owned());
-                }
-            };
-            let tick = once_per(a.once_per.as_deref(), a.limit, a.shared)?;
-            let jitter = jitter(&a.jitter)?;
-            if let (Some(tick), Some(j)) = (tick, jitter)
-                && j >= Duration::from_millis(tick.end_ms - tick.start_ms)
-            {
-                return usage(format!(
-                    "--jitter {}: must be shorter than the tick (--once-per)",
-                    crate::text::fmt_duration(j)
-                ));
-            }
-            let run = Run {
-                note: note(a.note)?,
-                job,
-                key,
-                ttl,
-                wait: tick_wait(wait(&a.waiting, g)?, tick),
-                fence: !a.no_fence,
-                ordered: !a.waiting.unordered,
-                limit: limit_or_shared(a.limit, a.shared)?,
-                shared: a.shared,
-                conflict_exit_code: a.conflict_exit_code,
-                keep: optional("--keep", &a.keep)?,
-                tick,
-                max_hold: optional("--max-hold", &a.max_hold)?,
-                jitter,
-                renew_every,
-                on_lost: on_lost(&a.on_lost)?,
-                kill_after: optional("--kill-after", &a.kill_after)?,
-                metrics_file: match a.metrics_file {
-                    Some(p) if p.file_name().is_none() => {
-                        return usage(format!("--metrics-file {}: not a file name", p.display()));
-                    }
-                    other => other,
-                },
-                argv,
-            };
+            let (run, ttl) = run(*a, g, job)?;
             (Command::Run(run), ttl)
         }
         cli::Command::Acquire(cli::Lazy(a)) => {
@@ -792,6 +719,76 @@ fn command(
             (shown, DEFAULT_TTL)
         }
     })
+}
+
+/// `run`'s settings and the TTL that sizes the node timeout (see
+/// [`command`]).
+fn run(
+    a: cli::RunArgs,
+    g: &config_file::Globals,
+    job: Option<String>,
+) -> Result<(Run, Duration), Error> {
+    let (key, ttl) = key_ttl(&a.lock, g)?;
+    let renew_every = match &a.renew_every {
+        Some(raw) => {
+            let d = duration("--renew-every", raw)?;
+            if d >= ttl {
+                return usage(format!("--renew-every {raw}: must be shorter than the TTL"));
+            }
+            d
+        }
+        None => ttl / 3,
+    };
+    let argv = match (a.shell, a.argv.is_empty()) {
+        (Some(script), _) => {
+            let shell = std::env::var("SHELL")
+                .ok()
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| "/bin/sh".to_owned());
+            vec![shell, "-c".to_owned(), script]
+        }
+        (None, false) => a.argv,
+        (None, true) => {
+            return usage("run: no command given (put it after --, or use -c)".to_owned());
+        }
+    };
+    let tick = once_per(a.once_per.as_deref(), a.limit, a.shared)?;
+    let jitter = jitter(&a.jitter)?;
+    if let (Some(tick), Some(j)) = (tick, jitter)
+        && j >= Duration::from_millis(tick.end_ms - tick.start_ms)
+    {
+        return usage(format!(
+            "--jitter {}: must be shorter than the tick (--once-per)",
+            crate::text::fmt_duration(j)
+        ));
+    }
+    let run = Run {
+        note: note(a.note)?,
+        job,
+        key,
+        ttl,
+        wait: tick_wait(wait(&a.waiting, g)?, tick),
+        fence: !a.no_fence,
+        ordered: !a.waiting.unordered,
+        limit: limit_or_shared(a.limit, a.shared)?,
+        shared: a.shared,
+        conflict_exit_code: a.conflict_exit_code,
+        keep: optional("--keep", &a.keep)?,
+        tick,
+        max_hold: optional("--max-hold", &a.max_hold)?,
+        jitter,
+        renew_every,
+        on_lost: on_lost(&a.on_lost)?,
+        kill_after: optional("--kill-after", &a.kill_after)?,
+        metrics_file: match a.metrics_file {
+            Some(p) if p.file_name().is_none() => {
+                return usage(format!("--metrics-file {}: not a file name", p.display()));
+            }
+            other => other,
+        },
+        argv,
+    };
+    Ok((run, ttl))
 }
 
 /// `--limit N`: 1 to [`crate::slots::MAX_LIMIT`].

@@ -79,12 +79,15 @@
 //! ## The command-line shell
 //! - [`cli`]: the command line as typed (clap derive); [`cli::command`] feeds
 //!   the man page and completions.
-//! - [`config`]: the command line validated into a [`config::Config`]; every
+//! - [`config`]: the command line validated into a [`config::Config`] of
+//!   plain values (the servers' URLs, the quorum, the durations); every
 //!   bad input is a usage error (exit 64) before any server is contacted.
 //! - [`config_file`]: the configuration file, and the layering of flags over
 //!   the environment over the file over the defaults, each value with its origin.
-//! - [`cmd`]: one module per subcommand (`doctor` in a folder of its own:
-//!   probe, assess, render).
+//! - [`cmd`]: the [`lock::Fleet`] built from the configuration, and one
+//!   module per subcommand over it (`doctor` in a folder of its own:
+//!   probe, assess, render; `run` with its supervisor, whose decisions are
+//!   one pure transition, `cmd::run::state`, that its loop only performs).
 //! - [`run()`]: the whole program from its arguments to its exit code
 //!   (parse, configure, run the subcommand, report a failure); `main.rs`
 //!   only sets up the process and calls it.

@@ -61,14 +61,7 @@ pub struct Servers {
 static OBSERVED: std::sync::Mutex<Option<Servers>> = std::sync::Mutex::new(None);
 
 /// Records how the servers took part in an acquire attempt.
-pub fn observe(results: &[crate::lock::ServerResult]) {
-    use crate::lock::Part;
-    let count = |f: fn(&Part) -> bool| results.iter().filter(|r| f(&r.result)).count();
-    let servers = Servers {
-        answered: count(|r| matches!(r, Part::Answered(_))),
-        failed: count(|r| matches!(r, Part::Failed(_))),
-        total: results.len(),
-    };
+pub fn observe(servers: Servers) {
     // A panic elsewhere while holding the lock leaves the value usable.
     *OBSERVED.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(servers);
 }

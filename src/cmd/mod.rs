@@ -1,5 +1,7 @@
 //! One module per subcommand: thin orchestration over [`crate::lock`] and
 //! [`crate::wait`]; each returns the process exit code or an [`Error`].
+//! The [`Fleet`] they work on is built here from the validated
+//! configuration (`fleet`), so that `config` names no server connection.
 
 mod acquire;
 mod check;
@@ -16,8 +18,9 @@ use serde_json::json;
 
 use crate::config::{Command, Config};
 use crate::error::Error;
-use crate::lock::ServerResult;
+use crate::lock::{Fleet, ServerResult};
 use crate::output::{Level, Log};
+use crate::server::Server;
 
 /// The `released` event: how many servers deleted the key, and each one's
 /// part: `released k: deleted on 2 of 3 (quorum 2), 1 not awaited`.
@@ -53,9 +56,24 @@ fn show_config(rows: &[[String; 3]], problems: Vec<String>, check: bool, log: &L
     problems.exit_code()
 }
 
+/// Opens (lazily) the servers of `config` with its node timeout, as the
+/// fleet every subcommand works on: the configuration says what the
+/// servers and the rules are, the command layer builds the engine's value.
+fn fleet(config: &Config) -> Result<Fleet, Error> {
+    let servers = config
+        .servers
+        .iter()
+        .map(|url| Server::new(url.clone(), config.node_timeout, &config.tls))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(Error::Usage)?;
+    Ok(Fleet::new(servers, config.quorum, config.drift_factor)
+        .with_key_layout(config.key_layout)
+        .with_restart_window(config.restart_window))
+}
+
 /// Runs the configured subcommand; `Ok` carries the exit code.
 pub async fn execute(config: Config) -> Result<u8, Error> {
-    let fleet = std::sync::Arc::new(config.fleet()?);
+    let fleet = std::sync::Arc::new(fleet(&config)?);
     let log = config.log;
     let result = match config.command {
         Command::Acquire { request, json } => acquire::acquire(&fleet, &request, json, &log).await,

@@ -294,21 +294,7 @@ pub async fn acquire(
     // attempts themselves. A shared wait's member says so, for the queue's
     // turn of shared waiters (`scripts/acquire.lua`).
     let member = queue::entry(request.shared).to_string();
-    let mut state = WaitState::new(
-        Asked {
-            start,
-            deadline: match wait {
-                Wait::Once => Some(start),
-                Wait::For(d) => Some(start + *d),
-                Wait::Forever => None,
-            },
-            ordered: *ordered,
-            member: member.clone(),
-            shared: request.shared,
-            places: usize::try_from(request.limit.max(1)).unwrap_or(usize::MAX),
-        },
-        Backoff::new(),
-    );
+    let mut state = WaitState::new(asked(request, start, &member), Backoff::new());
     let since_ms = crate::text::millis(
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default(),
     );
@@ -318,14 +304,9 @@ pub async fn acquire(
     let mut joined = false;
     // What the last attempt saw, as the error the wait ends with.
     let mut last: Option<Error> = None;
-    let queue_keys = fleet.key_layout().queue_keys(key);
-    // Leaving the queue needs no answer: in the background, so that a
-    // server that hangs does not hold the end of the wait.
     let leave = |joined: bool| {
         if joined {
-            let servers = fleet.servers().to_vec();
-            let (key, keys, member) = (key.to_owned(), queue_keys.clone(), member.clone());
-            fleet.background(queue::leave(servers, key, keys, member));
+            leave_queue(fleet, key, &member);
         }
     };
     let join = state.joins();
@@ -357,41 +338,22 @@ pub async fn acquire(
                 };
                 let place =
                     ordered.then_some(Place { member: &member, join, order, since_ms, places });
-                // `-n` runs only if nobody took the lock since it began:
-                // its first attempt learns the servers' clocks, every later
-                // one says since when ([`crate::lock::Since`]).
-                let untaken = (!join && places == 1 && !request.shared).then(|| {
-                    if state.attempts == 0 {
-                        Since::First
-                    } else {
-                        Since::Later { began: start.elapsed(), clocks: &clocks }
-                    }
-                });
+                let untaken = untaken(request, join, state.attempts, start, &clocks);
                 let terms = Terms { place, untaken, tick: request.tick };
                 let attempt = crate::slots::attempt(fleet, request, state.splits, terms);
-                let report = match cut {
-                    Some(cut) => match tokio::time::timeout_at(cut.into(), attempt).await {
-                        Ok(report) => report,
-                        Err(_) => {
-                            leave(joined);
-                            let tick = request.tick.is_some();
-                            return Err(match (last, wait) {
-                                (Some(last), Wait::For(bound)) if !config_error(&last) => {
-                                    gave_up(last, *bound, tick)
-                                }
-                                (Some(last), _) => last,
-                                (None, _) => cut_off(fleet, key, wait),
-                            });
-                        }
-                    },
-                    None => attempt.await,
+                let Some(report) = within(cut, attempt).await else {
+                    leave(joined);
+                    return Err(match last {
+                        Some(last) => wait_over(last, wait, request.tick.is_some()),
+                        None => cut_off(fleet, key, wait),
+                    });
                 };
                 if state.attempts == 0 {
                     clocks = report.clocks.clone();
                 }
                 joined |= place.is_some() && join;
                 log_attempt(log, key, state.attempts + 1, &report);
-                crate::metrics::observe(&report.servers);
+                crate::metrics::observe(took_part(&report.servers));
                 let seen = seen(&report.attempt);
                 let ahead = report.ahead;
                 match report.attempt {
@@ -402,37 +364,12 @@ pub async fn acquire(
                         acquired(log, fleet, key, &lock, &report.servers, start, attempts);
                         return Ok(lock);
                     }
-                    Attempt::Busy(holder) => {
-                        let message = holder.describe(key);
-                        last = Some(Error::Busy { message, code: exit::BUSY });
-                    }
-                    Attempt::Queued { ahead } => {
-                        let message = format!("{shown} has {ahead} waiter(s) queued ahead");
-                        last = Some(Error::Busy { message, code: exit::BUSY });
-                    }
-                    Attempt::Split(split) => {
-                        let message = format!("acquire {}", split.describe(key, fleet.quorum()));
-                        last = Some(Error::Split(message));
-                    }
-                    Attempt::Unavailable(e) => last = Some(e),
-                    Attempt::Disordered => {}
-                    Attempt::Ran(ran) => {
-                        let message = ran.describe(key);
-                        last = Some(Error::Busy { message, code: exit::BUSY });
-                    }
-                    Attempt::Taken(token) => {
-                        let message = format!(
-                            "{shown} was taken by {} after this run began (-n runs only if \
-                             nobody took the lock meanwhile)",
-                            crate::lock::ran_by(&token)
-                        );
-                        last = Some(Error::Busy { message, code: exit::BUSY });
-                    }
+                    // A disordered queue says nothing of the lock.
+                    attempt => last = refusal(attempt, key, fleet.quorum()).or(last),
                 }
                 Event::Attempted { seen, ahead }
             }
             Action::Pause { until, left, report, listen } => {
-                let last_seen = last.as_ref().map_or_else(String::new, ToString::to_string);
                 if report && let Some(last) = &last {
                     wait_report.waiting(log, key, last, start.elapsed(), left);
                 }
@@ -440,21 +377,10 @@ pub async fn acquire(
                     let own = (*ordered && !request.shared).then_some(member.as_str());
                     wake.get_or_insert_with(|| Wake::subscribe(fleet, key, own, log));
                 }
-                log.debug(&format!(
-                    "attempt {}: {last_seen}; next in at most {}",
-                    state.attempts,
-                    crate::text::fmt_duration(until.saturating_duration_since(Instant::now()))
-                ));
-                tokio::select! {
-                    () = tokio::time::sleep_until(until.into()) => Event::PauseEnded,
-                    release = released(&mut wake) => {
-                        log.debug(&format!(
-                            "woken by a release; first in line: {}",
-                            release.first.as_deref().unwrap_or("(not said)")
-                        ));
-                        Event::Released(release)
-                    }
-                    signal = next_signal(&mut signals) => {
+                let said = (state.attempts, last.as_ref());
+                match pause_until(until, &mut wake, &mut signals, said, log).await {
+                    Ok(event) => event,
+                    Err(signal) => {
                         leave(joined);
                         return Err(interrupted(signal, key));
                     }
@@ -467,15 +393,135 @@ pub async fn acquire(
                 let last = last.unwrap_or_else(|| {
                     Error::Usage(format!("acquire {shown}: no attempt was made"))
                 });
-                return Err(match wait {
-                    Wait::For(bound) if !bound.is_zero() && !config_error(&last) => {
-                        gave_up(last, *bound, request.tick.is_some())
-                    }
-                    _ => last,
-                });
+                return Err(wait_over(last, wait, request.tick.is_some()));
             }
         };
         action = state.step(Instant::now(), event);
+    }
+}
+
+/// `-n`'s rule, for an attempt after `attempts` others: it runs only if
+/// nobody took the lock since it began. Its first attempt learns the
+/// servers' clocks, every later one says since when
+/// ([`crate::lock::Since`]). `None` for a wait that joins the queue, a
+/// `--limit` or a `--shared` request.
+fn untaken<'a>(
+    request: &Request,
+    join: bool,
+    attempts: u32,
+    start: Instant,
+    clocks: &'a [(String, u64)],
+) -> Option<Since<'a>> {
+    (!join && request.limit.max(1) == 1 && !request.shared).then(|| {
+        if attempts == 0 { Since::First } else { Since::Later { began: start.elapsed(), clocks } }
+    })
+}
+
+/// A pause until `until` that a release heard on `wake` ends early, as the
+/// event that ended it; `Err` with the signal that came meanwhile. `said`:
+/// the attempts so far and what the last one saw, for `-vv`.
+async fn pause_until(
+    until: Instant,
+    wake: &mut Option<Wake>,
+    signals: &mut Option<&mut Signals>,
+    said: (u32, Option<&Error>),
+    log: &Log,
+) -> Result<Event, i32> {
+    let (attempts, last) = said;
+    let last_seen = last.map_or_else(String::new, ToString::to_string);
+    log.debug(&format!(
+        "attempt {attempts}: {last_seen}; next in at most {}",
+        crate::text::fmt_duration(until.saturating_duration_since(Instant::now()))
+    ));
+    tokio::select! {
+        () = tokio::time::sleep_until(until.into()) => Ok(Event::PauseEnded),
+        release = released(wake) => {
+            log.debug(&format!(
+                "woken by a release; first in line: {}",
+                release.first.as_deref().unwrap_or("(not said)")
+            ));
+            Ok(Event::Released(release))
+        }
+        signal = next_signal(signals) => Err(signal),
+    }
+}
+
+/// How the servers took part in an attempt, as the metrics count them:
+/// answered (granted, or held by another), failed, configured.
+fn took_part(results: &[crate::lock::ServerResult]) -> crate::metrics::Servers {
+    use crate::lock::Part;
+    let count = |f: fn(&Part) -> bool| results.iter().filter(|r| f(&r.result)).count();
+    crate::metrics::Servers {
+        answered: count(|r| matches!(r, Part::Answered(_))),
+        failed: count(|r| matches!(r, Part::Failed(_))),
+        total: results.len(),
+    }
+}
+
+/// `attempt`, dropped at `cut` if it has not ended by then (`None`).
+async fn within<T>(cut: Option<Instant>, attempt: impl Future<Output = T>) -> Option<T> {
+    match cut {
+        Some(cut) => tokio::time::timeout_at(cut.into(), attempt).await.ok(),
+        None => Some(attempt.await),
+    }
+}
+
+/// Takes this wait's `member` entry out of `key`'s queue. Leaving needs no
+/// answer: in the background, so that a server that hangs does not hold
+/// the end of the wait.
+fn leave_queue(fleet: &Fleet, key: &str, member: &str) {
+    let servers = fleet.servers().to_vec();
+    let keys = fleet.key_layout().queue_keys(key);
+    fleet.background(queue::leave(servers, key.to_owned(), keys, member.to_owned()));
+}
+
+/// The wait of `request`, begun at `start`, with its `member` entry.
+fn asked(request: &Request, start: Instant, member: &str) -> Asked {
+    Asked {
+        start,
+        deadline: match request.wait {
+            Wait::Once => Some(start),
+            Wait::For(d) => Some(start + d),
+            Wait::Forever => None,
+        },
+        ordered: request.ordered,
+        member: member.to_owned(),
+        shared: request.shared,
+        places: usize::try_from(request.limit.max(1)).unwrap_or(usize::MAX),
+    }
+}
+
+/// What an attempt that did not take the lock saw, as the error the wait
+/// ends with if it is the last; `None` for a disordered queue, which says
+/// nothing of the lock.
+fn refusal(attempt: Attempt, key: &str, quorum: usize) -> Option<Error> {
+    let shown = crate::text::display_key(key.as_bytes());
+    let busy = |message| Some(Error::Busy { message, code: exit::BUSY });
+    match attempt {
+        // Taken: the caller holds it.
+        Attempt::Acquired(_) | Attempt::Disordered => None,
+        Attempt::Busy(holder) => busy(holder.describe(key)),
+        Attempt::Queued { ahead } => busy(format!("{shown} has {ahead} waiter(s) queued ahead")),
+        Attempt::Split(split) => {
+            Some(Error::Split(format!("acquire {}", split.describe(key, quorum))))
+        }
+        Attempt::Unavailable(e) => Some(e),
+        Attempt::Ran(ran) => busy(ran.describe(key)),
+        Attempt::Taken(token) => busy(format!(
+            "{shown} was taken by {} after this run began (-n runs only if nobody took the lock \
+             meanwhile)",
+            crate::lock::ran_by(&token)
+        )),
+    }
+}
+
+/// The error a wait ends with when `last` is what its last attempt saw: a
+/// `--wait DUR` that ran out says it gave up ([`gave_up`]), unless the
+/// error is one waiting cannot cure.
+fn wait_over(last: Error, wait: &Wait, tick: bool) -> Error {
+    match wait {
+        Wait::For(bound) if !bound.is_zero() && !config_error(&last) => gave_up(last, *bound, tick),
+        _ => last,
     }
 }
 

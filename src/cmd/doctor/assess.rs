@@ -291,133 +291,162 @@ pub fn assess(
         a.warnings.push(format!("{}: {e}", failure_role(&e.failure)));
     }
     for (i, p) in probes.iter().enumerate() {
-        if let Some(first) =
-            probes[..i].iter().find(|q| !p.run_id.is_empty() && q.run_id == p.run_id)
-        {
-            // The same verdict as a lock's round: a fleet that lists a
-            // server twice counts one server's votes twice, and renewals
-            // can then hold a lock on a minority (`lock::Fleet::twins`).
-            a.errors.push(format!(
-                "{} and {} are the same server (run_id {}): list each server once (the servers \
-                 are not independent, and renewals would count it twice)",
-                first.server, p.server, p.run_id
-            ));
-        }
-        if p.role != "master" {
+        assess_voter(&probes[..i], p, &mut a);
+        assess_keys(p, &mut a);
+        assess_pubsub(p, &mut a);
+        assess_persistence(p, &mut a);
+    }
+    assess_clocks(probes, ttl, &mut a);
+    a
+}
+
+/// Whether redlock gets a vote from server `p`, and how: the same server
+/// as one `earlier` in the list, a replica, a cluster node listed plainly,
+/// scripts refused, the probe key refused by its ACL.
+fn assess_voter(earlier: &[Probe], p: &Probe, a: &mut Assessment) {
+    if let Some(first) = earlier.iter().find(|q| !p.run_id.is_empty() && q.run_id == p.run_id) {
+        // The same verdict as a lock's round: a fleet that lists a
+        // server twice counts one server's votes twice, and renewals
+        // can then hold a lock on a minority (`lock::Fleet::twins`).
+        a.errors.push(format!(
+            "{} and {} are the same server (run_id {}): list each server once (the servers \
+             are not independent, and renewals would count it twice)",
+            first.server, p.server, p.run_id
+        ));
+    }
+    if p.role != "master" {
+        a.warnings.push(format!(
+            "{}: role {} (a replica): it refuses writes (READONLY), so redlock gets no vote \
+             there, and replication is asynchronous; list masters only",
+            p.server, p.role
+        ));
+    }
+    // A cluster node given as a plain server answers only for the hash
+    // slots it owns: every lock whose slot another node owns ends with
+    // exit 69 at the first redirect (crate::server, `Failure::from_redis`).
+    if p.cluster_enabled && !p.cluster {
+        a.warnings.push(format!(
+            "{}: a Redis Cluster node (cluster_enabled:1) listed as a plain server: locks \
+             whose slot another node owns fail there (exit 69); list the cluster as one \
+             server, redis+cluster://HOST:PORT[,HOST:PORT...], so that redlock routes by slot",
+            p.server
+        ));
+    }
+    match &p.path {
+        Path::Scripts => {}
+        // What crate::noscript does not do (README, "Servers without
+        // scripting"): works, so a note.
+        Path::Transaction => a.notes.push(format!(
+            "{}: refuses scripts: redlock locks there with WATCH/MULTI/EXEC (a connection \
+             and two or three round trips per operation); `--shared` and the run history \
+             (`history`, `check`) need scripts and fail there, and its waiters go unordered \
+             (no wait queue)",
+            p.server
+        )),
+        // A cluster node's status fails with the redirect: said above.
+        Path::Unknown(_) if p.cluster_enabled && !p.cluster => {}
+        Path::Unknown(e) => a.warnings.push(format!(
+            "{}: a lock operation failed there ({e}): redlock gets no vote from it",
+            p.server
+        )),
+    }
+    if let Some(why) = &p.probe_key_refused {
+        a.notes.push(format!(
+            "{}: the ACL refuses this user the probe key ({why}): unless it allows the keys \
+             of your locks (README, \"The smallest ACL\"), every lock operation fails there",
+            p.server
+        ));
+    }
+}
+
+/// Whether server `p` keeps the lock's keys and can serve their
+/// operations: eviction, the version, a clock too far for the fences'
+/// window.
+fn assess_keys(p: &Probe, a: &mut Assessment) {
+    let evicting = p.policy.starts_with("allkeys-") || p.policy.starts_with("volatile-");
+    if evicting && p.maxmemory > 0 {
+        a.warnings.push(format!(
+            "{}: maxmemory-policy {} with maxmemory {} can evict lock keys; use noeviction",
+            p.server, p.policy, p.maxmemory
+        ));
+    }
+    if !version_at_least(&p.version, (2, 6, 12)) {
+        a.warnings.push(format!(
+            "{}: Redis {} lacks SET NX PX; 2.6.12 or later is needed",
+            p.server, p.version
+        ));
+    } else if !version_at_least(&p.version, (3, 2, 0)) {
+        // The fence draw reads TIME and then writes, which a script may
+        // do only with effects replication (redis.replicate_commands).
+        a.warnings.push(format!(
+            "{}: Redis {} cannot draw fencing numbers (TIME in scripts needs 3.2); use --no-fence",
+            p.server, p.version
+        ));
+    }
+    // The client's proposal is taken as it is only within half the
+    // window of a server's clock (crate::fence); beyond, the servers
+    // draw different numbers and each fenced acquisition writes back.
+    if p.clock_offset_ms.abs() * 1000.0 > fence::WINDOW.as_micros() as f64 / 2.0 {
+        a.notes.push(format!(
+            "{}: clock {:+.1}ms from this machine's, more than half the {} fencing window: \
+             each fenced acquisition takes one more round trip",
+            p.server,
+            p.clock_offset_ms,
+            crate::text::fmt_duration(fence::WINDOW)
+        ));
+    }
+}
+
+/// Whether waiters hear releases from server `p` (`SUBSCRIBE`).
+fn assess_pubsub(p: &Probe, a: &mut Assessment) {
+    if let PubSub::Refused(why) = &p.pubsub {
+        if why.contains("unknown command") {
             a.warnings.push(format!(
-                "{}: role {} (a replica): it refuses writes (READONLY), so redlock gets no vote \
-                 there, and replication is asynchronous; list masters only",
-                p.server, p.role
+                "{}: SUBSCRIBE is not a command there ({why}): {PUBSUB_COST}",
+                p.server
             ));
-        }
-        // A cluster node given as a plain server answers only for the hash
-        // slots it owns: every lock whose slot another node owns ends with
-        // exit 69 at the first redirect (crate::server, `Failure::from_redis`).
-        if p.cluster_enabled && !p.cluster {
+        } else if why.contains("command") {
             a.warnings.push(format!(
-                "{}: a Redis Cluster node (cluster_enabled:1) listed as a plain server: locks \
-                 whose slot another node owns fail there (exit 69); list the cluster as one \
-                 server, redis+cluster://HOST:PORT[,HOST:PORT...], so that redlock routes by slot",
+                "{}: SUBSCRIBE refused for this user ({why}): {PUBSUB_COST}; grant +subscribe",
                 p.server
             ));
-        }
-        match &p.path {
-            Path::Scripts => {}
-            // What crate::noscript does not do (README, "Servers without
-            // scripting"): works, so a note.
-            Path::Transaction => a.notes.push(format!(
-                "{}: refuses scripts: redlock locks there with WATCH/MULTI/EXEC (a connection \
-                 and two or three round trips per operation); `--shared` and the run history \
-                 (`history`, `check`) need scripts and fail there, and its waiters go unordered \
-                 (no wait queue)",
-                p.server
-            )),
-            // A cluster node's status fails with the redirect: said above.
-            Path::Unknown(_) if p.cluster_enabled && !p.cluster => {}
-            Path::Unknown(e) => a.warnings.push(format!(
-                "{}: a lock operation failed there ({e}): redlock gets no vote from it",
-                p.server
-            )),
-        }
-        if let Some(why) = &p.probe_key_refused {
+        } else {
             a.notes.push(format!(
-                "{}: the ACL refuses this user the probe key ({why}): unless it allows the keys \
-                 of your locks (README, \"The smallest ACL\"), every lock operation fails there",
-                p.server
-            ));
-        }
-        let evicting = p.policy.starts_with("allkeys-") || p.policy.starts_with("volatile-");
-        if evicting && p.maxmemory > 0 {
-            a.warnings.push(format!(
-                "{}: maxmemory-policy {} with maxmemory {} can evict lock keys; use noeviction",
-                p.server, p.policy, p.maxmemory
-            ));
-        }
-        if !version_at_least(&p.version, (2, 6, 12)) {
-            a.warnings.push(format!(
-                "{}: Redis {} lacks SET NX PX; 2.6.12 or later is needed",
-                p.server, p.version
-            ));
-        } else if !version_at_least(&p.version, (3, 2, 0)) {
-            // The fence draw reads TIME and then writes, which a script may
-            // do only with effects replication (redis.replicate_commands).
-            a.warnings.push(format!(
-                "{}: Redis {} cannot draw fencing numbers (TIME in scripts needs 3.2); use --no-fence",
-                p.server, p.version
-            ));
-        }
-        // The client's proposal is taken as it is only within half the
-        // window of a server's clock (crate::fence); beyond, the servers
-        // draw different numbers and each fenced acquisition writes back.
-        if p.clock_offset_ms.abs() * 1000.0 > fence::WINDOW.as_micros() as f64 / 2.0 {
-            a.notes.push(format!(
-                "{}: clock {:+.1}ms from this machine's, more than half the {} fencing window: \
-                 each fenced acquisition takes one more round trip",
+                "{}: SUBSCRIBE to {} refused for this user ({why}): unless the ACL allows the \
+                 channels redlock:released:KEY* of your keys (each release's, and each \
+                 waiter's own), {PUBSUB_COST}",
                 p.server,
-                p.clock_offset_ms,
-                crate::text::fmt_duration(fence::WINDOW)
+                crate::lock::release_channel(PROBE_KEY)
             ));
-        }
-        if let PubSub::Refused(why) = &p.pubsub {
-            if why.contains("unknown command") {
-                a.warnings.push(format!(
-                    "{}: SUBSCRIBE is not a command there ({why}): {PUBSUB_COST}",
-                    p.server
-                ));
-            } else if why.contains("command") {
-                a.warnings.push(format!(
-                    "{}: SUBSCRIBE refused for this user ({why}): {PUBSUB_COST}; grant +subscribe",
-                    p.server
-                ));
-            } else {
-                a.notes.push(format!(
-                    "{}: SUBSCRIBE to {} refused for this user ({why}): unless the ACL allows the \
-                     channels redlock:released:KEY* of your keys (each release's, and each \
-                     waiter's own), {PUBSUB_COST}",
-                    p.server,
-                    crate::lock::release_channel(PROBE_KEY)
-                ));
-            }
-        }
-        if let PubSub::Unknown(why) = &p.pubsub {
-            a.notes.push(format!("{}: SUBSCRIBE could not be checked ({why})", p.server));
-        }
-        let rdb = p.save.as_deref().is_some_and(|s| !s.trim().is_empty());
-        match (p.appendonly, p.appendfsync.as_deref(), rdb) {
-            (true, Some("always"), _) => {}
-            (true, fsync, _) => a.notes.push(format!(
-                "{}: appendonly yes with appendfsync {}: a power loss can drop the last second of locks; \
-                 restart it only after the longest TTL has passed, or use appendfsync always",
-                p.server,
-                fsync.unwrap_or("unknown")
-            )),
-            (false, _, _) => a.notes.push(format!(
-                "{}: no AOF{}: after a crash, restart it only after the longest TTL in use has passed (delayed restart)",
-                p.server,
-                if rdb { " (RDB snapshots lose recent locks)" } else { "" }
-            )),
         }
     }
+    if let PubSub::Unknown(why) = &p.pubsub {
+        a.notes.push(format!("{}: SUBSCRIBE could not be checked ({why})", p.server));
+    }
+}
+
+/// What server `p` keeps of its locks across a crash (AOF, RDB).
+fn assess_persistence(p: &Probe, a: &mut Assessment) {
+    let rdb = p.save.as_deref().is_some_and(|s| !s.trim().is_empty());
+    match (p.appendonly, p.appendfsync.as_deref(), rdb) {
+        (true, Some("always"), _) => {}
+        (true, fsync, _) => a.notes.push(format!(
+            "{}: appendonly yes with appendfsync {}: a power loss can drop the last second of locks; \
+             restart it only after the longest TTL has passed, or use appendfsync always",
+            p.server,
+            fsync.unwrap_or("unknown")
+        )),
+        (false, _, _) => a.notes.push(format!(
+            "{}: no AOF{}: after a crash, restart it only after the longest TTL in use has passed (delayed restart)",
+            p.server,
+            if rdb { " (RDB snapshots lose recent locks)" } else { "" }
+        )),
+    }
+}
+
+/// The servers' clocks against each other: the fences' margin and the
+/// drift allowance of a `ttl`.
+fn assess_clocks(probes: &[Probe], ttl: Duration, a: &mut Assessment) {
     let offsets = probes.iter().map(|p| p.clock_offset_ms);
     let (lo, hi) = offsets.fold((f64::MAX, f64::MIN), |(lo, hi), o| (lo.min(o), hi.max(o)));
     a.clock_spread_ms = if probes.is_empty() { 0.0 } else { hi - lo };
@@ -441,7 +470,6 @@ pub fn assess(
             crate::text::fmt_duration(ttl)
         ));
     }
-    a
 }
 
 /// Judges the configuration itself, whatever the servers answer: how many

@@ -2,9 +2,12 @@
 //! while the command runs, stop the command before anyone else could hold
 //! the lock, and give the lock back (or keep it, `--keep`) when it ends.
 //!
-//! One `select!` loop decides everything while the command runs: its exit,
-//! signals to forward, the watchdog's reports, and the stop and kill
-//! deadlines derived from them ([`watchdog::plan_stop`]).
+//! While the command runs, one pure step decides ([`state`]: its exit,
+//! signals to forward, the watchdog's and the guard's reports, the stop
+//! and kill deadlines); one `select!` loop ([`supervise`]) feeds it the
+//! events and performs what it decides.
+
+mod state;
 
 use std::io;
 use std::os::unix::process::ExitStatusExt;
@@ -17,7 +20,7 @@ use tokio::sync::watch;
 
 use crate::child::{self, Child};
 use crate::clock::{BootInstant, Clock};
-use crate::config::{OnLost, Run};
+use crate::config::Run;
 use crate::error::Error;
 use crate::exit;
 use crate::guard::Forker;
@@ -29,37 +32,7 @@ use crate::token::Token;
 use crate::watchdog::{self, Health};
 
 use super::report;
-
-/// Why redlock stopped the command.
-enum Stop {
-    /// The lock was lost (or was about to be, with renewals failing).
-    Lost {
-        /// What the watchdog said.
-        reason: String,
-        /// When redlock began stopping the command.
-        at: SystemTime,
-        /// The signal sent first.
-        signal: i32,
-        /// Whether SIGKILL followed it (the command outlived the grace).
-        killed: bool,
-    },
-    /// `--max-hold` ran out.
-    MaxHold {
-        /// The signal sent first.
-        signal: i32,
-        /// Whether SIGKILL followed it.
-        killed: bool,
-    },
-}
-
-impl Stop {
-    /// Records that SIGKILL followed the first signal.
-    fn killed(&mut self) {
-        match self {
-            Stop::Lost { killed, .. } | Stop::MaxHold { killed, .. } => *killed = true,
-        }
-    }
-}
+use state::{Action, Event, Note, Now, Stop, Supervision, Terms};
 
 /// How a stop ended, for the final line: `SIGTERM`, or `SIGTERM, then SIGKILL`.
 fn signals_sent(signal: i32, killed: bool) -> String {
@@ -111,8 +84,8 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
             crate::text::display_key(cfg.key.as_bytes())
         )));
     }
-    let kill_at = guard_kill_at(&cfg, lock.deadline());
-    let mut child = match child::spawn(&cfg.argv, &env, kill_at, forker) {
+    let state = Supervision::new(terms(&cfg, &lock), lock.deadline());
+    let mut child = match child::spawn(&cfg.argv, &env, state.guard_at(), forker) {
         Ok(child) => child,
         Err(e) => {
             release(&fleet, &lock, log).await;
@@ -131,7 +104,7 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
     let (health, watchdog) =
         watchdog::start(Arc::clone(&fleet), lock.clone(), cfg.renew_every, Arc::clone(&clock));
     let (status, stop) =
-        supervise(&mut child, &mut signals, health, &cfg, &lock, log, &clock).await;
+        supervise(&mut child, &mut signals, health, state, &cfg.key, log, &clock).await;
     if let Ok(status) = &status {
         let (code, signal) = (status.code(), status.signal());
         log.event(
@@ -357,14 +330,14 @@ fn is_ancestor(pid: i32) -> bool {
     false
 }
 
-/// The instant the guard kills the job at when redlock has not renewed:
-/// half the kill margin before the validity ends, after redlock's own
-/// SIGKILL (`margin` before), so the guard is the backstop of a frozen
-/// redlock and never races a running one. None with `--on-lost ignore`.
-fn guard_kill_at(cfg: &Run, deadline: BootInstant) -> Option<BootInstant> {
-    match cfg.on_lost {
-        OnLost::Signal(_) => Some(deadline - cfg.kill_margin() / 2),
-        OnLost::Ignore => None,
+/// What the run asks of its supervisor.
+fn terms(cfg: &Run, lock: &Lock) -> Terms {
+    Terms {
+        on_lost: cfg.on_lost,
+        grace: cfg.grace(),
+        margin: cfg.kill_margin(),
+        max_hold_at: cfg.max_hold.map(|d| lock.since + d),
+        shown: crate::text::display_key(cfg.key.as_bytes()),
     }
 }
 
@@ -392,208 +365,133 @@ fn exit_status(status: io::Result<ExitStatus>, argv: &[String]) -> Result<u8, Er
 }
 
 /// Watches the command until it exits; returns its status and whether
-/// redlock stopped it.
+/// redlock stopped it. Every decision is `state`'s ([`Supervision::step`]);
+/// this loop only turns the world into its events and performs its actions.
 async fn supervise(
     child: &mut Child,
     signals: &mut Signals,
     mut health: watch::Receiver<Health>,
-    cfg: &Run,
-    lock: &Lock,
+    mut state: Supervision,
+    key: &str,
     log: &Log,
     clock: &Clock,
 ) -> (io::Result<ExitStatus>, Option<Stop>) {
-    let (grace, margin) = (cfg.grace(), cfg.kill_margin());
-    let max_hold_at = cfg.max_hold.map(|d| lock.since + d);
-    let shown = crate::text::display_key(cfg.key.as_bytes());
-    let mut stop: Option<Stop> = None;
-    // A lost lock prints at most two lines: the first warning (a failing
-    // renewal, or the stop), and the final error; the rest are -v.
-    let mut kill_at: Option<BootInstant> = None;
+    let now = || Now { boot: clock.now(), wall: SystemTime::now() };
     let mut watching = true;
-    let mut was_failing = false;
     loop {
         // Back from a freeze or a job-control stop that outlasted the
-        // validity: the guard has killed the job; nothing more to plan.
-        guard_fired(child, &cfg.key, &mut stop);
-        let now = clock.now();
-        let current = health.borrow().clone();
-        let (lost_stop_at, lost_kill_at) = watchdog::plan_stop(&current, now, grace, margin);
-        // The next moment to begin stopping, and whether it is for max-hold.
-        let begin: Option<(BootInstant, bool)> = if stop.is_some() {
-            None
-        } else {
-            let lost = match cfg.on_lost {
-                OnLost::Signal(_) => Some((lost_stop_at, false)),
-                OnLost::Ignore => None,
-            };
-            let max_hold = max_hold_at.map(|at| (at, true));
-            [lost, max_hold].into_iter().flatten().min_by_key(|(at, _)| *at)
-        };
+        // validity: the guard has killed the job.
+        guard_report(child, &mut state, now(), key, log);
+        let timers = state.timers(clock.now());
         // A timer that never fires stands in for "no deadline".
-        let never = now + Duration::from_secs(365 * 24 * 3600);
-        tokio::select! {
+        let never = clock.now() + Duration::from_secs(365 * 24 * 3600);
+        let event = tokio::select! {
             status = child.wait() => {
-                guard_fired(child, &cfg.key, &mut stop);
-                // The guard's SIGKILL at its deadline can reach redlock
-                // before the guard's own report of it (both resume together
-                // after a freeze): a command killed by SIGKILL once that
-                // deadline has passed was killed for the lock's validity.
-                let killed = status.as_ref().is_ok_and(|s| s.signal() == Some(libc::SIGKILL));
-                if stop.is_none() && killed && child.past_kill_time() {
-                    stop = Some(Stop::Lost {
-                        reason: guard_killed(&cfg.key),
-                        at: SystemTime::now(),
-                        signal: libc::SIGKILL,
-                        killed: false,
-                    });
-                }
-                return (status, stop);
+                guard_report(child, &mut state, now(), key, log);
+                let sigkill = status.as_ref().is_ok_and(|s| s.signal() == Some(libc::SIGKILL));
+                perform(child, state.step(now(), Event::Exited { sigkill }), key, log);
+                return (status, state.finish());
             }
-            signal = signals.recv() => forward(child, signal, log),
+            signal = signals.recv() => Event::Signal(signal),
             changed = health.changed(), if watching => {
                 if changed.is_err() {
                     watching = false;
                     continue;
                 }
-                let now_health = health.borrow().clone();
-                if !matches!(now_health, Health::Lost { .. }) {
-                    child.set_kill_at(guard_kill_at(cfg, now_health.deadline()));
-                }
-                match now_health {
-                    Health::Held { deadline } => {
-                        let left = deadline.saturating_duration_since(clock.now());
-                        let recovered = if was_failing { " (recovered)" } else { "" };
-                        log.event(
-                            if was_failing { Level::Warn } else { Level::Info },
-                            "renewed",
-                            &format!("renewed {shown}, valid for {}{recovered}", crate::text::fmt_duration(left)),
-                            json!({ "key": cfg.key, "validity_ms": crate::text::millis(left) }),
-                        );
-                        was_failing = false;
-                    }
-                    Health::Failing { deadline, error } => {
-                        let left = deadline.saturating_duration_since(clock.now());
-                        log.event(
-                            if was_failing { Level::Debug } else { Level::Warn },
-                            "renewal_failed",
-                            &format!(
-                                "renewal failed, retrying with {} of validity left: {error}",
-                                crate::text::fmt_duration(left)
-                            ),
-                            json!({ "key": cfg.key, "error": error, "validity_left_ms": crate::text::millis(left) }),
-                        );
-                        was_failing = true;
-                    }
-                    Health::Lost { reason, .. } => {
-                        // Stopping the command says it (the `stopping`
-                        // line, at once); with `ignore` this is the line.
-                        let ignored = cfg.on_lost == OnLost::Ignore;
-                        let (level, then) = if ignored {
-                            (Level::Warn, "; --on-lost ignore keeps the command running")
-                        } else {
-                            (Level::Info, "; stopping the command")
-                        };
-                        log.event(
-                            level,
-                            "lost",
-                            &format!("lost the lock: {reason}{then}"),
-                            json!({ "key": cfg.key, "reason": reason, "ignored": ignored }),
-                        );
-                    }
-                }
+                Event::Health(health.borrow().clone())
             }
-            () = clock.sleep_until(begin.map_or(never, |(at, _)| at)), if begin.is_some() => {
-                guard_fired(child, &cfg.key, &mut stop);
-                // A command that already ended by itself (seen late: redlock
-                // was frozen) is not stopped: its status is its own.
-                if stop.is_some() || child.exited_by_itself() {
-                    continue;
-                }
-                let for_max_hold = begin.is_some_and(|(_, m)| m);
-                let signal = match cfg.on_lost {
-                    OnLost::Signal(signal) => signal,
-                    OnLost::Ignore => libc::SIGTERM,
-                };
-                let now = clock.now();
-                let kill = match cfg.on_lost {
-                    OnLost::Signal(_) => (now + grace).min(lost_kill_at),
-                    OnLost::Ignore => now + grace,
-                };
-                child.stop(signal);
-                if signal != libc::SIGKILL {
-                    kill_at = Some(kill);
-                }
-                let why = if for_max_hold {
-                    stop = Some(Stop::MaxHold { signal, killed: false });
-                    format!("--max-hold ran out on {shown}")
-                } else {
-                    let reason = match &current {
-                        Health::Lost { reason, .. } => reason.clone(),
-                        Health::Failing { error, .. } => format!("could not renew in time ({error})"),
-                        Health::Held { .. } => format!("the lock on {shown} ran out of validity"),
-                    };
-                    let at = SystemTime::now();
-                    stop = Some(Stop::Lost { reason: reason.clone(), at, signal, killed: false });
-                    format!("lost the lock: {reason}")
-                };
-                let kill_in = kill.saturating_duration_since(now);
-                // After a failing renewal's warning, the stop is the
-                // final line's to tell.
-                log.event(
-                    if was_failing { Level::Info } else { Level::Warn },
-                    "stopping",
-                    &format!(
-                        "{why}; sent {} to the command, SIGKILL in {}",
-                        signals::name(signal),
-                        crate::text::fmt_duration(kill_in)
-                    ),
-                    json!({
-                        "pid": child.pid(),
-                        "reason": why,
-                        "signal": signals::name(signal),
-                        "kill_in_ms": crate::text::millis(kill_in),
-                    }),
-                );
+            () = clock.sleep_until(timers.stop.unwrap_or(never)), if timers.stop.is_some() => {
+                guard_report(child, &mut state, now(), key, log);
+                Event::StopDue { ended_by_itself: child.exited_by_itself() }
             }
-            () = clock.sleep_until(kill_at.unwrap_or(never)), if kill_at.is_some() => {
-                // The final line says it ("then SIGKILL").
-                log.event(
-                    Level::Info,
-                    "killed",
-                    "the command is still running; sent SIGKILL",
-                    json!({ "pid": child.pid() }),
-                );
-                child.stop(libc::SIGKILL);
-                kill_at = None;
-                if let Some(stop) = stop.as_mut() {
-                    stop.killed();
-                }
+            () = clock.sleep_until(timers.kill.unwrap_or(never)), if timers.kill.is_some() => {
+                Event::KillDue
             }
+        };
+        perform(child, state.step(now(), event), key, log);
+    }
+}
+
+/// Tells `state` that the guard killed the job, if it did and that can
+/// still matter (redlock had not begun stopping the job itself).
+fn guard_report(child: &mut Child, state: &mut Supervision, now: Now, key: &str, log: &Log) {
+    if !state.stopping() && child.guard_fired() {
+        let ended_by_itself = child.exited_by_itself();
+        perform(child, state.step(now, Event::GuardFired { ended_by_itself }), key, log);
+    }
+}
+
+/// Does what the step decided.
+fn perform(child: &mut Child, actions: Vec<Action>, key: &str, log: &Log) {
+    for action in actions {
+        match action {
+            Action::Forward(signal) => forward(child, signal, log),
+            Action::Guard(kill_at) => child.set_kill_at(kill_at),
+            Action::Stop(signal) => child.stop(signal),
+            Action::Say(level, note) => say(level, note, child.pid(), key, log),
         }
     }
 }
 
-/// Why a command was stopped by the guard; with `-q` the final line is
-/// the only one, so it names the key.
-fn guard_killed(key: &str) -> String {
-    format!(
-        "redlock was stopped or frozen until the lock on {} ran out of validity, and its guard killed the command",
-        crate::text::display_key(key.as_bytes())
-    )
-}
-
-/// Records the guard's kill as the stop, when it fired and redlock had not
-/// begun stopping the command itself: redlock did not run (frozen, or
-/// stopped by job control) until after the validity ended. A command that
-/// had ended by itself before the guard fired keeps its own status.
-fn guard_fired(child: &mut Child, key: &str, stop: &mut Option<Stop>) {
-    if stop.is_none() && child.guard_fired() && !child.exited_by_itself() {
-        // Whatever outlived the guard's kill (a command started after it
-        // fired, a process forked past its scan) is killed now.
-        child.stop(libc::SIGKILL);
-        let reason = guard_killed(key);
-        let at = SystemTime::now();
-        *stop = Some(Stop::Lost { reason, at, signal: libc::SIGKILL, killed: false });
+/// Writes one of the supervisor's messages.
+fn say(level: Level, note: Note, pid: i32, key: &str, log: &Log) {
+    let shown = crate::text::display_key(key.as_bytes());
+    match note {
+        Note::Renewed { left, recovered } => {
+            let recovered = if recovered { " (recovered)" } else { "" };
+            log.event(
+                level,
+                "renewed",
+                &format!(
+                    "renewed {shown}, valid for {}{recovered}",
+                    crate::text::fmt_duration(left)
+                ),
+                json!({ "key": key, "validity_ms": crate::text::millis(left) }),
+            );
+        }
+        Note::RenewalFailed { left, error } => log.event(
+            level,
+            "renewal_failed",
+            &format!(
+                "renewal failed, retrying with {} of validity left: {error}",
+                crate::text::fmt_duration(left)
+            ),
+            json!({ "key": key, "error": error, "validity_left_ms": crate::text::millis(left) }),
+        ),
+        Note::Lost { reason, ignored } => {
+            let then = if ignored {
+                "; --on-lost ignore keeps the command running"
+            } else {
+                "; stopping the command"
+            };
+            log.event(
+                level,
+                "lost",
+                &format!("lost the lock: {reason}{then}"),
+                json!({ "key": key, "reason": reason, "ignored": ignored }),
+            );
+        }
+        Note::Stopping { why, signal, kill_in } => log.event(
+            level,
+            "stopping",
+            &format!(
+                "{why}; sent {} to the command, SIGKILL in {}",
+                signals::name(signal),
+                crate::text::fmt_duration(kill_in)
+            ),
+            json!({
+                "pid": pid,
+                "reason": why,
+                "signal": signals::name(signal),
+                "kill_in_ms": crate::text::millis(kill_in),
+            }),
+        ),
+        Note::Killed => log.event(
+            level,
+            "killed",
+            "the command is still running; sent SIGKILL",
+            json!({ "pid": pid }),
+        ),
     }
 }
 
@@ -666,6 +564,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use crate::cli::LogFormat;
+    use crate::config::OnLost;
     use crate::lock::Wait;
 
     /// Scenario 4 of "Never unguarded": the machine suspends for longer than
@@ -707,8 +606,8 @@ mod tests {
             fence: None,
         };
         let (_tx, health) = watch::channel(Health::Held { deadline: lock.deadline() });
-        let mut child =
-            child::spawn(&cfg.argv, &[], guard_kill_at(&cfg, lock.deadline()), None).unwrap();
+        let state = Supervision::new(terms(&cfg, &lock), lock.deadline());
+        let mut child = child::spawn(&cfg.argv, &[], state.guard_at(), None).unwrap();
         let mut signals = Signals::install().unwrap();
         let clock = Arc::new(Clock::new());
         let log = Log::new(0, true, LogFormat::Text);
@@ -722,7 +621,7 @@ mod tests {
         };
         let started = std::time::Instant::now();
         let (status, stop) = tokio::select! {
-            done = supervise(&mut child, &mut signals, health, &cfg, &lock, &log, &clock) => done,
+            done = supervise(&mut child, &mut signals, health, state, &cfg.key, &log, &clock) => done,
             () = suspend => unreachable!(),
         };
         assert!(
