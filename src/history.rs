@@ -34,8 +34,8 @@ use redis::Value;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
-use crate::lock::{Call, Fleet, Lua, Operation};
-use crate::quorum::{Failures, Reply, Round, Vote};
+use crate::failure::Failures;
+use crate::lock::{Answers, Call, Fleet, Lua, Operation};
 use crate::server::Op;
 
 /// How many entries each server keeps per lock (the newest).
@@ -233,7 +233,7 @@ pub async fn record(fleet: &Fleet, key: &str, entry: &Entry) -> Result<usize, Fa
             ],
         },
     };
-    written(fleet.round(call, int, |_| Vote::Yes).await)
+    written(fleet.ask_all(call, int).await)
 }
 
 /// Counts one skip of `key` by `host` at `at`, while `holder` held it: a
@@ -264,12 +264,12 @@ pub async fn record_skip(
         key: key.to_owned(),
         operation: Operation::Commands { key: skips, pipeline },
     };
-    written(fleet.round(call, int, |_| Vote::Yes).await)
+    written(fleet.ask_all(call, int).await)
 }
 
 /// How many servers a write reached, or why none did.
-fn written(round: Round<i64>) -> Result<usize, Failures> {
-    if round.tally.yes > 0 { Ok(round.tally.yes) } else { Err(round.failures()) }
+fn written(answers: Answers<i64>) -> Result<usize, Failures> {
+    if answers.values.is_empty() { Err(answers.failures) } else { Ok(answers.values.len()) }
 }
 
 /// Reads the newest `n` entries of `key` (at most [`MAX_ENTRIES`]) and its
@@ -286,21 +286,19 @@ pub async fn read(fleet: &Fleet, key: &str, n: usize) -> History {
             args: vec![n.to_string().into_bytes()],
         },
     };
-    let round = fleet.round(call, parse_read, |_| Vote::Yes).await;
-    let failures = round.failures();
+    let Answers { values, failures } = fleet.ask_all(call, parse_read).await;
+    let answered = values.len();
     let mut lists = Vec::new();
     let mut skips = Vec::new();
-    for reply in round.replies {
-        if let Reply::Answered((entries, s)) = reply {
-            lists.push(entries);
-            skips.extend(s);
-        }
+    for (entries, s) in values {
+        lists.push(entries);
+        skips.extend(s);
     }
     History {
         entries: merge(lists, n),
         skips: merge_skips(&skips),
-        answered: round.tally.yes,
-        total: round.tally.total,
+        answered,
+        total: fleet.servers().len(),
         quorum: fleet.quorum(),
         failures,
     }

@@ -115,6 +115,17 @@ impl Lua {
     }
 }
 
+/// What the servers said to a call that is no vote ([`Fleet::ask_all`]):
+/// the answers of those that answered, in server order, and why others
+/// did not (a round that stops once a quorum wrote leaves the rest
+/// unawaited, in neither).
+pub(crate) struct Answers<T> {
+    /// The answers.
+    pub values: Vec<T>,
+    /// The failures.
+    pub failures: Failures,
+}
+
 /// How long to wait for a busy lock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Wait {
@@ -608,6 +619,27 @@ impl Fleet {
     /// in the background; [`Fleet::drain`] waits for it.
     pub fn background(&self, work: impl std::future::Future<Output = ()> + Send + 'static) {
         self.tasks.spawn(work);
+    }
+
+    /// Runs `call`, which is no vote (a history write or read), on every
+    /// server, and says what came of it in plain terms ([`Answers`]), for
+    /// the layers above the engine, which need no rounds or tallies.
+    pub(crate) async fn ask_all<T: Send + 'static>(
+        &self,
+        call: Call,
+        read: fn(Value) -> Result<T, String>,
+    ) -> Answers<T> {
+        let round = self.round(call, read, |_| Vote::Yes).await;
+        let failures = round.failures();
+        let values = round
+            .replies
+            .into_iter()
+            .filter_map(|r| match r {
+                Reply::Answered(value) => Some(value),
+                _ => None,
+            })
+            .collect();
+        Answers { values, failures }
     }
 
     /// Runs `call` on every server; `read` checks the reply's shape and
