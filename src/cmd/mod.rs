@@ -58,8 +58,10 @@ fn show_config(rows: &[[String; 3]], problems: Vec<String>, check: bool, log: &L
 
 /// Opens (lazily) the servers of `config` with its node timeout, as the
 /// fleet every subcommand works on: the configuration says what the
-/// servers and the rules are, the command layer builds the engine's value.
-fn fleet(config: &Config) -> Result<Fleet, Error> {
+/// servers and the rules are, the command layer builds the engine's value
+/// (public for programs that drive the library with the binary's settings:
+/// the peers' benchmark).
+pub fn fleet(config: &Config) -> Result<Fleet, Error> {
     let servers = config
         .servers
         .iter()
