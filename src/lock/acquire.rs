@@ -268,7 +268,8 @@ impl Fleet {
                     _ => Arc::clone(&call),
                 };
                 let twin = Arc::clone(&self.twin);
-                contend(server, call, answer, verdict_rx.clone(), restart, twin)
+                let after = if last { After::Nothing } else { After::Retry };
+                contend(server, call, answer, verdict_rx.clone(), restart, twin, after)
             },
             |r| match r {
                 Granted::Yes(..) => Vote::Yes,
@@ -739,6 +740,7 @@ async fn contend(
     mut verdict: watch::Receiver<Option<bool>>,
     restart_window: Option<Duration>,
     twin: Arc<std::sync::Mutex<Option<ServerError>>>,
+    after: After,
 ) {
     let key = call.key();
     let Operation::Acquire(op) = &call.operation else {
@@ -821,6 +823,25 @@ async fn contend(
                     *twin.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(e);
                 }
                 return;
+            }
+            // Lost before this server answered. A contender that attempts
+            // again withdraws at once, so that the withdrawal goes ahead
+            // of its next attempt on this connection. One that is done
+            // (`-n`: [`After::Nothing`]) has no next attempt to overtake:
+            // it waits for the answer, within the call's deadline, and
+            // withdraws only what may have been set, so a burst's losers
+            // do not send a withdrawal script to every slow server. The
+            // bound: the exit's flush ([`Fleet::settle`]); an answer
+            // later than that leaves a grant, if there is one, to its TTL
+            // on this server alone.
+            if after == After::Nothing {
+                let late = (&mut set).await;
+                if refused(&late) {
+                    return;
+                }
+                if let Ok(Granted::Yes(grant)) = &late {
+                    entry = grant.entry;
+                }
             }
             false
         }
