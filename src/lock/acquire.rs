@@ -621,6 +621,13 @@ impl<'a> Votes<'a> {
 /// answers with its twin.
 const TWIN_WAIT: Duration = Duration::from_millis(20);
 
+/// How long a `-n` contender that lost before a server answered waits for
+/// that answer before it withdraws there blindly (`contend`). Within the
+/// exit's flush ([`super::FLUSH`], 100 ms), which comes only after the
+/// busy skip is counted: the withdrawal, when one is needed, is written
+/// before the process exits.
+const ANSWER_GRACE: Duration = Duration::from_millis(50);
+
 /// The least an acquire round with split votes (or a configuration error)
 /// waits for its slowest servers, on top of the time it has already taken.
 const STRAGGLER_FLOOR: Duration = Duration::from_millis(2);
@@ -828,14 +835,16 @@ async fn contend(
             // again withdraws at once, so that the withdrawal goes ahead
             // of its next attempt on this connection. One that is done
             // (`-n`: [`After::Nothing`]) has no next attempt to overtake:
-            // it waits for the answer, within the call's deadline, and
-            // withdraws only what may have been set, so a burst's losers
-            // do not send a withdrawal script to every slow server. The
-            // bound: the exit's flush ([`Fleet::settle`]); an answer
-            // later than that leaves a grant, if there is one, to its TTL
-            // on this server alone.
-            if after == After::Nothing {
-                let late = (&mut set).await;
+            // it gives the answer [`ANSWER_GRACE`] and withdraws only what
+            // may have been set, so that a burst's losers do not send a
+            // withdrawal script to every server a little slower than the
+            // quorum. A server that does not answer in that time (frozen,
+            // far) gets the withdrawal all the same, queued behind the
+            // attempt on this connection, so that it runs both in order
+            // when it wakes and keeps no dead vote.
+            if after == After::Nothing
+                && let Ok(late) = tokio::time::timeout(ANSWER_GRACE, &mut set).await
+            {
                 if refused(&late) {
                     return;
                 }
