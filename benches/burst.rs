@@ -23,8 +23,10 @@
 //!
 //! Run: `cargo bench --bench burst` (env `CONTENDERS`, `TICKS`, `BURST_BIN`
 //! for another build's binary, to compare two builds run alternately, `BACKLOG`
-//! for the servers' `tcp-backlog`, default Redis's 511, and `JITTER`, e.g.
-//! `5s`, to run the contenders with `--jitter`).
+//! for the servers' `tcp-backlog`, default Redis's 511, `JITTER`, e.g.
+//! `5s`, to run the contenders with `--jitter`, and `ONCE_PER`, seconds,
+//! e.g. `10`, to run them with `--once-per`, each tick of the bench released
+//! 100 ms into a tick of that length).
 //! Everything shares this machine's CPUs: the servers here compete with a
 //! thousand starting processes, which real servers do not.
 
@@ -137,6 +139,9 @@ fn main() {
     let ticks = env_or("TICKS", 5);
     let backlog = std::env::var("BACKLOG").unwrap_or_else(|_| "511".to_owned());
     let jitter = std::env::var("JITTER").ok();
+    let once_per = std::env::var("ONCE_PER").ok().map(|s| format!("{s}s"));
+    let period_ms: Option<u128> =
+        std::env::var("ONCE_PER").ok().and_then(|s| s.parse::<u128>().ok()).map(|s| s * 1000);
     let servers = Fleet {
         servers: (0..SERVERS)
             .map(|_| RedisServer::start_with(&["--tcp-backlog", &backlog]))
@@ -146,7 +151,8 @@ fn main() {
     let key = format!("bench-burst-{}", std::process::id());
     println!(
         "{contenders} contenders at once{}, {ticks} ticks, {SERVERS} local redis-server (tcp-backlog {backlog}), {} CPUs",
-        jitter.as_ref().map_or(String::new(), |j| format!(" with --jitter {j}")),
+        jitter.as_ref().map_or(String::new(), |j| format!(" with --jitter {j}"))
+            + &once_per.as_ref().map_or(String::new(), |d| format!(" with --once-per {d}")),
         std::thread::available_parallelism().map_or(0, usize::from)
     );
     println!(
@@ -161,6 +167,9 @@ fn main() {
         if let Some(j) = &jitter {
             args.extend(["--jitter", j]);
         }
+        if let Some(d) = &once_per {
+            args.extend(["--once-per", d]);
+        }
         let sampling = std::sync::atomic::AtomicBool::new(true);
         let (tick, peak) = std::thread::scope(|scope| {
             // The sampler's own connection counts once; it is taken off.
@@ -174,7 +183,19 @@ fn main() {
                 }
                 peak
             });
-            let tick = burst::tick(&bin, contenders, &args, &[("REDLOCK_SERVERS", &urls)], || {});
+            // With --once-per, the gate opens 100 ms into a fresh tick, so
+            // that each tick of the bench is one tick of redlock's.
+            let align = || {
+                if let Some(p) = period_ms {
+                    let now = std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .unwrap()
+                        .as_millis();
+                    let wait = p - now % p + 100;
+                    std::thread::sleep(Duration::from_millis(u64::try_from(wait).unwrap()));
+                }
+            };
+            let tick = burst::tick(&bin, contenders, &args, &[("REDLOCK_SERVERS", &urls)], align);
             sampling.store(false, std::sync::atomic::Ordering::Relaxed);
             (tick, sampler.join().unwrap())
         });
