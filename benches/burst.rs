@@ -26,7 +26,9 @@
 //! for the servers' `tcp-backlog`, default Redis's 511, `JITTER`, e.g.
 //! `5s`, to run the contenders with `--jitter`, and `ONCE_PER`, seconds,
 //! e.g. `10`, to run them with `--once-per`, each tick of the bench released
-//! 100 ms into a tick of that length).
+//! 100 ms into a tick of that length), and `SERVER_NICE`, e.g. `-10`, to
+//! renice the servers: a model of servers on machines of their own, which
+//! a thousand starting processes do not starve of CPU; not the default).
 //! Everything shares this machine's CPUs: the servers here compete with a
 //! thousand starting processes, which real servers do not.
 
@@ -147,12 +149,24 @@ fn main() {
             .map(|_| RedisServer::start_with(&["--tcp-backlog", &backlog]))
             .collect(),
     };
+    if let Ok(nice) = std::env::var("SERVER_NICE") {
+        for s in &servers.servers {
+            let pid = s.pid().to_string();
+            let ok = std::process::Command::new("renice")
+                .args(["-n", &nice, "-p", &pid])
+                .stdout(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            assert!(ok, "renice -n {nice} -p {pid} failed");
+        }
+    }
     let urls = servers.urls();
     let key = format!("bench-burst-{}", std::process::id());
     println!(
         "{contenders} contenders at once{}, {ticks} ticks, {SERVERS} local redis-server (tcp-backlog {backlog}), {} CPUs",
         jitter.as_ref().map_or(String::new(), |j| format!(" with --jitter {j}"))
-            + &once_per.as_ref().map_or(String::new(), |d| format!(" with --once-per {d}")),
+            + &once_per.as_ref().map_or(String::new(), |d| format!(" with --once-per {d}"))
+            + &std::env::var("SERVER_NICE").map_or(String::new(), |n| format!(", servers at nice {n}")),
         std::thread::available_parallelism().map_or(0, usize::from)
     );
     println!(
