@@ -166,7 +166,8 @@ fn main() {
         "{contenders} contenders at once{}, {ticks} ticks, {SERVERS} local redis-server (tcp-backlog {backlog}), {} CPUs",
         jitter.as_ref().map_or(String::new(), |j| format!(" with --jitter {j}"))
             + &once_per.as_ref().map_or(String::new(), |d| format!(" with --once-per {d}"))
-            + &std::env::var("SERVER_NICE").map_or(String::new(), |n| format!(", servers at nice {n}")),
+            + &std::env::var("SERVER_NICE")
+                .map_or(String::new(), |n| format!(", servers at nice {n}")),
         std::thread::available_parallelism().map_or(0, usize::from)
     );
     println!(
