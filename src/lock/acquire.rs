@@ -195,7 +195,7 @@ impl Fleet {
         let start = BootInstant::now();
         let place = terms.place;
         // `-n`'s rule is on only for `-n`, which attempts no more once busy.
-        let last = terms.untaken.is_some();
+        let after = if terms.untaken.is_some() { After::Nothing } else { After::Retry };
         let [order, deadlines] = self.layout.queue_keys(key);
         let numbers = Numbers {
             ttl_ms: crate::text::millis(ttl),
@@ -268,17 +268,13 @@ impl Fleet {
                     _ => Arc::clone(&call),
                 };
                 let twin = Arc::clone(&self.twin);
-                let after = if last { After::Nothing } else { After::Retry };
                 contend(server, call, answer, verdict_rx.clone(), restart, twin, after)
             },
             |r| match r {
                 Granted::Yes(..) => Vote::Yes,
                 Granted::No { .. } | Granted::Ran(_) | Granted::Taken(_) => Vote::No,
             },
-            |tally, replies, elapsed| {
-                let after = if last { After::Nothing } else { After::Retry };
-                patience(tally, replies, elapsed, quorum, splits, after)
-            },
+            |tally, replies, elapsed| patience(tally, replies, elapsed, quorum, splits, after),
         )
         .await;
         let servers = self.results(&round, |r| match r {
@@ -697,8 +693,9 @@ fn patience(
         // Unless no attempt follows (`-n`, whose "busy" is final): then
         // nothing here can overtake a withdrawal, and a burst's losers
         // need not wait for the slow servers ([`After::Nothing`]). Their
-        // calls go on in the background, each withdrawn at once on its
-        // connection should it grant, and the exit flushes them.
+        // calls go on in the background (`contend`: each answer gets
+        // [`ANSWER_GRACE`], then a withdrawal unless it refused), and the
+        // exit flushes them.
         Standing::Held(_) if tally.pending() > 0 && after == After::Retry => Listen::For(elapsed),
         // A configuration error (a wrong password, a missing permission)
         // ends the attempt, but the error should name every server it
