@@ -195,20 +195,20 @@ impl Call {
     }
 
     /// Runs the script on `c`, or, on a server that refuses scripts, the
-    /// same operation without them.
+    /// same operation without them; plain commands run as they are.
     async fn invoke(
         &self,
         server: &Server,
         c: &mut MultiplexedConnection,
     ) -> redis::RedisResult<Value> {
-        // No-script hook: a server that refused a script
-        // once takes the plain-command path from then on (`noscript`,
-        // WATCH/MULTI/EXEC on a connection of its own); the refusal itself
-        // is answered there too, so the caller sees the script's reply.
         if let Operation::Commands { pipeline, .. } = &self.operation {
             let replies: Vec<Value> = pipeline.query_async(c).await?;
             return Ok(replies.into_iter().next().unwrap_or(Value::Nil));
         }
+        // No-script hook: a server that refused a script
+        // once takes the plain-command path from then on (`noscript`,
+        // WATCH/MULTI/EXEC on a connection of its own); the refusal itself
+        // is answered there too, so the caller sees the script's reply.
         if server.scripts_refused() {
             // Boxed, as below: the plain-command path's future is large
             // and rarely taken.
