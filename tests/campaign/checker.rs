@@ -11,6 +11,10 @@
 //!   − the drift allowance). Operations of unknown outcome hold nothing
 //!   for certain, so they never make an overlap; they only count as
 //!   possibly holding (below).
+//!   A foreign write over the key on a majority ends every hold it meets
+//!   where it begins (it broke the premise of exclusion); what is checked
+//!   then is that the holder notices (`foreign-unnoticed`, see
+//!   [`foreign_writes`]).
 //! - **Fences**: a section that began after another ended must carry a
 //!   larger fence (so none repeats between ordered sections).
 //! - **Exit status**: a `run`'s exit code is its command's when the
@@ -70,7 +74,8 @@ fn drift_ns(ttl_ms: u64) -> u64 {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Violation {
     /// `overlap`, `fence`, `exit-status`, `lost-tick`, `tick-twice`,
-    /// `tick-label`, `taken-meanwhile`, `liveness`, `bound`.
+    /// `tick-label`, `taken-meanwhile`, `liveness`, `bound`,
+    /// `foreign-unnoticed`.
     pub kind: &'static str,
     /// One line for people.
     pub message: String,
@@ -251,7 +256,8 @@ pub fn check(events: &[(usize, Event)]) -> Summary {
         }
     }
     let mut summary = Summary { ops: ops.len(), ..Summary::default() };
-    let holds = holds(&ops);
+    let mut holds = holds(&ops);
+    foreign_writes(&ops, &mut holds, &foreign, &frozen, &mut summary.violations);
     summary.sections = holds.values().map(Vec::len).sum();
     for (key, list) in &holds {
         // A key any shared holder used is a `--shared` key (its writers
@@ -346,6 +352,79 @@ fn holds(ops: &BTreeMap<u64, Op>) -> BTreeMap<String, Vec<Hold>> {
         }
     }
     out
+}
+
+/// A foreign write over a key on a majority (the `foreign` family) takes
+/// the lock from under its holder: the premise of exclusion ("a majority of
+/// the servers keeps its data") no longer holds, and once the foreign value
+/// expires a newcomer is rightly granted while the old holder has not yet
+/// learnt of it (a script holder learns only at its next `extend` or
+/// `release`; a `run` at its next renewal, up to a TTL later). So a hold the
+/// write met ends, for exclusion and fences, where the write began. What is
+/// promised instead is that the holder notices (`foreign-unnoticed`): an
+/// `extend` of the token invoked after the write never succeeds (the token
+/// is gone from a majority), and a `run`'s section ends within its TTL of
+/// the write plus [`BOUND_SLACK_NS`] (its next renewal fails and the
+/// command is stopped before the validity of the last one ends), unless a
+/// fault froze that run (the documented paused-VM exception).
+///
+/// "Met" means the hold's operation was invoked before the write began and
+/// its section began before the foreign value expired: no quorum can grant
+/// while the foreign value sits on a majority, so such a grant came before
+/// the write. A section that began after the value expired was granted over
+/// free servers and is not cut: an overlap with it is still reported.
+fn foreign_writes(
+    ops: &BTreeMap<u64, Op>,
+    holds: &mut BTreeMap<String, Vec<Hold>>,
+    foreign: &[(String, u64, u64, usize)],
+    frozen: &[(u64, Vec<u32>)],
+    out: &mut Vec<Violation>,
+) {
+    for (key, from, to, line) in foreign {
+        for h in holds.get_mut(key).into_iter().flatten() {
+            if !(h.invoke < *from && *from < h.end && h.start < *to) {
+                continue;
+            }
+            let o = &ops[&h.op];
+            let mut lines = h.lines.clone();
+            lines.push(*line);
+            let unnoticed = match o.f.as_str() {
+                "run" => {
+                    let pid = o.complete.as_ref().and_then(|c| c.pid);
+                    let stopped =
+                        frozen.iter().any(|(_, pids)| pid.is_some_and(|p| pids.contains(&p)));
+                    let allowed = from + o.ttl_ms * 1_000_000 + BOUND_SLACK_NS;
+                    (!stopped && h.end != u64::MAX && h.end > allowed).then(|| {
+                        format!(
+                            "{key}: a run's section went on {} ms after a foreign write took its lock (TTL {} ms)",
+                            (h.end - from) / 1_000_000,
+                            o.ttl_ms
+                        )
+                    })
+                }
+                _ => {
+                    let token = o.complete.as_ref().and_then(|c| c.token.as_deref());
+                    ops.values()
+                        .find(|l| {
+                            l.f == "extend"
+                                && l.token_in.as_deref() == token
+                                && l.invoke >= *from
+                                && l.complete.as_ref().is_some_and(|c| c.outcome == "ok")
+                        })
+                        .map(|l| {
+                            lines.push(l.line);
+                            format!(
+                                "{key}: an extend succeeded after a foreign write took its lock"
+                            )
+                        })
+                }
+            };
+            if let Some(message) = unnoticed {
+                out.push(Violation { kind: "foreign-unnoticed", message, lines });
+            }
+            h.end = h.start.max(*from);
+        }
+    }
 }
 
 /// More holders at once than the key allows.
@@ -1203,8 +1282,71 @@ mod tests {
             fence: None,
             pid: None,
         });
-        events.sort_by_key(|(i, e): &(usize, Event)| (e.t(), *i));
-        assert_eq!(kinds(&check(&events).violations), ["overlap"]);
+        let sorted = |mut events: Vec<(usize, Event)>| {
+            events.sort_by_key(|(i, e): &(usize, Event)| (e.t(), *i));
+            events
+        };
+        assert_eq!(kinds(&check(&sorted(events.clone())).violations), ["overlap"]);
+        // A foreign write over the key at 50 ms ends the hold: the run is
+        // no overlap; but an extend of the token that succeeds after the
+        // write is a holder that did not notice.
+        let mut line = events.len();
+        let mut push = |events: &mut Vec<(usize, Event)>, e: Event| {
+            line += 1;
+            events.push((line, e));
+        };
+        push(
+            &mut events,
+            Event::Nemesis {
+                t: 50 * MS,
+                what: "foreign write".into(),
+                phase: "start".into(),
+                foreign: Some(("k".into(), 100)),
+                frozen: Vec::new(),
+            },
+        );
+        assert_eq!(check(&sorted(events.clone())).violations, vec![]);
+        push(&mut events, invoke(400, 4, "extend", Some("T")));
+        push(&mut events, done(401, 4, None));
+        assert_eq!(kinds(&check(&sorted(events)).violations), ["foreign-unnoticed"]);
+    }
+
+    #[test]
+    fn a_foreign_write_ends_the_holds_it_meets_and_their_holders_must_notice() {
+        let foreign = |h: &mut H, at: u64, ms: u64| {
+            h.push(Event::Nemesis {
+                t: at * MS,
+                what: "foreign write".into(),
+                phase: "start".into(),
+                foreign: Some(("k".into(), ms)),
+                frozen: Vec::new(),
+            });
+        };
+        // A run (TTL 1 s) that the write met at 100 ms, stopped at 900 ms,
+        // and a newcomer granted when the foreign value expired (600 ms):
+        // no overlap.
+        let mut h = H::default();
+        h.run("k", Mode::Exclusive, (0, Some(10), 900, 901), Some(1), "signal", 70, None);
+        h.run("k", Mode::Exclusive, (50, Some(650), 700, 701), Some(2), "normal", 3, None);
+        foreign(&mut h, 100, 500);
+        assert_eq!(h.check(), vec![], "the write broke the first hold");
+        // Without the write, the same sections overlap.
+        let mut h = H::default();
+        h.run("k", Mode::Exclusive, (0, Some(10), 900, 901), Some(1), "signal", 70, None);
+        h.run("k", Mode::Exclusive, (50, Some(650), 700, 701), Some(2), "normal", 3, None);
+        assert_eq!(kinds(&h.check()), ["overlap"]);
+        // A section granted after the foreign value expired is not cut.
+        let mut h = H::default();
+        h.run("k", Mode::Exclusive, (0, Some(700), 900, 901), Some(1), "normal", 3, None);
+        h.run("k", Mode::Exclusive, (50, Some(800), 850, 851), Some(2), "normal", 3, None);
+        foreign(&mut h, 100, 500);
+        assert_eq!(kinds(&h.check()), ["overlap"]);
+        // A run whose section went on 2.5 s after the write (TTL 1 s, 1 s
+        // of slack): it never noticed.
+        let mut h = H::default();
+        h.run("k", Mode::Exclusive, (0, Some(10), 2_600, 2_601), Some(1), "normal", 3, None);
+        foreign(&mut h, 100, 500);
+        assert_eq!(kinds(&h.check()), ["foreign-unnoticed"]);
     }
 
     #[test]
