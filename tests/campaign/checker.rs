@@ -422,7 +422,10 @@ fn foreign_writes(
             if let Some(message) = unnoticed {
                 out.push(Violation { kind: "foreign-unnoticed", message, lines });
             }
-            h.end = h.start.max(*from);
+            // A section that began after the write (its grant came
+            // before it) keeps one instant: a hold of no length would sort
+            // its end before its start, and stay "inside" forever.
+            h.end = (h.start + 1).max(*from);
         }
     }
 }
@@ -1335,6 +1338,18 @@ mod tests {
         h.run("k", Mode::Exclusive, (0, Some(10), 900, 901), Some(1), "signal", 70, None);
         h.run("k", Mode::Exclusive, (50, Some(650), 700, 701), Some(2), "normal", 3, None);
         assert_eq!(kinds(&h.check()), ["overlap"]);
+        // A section that began after the write, granted before it: it
+        // holds nothing, but is still ordered by its fence.
+        let mut h = H::default();
+        h.run("k", Mode::Exclusive, (0, Some(150), 900, 901), Some(5), "signal", 70, None);
+        h.run("k", Mode::Exclusive, (50, Some(650), 700, 701), Some(6), "normal", 3, None);
+        foreign(&mut h, 100, 500);
+        assert_eq!(h.check(), vec![]);
+        let mut h = H::default();
+        h.run("k", Mode::Exclusive, (0, Some(150), 900, 901), Some(5), "signal", 70, None);
+        h.run("k", Mode::Exclusive, (50, Some(650), 700, 701), Some(4), "normal", 3, None);
+        foreign(&mut h, 100, 500);
+        assert_eq!(kinds(&h.check()), ["fence"]);
         // A section granted after the foreign value expired is not cut.
         let mut h = H::default();
         h.run("k", Mode::Exclusive, (0, Some(700), 900, 901), Some(1), "normal", 3, None);
