@@ -53,6 +53,7 @@ const SCRIPTS: &[(&str, &[&str])] = &[
     ("SHARED_STATUS", &["shared_status.lua"]),
     ("SHARED_FORCE", &["announce.lua", "shared_force.lua"]),
     ("RECORD", &["record.lua"]),
+    ("SKIP", &["skip.lua"]),
     ("HISTORY", &["history.lua"]),
 ];
 

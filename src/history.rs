@@ -8,7 +8,7 @@
 //!   to [`MAX_ENTRIES`] on every write (`scripts/record.lua`: LPUSH, LTRIM,
 //!   PEXPIRE);
 //! - `redlock:{KEY}:skips`, a hash: how many runs found the lock busy, since
-//!   when, and the last one's host, time and holder ([`record_skip`]).
+//!   when, and the last one's host, time and holder (`scripts/skip.lua`).
 //!   A counter, not an entry per skip: a thousand hosts skipping one tick
 //!   cost one HINCRBY each and leave the entries of the real runs alone.
 //!
@@ -47,11 +47,13 @@ pub const RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
 /// The history's scripts.
 struct Scripts {
     record: Lua,
+    skip: Lua,
     read: Lua,
 }
 
 static SCRIPTS: Scripts = Scripts {
     record: Lua::new(crate::lock::bodies::RECORD),
+    skip: Lua::new(crate::lock::bodies::SKIP),
     read: Lua::new(crate::lock::bodies::HISTORY),
 };
 
@@ -239,11 +241,13 @@ pub async fn record(fleet: &Fleet, key: &str, entry: &Entry) -> Result<usize, Fa
 /// Counts one skip of `key` by `host` at `at`, while `holder` held it: a
 /// counter, the time of the first skip it counts, and the last skip's
 /// facts, in O(1) and with no entry per skip, so a thousand hosts per tick
-/// cost a thousand HINCRBYs. Plain commands in one pipeline, not a script:
-/// a burst's losers each send it to every server, where a script call
-/// costs several times these four commands. The hash expires
-/// [`RETENTION`] after the last skip; a key of another type fails with
-/// WRONGTYPE. Returns how many servers counted it.
+/// cost a thousand HINCRBYs. A script, not four plain commands in a
+/// pipeline, though a burst's losers each send it to every server: in a
+/// pipeline (or a MULTI/EXEC, which runs on past a failed command), a key
+/// of another type fails the hash commands with WRONGTYPE and then has
+/// its expiry set by PEXPIRE, and that key is someone else's. The script
+/// stops at the first failure and leaves it as it was. The hash expires
+/// [`RETENTION`] after the last skip. Returns how many servers counted it.
 pub async fn record_skip(
     fleet: &Fleet,
     key: &str,
@@ -251,18 +255,19 @@ pub async fn record_skip(
     at: SystemTime,
     holder: &str,
 ) -> Result<usize, Failures> {
-    let skips = fleet.key_layout().skips_key(key);
-    let at = epoch_ms(at);
-    let mut pipeline = redis::pipe();
-    pipeline.cmd("HINCRBY").arg(&skips).arg("count").arg(1);
-    pipeline.cmd("HSETNX").arg(&skips).arg("since").arg(at).ignore();
-    pipeline.cmd("HSET").arg(&skips).arg("at").arg(at).arg("host").arg(host);
-    pipeline.arg("holder").arg(holder).ignore();
-    pipeline.cmd("PEXPIRE").arg(&skips).arg(crate::text::millis(RETENTION)).ignore();
     let call = Call {
         op: Op::Record,
         key: key.to_owned(),
-        operation: Operation::Commands { key: skips, pipeline },
+        operation: Operation::Scripted {
+            script: &SCRIPTS.skip,
+            keys: vec![fleet.key_layout().skips_key(key)],
+            args: vec![
+                host.into(),
+                epoch_ms(at).to_string().into_bytes(),
+                holder.into(),
+                crate::text::millis(RETENTION).to_string().into_bytes(),
+            ],
+        },
     };
     written(fleet.ask_all(call, int).await)
 }

@@ -195,16 +195,12 @@ impl Call {
     }
 
     /// Runs the script on `c`, or, on a server that refuses scripts, the
-    /// same operation without them; plain commands run as they are.
+    /// same operation without them.
     async fn invoke(
         &self,
         server: &Server,
         c: &mut MultiplexedConnection,
     ) -> redis::RedisResult<Value> {
-        if let Operation::Commands { pipeline, .. } = &self.operation {
-            let replies: Vec<Value> = pipeline.query_async(c).await?;
-            return Ok(replies.into_iter().next().unwrap_or(Value::Nil));
-        }
         // No-script hook: a server that refused a script
         // once takes the plain-command path from then on (`noscript`,
         // WATCH/MULTI/EXEC on a connection of its own); the refusal itself
@@ -249,9 +245,7 @@ impl Call {
     /// socket buffer and a deadline passed ([`crate::clock::timeout_at`]),
     /// which reads what arrived but leaves no time for another request.
     async fn run_script(&self, c: &mut MultiplexedConnection) -> RedisResult<Value> {
-        let Some(lua) = self.operation.script() else {
-            return Err((ErrorKind::Client, "plain commands run no script").into());
-        };
+        let lua = self.operation.script();
         let sha = lua.get_hash();
         let keys = self.operation.keys();
         let mut evalsha = redis::cmd("EVALSHA");

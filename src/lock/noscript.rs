@@ -112,7 +112,7 @@ pub(crate) async fn invoke(server: &Server, call: &Call) -> RedisResult<Value> {
     let shared = match &call.operation {
         Operation::Acquire(AcquireOp { readers, .. })
         | Operation::RaiseFence(RaiseFenceOp { readers, .. }) => readers.is_some(),
-        Operation::Withdraw(_) | Operation::Scripted { .. } | Operation::Commands { .. } => true,
+        Operation::Withdraw(_) | Operation::Scripted { .. } => true,
         _ => false,
     };
     if shared {
@@ -128,10 +128,7 @@ pub(crate) async fn invoke(server: &Server, call: &Call) -> RedisResult<Value> {
         }
         Operation::Status(op) => status(&mut c, op).await,
         Operation::RaiseFence(op) => raise_fence(&mut c, op).await,
-        // Plain commands never come here (`Call::invoke` sends them).
-        Operation::Withdraw(_) | Operation::Scripted { .. } | Operation::Commands { .. } => {
-            Err(needs_scripts(call))
-        }
+        Operation::Withdraw(_) | Operation::Scripted { .. } => Err(needs_scripts(call)),
     }
 }
 

@@ -236,18 +236,6 @@ pub(crate) enum Operation {
         /// ARGV.
         args: Vec<Vec<u8>>,
     },
-    /// Plain commands on one key, sent as one pipeline, where a script
-    /// would cost the server more than the commands it runs (a script
-    /// call's own cost is several plain commands') and no other client
-    /// may see them half done; the reply is the first that `pipeline`
-    /// does not ignore. Redis runs a pipeline it has read in full, so a
-    /// client gone after writing it still leaves every command done.
-    Commands {
-        /// The key (a cluster routes the call by it).
-        key: String,
-        /// The commands.
-        pipeline: redis::Pipeline,
-    },
 }
 
 impl Operation {
@@ -261,9 +249,9 @@ impl Operation {
         }
     }
 
-    /// The script that runs it; `None` for plain commands.
-    pub(crate) fn script(&self) -> Option<&'static Lua> {
-        Some(match self {
+    /// The script that runs it.
+    pub(crate) fn script(&self) -> &'static Lua {
+        match self {
             Operation::Acquire(_) => &SCRIPTS.acquire,
             Operation::Extend(_) => &SCRIPTS.extend,
             Operation::SetTtl(_) => &SCRIPTS.set_ttl,
@@ -272,8 +260,7 @@ impl Operation {
             Operation::Status(_) => &SCRIPTS.status,
             Operation::RaiseFence(_) => &SCRIPTS.raise_fence,
             Operation::Scripted { script, .. } => script,
-            Operation::Commands { .. } => return None,
-        })
+        }
     }
 
     /// The script's KEYS, in its documented order.
@@ -299,7 +286,6 @@ impl Operation {
                 keys
             }
             Operation::Scripted { keys, .. } => keys.iter().map(String::as_str).collect(),
-            Operation::Commands { key, .. } => vec![key],
         }
     }
 
@@ -331,7 +317,6 @@ impl Operation {
                 vec![r.token.clone().into(), text(r.value), text(r.life_ms)]
             }
             Operation::Scripted { args, .. } => args.clone(),
-            Operation::Commands { .. } => Vec::new(),
         }
     }
 

@@ -355,3 +355,32 @@ fn the_metrics_file_says_how_many_servers_answered_and_failed() {
     let m = metrics(&path);
     assert_eq!((m["redlock_last_servers"], m["redlock_last_servers_failed"]), (2.0, 0.0), "{m:?}");
 }
+
+/// A history or skip key of another type is no history of ours: the run
+/// keeps its exit status, the write is refused (WRONGTYPE, in a warning),
+/// and the value is left as it was, its expiry included (a PEXPIRE after a
+/// failed write would have set one on someone else's key).
+#[test]
+fn a_history_key_of_another_type_is_refused_and_left_untouched() {
+    let fleet = Fleet::start(3);
+    let key = unique_key("history-type");
+    for k in [history_key(&key), skips_key(&key)] {
+        for s in &fleet.servers {
+            let _: String = s.cmd(&["SET", &k, "not-ours"]);
+        }
+    }
+    let out = run(&fleet, &key, "exit 4");
+    out.expect(4);
+    assert!(out.stderr.contains("WRONGTYPE"), "{}", out.stderr);
+    let (token, _) = Redlock::on(&fleet).acquire(&key, "30s");
+    let out = Redlock::on(&fleet).args(["run", "-n", "--key", &key, "--", "true"]).run();
+    out.expect(75);
+    assert!(out.stderr.contains("WRONGTYPE"), "{}", out.stderr);
+    Redlock::on(&fleet).args(["release", "--key", &key, "--token", &token]).run().expect(0);
+    for k in [history_key(&key), skips_key(&key)] {
+        for s in &fleet.servers {
+            assert_eq!(s.get(&k).as_deref(), Some("not-ours"), "{k}");
+            assert_eq!(s.pttl(&k), -1, "{k}: someone else's value keeps its expiry");
+        }
+    }
+}
