@@ -264,7 +264,7 @@ fn waiters_queue_and_wake_on_release(build: Build) {
 }
 
 /// Runs leave history entries (record.lua), busy skips are counted
-/// (plain commands), `history` and `check` read them back (history.lua).
+/// (skip.lua), `history` and `check` read them back (history.lua).
 fn history_records_runs_and_skips(build: Build) {
     let fleet = fleet(build, 3);
     let key = unique_key("compat-history");

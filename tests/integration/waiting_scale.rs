@@ -173,12 +173,12 @@ fn a_round_lost_everywhere_sends_no_withdrawal() {
         let _: redis::Value = s.cmd(&["CONFIG", "RESETSTAT"]);
     }
     Redlock::on(&fleet).args(["run", "-n", "-k", &key, "--", "true"]).run().expect(75);
-    // One script per server: the attempt (the skip's count is plain
-    // commands). The round is lost once two servers answer; the third
-    // answer, "held by another value", may come after the verdict, and
-    // must not cost that server a withdrawal script as well.
+    // Two scripts per server: the attempt and the skip's count. The round
+    // is lost once two servers answer; the third answer, "held by another
+    // value", may come after the verdict, and must not cost that server a
+    // withdrawal script as well.
     let scripts: Vec<usize> = fleet.servers.iter().map(|s| s.calls(&["evalsha"])).collect();
-    assert_eq!(scripts, vec![1, 1, 1], "scripts per server");
+    assert_eq!(scripts, vec![2, 2, 2], "scripts per server");
 }
 
 #[test]
