@@ -391,8 +391,10 @@ fn foreign_writes(
             let unnoticed = match o.f.as_str() {
                 "run" => {
                     let pid = o.complete.as_ref().and_then(|c| c.pid);
-                    let stopped =
-                        frozen.iter().any(|(_, pids)| pid.is_some_and(|p| pids.contains(&p)));
+                    // Frozen during its section: its redlock kept no time.
+                    let stopped = frozen.iter().any(|(t, pids)| {
+                        (h.start..h.end).contains(t) && pid.is_some_and(|p| pids.contains(&p))
+                    });
                     let allowed = from + o.ttl_ms * 1_000_000 + BOUND_SLACK_NS;
                     (!stopped && h.end != u64::MAX && h.end > allowed).then(|| {
                         format!(
