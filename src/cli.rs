@@ -244,7 +244,7 @@ pub struct KeyTtl {
 pub struct Waiting {
     /// Do not wait: busy if held, or taken since this began
     ///
-    /// Do not wait: busy when the lock is held, or was taken by anyone after this began, even if released since. Settling a tie with other contenders, or a dead waiter's turn in the queue, takes at most 6s plus a node timeout.
+    /// Do not wait: busy when the lock is held, or was taken by anyone after this began, even if released since. Settling a tie with other contenders, a dead waiter's turn in the queue, or servers too slow to answer (timeouts, not refusals), takes at most 6s plus a node timeout.
     #[arg(short = 'n', long = "no-wait", conflicts_with = "wait")]
     pub no_wait: bool,
     /// Wait at most DUR for the lock; 0 tries once, a bare number is seconds, forever waits until acquired [default: forever, or the configuration file's wait]

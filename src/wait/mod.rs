@@ -542,6 +542,14 @@ fn gave_up(last: Error, bound: Duration, tick: bool) -> Error {
     }
 }
 
+/// Whether too few answered only because servers were slow: some timed
+/// out, and none refused or said what waiting cannot cure.
+fn late(e: &Error) -> bool {
+    let Error::Unavailable { failures, config: false, .. } = e else { return false };
+    failures.0.iter().any(|f| matches!(f.failure, Failure::Timeout(_)))
+        && failures.0.iter().all(|f| matches!(f.failure, Failure::Timeout(_) | Failure::NoVote(_)))
+}
+
 /// What an attempt showed, for the wait's decisions ([`WaitState`]).
 fn seen(attempt: &Attempt) -> Seen {
     match attempt {
@@ -550,6 +558,7 @@ fn seen(attempt: &Attempt) -> Seen {
         Attempt::Busy(h) => Seen::Busy { holder: h.value.clone(), remaining: h.remaining },
         Attempt::Queued { .. } => Seen::Queued,
         Attempt::Split(s) => Seen::Split { expires: s.expires },
+        Attempt::Unavailable(e) if late(e) => Seen::Late,
         Attempt::Unavailable(e) => Seen::Unavailable { config: config_error(e) },
         Attempt::Ran(_) => Seen::Ran,
         Attempt::Taken(token) => Seen::Busy { holder: token.clone(), remaining: None },

@@ -14,6 +14,9 @@
 //!   another waiter's: `-n` retries for [`SETTLE_BOUND`] or
 //!   [`queue::HELD_UP`], since "busy" must mean a holder; a `--wait`
 //!   keeps its bound, whatever it meets;
+//! - too few answered because servers were slow ([`Seen::Late`]): `-n`
+//!   retries for [`SETTLE_BOUND`] too, since "unavailable" must mean
+//!   servers that are down or cut off, not busy;
 //! - right after a release heard, what still shows the old holder (its
 //!   token, a split, too few answers) is that release on its way: chased
 //!   [`CHASES`] times, [`CHASE_PAUSE`] apart;
@@ -60,6 +63,10 @@ pub enum Seen {
     },
     /// The run's tick already ran (`--once-per`): nothing to wait for.
     Ran,
+    /// Too few servers answered, and some of the rest did not answer in
+    /// time (none refused, none said what waiting cannot cure): servers
+    /// slow to answer, as in a burst of a thousand hosts on a busy machine.
+    Late,
     /// Too few servers answered; `config`: retrying cannot help.
     Unavailable {
         /// An error that waiting cannot cure (auth, TLS, WRONGTYPE...).
@@ -251,11 +258,14 @@ impl WaitState {
         // first waiter on a quorum and take the lock out of turn. Only
         // right after a wake: what a refresh meets at the end of a pause is
         // left to the backoff.
-        let lagging = matches!(seen, Seen::Split { .. } | Seen::Unavailable { config: false });
+        let lagging =
+            matches!(seen, Seen::Split { .. } | Seen::Late | Seen::Unavailable { config: false });
         if lagging && self.asked.ordered && self.woken && self.chases < CHASES && in_time {
             self.chases += 1;
             return Action::Chase;
         }
+        // Servers that answered too late: `-n` asks again (below).
+        let late = seen == Seen::Late;
         let (holder_left, split, nobody) = match seen {
             Seen::Acquired => return Action::Acquired,
             // No waiter is first on a quorum: once more, without order.
@@ -279,26 +289,36 @@ impl WaitState {
             Seen::Queued => (None, false, true),
             Seen::Split { expires } => (expires, true, true),
             Seen::Unavailable { config: true } | Seen::Ran => return Action::GiveUp,
-            Seen::Unavailable { config: false } => (None, false, false),
+            Seen::Late | Seen::Unavailable { config: false } => (None, false, false),
         };
         self.ahead = ahead.map(|n| (n, now));
         self.splits = if split { self.splits + 1 } else { 0 };
         // Nobody holds the lock: `-n` settles the split, or lets the waiter
         // whose turn it is take it or lapse: busy means a holder has a
         // quorum, never only a queue. A `--wait` bounds the whole wait.
+        // Servers that answered late: `-n` asks them again within the same
+        // bound. The assumption: a server that times out under a burst (a
+        // crontab line firing on a thousand hosts at once) answers a moment
+        // later, once the burst has passed; the attempts after the first
+        // keep `-n`'s rule (nobody took the lock since this run began), so
+        // asking again never runs a job that a quicker host already ran.
+        // What it costs: a server that is cut off (its calls time out
+        // rather than fail) makes `-n` report "unavailable" after the
+        // bound, not after one node timeout.
         if self.once {
             let start = self.asked.start;
-            self.until = self.asked.deadline.map(|d| match (split, nobody) {
+            self.until = self.asked.deadline.map(|d| match (split || late, nobody) {
                 (true, _) => d.max(start + SETTLE_BOUND),
                 (false, true) => d.max(start + queue::HELD_UP + MAX_PAUSE),
                 (false, false) => d,
             });
         }
         self.holder_expiry = holder_left.map(|d| now + d.max(Duration::from_millis(1)));
-        // Settling a split or a queue's turn is not waiting for a holder:
-        // `-n` says nothing. A split has no holder to announce a release,
-        // and withdrawals are not announced.
-        self.pause(now, !(nobody && self.once), !split)
+        // Settling a split or a queue's turn, or asking slow servers again,
+        // is not waiting for a holder: `-n` says nothing. A split has no
+        // holder to announce a release, and withdrawals are not announced;
+        // a late round says nothing of a holder either.
+        self.pause(now, !((nobody || late) && self.once), !(split || late))
     }
 
     /// A pause from the backoff, cut to the wait's bound and to the
@@ -377,6 +397,27 @@ mod tests {
         assert_eq!(w.step(until, Event::PauseEnded), Action::Attempt { order: true });
         let late = start + SETTLE_BOUND;
         assert_eq!(w.step(late, attempted(Seen::Split { expires: None })), Action::GiveUp);
+    }
+
+    #[test]
+    fn slow_servers_are_asked_again_past_no_wait_for_the_settle_bound_quietly() {
+        let (mut w, start) = asked(Some(Duration::ZERO), true);
+        let Action::Pause { until, report, listen, left } = w.step(start, attempted(Seen::Late))
+        else {
+            panic!("a late round is retried")
+        };
+        assert!(!report && !listen, "-n says nothing, and listens for no release");
+        assert_eq!(left, SETTLE_BOUND);
+        assert_eq!(w.step(until, Event::PauseEnded), Action::Attempt { order: true });
+        // The second round finds the holder that won meanwhile: busy.
+        assert_eq!(w.step(until, attempted(busy("h", 5000))), Action::GiveUp);
+        // Still late at the bound: given up.
+        let (mut w, start) = asked(Some(Duration::ZERO), true);
+        w.step(start, attempted(Seen::Late));
+        assert_eq!(w.step(start + SETTLE_BOUND, attempted(Seen::Late)), Action::GiveUp);
+        // Down or refused (not late): one attempt, as before.
+        let (mut w, start) = asked(Some(Duration::ZERO), true);
+        assert_eq!(w.step(start, attempted(Seen::Unavailable { config: false })), Action::GiveUp);
     }
 
     #[test]

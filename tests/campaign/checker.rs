@@ -45,6 +45,11 @@
 //!   (`src/lock/record.rs`), and the first attempt, a moment after the
 //!   start, finds such a holder still in its section.
 //! - **Liveness**: once faults stop, every waiter gets in.
+//! - **Unavailable means unreachable** (`unavailable-quiet`): a `-n` that
+//!   exits 69 had a fault active from [`AFTER_FAULT_NS`] before its
+//!   invocation to its end. Servers that were only slow to answer (this
+//!   machine loaded) are asked again until they answer, within `-n`'s
+//!   bound ("servers too slow to answer", `--help`).
 //! - **Stated bounds** (`bound`): a `run` or `acquire` answers within what
 //!   `--help` and `docs/commands.md` state: `--wait DUR` within DUR
 //!   ("Wait at most DUR for the lock"; the last attempt is cut at the
@@ -75,7 +80,7 @@ fn drift_ns(ttl_ms: u64) -> u64 {
 pub struct Violation {
     /// `overlap`, `fence`, `exit-status`, `lost-tick`, `tick-twice`,
     /// `tick-label`, `taken-meanwhile`, `liveness`, `bound`,
-    /// `foreign-unnoticed`.
+    /// `foreign-unnoticed`, `unavailable-quiet`.
     pub kind: &'static str,
     /// One line for people.
     pub message: String,
@@ -279,6 +284,9 @@ pub fn check(events: &[(usize, Event)]) -> Summary {
     }
     summary.bursts = lost_ticks(&ops, &holds, &foreign, &mut summary.violations);
     let faults: Vec<(u64, u64)> = faults.iter().map(|(_, s, e)| (*s, *e)).collect();
+    for o in ops.values() {
+        unavailable_quiet(o, &faults, &mut summary.violations);
+    }
     (summary.ticks, summary.quiet_ticks) =
         ticks(&ops, &holds, &foreign, &faults, &mut summary.violations);
     taken_meanwhile(&ops, &holds, &mut summary.violations);
@@ -600,6 +608,30 @@ fn exit_status(o: &Op, out: &mut Vec<Violation>) {
     if let Some(why) = why {
         out.push(Violation { kind: "exit-status", message: format!("{}: {why}", o.key), lines });
     }
+}
+
+/// How long a fault's effects may outlast its stop, in ns: a server
+/// restarted empty gives no vote for the longest TTL plus 1 s (`--max-ttl
+/// 2s`), and a resumed server first answers what queued meanwhile.
+const AFTER_FAULT_NS: u64 = 4_000_000_000;
+
+/// A `-n` that exited 69 (unavailable, or votes split past the bound)
+/// while no fault was active from [`AFTER_FAULT_NS`] before its invocation
+/// to its end.
+fn unavailable_quiet(o: &Op, faults: &[(u64, u64)], out: &mut Vec<Violation>) {
+    let Some(c) = o.complete.as_ref().filter(|c| c.code == Some(69)) else { return };
+    if !o.no_wait || !matches!(o.f.as_str(), "run" | "acquire") {
+        return;
+    }
+    let from = o.invoke.saturating_sub(AFTER_FAULT_NS);
+    if faults.iter().any(|&(s, e)| s < c.t && e > from) {
+        return;
+    }
+    out.push(Violation {
+        kind: "unavailable-quiet",
+        message: format!("{}: {} -n exited 69 with no fault near it", o.key, o.f),
+        lines: vec![o.line, c.line],
+    });
 }
 
 /// A waiter after the faults stopped that did not get in.
@@ -1364,6 +1396,29 @@ mod tests {
         h.run("k", Mode::Exclusive, (0, Some(10), 2_600, 2_601), Some(1), "normal", 3, None);
         foreign(&mut h, 100, 500);
         assert_eq!(kinds(&h.check()), ["foreign-unnoticed"]);
+    }
+
+    #[test]
+    fn dash_n_is_unavailable_only_near_a_fault() {
+        let mut h = H::default();
+        let quiet =
+            h.run("k", Mode::Exclusive, (10_000, None, 0, 10_300), None, "normal", 69, None);
+        h.wait(quiet, None);
+        assert_eq!(kinds(&h.check()), ["unavailable-quiet"]);
+        // A fault that stopped 3 s before it began, or one during it: excused.
+        for (from, to) in [(5_000, 7_000), (10_100, 10_200)] {
+            let mut h = H::default();
+            let op =
+                h.run("k", Mode::Exclusive, (10_000, None, 0, 10_300), None, "normal", 69, None);
+            h.wait(op, None);
+            h.fault(from, to);
+            assert_eq!(h.check(), vec![], "fault {from}-{to}");
+        }
+        // A --wait that ran out on slow servers says what its last attempt saw.
+        let mut h = H::default();
+        let op = h.run("k", Mode::Exclusive, (10_000, None, 0, 10_300), None, "normal", 69, None);
+        h.wait(op, Some(200));
+        assert_eq!(h.check(), vec![]);
     }
 
     #[test]

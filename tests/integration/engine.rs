@@ -135,6 +135,36 @@ fn a_hung_server_costs_at_most_about_the_node_timeout() {
     assert!(json["servers"][2]["error"].as_str().unwrap_or("").contains("timed out after 300ms"));
 }
 
+/// Servers too slow to answer in time (a crontab line firing on a
+/// thousand hosts at once) are asked again: `-n` says "unavailable" only
+/// of servers that are down or cut off past its settle bound, and a run
+/// whose servers were only late still runs its command.
+#[test]
+fn dash_n_asks_late_servers_again_instead_of_calling_them_unavailable() {
+    let fleet = Fleet::start(3);
+    let key = unique_key("late");
+    fleet.servers[1].hang();
+    fleet.servers[2].hang();
+    let running = Redlock::on(&fleet)
+        .args(["--node-timeout", "300ms", "run", "-n", "--key", &key, "--", "true"])
+        .spawn();
+    std::thread::sleep(Duration::from_millis(1200));
+    fleet.servers[1].resume();
+    fleet.servers[2].resume();
+    let out = running.wait();
+    out.expect(0).within(Duration::from_secs(6));
+    // Cut off for good: unavailable, within the settle bound and a round.
+    fleet.servers[1].hang();
+    fleet.servers[2].hang();
+    let out = Redlock::on(&fleet)
+        .args(["--node-timeout", "300ms", "run", "-n", "--key", &key, "--", "true"])
+        .run();
+    fleet.servers[1].resume();
+    fleet.servers[2].resume();
+    out.expect(69).within(Duration::from_secs(7));
+    assert!(out.stderr.contains("timed out after 300ms"), "{}", out.stderr);
+}
+
 #[test]
 fn a_password_the_url_lacks_is_an_auth_error_and_never_printed() {
     let secret = "s3cret-pw-4711";
