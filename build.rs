@@ -40,15 +40,16 @@ fn main() {
 }
 
 /// The scripts the servers run: (constant, files concatenated). A script
-/// that calls the next waiter starts with `announce.lua`'s functions.
+/// that calls the next waiter starts with `announce.lua`'s functions, and
+/// one that puts a grant record back with `put_back.lua`'s.
 const SCRIPTS: &[(&str, &[&str])] = &[
     ("ACQUIRE", &["acquire.lua"]),
     ("EXTEND", &["extend.lua"]),
     ("SET_TTL", &["set_ttl.lua"]),
-    ("RELEASE", &["announce.lua", "release.lua"]),
+    ("RELEASE", &["announce.lua", "put_back.lua", "release.lua"]),
     ("STATUS", &["status.lua"]),
     ("RAISE_FENCE", &["raise_fence.lua"]),
-    ("WITHDRAW", &["announce.lua", "withdraw.lua"]),
+    ("WITHDRAW", &["announce.lua", "put_back.lua", "withdraw.lua"]),
     ("SHARED_EXTEND", &["shared_extend.lua"]),
     ("SHARED_STATUS", &["shared_status.lua"]),
     ("SHARED_FORCE", &["announce.lua", "shared_force.lua"]),

@@ -781,25 +781,27 @@ async fn contend(
     // The queue entry a grant here removed, to put back on a withdrawal.
     let mut entry = None;
     // Whether this server refused (and so kept or refreshed our entry).
-    let refused = |result: &Result<Granted, ServerError>| {
-        matches!(result, Ok(Granted::No { .. } | Granted::Ran(_) | Granted::Taken(_)))
+    let refused = |result: &Result<(Granted, Option<String>), ServerError>| {
+        matches!(result, Ok((Granted::No { .. } | Granted::Ran(_) | Granted::Taken(_), _)))
     };
     let keep = tokio::select! {
         result = &mut set => {
             // "Held by another value": this attempt set nothing here. Any
             // other answer (granted, an error, a timeout) may have set it.
             let refused_here = refused(&result);
-            if let Ok(Granted::Yes(grant)) = &result {
+            if let Ok((Granted::Yes(grant), _)) = &result {
                 entry = grant.entry;
             }
-            answer.send(result.and_then(|granted| match granted {
-                Granted::Yes(Grant { no_vote: Some(why), .. }) => Err(ServerError {
+            // A server without a vote answers the round as a failure
+            // (`attempt_here`), whatever it said.
+            answer.send(result.and_then(|(granted, no_vote)| match no_vote {
+                Some(why) => Err(ServerError {
                     server: server.name().to_owned(),
                     op: Op::Acquire,
                     key: crate::text::display_key(key.as_bytes()),
                     failure: Failure::NoVote(why),
                 }),
-                granted => Ok(granted),
+                None => Ok(granted),
             }));
             let won = decided(&mut verdict).await;
             if refused_here {
@@ -845,7 +847,7 @@ async fn contend(
                 if refused(&late) {
                     return;
                 }
-                if let Ok(Granted::Yes(grant)) = &late {
+                if let Ok((Granted::Yes(grant), _)) = &late {
                     entry = grant.entry;
                 }
             }
@@ -859,10 +861,22 @@ async fn contend(
 }
 
 /// One server's answer to the attempt `call` on `conn`, by `deadline`: the
-/// acquire script's reply, a grant counted towards no quorum where the
-/// server's clock is off or it restarted within `restart_window`
-/// ([`no_vote`], [`restarted`]), and this attempt's own token met here
-/// refused as a server listed twice.
+/// acquire script's reply, with why the server has no vote where its clock
+/// is off or it restarted within `restart_window` ([`no_vote`],
+/// [`restarted`]), and this attempt's own token met here refused as a
+/// server listed twice.
+///
+/// A server without a vote counts for nobody, whatever it answers. Its
+/// grant is kept but not counted; its refusal ("held by X", "X took it
+/// since you began", "the tick ran") is not counted either: X could not
+/// win with that server, so X's quorum, which every quorum this contender
+/// could win shares a server with, is made of voting servers, and one of
+/// those refuses too. Counted, it made a burst's hosts all skip as busy
+/// behind a holder that had only the restarted server and one other, and
+/// then lost its round: a tick that nobody ran (campaign `persist`, seed
+/// 3209046234). The cost: such a refusal is a failure, so a round that
+/// needed it ends "unavailable" (retried by a wait, and by `-n` while the
+/// rest only timed out), not "busy".
 async fn attempt_here(
     server: &Server,
     conn: &Conn,
@@ -870,10 +884,10 @@ async fn attempt_here(
     op: &AcquireOp,
     deadline: tokio::time::Instant,
     restart_window: Option<Duration>,
-) -> Result<Granted, ServerError> {
+) -> Result<(Granted, Option<String>), ServerError> {
     let key = call.key();
     // When the attempt was sent and answered, on this host's clock:
-    // the server's clock in its grant is compared with their middle.
+    // the server's clock in its answer is compared with their middle.
     let sent = SystemTime::now();
     let reply = server
         .call_on(conn, Op::Acquire, key.as_bytes(), deadline, async |c| {
@@ -881,18 +895,15 @@ async fn attempt_here(
         })
         .await?;
     let answered = SystemTime::now();
-    let mut granted =
-        parse_acquire(reply).map_err(|msg| server.bad_reply(Op::Acquire, key, msg))?;
-    if let Granted::Yes(grant) = &mut granted {
-        // The server's own account of itself came in the same round
-        // trip, on a new connection; on an old one it is known.
-        let facts = match restart_window {
-            Some(_) => server.facts(conn, deadline).await,
-            None => None,
-        };
-        grant.no_vote = no_vote(grant.clock, (sent, answered))
-            .or_else(|| restarted(facts.as_ref(), restart_window));
-    }
+    let granted = parse_acquire(reply).map_err(|msg| server.bad_reply(Op::Acquire, key, msg))?;
+    // The server's own account of itself came in the same round trip, on
+    // a new connection; on an old one it is known.
+    let facts = match restart_window {
+        Some(_) => server.facts(conn, deadline).await,
+        None => None,
+    };
+    let no_vote = no_vote(granted.clock(), (sent, answered))
+        .or_else(|| restarted(facts.as_ref(), restart_window));
     // This attempt's own token, fresh and random, already here: another
     // member of the fleet is this same server (one URL listed twice, a
     // cluster listed once per node, a Sentinel group beside its own
@@ -905,7 +916,7 @@ async fn attempt_here(
     {
         return Err(server.unfit(Op::Acquire, key, OWN_TOKEN.to_owned()));
     }
-    Ok(granted)
+    Ok((granted, no_vote))
 }
 
 /// A fleet that lists a server twice: a configuration mistake (64), with
@@ -1016,9 +1027,6 @@ struct Grant {
     /// The server's clock when it granted (`TIME`, since the Unix epoch),
     /// when it said.
     clock: Option<Duration>,
-    /// Why the grant counts towards no quorum, when it does not
-    /// ([`no_vote`]); the key is set there all the same.
-    no_vote: Option<String>,
 }
 
 /// One server's answer to the acquire script.
@@ -1044,6 +1052,16 @@ enum Granted {
     /// Not set: the key is free, but this token took it since the
     /// contender began.
     Taken(String),
+}
+
+impl Granted {
+    /// The server's clock, where its answer said it.
+    fn clock(&self) -> Option<Duration> {
+        match self {
+            Granted::Yes(Grant { clock, .. }) | Granted::No { clock, .. } => *clock,
+            Granted::Ran(_) | Granted::Taken(_) => None,
+        }
+    }
 }
 
 /// How far a server's clock may be from this host's before its grant
@@ -1190,12 +1208,7 @@ fn parse_acquire(reply: Value) -> Result<Granted, String> {
         [Value::Int(1), Value::Int(fence), Value::Int(score), Value::Int(deadline), time @ ..] => {
             let entry = u64::try_from(*score).ok().zip(u64::try_from(*deadline).ok());
             let clock = clock(time)?;
-            Ok(Granted::Yes(Grant {
-                fence: u64::try_from(*fence).ok(),
-                entry,
-                clock,
-                no_vote: None,
-            }))
+            Ok(Granted::Yes(Grant { fence: u64::try_from(*fence).ok(), entry, clock }))
         }
         [Value::Int(2), Value::BulkString(token), Value::Int(start), Value::Int(end)] => {
             let tick = Tick {
@@ -1334,12 +1347,7 @@ mod tests {
                 no(Some("a"), 900),
                 no(Some("a"), 500),
                 no(Some("b"), -1),
-                Reply::Answered(Granted::Yes(Grant {
-                    fence: None,
-                    entry: None,
-                    clock: None,
-                    no_vote: None,
-                })),
+                Reply::Answered(Granted::Yes(Grant { fence: None, entry: None, clock: None })),
             ]
         };
         let replies_now = replies();
@@ -1381,7 +1389,7 @@ mod tests {
         let int = Value::Int;
         let text = |s: &str| Value::BulkString(s.as_bytes().to_vec());
         let yes = Value::Array(vec![int(1), int(7), int(10), int(20)]);
-        let grant = |fence, entry, clock| Grant { fence, entry, clock, no_vote: None };
+        let grant = |fence, entry, clock| Grant { fence, entry, clock };
         assert_eq!(parse_acquire(yes), Ok(Granted::Yes(grant(Some(7), Some((10, 20)), None))));
         let timed = Value::Array(vec![int(1), int(7), int(-1), int(-1), text("12"), text("5")]);
         let clock = Some(Duration::from_secs(12) + Duration::from_micros(5));

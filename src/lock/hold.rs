@@ -252,6 +252,8 @@ impl Fleet {
                 deadlines,
                 token: token.to_owned(),
                 channel: release_channel(key),
+                record: self.layout.record_key(key),
+                put_back: false,
             })
         };
         Call { op: Op::Release, key: key.to_owned(), operation }

@@ -189,6 +189,18 @@ impl Call {
         Call { op: self.op, key: self.key.clone(), operation }
     }
 
+    /// This release call, putting back the grant record (the release of
+    /// a late vote: [`Call::on`]); any other call as it is.
+    fn putting_back(&self) -> Call {
+        let operation = match &self.operation {
+            Operation::Release(op) => {
+                Operation::Release(ReleaseOp { put_back: true, ..op.clone() })
+            }
+            other => other.clone(),
+        };
+        Call { op: self.op, key: self.key.clone(), operation }
+    }
+
     /// The key shown in messages: the user's, not its server-side name.
     fn key(&self) -> &str {
         &self.key
@@ -287,23 +299,39 @@ impl Call {
         read: fn(Value) -> Result<T, String>,
     ) -> Result<T, ServerError> {
         let key = self.key();
-        let run = async |c: &mut MultiplexedConnection| self.invoke(server, c).await;
         // A delete goes after any acquire attempt still landing here
         // ([`Server::attempting`]), on the connection of a won round's
         // vote that may land late ([`Server::late_vote`]); on a fresh one
         // when that connection broke (the server reads no more of it).
+        //
+        // The release of a late vote also puts back the grant record that
+        // vote replaced ([`record`]). The argument: the record serves `-n`
+        // and `--once-per` through quorum intersection, and the quorum that
+        // won is the servers that granted before the verdict, which keep
+        // their records; a late vote is on none of it. Kept, its record
+        // says the key was taken when the vote landed, which on a server
+        // frozen for seconds is long after the round was won: a `-n` that
+        // began in between read it as a take since it began, and skipped
+        // as busy a tick nobody else ran (campaign `persist`, seed
+        // 3209046234). The bound: the record goes back only while it still
+        // names this token (nobody was granted there since), so it never
+        // hides a later grant. Not on a server without scripts, whose
+        // release runs on a connection of its own.
+        let mut late = None;
         if matches!(self.op, Op::Release | Op::ForceRelease) {
             server.after_attempts().await;
-            if let Some((lock, token)) = self.operation.held()
-                && let Some(conn) = server.late_vote(lock, token)
-            {
-                let deadline = server.deadline();
-                match server.call_on(&conn, self.op, key.as_bytes(), deadline, run).await {
-                    Err(e) if matches!(e.failure, Failure::Connection(_)) => {}
-                    reply => {
-                        return read(reply?).map_err(|msg| server.bad_reply(self.op, key, msg));
-                    }
-                }
+            late = self.operation.held().and_then(|(lock, token)| server.late_vote(lock, token));
+        }
+        let call = match late {
+            Some(_) => &self.putting_back(),
+            None => self,
+        };
+        let run = async |c: &mut MultiplexedConnection| call.invoke(server, c).await;
+        if let Some(conn) = late {
+            let deadline = server.deadline();
+            match server.call_on(&conn, self.op, key.as_bytes(), deadline, run).await {
+                Err(e) if matches!(e.failure, Failure::Connection(_)) => {}
+                reply => return read(reply?).map_err(|msg| server.bad_reply(self.op, key, msg)),
             }
         }
         let reply = server.call(self.op, key.as_bytes(), run).await?;
@@ -787,6 +815,7 @@ mod tests {
                 bodies::RELEASE,
                 vec![
                     include_str!("../scripts/announce.lua"),
+                    include_str!("../scripts/put_back.lua"),
                     include_str!("../scripts/release.lua"),
                 ],
             ),
@@ -794,6 +823,7 @@ mod tests {
                 bodies::WITHDRAW,
                 vec![
                     include_str!("../scripts/announce.lua"),
+                    include_str!("../scripts/put_back.lua"),
                     include_str!("../scripts/withdraw.lua"),
                 ],
             ),

@@ -158,6 +158,11 @@ pub(crate) struct ReleaseOp {
     pub(crate) token: String,
     /// The release channel of the key.
     pub(crate) channel: String,
+    /// The grant record.
+    pub(crate) record: String,
+    /// Put the grant record back while it names the token: only for the
+    /// release of a vote that landed after its round was won (`Call::on`).
+    pub(crate) put_back: bool,
 }
 
 /// `scripts/withdraw.lua`: take back a failed attempt's vote (and put back
@@ -273,7 +278,11 @@ impl Operation {
             }
             Operation::Extend(e) => vec![&e.lock, &e.fence],
             Operation::SetTtl(s) => vec![&s.lock],
-            Operation::Release(r) => vec![&r.lock, &r.order, &r.deadlines],
+            Operation::Release(r) => {
+                let mut keys = vec![&*r.lock, &r.order, &r.deadlines];
+                keys.extend(r.put_back.then_some(&*r.record));
+                keys
+            }
             Operation::Withdraw(w) => {
                 let mut keys = vec![&*w.lock, &w.order, &w.deadlines];
                 keys.extend(w.readers.as_deref().or(w.record.as_deref()));

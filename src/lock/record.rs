@@ -8,7 +8,10 @@
 //! and token, carried over by grants that run no tick), and the record it
 //! replaced. A withdrawal of that grant puts the replaced record back
 //! (`scripts/withdraw.lua`), so a round that did not win leaves nothing
-//! behind. The acquire script reads it only where the key is free.
+//! behind, and so does the release of a vote that landed after its round
+//! was won (`Call::on`: the round's quorum keeps its records, and the late
+//! vote's would date the grant to when it landed). The acquire script reads
+//! it only where the key is free.
 //!
 //! **`-n` runs only if nobody took the lock since it began.** The first
 //! attempt of `-n` learns each server's clock (every refusal says it, and

@@ -51,16 +51,8 @@ if not shared then
   end
   if KEYS[4] then
     -- A withdrawn grant took nobody's turn and ran no tick: the record it
-    -- replaced comes back (or none, when there was none).
-    local rec = redis.call('HMGET', KEYS[4], 'tok', 'pat', 'ptok', 'pts', 'pte', 'ptt')
-    if rec[1] == ARGV[1] then
-      if rec[2] and rec[2] ~= '-1' then
-        redis.call('HSET', KEYS[4], 'at', rec[2], 'tok', rec[3], 'ts', rec[4], 'te', rec[5],
-          'tt', rec[6], 'pat', '-1', 'ptok', '', 'pts', '-1', 'pte', '-1', 'ptt', '')
-      else
-        redis.call('DEL', KEYS[4])
-      end
-    end
+    -- replaced comes back (put_back.lua, in front of this file).
+    put_back(KEYS[4], ARGV[1])
   end
   return redis.call('DEL', KEYS[1])
 end

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::harness::proxy::{Mode, Proxy};
-use crate::harness::{Fleet, Redlock, Running, unique_key, wait_for_file};
+use crate::harness::{Fleet, Redlock, Running, lock_key, unique_key, wait_for_file};
 
 /// The longest TTL of these tests, and how long a restarted server waits.
 const MAX_TTL: &str = "3s";
@@ -191,4 +191,48 @@ fn doctor_says_persistence_switched_on_after_the_start_buys_no_vote() {
     let report = format!("{}{}", out.stdout, out.stderr);
     assert!(report.contains("no vote until 4.0s after its start"), "{report}");
     assert!(report.contains("rewritten since it started"), "{report}");
+}
+
+/// A key seen on a restarted server is no holder's vote: a holder found
+/// there and on one other server of three has no quorum of voting
+/// servers, so a `-n` is not told "busy" (which skipped, in the
+/// campaign, a tick that nobody ran); it runs once that value lapses.
+#[test]
+fn a_value_on_a_restarted_server_is_no_holders_vote() {
+    let mut fleet = aged_fleet(3);
+    let key = unique_key("restart-held");
+    fleet.servers[0].restart();
+    for i in [0, 2] {
+        let _: String = fleet.servers[i].cmd(&["SET", &lock_key(&key), "elsewhere", "PX", "1500"]);
+    }
+    let out = redlock(&fleet.urls()).args(["-v"]).args(run_n(&key)).args(["true"]).run();
+    out.expect(0).stderr_lacks("busy");
+}
+
+/// A holder's vote that a hung server executes only when it wakes, after
+/// the holder won without it, ran and released, is no take of the lock
+/// at that moment: a `-n` that began in between (here asking again, its
+/// first round short of a quorum: one server restarted, one hung) must
+/// not skip as "taken since this began" a run nobody else made.
+#[test]
+fn a_late_vote_landing_after_its_release_is_no_take() {
+    let mut fleet = aged_fleet(3);
+    let key = unique_key("restart-late-vote");
+    let dir = tempfile::tempdir().unwrap();
+    let ran = dir.path().join("ran");
+    let quick = ["--node-timeout", "200ms", "--ttl", MAX_TTL, "-k", &key];
+    fleet.servers[1].hang();
+    // Won on A and C; its vote and release wait in B's socket.
+    redlock(&fleet.urls()).args(["run"]).args(quick).args(["--", "true"]).run().expect(0);
+    fleet.servers[0].restart();
+    let second = redlock(&fleet.urls())
+        .args(["-v", "run", "-n"])
+        .args(quick)
+        .args(["--", "touch", ran.to_str().unwrap()])
+        .spawn();
+    std::thread::sleep(Duration::from_millis(600));
+    fleet.servers[1].resume();
+    let out = second.wait();
+    out.expect(0);
+    assert!(ran.exists(), "the second run did not run:\n{}", out.stderr);
 }
