@@ -253,11 +253,18 @@ impl Fleet {
             (Op::Acquire, key),
             |server, answer| {
                 // A tick's record may be lost by a server restarted since
-                // the tick began: no vote from it for the tick.
-                let restart = match terms.tick {
+                // the tick began: no vote from it for the tick. So may the
+                // record of a take since a `-n` began ([`record`]): no vote
+                // from a server restarted since then either (give or take
+                // the clock allowance), for a `-n` that asks again for
+                // longer than the window (a `--max-ttl` under 5 s).
+                let mut restart = match terms.tick {
                     Some(tick) => tick.restart_window(self.restart_window),
                     None => self.restart_window,
                 };
+                if let Some(Since::Later { began, .. }) = terms.untaken {
+                    restart = restart.map(|w| w.max(began + CLOCK_ALLOWANCE));
+                }
                 let call = match terms.untaken {
                     Some(Since::Later { clocks, .. }) => {
                         match clocks.iter().find(|(name, _)| name == server.name()) {
@@ -325,8 +332,13 @@ impl Fleet {
             .iter()
             .zip(&round.replies)
             .filter_map(|(server, reply)| match reply {
+                // Not where the key was held: a take between the contender's
+                // start and this answer showed as held there, and with too
+                // few servers saying so to be "busy" (others slow, or with
+                // no vote for this host), a later attempt must still see it
+                // (`-n`'s bound from the start, [`record`]).
                 Reply::Answered(Granted::Yes(Grant { clock: Some(c), .. }))
-                | Reply::Answered(Granted::No { clock: Some(c), .. }) => {
+                | Reply::Answered(Granted::No { holder: None, clock: Some(c), .. }) => {
                     Some((server.name().to_owned(), crate::text::millis(*c)))
                 }
                 _ => None,
@@ -789,6 +801,7 @@ async fn contend(
             // "Held by another value": this attempt set nothing here. Any
             // other answer (granted, an error, a timeout) may have set it.
             let refused_here = refused(&result);
+            let answered_err = result.is_err();
             if let Ok((Granted::Yes(grant), _)) = &result {
                 entry = grant.entry;
             }
@@ -809,6 +822,12 @@ async fn contend(
                     leave_here(&server, &conn, key, op).await;
                 }
                 return;
+            }
+            // Won while this server failed (timed out before the verdict,
+            // which may wait for the twins and the fence): its vote may
+            // still land, as below.
+            if won && answered_err {
+                server.expect_late_vote(&op.lock, &op.token, &conn);
             }
             won
         }

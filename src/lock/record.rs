@@ -14,14 +14,18 @@
 //! it only where the key is free.
 //!
 //! **`-n` runs only if nobody took the lock since it began.** The first
-//! attempt of `-n` learns each server's clock (every refusal says it, and
-//! every grant already does); every later attempt carries [`Since`]: a
-//! server refuses a free key that another token was granted at or after
-//! its clock at that first attempt. A grant between the contender's start
-//! and its first call on a server would have shown as held there, unless
-//! its holder both took and released the key within one call's delivery.
-//! For a server whose clock is not known (it did not answer the first
-//! attempt), the bound is the time since the contender began plus one node
+//! attempt of `-n` learns the clock of each server that granted it or
+//! found the key free (a refusal says it, a grant already does); every
+//! later attempt carries [`Since`]: a server refuses a free key that
+//! another token was granted at or after its clock at that first attempt.
+//! A grant between the contender's start and its first call on a server
+//! would have shown as held there, unless its holder both took and
+//! released the key within one call's delivery; so a server that showed a
+//! holder gives no clock, and is judged as one that did not answer: too
+//! few servers may have shown that holder to make the first attempt
+//! "busy" (the others slow, or without a vote for this host), and a later
+//! attempt must still see its take. For a server whose clock is not known,
+//! the bound is the time since the contender began plus one node
 //! timeout, back from the server's clock when the call runs: a call runs at
 //! most one node timeout after it was sent (a later answer is a timeout),
 //! so that is no later than the contender's start, and a grant shortly
@@ -29,9 +33,10 @@
 //! key in between held a quorum, which shares a server with any quorum
 //! this contender could win; that server refuses, so the contender cannot
 //! win, and the refusal names the holder. Breaks when that server lost its
-//! data since (the restart window keeps it from voting), when its clock
-//! was stepped back between the attempts, or when the record expired: it
-//! lives [`RECORD_LIFE`], above the longest `-n`.
+//! data since (a server restarted since the contender began has no vote
+//! for it, as for a tick), when its clock was stepped back between the
+//! attempts, or when the record expired: it lives [`RECORD_LIFE`], above
+//! the longest `-n`.
 //!
 //! **`--once-per DUR` runs once per tick.** The tick is the slot
 //! `floor(wall clock at start / DUR)`, aligned to the Unix epoch; a grant

@@ -165,6 +165,28 @@ fn dash_n_asks_late_servers_again_instead_of_calling_them_unavailable() {
     assert!(out.stderr.contains("timed out after 300ms"), "{}", out.stderr);
 }
 
+/// A take between a `-n`'s start and its first call on a server shows
+/// there as held. Shown by too few servers to be "busy" (here one of
+/// three; the others are split), the `-n` asks again, and must then still
+/// see that take once its holder released: a server that showed a holder
+/// is judged from the contender's start, not from its clock at that
+/// answer (which came after the take).
+#[test]
+fn dash_n_asking_again_still_sees_a_take_it_first_saw_held() {
+    let fleet = Fleet::start(3);
+    let key = unique_key("held-then-taken");
+    let record = lock_key(&key) + ":last";
+    // A: another value, for longer than the test. C: the taker, released
+    // 300 ms from now, with a grant record dated when the `-n` starts.
+    let _: String = fleet.servers[0].cmd(&["SET", &lock_key(&key), "other", "PX", "20000"]);
+    let _: String = fleet.servers[2].cmd(&["SET", &lock_key(&key), "taker", "PX", "300"]);
+    let began = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
+    let at = began.as_millis().to_string();
+    let _: i64 = fleet.servers[2].cmd(&["HSET", &record, "at", &at, "tok", "taker"]);
+    let out = Redlock::on(&fleet).args(["-v", "run", "-n", "--key", &key, "--", "true"]).run();
+    out.expect(75).stderr_has("taken by another client");
+}
+
 #[test]
 fn a_password_the_url_lacks_is_an_auth_error_and_never_printed() {
     let secret = "s3cret-pw-4711";
