@@ -792,10 +792,6 @@ async fn contend(
     let mut set = Box::pin(attempt_here(&server, &conn, &call, op, deadline, restart_window));
     // The queue entry a grant here removed, to put back on a withdrawal.
     let mut entry = None;
-    // Whether this server refused (and so kept or refreshed our entry).
-    let refused = |result: &Result<(Granted, Option<String>), ServerError>| {
-        matches!(result, Ok((Granted::No { .. } | Granted::Ran(_) | Granted::Taken(_), _)))
-    };
     let keep = tokio::select! {
         result = &mut set => {
             // "Held by another value": this attempt set nothing here. Any
@@ -805,17 +801,7 @@ async fn contend(
             if let Ok((Granted::Yes(grant), _)) = &result {
                 entry = grant.entry;
             }
-            // A server without a vote answers the round as a failure
-            // (`attempt_here`), whatever it said.
-            answer.send(result.and_then(|(granted, no_vote)| match no_vote {
-                Some(why) => Err(ServerError {
-                    server: server.name().to_owned(),
-                    op: Op::Acquire,
-                    key: crate::text::display_key(key.as_bytes()),
-                    failure: Failure::NoVote(why),
-                }),
-                None => Ok(granted),
-            }));
+            answer.send(counted(&server, key, result));
             let won = decided(&mut verdict).await;
             if refused_here {
                 if won {
@@ -879,6 +865,31 @@ async fn contend(
     }
 }
 
+/// One server's answer to an attempt ([`attempt_here`]): what it said,
+/// and why it has no vote, if it has none.
+type Answered = Result<(Granted, Option<String>), ServerError>;
+
+/// Whether this server refused (and so set nothing, and kept or refreshed
+/// the waiter's entry).
+fn refused(result: &Answered) -> bool {
+    matches!(result, Ok((Granted::No { .. } | Granted::Ran(_) | Granted::Taken(_), _)))
+}
+
+/// What a server's answer counts for in the round: a server without a vote
+/// answers as a failure (`attempt_here`), whatever it said.
+fn counted(server: &Server, key: &str, result: Answered) -> Result<Granted, ServerError> {
+    let (granted, no_vote) = result?;
+    match no_vote {
+        Some(why) => Err(ServerError {
+            server: server.name().to_owned(),
+            op: Op::Acquire,
+            key: crate::text::display_key(key.as_bytes()),
+            failure: Failure::NoVote(why),
+        }),
+        None => Ok(granted),
+    }
+}
+
 /// One server's answer to the attempt `call` on `conn`, by `deadline`: the
 /// acquire script's reply, with why the server has no vote where its clock
 /// is off or it restarted within `restart_window` ([`no_vote`],
@@ -903,7 +914,7 @@ async fn attempt_here(
     op: &AcquireOp,
     deadline: tokio::time::Instant,
     restart_window: Option<Duration>,
-) -> Result<(Granted, Option<String>), ServerError> {
+) -> Answered {
     let key = call.key();
     // When the attempt was sent and answered, on this host's clock:
     // the server's clock in its answer is compared with their middle.
