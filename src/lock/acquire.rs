@@ -331,17 +331,26 @@ impl Fleet {
             .servers
             .iter()
             .zip(&round.replies)
-            .filter_map(|(server, reply)| match reply {
-                // Not where the key was held: a take between the contender's
-                // start and this answer showed as held there, and with too
-                // few servers saying so to be "busy" (others slow, or with
-                // no vote for this host), a later attempt must still see it
-                // (`-n`'s bound from the start, [`record`]).
-                Reply::Answered(Granted::Yes(Grant { clock: Some(c), .. }))
-                | Reply::Answered(Granted::No { holder: None, clock: Some(c), .. }) => {
-                    Some((server.name().to_owned(), crate::text::millis(*c)))
-                }
-                _ => None,
+            .zip(&round.latency)
+            .filter_map(|((server, reply), latency)| {
+                let ms = match reply {
+                    Reply::Answered(Granted::Yes(Grant { clock: Some(c), .. }))
+                    | Reply::Answered(Granted::No { holder: None, clock: Some(c), .. }) => {
+                        crate::text::millis(*c)
+                    }
+                    // Where the key was held, the server's clock less the
+                    // time this answer took: no later than the round's
+                    // start there. A take between the contender's start
+                    // and this answer showed as held, and with too few
+                    // servers saying so to be "busy" (others slow, or with
+                    // no vote for this host), a later attempt must still
+                    // see it once released ([`record`]).
+                    Reply::Answered(Granted::No { clock: Some(c), .. }) => {
+                        crate::text::millis(*c).saturating_sub(crate::text::millis((*latency)?))
+                    }
+                    _ => return None,
+                };
+                Some((server.name().to_owned(), ms))
             })
             .collect();
         AttemptReport { attempt, servers, ahead, clocks }
@@ -797,7 +806,7 @@ async fn contend(
             // "Held by another value": this attempt set nothing here. Any
             // other answer (granted, an error, a timeout) may have set it.
             let refused_here = refused(&result);
-            let answered_err = result.is_err();
+            let timed_out = matches!(&result, Err(e) if matches!(e.failure, Failure::Timeout(_)));
             if let Ok((Granted::Yes(grant), _)) = &result {
                 entry = grant.entry;
             }
@@ -809,10 +818,11 @@ async fn contend(
                 }
                 return;
             }
-            // Won while this server failed (timed out before the verdict,
-            // which may wait for the twins and the fence): its vote may
-            // still land, as below.
-            if won && answered_err {
+            // Won while this server timed out (before the verdict, which
+            // may wait for the twins and the fence): its vote may still
+            // land, as below. Any other failure set nothing, or broke the
+            // connection.
+            if won && timed_out {
                 server.expect_late_vote(&op.lock, &op.token, &conn);
             }
             won

@@ -169,21 +169,30 @@ fn dash_n_asks_late_servers_again_instead_of_calling_them_unavailable() {
 /// there as held. Shown by too few servers to be "busy" (here one of
 /// three; the others are split), the `-n` asks again, and must then still
 /// see that take once its holder released: a server that showed a holder
-/// is judged from the contender's start, not from its clock at that
-/// answer (which came after the take).
+/// is judged from the round's start there, not from its clock when it
+/// answered (which came after the take). Every server answers 400 ms
+/// late each way, and C's record says the taker was granted 200 ms after
+/// the `-n` was started.
 #[test]
 fn dash_n_asking_again_still_sees_a_take_it_first_saw_held() {
+    use crate::harness::proxy::{Mode, Proxy};
     let fleet = Fleet::start(3);
     let key = unique_key("held-then-taken");
     let record = lock_key(&key) + ":last";
-    // A: another value, for longer than the test. C: the taker, released
-    // 300 ms from now, with a grant record dated when the `-n` starts.
+    // Every server as slow, so that the round waits for C's answer.
+    let slow: Vec<Proxy> = fleet.servers.iter().map(|s| Proxy::start(s.port)).collect();
+    for proxy in &slow {
+        proxy.set(Mode::Delay(Duration::from_millis(400)));
+    }
+    let servers: Vec<String> = slow.iter().map(Proxy::url).collect();
     let _: String = fleet.servers[0].cmd(&["SET", &lock_key(&key), "other", "PX", "20000"]);
-    let _: String = fleet.servers[2].cmd(&["SET", &lock_key(&key), "taker", "PX", "300"]);
-    let began = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
-    let at = began.as_millis().to_string();
+    let _: String = fleet.servers[2].cmd(&["SET", &lock_key(&key), "taker", "PX", "1000"]);
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
+    let at = (now.as_millis() + 200).to_string();
     let _: i64 = fleet.servers[2].cmd(&["HSET", &record, "at", &at, "tok", "taker"]);
-    let out = Redlock::on(&fleet).args(["-v", "run", "-n", "--key", &key, "--", "true"]).run();
+    let out = Redlock::new(&servers.join(","))
+        .args(["-v", "--node-timeout", "3s", "run", "-n", "--key", &key, "--", "true"])
+        .run();
     out.expect(75).stderr_has("taken by another client");
 }
 
