@@ -317,11 +317,12 @@ impl Call {
         // names this token (nobody was granted there since), so it never
         // hides a later grant. Not on a server without scripts, whose
         // release runs on a connection of its own.
-        let mut late = None;
-        if matches!(self.op, Op::Release | Op::ForceRelease) {
+        let late = if matches!(self.op, Op::Release | Op::ForceRelease) {
             server.after_attempts().await;
-            late = self.operation.held().and_then(|(lock, token)| server.late_vote(lock, token));
-        }
+            self.operation.held().and_then(|(lock, token)| server.late_vote(lock, token))
+        } else {
+            None
+        };
         let call = match late {
             Some(_) => &self.putting_back(),
             None => self,

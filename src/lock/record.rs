@@ -20,16 +20,16 @@
 //! another token was granted at or after its clock at that first attempt.
 //! A grant between the contender's start and its first call on a server
 //! would have shown as held there, unless its holder both took and
-//! released the key within one call's delivery; so a server that showed a
-//! holder gives its clock less the time its answer took (no later than
-//! the round's start there): too few servers may have shown that holder to
+//! released the key within one call's delivery. So a server that showed a
+//! holder gives its clock less the time its answer took, no later than
+//! the round's start there: too few servers may have shown that holder to
 //! make the first attempt "busy" (the others slow, or without a vote for
-//! this host), and a later attempt must still see its take. (The bound
-//! for a server whose clock is not known, below, counted the last tick's
-//! holder, granted a moment before, as a take: a burst of ticks in a row
-//! skipped one.) For a server whose clock is not known,
-//! the bound is the time since the contender began plus one node
-//! timeout, back from the server's clock when the call runs: a call runs at
+//! this host), and a later attempt must still see its take. (The looser
+//! bound below counted the last tick's holder, granted a moment before,
+//! as a take: a burst of ticks in a row skipped one.) For a server whose
+//! clock is not known (no answer to the first attempt, or no vote), the
+//! bound is the time since the contender began plus one node timeout,
+//! back from the server's clock when the call runs: a call runs at
 //! most one node timeout after it was sent (a later answer is a timeout),
 //! so that is no later than the contender's start, and a grant shortly
 //! before it may count too (busy is the safe side). A holder that took the
