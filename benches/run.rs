@@ -334,6 +334,7 @@ fn worker(spec: &str) {
                 tick: None,
                 note: None,
                 job: None,
+                began: None,
             };
             let Ok(lock) = redlock::wait::acquire(&fleet, &request, &log, None).await else {
                 break;

@@ -88,6 +88,31 @@ impl BootInstant {
         BootInstant::now().saturating_duration_since(self)
     }
 
+    /// When this process began: the kernel's record of its fork
+    /// (`/proc/self/stat`'s `starttime`, clock ticks since boot on the
+    /// same clock, rounded down, so at most a tick early), or now where
+    /// that cannot be read. `-n` counts takes from it
+    /// ([`crate::lock::record`]): a take while the process started up
+    /// (loaded, read its configuration, connected) is after it began.
+    pub fn process_start() -> BootInstant {
+        let now = BootInstant::now();
+        // SAFETY: sysconf has no memory effects.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        let ticks = std::fs::read_to_string("/proc/self/stat").ok().and_then(|stat| {
+            // Field 22; the fields after the command name's closing
+            // parenthesis start at field 3.
+            let rest = &stat[stat.rfind(')')? + 1..];
+            rest.split_whitespace().nth(19)?.parse::<u64>().ok()
+        });
+        match (ticks, u64::try_from(hz)) {
+            (Some(ticks), Ok(hz)) if hz > 0 => {
+                let at = Duration::from_millis(ticks.saturating_mul(1000) / hz);
+                BootInstant(at.min(now.0))
+            }
+            _ => now,
+        }
+    }
+
     /// `self - earlier`, or zero when `earlier` is later.
     pub fn saturating_duration_since(self, earlier: BootInstant) -> Duration {
         self.0.saturating_sub(earlier.0)
@@ -249,6 +274,19 @@ async fn sleep_until_boot(at: Duration) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_process_began_before_now_and_after_the_system_booted() {
+        let now = BootInstant::now();
+        let began = BootInstant::process_start();
+        assert!(began <= now);
+        // A test binary that ran for an hour would be a hung one; the
+        // reading is the process's, not boot's (zero) or now's.
+        assert!(now.saturating_duration_since(began) < Duration::from_secs(3600));
+        assert!(began.since_boot() > Duration::ZERO);
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(BootInstant::process_start(), began, "read from the kernel, not the clock");
+    }
 
     #[test]
     fn boot_time_counts_at_least_what_monotonic_time_counts() {

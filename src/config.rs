@@ -122,6 +122,7 @@ impl Run {
             tick: self.tick,
             note: self.note.clone(),
             job: self.job.clone(),
+            began: Some(crate::clock::BootInstant::process_start()),
         }
     }
 
@@ -672,6 +673,7 @@ fn command(
                 tick: None,
                 note: note(a.note)?,
                 job,
+                began: Some(crate::clock::BootInstant::process_start()),
             };
             (Command::Acquire { request, json: a.json }, ttl)
         }

@@ -181,6 +181,9 @@ pub struct Round<T> {
     pub replies: Vec<Reply<T>>,
     /// Each server's time to answer from the start of the round (`None`: not awaited).
     pub latency: Vec<Option<Duration>>,
+    /// When the round began, before its first call was sent: each answer
+    /// arrived at `start` plus its latency, on the boot clock.
+    pub start: crate::clock::BootInstant,
 }
 
 impl<T> Round<T> {
@@ -247,7 +250,7 @@ where
     T: Send + 'static,
     Fut: Future<Output = ()> + Send + 'static,
 {
-    let start = tokio::time::Instant::now();
+    let start = crate::clock::BootInstant::now();
     let mut tally = Tally::new(servers.len(), quorum);
     let mut replies: Vec<Reply<T>> = servers.iter().map(|_| Reply::NotAwaited).collect();
     let mut latency = vec![None; servers.len()];
@@ -301,7 +304,7 @@ where
             }
         }
     }
-    Round { tally, replies, latency }
+    Round { tally, replies, latency, start }
 }
 
 #[cfg(test)]

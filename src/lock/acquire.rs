@@ -15,8 +15,9 @@ pub struct AttemptReport {
     /// How many waiters are queued ahead of this one, as a quorum of the
     /// servers that did not grant it sees it; `None` without a place.
     pub ahead: Option<usize>,
-    /// Each answering server's clock (ms since the epoch) where its
-    /// answer said it: a grant's, or, with `-n`'s term, a refusal's.
+    /// With `-n`'s term: when the contender began by each answering
+    /// server's clock (ms since the epoch), no later than it did
+    /// ([`super::record`]).
     pub clocks: Vec<(String, u64)>,
 }
 
@@ -209,17 +210,18 @@ impl Fleet {
             skew_ms: crate::text::millis(queue::SKEW),
             places: place.map_or(1, |p| p.places),
             shared,
-            // Where a server's clock at the first attempt is not known: the
-            // time since the contender began plus one node timeout, the
-            // longest a call may run after it was sent ([`super::record`]).
+            // Where no answer said when the contender began by a server's
+            // clock: the time since it began, plus on a later attempt one
+            // node timeout, the longest a call may run after it was sent
+            // ([`super::record`]).
             untaken: match terms.untaken {
                 None => Untaken::Off,
-                Some(Since::First) => Untaken::Report,
+                Some(Since::First { began }) => Untaken::For(crate::text::millis(began.elapsed())),
                 Some(Since::Later { began, .. }) => {
                     let now = tokio::time::Instant::now();
                     let call = self.servers.iter().map(|s| s.deadline()).max();
                     let call = call.map(|d| d.saturating_duration_since(now)).unwrap_or_default();
-                    Untaken::For(crate::text::millis(began + call))
+                    Untaken::For(crate::text::millis(began.elapsed() + call))
                 }
             },
             tick: terms.tick,
@@ -256,14 +258,14 @@ impl Fleet {
                 // the tick began: no vote from it for the tick. So may the
                 // record of a take since a `-n` began ([`record`]): no vote
                 // from a server restarted since then either (give or take
-                // the clock allowance), for a `-n` that asks again for
-                // longer than the window (a `--max-ttl` under 5 s).
+                // the clock allowance), for a `-n` that began longer ago
+                // than the window (a `--max-ttl` under 5 s).
                 let mut restart = match terms.tick {
                     Some(tick) => tick.restart_window(self.restart_window),
                     None => self.restart_window,
                 };
-                if let Some(Since::Later { began, .. }) = terms.untaken {
-                    restart = restart.map(|w| w.max(began + CLOCK_ALLOWANCE));
+                if let Some(since) = terms.untaken {
+                    restart = restart.map(|w| w.max(since.began().elapsed() + CLOCK_ALLOWANCE));
                 }
                 let call = match terms.untaken {
                     Some(Since::Later { clocks, .. }) => {
@@ -327,30 +329,32 @@ impl Fleet {
         }
         verdict.send_replace(Some(matches!(attempt, Attempt::Acquired(_))));
         let ahead = place.and_then(|p| queue::ahead(&views, self.quorum, p.member));
+        // When the contender began by each answering server's clock: its
+        // clock less the time from the start to the answer's arrival (the
+        // round's start plus the latency, both taken by the round itself),
+        // as the call ran within that time ([`record`]).
+        let began = terms.untaken.map(|s| s.began());
         let clocks = self
             .servers
             .iter()
             .zip(&round.replies)
             .zip(&round.latency)
             .filter_map(|((server, reply), latency)| {
-                let ms = match reply {
-                    Reply::Answered(Granted::Yes(Grant { clock: Some(c), .. }))
-                    | Reply::Answered(Granted::No { holder: None, clock: Some(c), .. }) => {
-                        crate::text::millis(*c)
-                    }
-                    // Where the key was held, the server's clock less the
-                    // time this answer took: no later than the round's
-                    // start there. A take between the contender's start
-                    // and this answer showed as held, and with too few
-                    // servers saying so to be "busy" (others slow, or with
-                    // no vote for this host), a later attempt must still
-                    // see it once released ([`record`]).
-                    Reply::Answered(Granted::No { clock: Some(c), .. }) => {
-                        crate::text::millis(*c).saturating_sub(crate::text::millis((*latency)?))
-                    }
-                    _ => return None,
+                let (
+                    Reply::Answered(
+                        Granted::Yes(Grant { clock: Some(c), .. })
+                        | Granted::No { clock: Some(c), .. },
+                    ),
+                    Some(latency),
+                ) = (reply, latency)
+                else {
+                    return None;
                 };
-                Some((server.name().to_owned(), ms))
+                let since = round.start.saturating_duration_since(began?) + *latency;
+                Some((
+                    server.name().to_owned(),
+                    crate::text::millis(*c).saturating_sub(crate::text::millis(since)),
+                ))
             })
             .collect();
         AttemptReport { attempt, servers, ahead, clocks }
@@ -1342,8 +1346,6 @@ mod tests {
             .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
             .collect();
         assert_eq!(untaken, [-1.0, 7.0], "untaken for: since -1, for 7");
-        let report = Numbers { untaken: Untaken::Report, ..numbers }.pack();
-        assert_eq!(f64::from_le_bytes(report[88..96].try_into().unwrap()), -2.0);
     }
 
     #[test]

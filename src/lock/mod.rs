@@ -163,6 +163,10 @@ pub struct Request {
     pub note: Option<String>,
     /// The CI job the holder runs in ([`Token::job`]).
     pub job: Option<String>,
+    /// When the contender began, if before the wait: `-n` refuses a lock
+    /// taken since ([`record`]). The process's start for a command line;
+    /// `None`: when the wait begins.
+    pub began: Option<crate::clock::BootInstant>,
 }
 
 /// One call, the same on every server of a round.

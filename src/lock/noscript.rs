@@ -387,7 +387,7 @@ impl Record {
         let from = match numbers.untaken {
             Untaken::Since(ms) => Some(whole(ms)),
             Untaken::For(ms) => Some(whole(now_ms) - whole(ms)),
-            Untaken::Off | Untaken::Report => None,
+            Untaken::Off => None,
         };
         if let (Some(from), Some(at)) = (from, self.number(0))
             && at >= from

@@ -62,7 +62,6 @@ impl Numbers {
             f64::from(self.places),
             f64::from(u8::from(self.shared)),
             match self.untaken {
-                Untaken::Report => -2.0,
                 Untaken::Since(ms) => ms as f64,
                 Untaken::Off | Untaken::For(_) => -1.0,
             },
@@ -83,13 +82,12 @@ impl Numbers {
 pub(crate) enum Untaken {
     /// No term.
     Off,
-    /// No term, but a refusal says the server's clock (a first attempt).
-    Report,
     /// Refuse a free key granted to another token at or after this server
-    /// time (ms): the server's clock at the contender's first attempt.
+    /// time (ms): when the contender began by this server's clock, as an
+    /// earlier answer of the server bounds it.
     Since(u64),
     /// The same from this long before the server's clock now (ms): for a
-    /// server whose clock at the first attempt is not known.
+    /// server whose earlier answer is not known.
     For(u64),
 }
 

@@ -13,33 +13,35 @@
 //! vote's would date the grant to when it landed). The acquire script reads
 //! it only where the key is free.
 //!
-//! **`-n` runs only if nobody took the lock since it began.** The first
-//! attempt of `-n` learns the clock of each server that granted it or
-//! found the key free (a refusal says it, a grant already does); every
-//! later attempt carries [`Since`]: a server refuses a free key that
-//! another token was granted at or after its clock at that first attempt.
-//! A grant between the contender's start and its first call on a server
-//! would have shown as held there, unless its holder both took and
-//! released the key within one call's delivery. So a server that showed a
-//! holder gives its clock less the time its answer took, no later than
-//! the round's start there: too few servers may have shown that holder to
-//! make the first attempt "busy" (the others slow, or without a vote for
-//! this host), and a later attempt must still see its take. (The looser
-//! bound below counted the last tick's holder, granted a moment before,
-//! as a take: a burst of ticks in a row skipped one.) For a server whose
-//! clock is not known (no answer to the first attempt, or no vote), the
-//! bound is the time since the contender began plus one node timeout,
-//! back from the server's clock when the call runs: a call runs at
-//! most one node timeout after it was sent (a later answer is a timeout),
-//! so that is no later than the contender's start, and a grant shortly
-//! before it may count too (busy is the safe side). A holder that took the
-//! key in between held a quorum, which shares a server with any quorum
-//! this contender could win; that server refuses, so the contender cannot
-//! win, and the refusal names the holder. Breaks when that server lost its
-//! data since (a server restarted since the contender began has no vote
-//! for it, as for a tick), when its clock was stepped back between the
-//! attempts, or when the record expired: it lives [`RECORD_LIFE`], above
-//! the longest `-n`.
+//! **`-n` runs only if nobody took the lock since it began.** It began
+//! when its process did (the kernel's record of the fork, for a command
+//! line): a take while it started up, read its configuration or connected
+//! counts. Every attempt carries [`Since`]: a server refuses a free key
+//! that another token was granted at or after the contender's start by
+//! that server's clock, which the contender bounds from below:
+//! - A server that answered an earlier attempt said its clock `C` then,
+//!   and the answer came `T` after the start by this host's clock; the
+//!   call ran at most `T` after the start, so the start was no later than
+//!   `C - T` there. The bound is early by the answer's way back (and the
+//!   host's delay in reading it): a grant that little before the start
+//!   counts too, which is the safe side (busy).
+//! - Otherwise, on the first attempt: its clock when the call runs less
+//!   the time from the start to the call's sending: late by the call's
+//!   way there, so a take missed is one granted and released within the
+//!   first call's delivery (one still held when the call lands shows as
+//!   held, and an earlier answer judges it on the next attempt).
+//! - Otherwise (a server that never answered): the same less one node
+//!   timeout, the longest a call may run after it was sent (a later
+//!   answer is a timeout), so no later than the start; a grant shortly
+//!   before it may count too.
+//!
+//! A holder that took the key in between held a quorum, which shares a
+//! server with any quorum this contender could win; that server refuses,
+//! so the contender cannot win, and the refusal names the holder. Breaks
+//! when that server lost its data since (a server restarted since the
+//! contender began has no vote for it, as for a tick), when its clock was
+//! stepped back between the take and the attempt, or when the record
+//! expired: it lives [`RECORD_LIFE`], above the longest `-n`.
 //!
 //! **`--once-per DUR` runs once per tick.** The tick is the slot
 //! `floor(wall clock at start / DUR)`, aligned to the Unix epoch; a grant
@@ -58,6 +60,8 @@
 //! near a tick's boundary (each computes its own tick).
 
 use std::time::{Duration, SystemTime};
+
+use crate::clock::BootInstant;
 
 /// How long a grant record lives after its grant when it holds no tick
 /// (`scripts/acquire.lua`, the same number): longer than any `-n` lasts
@@ -123,18 +127,32 @@ impl Tick {
 /// `-n`'s rule for one attempt ([`Terms::untaken`]).
 #[derive(Clone, Copy, Debug)]
 pub enum Since<'a> {
-    /// The contender's first attempt: each server that refuses says its
-    /// clock.
-    First,
-    /// A later attempt: the contender began `began` ago, and `clocks` says
-    /// each server's clock (ms) at its first attempt (servers missing from
-    /// it are judged from `began` plus one node timeout).
+    /// The contender's first attempt: a server refuses a free key taken
+    /// since `began`, as far as its clock now less the time since then
+    /// tells, and each server that answers says its clock.
+    First {
+        /// When the contender began (the process's start for a command
+        /// line: [`crate::clock::BootInstant::process_start`]).
+        began: BootInstant,
+    },
+    /// A later attempt: `clocks` says, for each server that answered an
+    /// earlier one, when the contender began by that server's clock (ms);
+    /// the others are judged from `began` plus one node timeout.
     Later {
-        /// Since the contender began.
-        began: Duration,
-        /// Each server's clock at the first attempt, by name.
+        /// When the contender began.
+        began: BootInstant,
+        /// When it began by each server's clock, by name.
         clocks: &'a [(String, u64)],
     },
+}
+
+impl Since<'_> {
+    /// When the contender began.
+    pub fn began(&self) -> BootInstant {
+        match *self {
+            Since::First { began } | Since::Later { began, .. } => began,
+        }
+    }
 }
 
 /// What a grant needs besides a free key: the queue's turn, and the

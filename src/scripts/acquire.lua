@@ -20,10 +20,10 @@
 --   began to wait, by its clock (ms), and how far this server lets that
 --   differ from its own clock (ms); the places of the key (`--limit N`;
 --   1 for the lock); shared (1: a shared holder, KEYS[5] the shared
---   holders); untaken since (server ms; -1: no such term; -2: none, but
---   every refusal says this server's TIME): refuse a free key that another
---   token was granted here at or after it (`-n`'s rule), and untaken for
---   (ms, -1: none): the same, from this long before now; and the
+--   holders); untaken since (server ms; -1: no such term): refuse a free
+--   key that another token was granted here at or after it (`-n`'s rule),
+--   and untaken for (ms, -1: none): the same, from this long before now
+--   (with either, every refusal says this server's TIME); and the
 --   tick's start and end (ms since the epoch, -1: no tick, `--once-per`):
 --   refuse a free key whose record holds a tick that ends after this one
 --   starts (it ran).

@@ -19,6 +19,7 @@ use tokio::task::JoinHandle;
 
 use serde_json::json;
 
+use crate::clock::BootInstant;
 use crate::error::Error;
 use crate::exit;
 use crate::lock::{Attempt, Fleet, Lock, Place, Since, Terms};
@@ -290,6 +291,8 @@ pub async fn acquire(
     let key = key.as_str();
     let shown = crate::text::display_key(key.as_bytes());
     let start = Instant::now();
+    // When the contender began, for `-n` ([`crate::lock::record`]).
+    let began = request.began.unwrap_or_else(BootInstant::now);
     // This wait's entry in the queue ([`crate::queue`]), kept by the
     // attempts themselves. A shared wait's member says so, for the queue's
     // turn of shared waiters (`scripts/acquire.lua`).
@@ -338,7 +341,7 @@ pub async fn acquire(
                 };
                 let place =
                     ordered.then_some(Place { member: &member, join, order, since_ms, places });
-                let untaken = untaken(request, join, state.attempts, start, &clocks);
+                let untaken = untaken(request, join, state.attempts, began, &clocks);
                 let terms = Terms { place, untaken, tick: request.tick };
                 let attempt = crate::slots::attempt(fleet, request, state.splits, terms);
                 let Some(report) = within(cut, attempt).await else {
@@ -348,9 +351,7 @@ pub async fn acquire(
                         None => cut_off(fleet, key, wait),
                     });
                 };
-                if state.attempts == 0 {
-                    clocks = report.clocks.clone();
-                }
+                learn(&mut clocks, &report.clocks);
                 joined |= place.is_some() && join;
                 log_attempt(log, key, state.attempts + 1, &report);
                 crate::metrics::observe(took_part(&report.servers));
@@ -401,20 +402,30 @@ pub async fn acquire(
 }
 
 /// `-n`'s rule, for an attempt after `attempts` others: it runs only if
-/// nobody took the lock since it began. Its first attempt learns the
-/// servers' clocks, every later one says since when
-/// ([`crate::lock::Since`]). `None` for a wait that joins the queue, a
-/// `--limit` or a `--shared` request.
+/// nobody took the lock since it `began`; `clocks` says when that was by
+/// each server that answered so far ([`crate::lock::Since`]). `None` for a
+/// wait that joins the queue, a `--limit` or a `--shared` request.
 fn untaken<'a>(
     request: &Request,
     join: bool,
     attempts: u32,
-    start: Instant,
+    began: BootInstant,
     clocks: &'a [(String, u64)],
 ) -> Option<Since<'a>> {
-    (!join && request.limit.max(1) == 1 && !request.shared).then(|| {
-        if attempts == 0 { Since::First } else { Since::Later { began: start.elapsed(), clocks } }
-    })
+    let since = if attempts == 0 { Since::First { began } } else { Since::Later { began, clocks } };
+    (!join && request.limit.max(1) == 1 && !request.shared).then_some(since)
+}
+
+/// Takes in an attempt's `news` of when the contender began by each
+/// server's clock: each answer bounds it from below, and the latest bound
+/// is the closest.
+fn learn(clocks: &mut Vec<(String, u64)>, news: &[(String, u64)]) {
+    for (name, ms) in news {
+        match clocks.iter_mut().find(|(n, _)| n == name) {
+            Some((_, known)) => *known = (*known).max(*ms),
+            None => clocks.push((name.clone(), *ms)),
+        }
+    }
 }
 
 /// A pause until `until` that a release heard on `wake` ends early, as the

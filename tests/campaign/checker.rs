@@ -39,11 +39,11 @@
 //! - **Taken meanwhile**: a `-n` run's section never begins after a
 //!   section (or a script hold) of the same exclusive key whose operation
 //!   was invoked after the `-n` one (`taken-meanwhile`). The invocation is
-//!   stamped before redlock starts, so "invoked after" is after redlock's
-//!   own start only up to the spawn's delay: the servers look back one node
-//!   timeout beyond that start on every attempt after the first
-//!   (`src/lock/record.rs`), and the first attempt, a moment after the
-//!   start, finds such a holder still in its section.
+//!   stamped before redlock is forked, and redlock counts takes from its
+//!   fork (the kernel's record, rounded down to a clock tick:
+//!   `src/lock/record.rs`), so a holder invoked after it was granted after
+//!   the `-n` began, unless the harness took longer from its stamp to the
+//!   fork than the holder from its own stamp to a grant.
 //! - **Liveness**: once faults stop, every waiter gets in.
 //! - **Unavailable means unreachable** (`unavailable-quiet`): a `-n` that
 //!   exits 69 had a fault active from [`AFTER_FAULT_NS`] before its

@@ -165,6 +165,44 @@ fn dash_n_asks_late_servers_again_instead_of_calling_them_unavailable() {
     assert!(out.stderr.contains("timed out after 300ms"), "{}", out.stderr);
 }
 
+/// `-n`'s "since it began" counts from the process's start, not from its
+/// first call: here the process starts, then blocks reading its
+/// configuration (a FIFO) while another client takes the key on C, and
+/// only then sends its first round. B hangs (a timeout, so `-n` asks
+/// again); A is free. Held: C shows the taker, which lets go before the
+/// `-n` asks again, and C's clock at that first answer came after the
+/// take. Released: C shows no holder at all, only the record of the take.
+/// Both failed when the servers judged from the first call (exit 0, the
+/// command ran).
+#[test]
+fn dash_n_counts_a_take_between_its_start_and_its_first_call() {
+    let fleet = Fleet::start(3);
+    for held in [true, false] {
+        let key = unique_key("taken-before-first-call");
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("config.toml");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        fleet.servers[1].hang();
+        let running = Redlock::on(&fleet)
+            .env("REDLOCK_CONFIG", &fifo.display().to_string())
+            .args(["-v", "--node-timeout", "300ms", "run", "-n", "--key", &key, "--", "true"])
+            .spawn();
+        std::thread::sleep(Duration::from_millis(300));
+        let record = lock_key(&key) + ":last";
+        let time: Vec<String> = fleet.servers[2].cmd(&["TIME"]);
+        let at = (time[0].parse::<u64>().unwrap() * 1000 + time[1].parse::<u64>().unwrap() / 1000)
+            .to_string();
+        let _: i64 = fleet.servers[2].cmd(&["HSET", &record, "at", &at, "tok", "taker"]);
+        if held {
+            let _: String = fleet.servers[2].cmd(&["SET", &lock_key(&key), "taker", "PX", "800"]);
+        }
+        std::fs::write(&fifo, "# read once the take is made\n").unwrap();
+        let out = running.wait();
+        fleet.servers[1].resume();
+        out.expect(75).stderr_has("taken by another client");
+    }
+}
+
 /// A take between a `-n`'s start and its first call on a server shows
 /// there as held. Shown by too few servers to be "busy" (here one of
 /// three; the others are split), the `-n` asks again, and must then still

@@ -208,6 +208,7 @@ fn a_process_keeps_one_pubsub_connection_per_server_however_often_it_waits() {
         tick: None,
         note: None,
         job: None,
+        began: None,
     };
     for _ in 0..3 {
         // A holder whose lock expires by itself: each wait subscribes.
