@@ -216,12 +216,12 @@ impl Fleet {
             // ([`super::record`]).
             untaken: match terms.untaken {
                 None => Untaken::Off,
-                Some(Since::First { began }) => Untaken::For(crate::text::millis(began.elapsed())),
+                Some(Since::First { began }) => Untaken::For { began, more: Duration::ZERO },
                 Some(Since::Later { began, .. }) => {
                     let now = tokio::time::Instant::now();
                     let call = self.servers.iter().map(|s| s.deadline()).max();
-                    let call = call.map(|d| d.saturating_duration_since(now)).unwrap_or_default();
-                    Untaken::For(crate::text::millis(began.elapsed() + call))
+                    let more = call.map(|d| d.saturating_duration_since(now)).unwrap_or_default();
+                    Untaken::For { began, more }
                 }
             },
             tick: terms.tick,
@@ -1339,7 +1339,10 @@ mod tests {
             1_795_621_800_000.0,
         ];
         assert_eq!(read, expected);
-        let unfenced = Numbers { proposal: None, untaken: Untaken::For(7), ..numbers }.pack();
+        // A start in the future: no time since it, only `more`.
+        let began = crate::clock::BootInstant::now() + Duration::from_secs(3600);
+        let untaken = Untaken::For { began, more: Duration::from_millis(7) };
+        let unfenced = Numbers { proposal: None, untaken, ..numbers }.pack();
         assert_eq!(f64::from_le_bytes(unfenced[8..16].try_into().unwrap()), -1.0);
         let untaken: Vec<f64> = unfenced[88..104]
             .chunks_exact(8)

@@ -264,10 +264,15 @@ impl Call {
         let lua = self.operation.script();
         let sha = lua.get_hash();
         let keys = self.operation.keys();
-        let mut evalsha = redis::cmd("EVALSHA");
-        evalsha.arg(sha).arg(keys.len()).arg(&keys).arg(self.operation.args());
+        // The arguments as the request is sent: `-n`'s term reads the time
+        // since the contender began then ([`ops::Untaken::For`]).
+        let evalsha = || {
+            let mut evalsha = redis::cmd("EVALSHA");
+            evalsha.arg(sha).arg(keys.len()).arg(&keys).arg(self.operation.args());
+            evalsha
+        };
         if crate::server::script_loaded(sha) {
-            match evalsha.query_async(c).await {
+            match evalsha().query_async(c).await {
                 Err(e) if is_noscript(&e) => {}
                 reply => return reply,
             }
@@ -275,7 +280,7 @@ impl Call {
         let mut pipe = redis::pipe();
         pipe.ignore_errors();
         pipe.cmd("SCRIPT").arg("LOAD").arg(lua.body());
-        pipe.add_command(evalsha);
+        pipe.add_command(evalsha());
         // Noted before the pipeline is handed over, with no await in
         // between: a call on this connection that reads the note queues
         // its request behind this one.

@@ -386,7 +386,7 @@ impl Record {
         }
         let from = match numbers.untaken {
             Untaken::Since(ms) => Some(whole(ms)),
-            Untaken::For(ms) => Some(whole(now_ms) - whole(ms)),
+            Untaken::For { .. } => numbers.untaken.for_ms().map(|ms| whole(now_ms) - whole(ms)),
             Untaken::Off => None,
         };
         if let (Some(from), Some(at)) = (from, self.number(0))

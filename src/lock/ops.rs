@@ -6,8 +6,11 @@
 //! script's arguments is a change to one `match` arm here, next to its
 //! script's name.
 
+use std::time::Duration;
+
 use super::record::Tick;
 use super::{Lua, SCRIPTS};
+use crate::clock::BootInstant;
 
 /// The numbers of one acquire call (`scripts/acquire.lua`, `ARGV[3]`), packed
 /// as fifteen little-endian doubles that the script reads with one
@@ -63,10 +66,10 @@ impl Numbers {
             f64::from(u8::from(self.shared)),
             match self.untaken {
                 Untaken::Since(ms) => ms as f64,
-                Untaken::Off | Untaken::For(_) => -1.0,
+                Untaken::Off | Untaken::For { .. } => -1.0,
             },
             match self.untaken {
-                Untaken::For(ms) => ms as f64,
+                Untaken::For { .. } => self.untaken.for_ms().unwrap_or_default() as f64,
                 _ => -1.0,
             },
             self.tick.map_or(-1.0, |t| t.start_ms as f64),
@@ -86,9 +89,26 @@ pub(crate) enum Untaken {
     /// time (ms): when the contender began by this server's clock, as an
     /// earlier answer of the server bounds it.
     Since(u64),
-    /// The same from this long before the server's clock now (ms): for a
-    /// server whose earlier answer is not known.
-    For(u64),
+    /// The same from the server's clock now less the time since `began`
+    /// and `more`, the time since read as the call is sent (after its
+    /// connection is made): for a server whose earlier answer is not known.
+    For {
+        /// When the contender began.
+        began: BootInstant,
+        /// How much further back.
+        more: Duration,
+    },
+}
+
+impl Untaken {
+    /// For [`Untaken::For`]: how far back from the server's clock now
+    /// (ms), as of this moment.
+    pub(crate) fn for_ms(&self) -> Option<u64> {
+        match *self {
+            Untaken::For { began, more } => Some(crate::text::millis(began.elapsed() + more)),
+            _ => None,
+        }
+    }
 }
 
 /// `scripts/acquire.lua`: take the lock, keep the queue, draw the fence.

@@ -15,8 +15,9 @@
 //!
 //! **`-n` runs only if nobody took the lock since it began.** It began
 //! when its process did (the kernel's record of the fork, for a command
-//! line): a take while it started up, read its configuration or connected
-//! counts. Every attempt carries [`Since`]: a server refuses a free key
+//! line; at most [`STARTUP`] before its wait): a take while it started up,
+//! read its configuration or connected counts. Every attempt carries
+//! [`Since`]: a server refuses a free key
 //! that another token was granted at or after the contender's start by
 //! that server's clock, which the contender bounds from below:
 //! - A server that answered an earlier attempt said its clock `C` then,
@@ -26,10 +27,12 @@
 //!   host's delay in reading it): a grant that little before the start
 //!   counts too, which is the safe side (busy).
 //! - Otherwise, on the first attempt: its clock when the call runs less
-//!   the time from the start to the call's sending: late by the call's
-//!   way there, so a take missed is one granted and released within the
-//!   first call's delivery (one still held when the call lands shows as
-//!   held, and an earlier answer judges it on the next attempt).
+//!   the time from the start to the call's sending (read as the request
+//!   is written, after the connection is made): late by the call's way
+//!   there (a second trip when the server lost its scripts), so a take
+//!   missed is one granted and released within that (one still held when
+//!   the call lands shows as held, and that answer judges it on the next
+//!   attempt).
 //! - Otherwise (a server that never answered): the same less one node
 //!   timeout, the longest a call may run after it was sent (a later
 //!   answer is a timeout), so no later than the start; a grant shortly
@@ -64,17 +67,30 @@ use std::time::{Duration, SystemTime};
 use crate::clock::BootInstant;
 
 /// How long a grant record lives after its grant when it holds no tick
-/// (`scripts/acquire.lua`, the same number): longer than any `-n` lasts
-/// (`wait::SETTLE_BOUND`, 5 s, or the queue's hold-up and a pause, 6 s,
-/// plus its last attempt and fence round, two node timeouts). A
-/// `--node-timeout` above 5 s can outlast it: a grant made then, early in a
-/// `-n`, is forgotten before that `-n` ends.
+/// (`scripts/acquire.lua`, the same number): longer than any `-n` looks
+/// back: [`STARTUP`], 5 s, before its wait, plus the wait
+/// (`wait::SETTLE_BOUND`, 5 s, or the queue's hold-up and a pause, 6 s),
+/// plus its last attempt and fence round, two node timeouts. A
+/// `--node-timeout` above 4.5 s can outlast it: a grant made early in such
+/// a `-n` is forgotten before that `-n` ends.
 pub const RECORD_LIFE: Duration = Duration::from_secs(20);
 
 /// How long a tick's record lives past the tick's end
 /// (`scripts/acquire.lua`, the same number): a host whose clock is behind
 /// the servers' by up to [`super::CLOCK_ALLOWANCE`] still finds it.
 pub const TICK_MARGIN: Duration = Duration::from_secs(60);
+
+/// How long before its first attempt a `-n` may have begun: its process's
+/// start counts, unless that is longer ago (`--jitter`, or a wrapper that
+/// slept and then exec'd redlock: the process is as old as the wrapper),
+/// when it counts from this long before the wait instead. The bound keeps
+/// the look-back well inside [`RECORD_LIFE`] (a start the records forgot
+/// would promise what they cannot keep: [`RECORD_LIFE`] covers this plus
+/// the longest `-n`), and the
+/// restart window, which widens to the time since the start, near its
+/// usual size. A process that took longer than this to start up (a host
+/// starved for seconds) may miss a take made in its first moments.
+pub const STARTUP: Duration = Duration::from_secs(5);
 
 /// The longest tick: a year. A tick's record lives as long as the tick.
 pub const MAX_TICK: Duration = Duration::from_secs(366 * 24 * 3600);

@@ -292,7 +292,8 @@ pub async fn acquire(
     let shown = crate::text::display_key(key.as_bytes());
     let start = Instant::now();
     // When the contender began, for `-n` ([`crate::lock::record`]).
-    let began = request.began.unwrap_or_else(BootInstant::now);
+    let now = BootInstant::now();
+    let began = request.began.map_or(now, |b| b.max(now - crate::lock::record::STARTUP));
     // This wait's entry in the queue ([`crate::queue`]), kept by the
     // attempts themselves. A shared wait's member says so, for the queue's
     // turn of shared waiters (`scripts/acquire.lua`).
