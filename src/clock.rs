@@ -58,6 +58,9 @@ pub async fn timeout_at<F: std::future::Future>(
     Err(elapsed)
 }
 
+/// This process's start ([`BootInstant::process_start`]).
+static PROCESS_START: std::sync::OnceLock<BootInstant> = std::sync::OnceLock::new();
+
 /// A point in time on `CLOCK_BOOTTIME`: time since boot, suspend included.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct BootInstant(Duration);
@@ -88,29 +91,21 @@ impl BootInstant {
         BootInstant::now().saturating_duration_since(self)
     }
 
-    /// When this process began: the kernel's record of its fork
-    /// (`/proc/self/stat`'s `starttime`, clock ticks since boot on the
-    /// same clock, rounded down, so at most a tick early), or now where
-    /// that cannot be read. `-n` counts takes from it
-    /// ([`crate::lock::record`]): a take while the process started up
-    /// (loaded, read its configuration, connected) is after it began.
+    /// Notes now as this process's start: `main` calls it first.
+    pub fn mark_process_start() {
+        PROCESS_START.get_or_init(BootInstant::now);
+    }
+
+    /// When this process began, as `main` noted it first thing (a
+    /// millisecond or so after the fork, the loader's time), else the
+    /// first call. `-n` counts takes from it ([`crate::lock::record`]): a
+    /// take while it read its configuration or connected counts. Not the
+    /// kernel's record of the fork (`/proc/self/stat`): that comes in
+    /// clock ticks (10 ms), and rounded down it counted the take of a run
+    /// that ended just before this one was started, a shell script's
+    /// `redlock run -n ...` twice in a row, as a take meanwhile.
     pub fn process_start() -> BootInstant {
-        let now = BootInstant::now();
-        // SAFETY: sysconf has no memory effects.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-        let ticks = std::fs::read_to_string("/proc/self/stat").ok().and_then(|stat| {
-            // Field 22; the fields after the command name's closing
-            // parenthesis start at field 3.
-            let rest = &stat[stat.rfind(')')? + 1..];
-            rest.split_whitespace().nth(19)?.parse::<u64>().ok()
-        });
-        match (ticks, u64::try_from(hz)) {
-            (Some(ticks), Ok(hz)) if hz > 0 => {
-                let at = Duration::from_millis(ticks.saturating_mul(1000) / hz);
-                BootInstant(at.min(now.0))
-            }
-            _ => now,
-        }
+        *PROCESS_START.get_or_init(BootInstant::now)
     }
 
     /// `self - earlier`, or zero when `earlier` is later.
@@ -276,16 +271,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_process_began_before_now_and_after_the_system_booted() {
-        let now = BootInstant::now();
+    fn the_process_start_is_noted_once() {
         let began = BootInstant::process_start();
-        assert!(began <= now);
-        // A test binary that ran for an hour would be a hung one; the
-        // reading is the process's, not boot's (zero) or now's.
-        assert!(now.saturating_duration_since(began) < Duration::from_secs(3600));
+        assert!(began <= BootInstant::now());
         assert!(began.since_boot() > Duration::ZERO);
         std::thread::sleep(Duration::from_millis(20));
-        assert_eq!(BootInstant::process_start(), began, "read from the kernel, not the clock");
+        BootInstant::mark_process_start();
+        assert_eq!(BootInstant::process_start(), began, "noted once, not read again");
     }
 
     #[test]

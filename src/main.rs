@@ -4,6 +4,8 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // First: `-n` counts takes of the lock from this moment.
+    redlock::clock::BootInstant::mark_process_start();
     one_malloc_arena();
     ExitCode::from(redlock::run(std::env::args_os()))
 }

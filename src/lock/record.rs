@@ -14,7 +14,7 @@
 //! it only where the key is free.
 //!
 //! **`-n` runs only if nobody took the lock since it began.** It began
-//! when its process did (the kernel's record of the fork, for a command
+//! when its process did (as `main` noted it first thing, for a command
 //! line; at most [`STARTUP`] before its wait): a take while it started up,
 //! read its configuration or connected counts. Every attempt carries
 //! [`Since`]: a server refuses a free key

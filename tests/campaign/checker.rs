@@ -39,11 +39,12 @@
 //! - **Taken meanwhile**: a `-n` run's section never begins after a
 //!   section (or a script hold) of the same exclusive key whose operation
 //!   was invoked after the `-n` one (`taken-meanwhile`). The invocation is
-//!   stamped before redlock is forked, and redlock counts takes from its
-//!   fork (the kernel's record, rounded down to a clock tick:
-//!   `src/lock/record.rs`), so a holder invoked after it was granted after
-//!   the `-n` began, unless the harness took longer from its stamp to the
-//!   fork than the holder from its own stamp to a grant.
+//!   stamped before redlock is forked, and redlock counts takes from the
+//!   first thing its `main` does (`src/lock/record.rs`), so a holder
+//!   invoked after it was granted after the `-n` began, unless the `-n`
+//!   took longer from the stamp to its `main` (a fork, an exec and the
+//!   loader: a millisecond or so) than the holder from its own stamp to a
+//!   grant (the same, and a connection and a round).
 //! - **Liveness**: once faults stop, every waiter gets in.
 //! - **Unavailable means unreachable** (`unavailable-quiet`): a `-n` that
 //!   exits 69 had a fault active from [`AFTER_FAULT_NS`] before its

@@ -203,6 +203,19 @@ fn dash_n_counts_a_take_between_its_start_and_its_first_call() {
     }
 }
 
+/// A shell script's `redlock run -n` twice in a row: the second began
+/// after the first's take, so it runs. (With the start read from
+/// `/proc/self/stat`, in 10 ms clock ticks rounded down, the second often
+/// counted the first's take as one meanwhile and skipped.)
+#[test]
+fn dash_n_runs_right_after_another_dash_n_on_the_key() {
+    let fleet = Fleet::start(3);
+    let key = unique_key("in-a-row");
+    for _ in 0..20 {
+        Redlock::on(&fleet).args(["run", "-n", "--key", &key, "--", "true"]).run().expect(0);
+    }
+}
+
 /// A take between a `-n`'s start and its first call on a server shows
 /// there as held. Shown by too few servers to be "busy" (here one of
 /// three; the others are split), the `-n` asks again, and must then still
