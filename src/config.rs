@@ -122,7 +122,7 @@ impl Run {
             tick: self.tick,
             note: self.note.clone(),
             job: self.job.clone(),
-            began: Some(crate::clock::BootInstant::process_start()),
+            began: crate::clock::BootInstant::process_start(),
         }
     }
 
@@ -673,7 +673,7 @@ fn command(
                 tick: None,
                 note: note(a.note)?,
                 job,
-                began: Some(crate::clock::BootInstant::process_start()),
+                began: crate::clock::BootInstant::process_start(),
             };
             (Command::Acquire { request, json: a.json }, ttl)
         }

@@ -280,7 +280,7 @@ mod tests {
             attempt: Attempt::Busy(Holder { value: value.to_owned(), remaining: None }),
             servers: Vec::new(),
             ahead: None,
-            clocks: Vec::new(),
+            starts: Vec::new(),
         };
         match agree(report(&theirs), "k", 2, false).attempt {
             Attempt::Unavailable(Error::Usage(m)) => {

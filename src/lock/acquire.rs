@@ -18,7 +18,7 @@ pub struct AttemptReport {
     /// With `-n`'s term: when the contender began by each answering
     /// server's clock (ms since the epoch), no later than it did
     /// ([`super::record`]).
-    pub clocks: Vec<(String, u64)>,
+    pub starts: Vec<(String, u64)>,
 }
 
 /// The token an attempt sets, and whether it is a shared holder's
@@ -259,7 +259,8 @@ impl Fleet {
                 // record of a take since a `-n` began ([`record`]): no vote
                 // from a server restarted since then either (give or take
                 // the clock allowance), for a `-n` that began longer ago
-                // than the window (a `--max-ttl` under 5 s).
+                // than the window allows for (up to `record::STARTUP` and
+                // the wait's settle bound: a `--max-ttl` under 12 s).
                 let mut restart = match terms.tick {
                     Some(tick) => tick.restart_window(self.restart_window),
                     None => self.restart_window,
@@ -268,8 +269,8 @@ impl Fleet {
                     restart = restart.map(|w| w.max(since.began().elapsed() + CLOCK_ALLOWANCE));
                 }
                 let call = match terms.untaken {
-                    Some(Since::Later { clocks, .. }) => {
-                        match clocks.iter().find(|(name, _)| name == server.name()) {
+                    Some(Since::Later { starts, .. }) => {
+                        match starts.iter().find(|(name, _)| name == server.name()) {
                             Some(&(_, ms)) => Arc::new(call.untaken_since(ms)),
                             None => Arc::clone(&call),
                         }
@@ -334,7 +335,7 @@ impl Fleet {
         // round's start plus the latency, both taken by the round itself),
         // as the call ran within that time ([`record`]).
         let began = terms.untaken.map(|s| s.began());
-        let clocks = self
+        let starts = self
             .servers
             .iter()
             .zip(&round.replies)
@@ -350,14 +351,13 @@ impl Fleet {
                 else {
                     return None;
                 };
+                // Rounded down, in whole milliseconds as the records are:
+                // never later than the start.
                 let since = round.start.saturating_duration_since(began?) + *latency;
-                Some((
-                    server.name().to_owned(),
-                    crate::text::millis(*c).saturating_sub(crate::text::millis(since)),
-                ))
+                Some((server.name().to_owned(), crate::text::millis(c.saturating_sub(since))))
             })
             .collect();
-        AttemptReport { attempt, servers, ahead, clocks }
+        AttemptReport { attempt, servers, ahead, starts }
     }
 
     /// Two members that are one server (the same `run_id`, however their

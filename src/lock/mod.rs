@@ -164,8 +164,9 @@ pub struct Request {
     /// The CI job the holder runs in ([`Token::job`]).
     pub job: Option<String>,
     /// When the contender began, if before the wait: `-n` refuses a lock
-    /// taken since ([`record`]). The process's start for a command line;
-    /// `None`: when the wait begins.
+    /// taken since ([`record`]). The process's start for a command line
+    /// ([`crate::clock::BootInstant::process_start`]); `None`: when the
+    /// wait begins.
     pub began: Option<crate::clock::BootInstant>,
 }
 

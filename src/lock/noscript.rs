@@ -386,7 +386,9 @@ impl Record {
         }
         let from = match numbers.untaken {
             Untaken::Since(ms) => Some(whole(ms)),
-            Untaken::For { .. } => numbers.untaken.for_ms().map(|ms| whole(now_ms) - whole(ms)),
+            Untaken::For { .. } => {
+                numbers.untaken.look_back_ms().map(|ms| whole(now_ms) - whole(ms))
+            }
             Untaken::Off => None,
         };
         if let (Some(from), Some(at)) = (from, self.number(0))

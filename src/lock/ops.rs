@@ -68,10 +68,7 @@ impl Numbers {
                 Untaken::Since(ms) => ms as f64,
                 Untaken::Off | Untaken::For { .. } => -1.0,
             },
-            match self.untaken {
-                Untaken::For { .. } => self.untaken.for_ms().unwrap_or_default() as f64,
-                _ => -1.0,
-            },
+            self.untaken.look_back_ms().map_or(-1.0, |ms| ms as f64),
             self.tick.map_or(-1.0, |t| t.start_ms as f64),
             self.tick.map_or(-1.0, |t| t.end_ms as f64),
         ];
@@ -90,8 +87,9 @@ pub(crate) enum Untaken {
     /// earlier answer of the server bounds it.
     Since(u64),
     /// The same from the server's clock now less the time since `began`
-    /// and `more`, the time since read as the call is sent (after its
-    /// connection is made): for a server whose earlier answer is not known.
+    /// and `more`, the time since read as the request is built on its
+    /// connection (the plain-command path: after it read the server's
+    /// clock): for a server whose earlier answer is not known.
     For {
         /// When the contender began.
         began: BootInstant,
@@ -102,10 +100,14 @@ pub(crate) enum Untaken {
 
 impl Untaken {
     /// For [`Untaken::For`]: how far back from the server's clock now
-    /// (ms), as of this moment.
-    pub(crate) fn for_ms(&self) -> Option<u64> {
+    /// (ms), as of this moment, rounded up: the server's clock in whole
+    /// milliseconds less this is never later than the start.
+    pub(crate) fn look_back_ms(&self) -> Option<u64> {
         match *self {
-            Untaken::For { began, more } => Some(crate::text::millis(began.elapsed() + more)),
+            Untaken::For { began, more } => {
+                let ms = (began.elapsed() + more).as_micros().div_ceil(1000);
+                Some(u64::try_from(ms).unwrap_or(u64::MAX))
+            }
             _ => None,
         }
     }

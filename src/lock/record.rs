@@ -23,16 +23,17 @@
 //! - A server that answered an earlier attempt said its clock `C` then,
 //!   and the answer came `T` after the start by this host's clock; the
 //!   call ran at most `T` after the start, so the start was no later than
-//!   `C - T` there. The bound is early by the answer's way back (and the
-//!   host's delay in reading it): a grant that little before the start
-//!   counts too, which is the safe side (busy).
+//!   `C - T` there (rounded down to the records' whole milliseconds). The
+//!   bound is early by the answer's way back (and the host's delay in
+//!   reading it): a grant that little before the start counts too, which
+//!   is the safe side (busy).
 //! - Otherwise, on the first attempt: its clock when the call runs less
-//!   the time from the start to the call's sending (read as the request
-//!   is written, after the connection is made): late by the call's way
-//!   there (a second trip when the server lost its scripts), so a take
-//!   missed is one granted and released within that (one still held when
-//!   the call lands shows as held, and that answer judges it on the next
-//!   attempt).
+//!   the time from the start to the request's making on its connection
+//!   (after the connection is made; rounded up): late by the request's way
+//!   there, behind what the connection sends first (a new connection's
+//!   script bodies, about 20 KiB). A take granted in that moment and
+//!   released before the call lands is missed; one still held then shows
+//!   as held, and that answer judges it on the next attempt.
 //! - Otherwise (a server that never answered): the same less one node
 //!   timeout, the longest a call may run after it was sent (a later
 //!   answer is a timeout), so no later than the start; a grant shortly
@@ -70,9 +71,9 @@ use crate::clock::BootInstant;
 /// (`scripts/acquire.lua`, the same number): longer than any `-n` looks
 /// back: [`STARTUP`], 5 s, before its wait, plus the wait
 /// (`wait::SETTLE_BOUND`, 5 s, or the queue's hold-up and a pause, 6 s),
-/// plus its last attempt and fence round, two node timeouts. A
-/// `--node-timeout` above 4.5 s can outlast it: a grant made early in such
-/// a `-n` is forgotten before that `-n` ends.
+/// plus its last attempt, one node timeout. A `--node-timeout` above 9 s
+/// can outlast it: a grant made early in such a `-n` is forgotten before
+/// that `-n` ends.
 pub const RECORD_LIFE: Duration = Duration::from_secs(20);
 
 /// How long a tick's record lives past the tick's end
@@ -81,13 +82,12 @@ pub const RECORD_LIFE: Duration = Duration::from_secs(20);
 pub const TICK_MARGIN: Duration = Duration::from_secs(60);
 
 /// How long before its first attempt a `-n` may have begun: its process's
-/// start counts, unless that is longer ago (`--jitter`, or a wrapper that
-/// slept and then exec'd redlock: the process is as old as the wrapper),
-/// when it counts from this long before the wait instead. The bound keeps
-/// the look-back well inside [`RECORD_LIFE`] (a start the records forgot
-/// would promise what they cannot keep: [`RECORD_LIFE`] covers this plus
-/// the longest `-n`), and the
-/// restart window, which widens to the time since the start, near its
+/// start counts, unless that is longer ago (`--jitter` sleeps in between;
+/// so may a configuration file on a hung mount), when it counts from this
+/// long before the wait instead. The bound keeps the look-back inside
+/// [`RECORD_LIFE`] (a start the records forgot would promise what they
+/// cannot keep: [`RECORD_LIFE`] covers this plus the longest `-n`), and
+/// the restart window, which widens to the time since the start, near its
 /// usual size. A process that took longer than this to start up (a host
 /// starved for seconds) may miss a take made in its first moments.
 pub const STARTUP: Duration = Duration::from_secs(5);
@@ -151,14 +151,14 @@ pub enum Since<'a> {
         /// line: [`crate::clock::BootInstant::process_start`]).
         began: BootInstant,
     },
-    /// A later attempt: `clocks` says, for each server that answered an
+    /// A later attempt: `starts` says, for each server that answered an
     /// earlier one, when the contender began by that server's clock (ms);
     /// the others are judged from `began` plus one node timeout.
     Later {
         /// When the contender began.
         began: BootInstant,
         /// When it began by each server's clock, by name.
-        clocks: &'a [(String, u64)],
+        starts: &'a [(String, u64)],
     },
 }
 

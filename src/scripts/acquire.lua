@@ -23,7 +23,7 @@
 --   holders); untaken since (server ms; -1: no such term): refuse a free
 --   key that another token was granted here at or after it (`-n`'s rule),
 --   and untaken for (ms, -1: none): the same, from this long before now
---   (with either, every refusal says this server's TIME); and the
+--   (with either, a {0, ...} refusal says this server's TIME); and the
 --   tick's start and end (ms since the epoch, -1: no tick, `--once-per`):
 --   refuse a free key whose record holds a tick that ends after this one
 --   starts (it ran).
@@ -107,9 +107,6 @@ if record and (untaken or tick_end >= 0) and redis.call('EXISTS', KEYS[1]) == 0 
     end
   end
 end
--- Whether a refusal says this server's clock (the first attempt of `-n`
--- learns where each server's clock stood when it began).
-local stamp = untaken_since ~= -1 or untaken_for >= 0
 -- Whose turn it is: ours while fewer waiters than the key has places are
 -- ahead of us (a member not queued counts behind every queued one): with
 -- one place, only the first waiter's; with N (`--limit N`), any of the
@@ -195,7 +192,9 @@ if holder then
     reply = {0, holder, pttl, redis.call('ZRANK', KEYS[3], member) or -1,
              redis.call('ZCARD', KEYS[3]), first}
   end
-  if stamp then
+  -- With `-n`'s term, a refusal says this server's clock: each answer
+  -- bounds when the contender began there (src/lock/record.rs).
+  if untaken then
     local t = redis.call('TIME')
     reply[7], reply[8] = t[1], t[2]
   end

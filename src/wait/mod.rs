@@ -315,8 +315,8 @@ pub async fn acquire(
     };
     let join = state.joins();
     let places = request.limit.max(1);
-    // Each server's clock at the first attempt (`-n`'s rule).
-    let mut clocks: Vec<(String, u64)> = Vec::new();
+    // When `-n` began by each server's clock, as its answers bound it.
+    let mut starts: Vec<(String, u64)> = Vec::new();
     // A `--wait DUR` ends at its deadline, even in the middle of an
     // attempt whose servers hang: the attempt is dropped there, and its
     // server tasks withdraw whatever it set (`lock::contend`). `-n` and
@@ -342,7 +342,7 @@ pub async fn acquire(
                 };
                 let place =
                     ordered.then_some(Place { member: &member, join, order, since_ms, places });
-                let untaken = untaken(request, join, state.attempts, began, &clocks);
+                let untaken = untaken(request, join, state.attempts, began, &starts);
                 let terms = Terms { place, untaken, tick: request.tick };
                 let attempt = crate::slots::attempt(fleet, request, state.splits, terms);
                 let Some(report) = within(cut, attempt).await else {
@@ -352,7 +352,7 @@ pub async fn acquire(
                         None => cut_off(fleet, key, wait),
                     });
                 };
-                learn(&mut clocks, &report.clocks);
+                learn(&mut starts, &report.starts);
                 joined |= place.is_some() && join;
                 log_attempt(log, key, state.attempts + 1, &report);
                 crate::metrics::observe(took_part(&report.servers));
@@ -403,7 +403,7 @@ pub async fn acquire(
 }
 
 /// `-n`'s rule, for an attempt after `attempts` others: it runs only if
-/// nobody took the lock since it `began`; `clocks` says when that was by
+/// nobody took the lock since it `began`; `starts` says when that was by
 /// each server that answered so far ([`crate::lock::Since`]). `None` for a
 /// wait that joins the queue, a `--limit` or a `--shared` request.
 fn untaken<'a>(
@@ -411,20 +411,20 @@ fn untaken<'a>(
     join: bool,
     attempts: u32,
     began: BootInstant,
-    clocks: &'a [(String, u64)],
+    starts: &'a [(String, u64)],
 ) -> Option<Since<'a>> {
-    let since = if attempts == 0 { Since::First { began } } else { Since::Later { began, clocks } };
+    let since = if attempts == 0 { Since::First { began } } else { Since::Later { began, starts } };
     (!join && request.limit.max(1) == 1 && !request.shared).then_some(since)
 }
 
 /// Takes in an attempt's `news` of when the contender began by each
 /// server's clock: each answer bounds it from below, and the latest bound
 /// is the closest.
-fn learn(clocks: &mut Vec<(String, u64)>, news: &[(String, u64)]) {
+fn learn(starts: &mut Vec<(String, u64)>, news: &[(String, u64)]) {
     for (name, ms) in news {
-        match clocks.iter_mut().find(|(n, _)| n == name) {
+        match starts.iter_mut().find(|(n, _)| n == name) {
             Some((_, known)) => *known = (*known).max(*ms),
-            None => clocks.push((name.clone(), *ms)),
+            None => starts.push((name.clone(), *ms)),
         }
     }
 }

@@ -44,7 +44,9 @@
 //!   invoked after it was granted after the `-n` began, unless the `-n`
 //!   took longer from the stamp to its `main` (a fork, an exec and the
 //!   loader: a millisecond or so) than the holder from its own stamp to a
-//!   grant (the same, and a connection and a round).
+//!   grant (the same, and a connection and a round); its first request
+//!   misses only a take granted and released while that request was on
+//!   its way.
 //! - **Liveness**: once faults stop, every waiter gets in.
 //! - **Unavailable means unreachable** (`unavailable-quiet`): a `-n` that
 //!   exits 69 had a fault active from [`AFTER_FAULT_NS`] before its
