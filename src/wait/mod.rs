@@ -302,7 +302,7 @@ pub async fn acquire(
     let since_ms = crate::text::millis(
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default(),
     );
-    let mut wait_report = WaitReport::default();
+    let mut wait_report = WaitReport { patient: request.tick.is_some(), ..WaitReport::default() };
     let mut wake: Option<Wake> = None;
     // Whether an attempt may have written our queue entry.
     let mut joined = false;
@@ -701,6 +701,11 @@ struct WaitReport {
     /// When the next progress line is due (from the start of the wait);
     /// `None` until the wait has begun.
     next: Option<Duration>,
+    /// A tick's wait (`--once-per`): a lock held is most often the host
+    /// that runs the tick, and the wait ends in "already ran", which
+    /// `-E 0` keeps silent for cron. So its first line about a busy lock
+    /// waits for [`FIRST_PROGRESS`] too; an outage is said at once.
+    patient: bool,
 }
 
 impl WaitReport {
@@ -754,8 +759,10 @@ impl WaitReport {
             ),
         };
         match self.next {
+            None if self.patient && cause != "unavailable" && elapsed < FIRST_PROGRESS => None,
             None => {
-                self.next = Some(FIRST_PROGRESS);
+                let first = elapsed < FIRST_PROGRESS;
+                self.next = Some(if first { FIRST_PROGRESS } else { elapsed + PROGRESS_EVERY });
                 Some(("waiting", cause, format!("{what} ({bound}): {last}")))
             }
             Some(due) if elapsed >= due => {
@@ -842,6 +849,26 @@ mod tests {
             "{line}"
         );
         assert!(!line.contains("retrying after"), "{line}");
+    }
+
+    #[test]
+    fn a_tick_s_wait_on_a_busy_lock_speaks_only_once_it_lasts() {
+        let mut report = WaitReport { patient: true, ..WaitReport::default() };
+        let busy = Error::Busy { message: "k is held by h pid 1".into(), code: 0 };
+        assert!(report.line("k", &busy, Duration::from_millis(900), Duration::MAX).is_none());
+        let (event, cause, _) =
+            report.line("k", &busy, Duration::from_secs(11), Duration::MAX).unwrap();
+        assert_eq!((event, cause), ("waiting", "busy"));
+        assert!(report.line("k", &busy, Duration::from_secs(12), Duration::MAX).is_none());
+        assert!(report.line("k", &busy, Duration::from_secs(41), Duration::MAX).is_some());
+        // An outage is said at once, tick or not.
+        let mut report = WaitReport { patient: true, ..WaitReport::default() };
+        let down = Error::Unavailable {
+            what: "acquire k: 0 of 1 server answered (quorum 1)".into(),
+            failures: crate::quorum::Failures(Vec::new()),
+            config: false,
+        };
+        assert!(report.line("k", &down, Duration::ZERO, Duration::MAX).is_some());
     }
 
     #[test]

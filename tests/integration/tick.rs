@@ -106,6 +106,33 @@ fn a_waiter_for_a_tick_that_ran_skips_it_and_says_where_it_ran() {
     Redlock::on(&fleet).args(["run", "-n", "-k", &key, "--", "true"]).run().expect(0);
 }
 
+/// The README's cron line (`--once-per -E 0`) is silent on the host that
+/// fires while another runs the tick: it waits, finds the tick ran, and
+/// skips with 0, and cron mails nothing. (Its first "waiting for" line
+/// came at once: the README's recipe test caught it when two hosts'
+/// jitters met.) A wait that lasts says so after the usual 10 s.
+#[test]
+fn a_tick_waiter_that_finds_it_ran_says_nothing_without_v() {
+    let fleet = Fleet::start(3);
+    let key = unique_key("tick-quiet");
+    let dir = tempfile::tempdir().unwrap();
+    let held = dir.path().join("held");
+    let cron = |cmd: &str| {
+        Redlock::on(&fleet)
+            .args(["run", "--once-per", "1h", "-E", "0", "-k", &key])
+            .args(["--", "sh", "-c", cmd])
+    };
+    let holder = cron(&format!("touch {}; sleep 1", held.display())).spawn();
+    crate::harness::wait_for_file(&held);
+    let waiter = cron("echo waiter ran").spawn();
+    holder.wait().expect(0);
+    let out = waiter.wait();
+    out.expect(0);
+    if !out.stdout.is_empty() || !out.stderr.is_empty() {
+        out.fail("cron would mail");
+    }
+}
+
 /// A round that does not win leaves no tick behind: its withdrawal puts
 /// the record back, and the next host of the same tick runs it.
 #[test]
