@@ -17,9 +17,9 @@
 //! when its process did (as `main` noted it first thing, for a command
 //! line; at most [`STARTUP`] before its wait): a take while it started up,
 //! read its configuration or connected counts. Every attempt carries
-//! [`Since`]: a server refuses a free key
-//! that another token was granted at or after the contender's start by
-//! that server's clock, which the contender bounds from below:
+//! [`Since`]: a server refuses a free key that another token was granted
+//! at or after the contender's start by that server's clock, which the
+//! contender bounds from below:
 //! - A server that answered an earlier attempt said its clock `C` then,
 //!   and the answer came `T` after the start by this host's clock; the
 //!   call ran at most `T` after the start, so the start was no later than
