@@ -79,8 +79,10 @@
 //! (which sees only its own children), so it runs only on the main thread.
 //! Anything else only makes the check fail, and the scan runs.
 
+use std::ffi::CString;
 use std::io;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 use std::time::Duration;
 
@@ -94,12 +96,14 @@ use crate::procs;
 
 /// A running command in its own process group.
 pub struct Child {
-    inner: tokio::process::Child,
+    /// The command's pid, which is also its group's id.
     pgid: i32,
     /// The terminal handed to the child's group, to take back at the end.
     tty: Option<i32>,
     /// Set once the child has been reaped: its group id may then be reused.
     reaped: bool,
+    /// Its exit status, once reaped.
+    status: Option<ExitStatus>,
     /// SIGCHLD, to reap adopted orphans, notice job-control stops and a
     /// dead guard while the child runs (None when it cannot be caught:
     /// orphans are then reaped when the child exits).
@@ -164,16 +168,7 @@ pub fn spawn(
     kill_at: Option<BootInstant>,
     forker: Option<guard::Forker>,
 ) -> Result<Child, Error> {
-    let (program, args) =
-        argv.split_first().ok_or_else(|| Error::Usage("run: no command given".into()))?;
-    let mut cmd = std::process::Command::new(program);
-    cmd.args(args);
-    for k in WITHHELD {
-        cmd.env_remove(k);
-    }
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
+    let program = argv.first().ok_or_else(|| Error::Usage("run: no command given".into()))?;
     let tty = foreground_tty();
     // SAFETY: getpid has no preconditions; prctl sets a flag of this
     // process. Best effort: without it (Linux before 3.4) orphans go to
@@ -189,57 +184,14 @@ pub fn spawn(
         code: exit::CANNOT_EXECUTE,
         message: format!("cannot start the guard process for {program}: {e}"),
     })?;
-    // SAFETY: the closure runs between fork and exec and makes only
-    // async-signal-safe calls (setpgid, sigprocmask, tcsetpgrp, signal,
-    // prctl, getppid, getpid); it allocates nothing.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::setpgid(0, 0) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            if let Some(fd) = tty {
-                set_foreground(fd, libc::getpid());
-            }
-            // The command's own job control: see ignore_terminal_stops.
-            libc::signal(libc::SIGTTOU, libc::SIG_DFL);
-            libc::signal(libc::SIGTTIN, libc::SIG_DFL);
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            // redlock died before prctl took effect: no death signal will
-            // ever come, so do not start the command at all.
-            if libc::getppid() != parent {
-                return Err(io::Error::other("redlock exited before the command started"));
-            }
-            Ok(())
-        });
-    }
-    let spawned = tokio::process::Command::from(cmd)
-        .spawn()
-        .map_err(|e| {
-            let code = match e.kind() {
-                io::ErrorKind::NotFound => exit::NOT_FOUND,
-                _ => exit::CANNOT_EXECUTE,
-            };
-            let what = if code == exit::NOT_FOUND { "command not found" } else { "cannot execute" };
-            Error::CannotRun { code, message: format!("{what}: {program}: {e}") }
-        })
-        .and_then(|inner| {
-            let pgid = inner.id().and_then(|pid| i32::try_from(pid).ok());
-            let pgid = pgid.ok_or_else(|| Error::CannotRun {
-                code: exit::CANNOT_EXECUTE,
-                message: format!("{program}: exited before it could be supervised"),
-            })?;
-            Ok((inner, pgid))
-        });
-    match spawned {
-        Ok((inner, pgid)) => {
+    match Exec::new(argv, env).and_then(|exec| exec.start(tty, parent)) {
+        Ok(pgid) => {
             guard.send(pgid, kill_at);
             Ok(Child {
-                inner,
                 pgid,
                 tty,
                 reaped: false,
+                status: None,
                 sigchld,
                 guard: Some(guard),
                 kill_at,
@@ -252,8 +204,179 @@ pub fn spawn(
                 // SAFETY: taking our own terminal back; see set_foreground.
                 unsafe { set_foreground(fd, libc::getpgrp()) };
             }
-            Err(e)
+            let code = match e.kind() {
+                io::ErrorKind::NotFound => exit::NOT_FOUND,
+                _ => exit::CANNOT_EXECUTE,
+            };
+            let what = if code == exit::NOT_FOUND { "command not found" } else { "cannot execute" };
+            Err(Error::CannotRun { code, message: format!("{what}: {program}: {e}") })
         }
+    }
+}
+
+/// The command as `execvpe` takes it, built before the clone (the child
+/// may not allocate): its name, its arguments and its environment, which is
+/// redlock's without [`WITHHELD`] and with the run's variables.
+struct Exec {
+    program: CString,
+    /// Own the strings `argv` and `envp` point into.
+    _strings: Vec<CString>,
+    argv: Vec<*const libc::c_char>,
+    envp: Vec<*const libc::c_char>,
+}
+
+impl Exec {
+    fn new(argv: &[String], env: &[(&str, &str)]) -> io::Result<Exec> {
+        let nul = |e: std::ffi::NulError| io::Error::new(io::ErrorKind::InvalidInput, e);
+        let args: Vec<CString> = argv
+            .iter()
+            .map(|a| CString::new(a.as_bytes()))
+            .collect::<Result<_, _>>()
+            .map_err(nul)?;
+        let mut vars: Vec<CString> = Vec::new();
+        for (name, value) in std::env::vars_os() {
+            let name = name.as_bytes();
+            if WITHHELD.iter().any(|w| w.as_bytes() == name)
+                || env.iter().any(|(k, _)| k.as_bytes() == name)
+            {
+                continue;
+            }
+            vars.push(CString::new([name, b"=", value.as_bytes()].concat()).map_err(nul)?);
+        }
+        for (name, value) in env {
+            vars.push(CString::new(format!("{name}={value}")).map_err(nul)?);
+        }
+        let program = args.first().cloned().ok_or_else(|| io::Error::other("no command"))?;
+        let pointers = |v: &[CString]| {
+            v.iter().map(|s| s.as_ptr()).chain(std::iter::once(std::ptr::null())).collect()
+        };
+        let (argv, envp) = (pointers(&args), pointers(&vars));
+        let mut strings = args;
+        strings.extend(vars);
+        Ok(Exec { program, _strings: strings, argv, envp })
+    }
+
+    /// Starts the command: see [`start_child`]. Returns its pid.
+    ///
+    /// Why not `fork`: a fork copies redlock's page tables and makes
+    /// every page it writes afterwards a copy-on-write fault, a few hundred
+    /// microseconds of every `run` on the way to the command.
+    /// `clone(CLONE_VM | CLONE_VFORK)` shares the memory instead, as
+    /// glibc's `posix_spawn` does; `posix_spawn` itself cannot set the
+    /// parent-death signal or make the child the terminal's foreground.
+    /// The child runs on a stack of its own in redlock's memory while the
+    /// calling thread waits (the other threads run on), until it has
+    /// replaced itself with the command (`execve`) or exited.
+    fn start(self, tty: Option<i32>, parent: i32) -> io::Result<i32> {
+        let mut stack = vec![0u8; CHILD_STACK];
+        let mut args = ChildArgs {
+            program: self.program.as_ptr(),
+            argv: self.argv.as_ptr(),
+            envp: self.envp.as_ptr(),
+            tty: tty.unwrap_or(-1),
+            parent,
+            errno: 0,
+        };
+        // SAFETY: all signals are blocked around the clone, so that no
+        // handler of redlock's runs in the child, which shares redlock's
+        // memory (it resets them before it unblocks); `stack` and `args`
+        // outlive the child's use of them, since CLONE_VFORK returns only
+        // once the child has exec'd or exited; the stack's top is 16-byte
+        // aligned as the ABI asks.
+        let pid = unsafe {
+            let mut all: libc::sigset_t = std::mem::zeroed();
+            let mut old: libc::sigset_t = std::mem::zeroed();
+            libc::sigfillset(&mut all);
+            libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+            let top = stack.as_mut_ptr().add(CHILD_STACK & !15).cast();
+            let flags = libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD;
+            let pid = libc::clone(start_child, top, flags, (&raw mut args).cast());
+            let error = io::Error::last_os_error();
+            libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+            if pid == -1 {
+                return Err(error);
+            }
+            pid
+        };
+        if args.errno != 0 {
+            // It exited without running the command: reap it, and say why.
+            // SAFETY: waitpid on our own child, which has exited.
+            unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) };
+            return Err(io::Error::from_raw_os_error(args.errno));
+        }
+        Ok(pid)
+    }
+}
+
+/// The child's stack: the few calls before `execve` and `execvpe`'s path
+/// search, which builds each candidate path on the stack (glibc's
+/// `posix_spawn` gives its child 32 KiB plus the argument vector).
+const CHILD_STACK: usize = 64 * 1024;
+
+/// What the child of [`Exec::start`] reads, and where it says why it
+/// could not run the command.
+#[repr(C)]
+struct ChildArgs {
+    program: *const libc::c_char,
+    argv: *const *const libc::c_char,
+    envp: *const *const libc::c_char,
+    tty: i32,
+    parent: i32,
+    /// Set by the child when it exits instead of running the command.
+    errno: i32,
+}
+
+/// The child of [`Exec::start`], in redlock's memory, before `execve`:
+/// no handler of redlock's may run (its signal dispositions go back to
+/// the defaults first, while every signal is still blocked), then the
+/// command's process group, the terminal, the dispositions redlock
+/// changed (SIGTTOU, SIGTTIN: see [`ignore_terminal_stops`]; SIGPIPE, which
+/// the Rust runtime ignores), the parent-death signal, an empty signal
+/// mask, and the command. Only async-signal-safe calls; it allocates
+/// nothing and writes no memory of redlock's but `errno` in its
+/// [`ChildArgs`] (and the calling thread's C `errno`, which waits).
+extern "C" fn start_child(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` is the ChildArgs of Exec::start, alive until we exec or
+    // exit; the calls are plain system calls on this new process.
+    unsafe {
+        let args = &mut *arg.cast::<ChildArgs>();
+        let fail = |args: &mut ChildArgs, errno: i32| -> ! {
+            args.errno = if errno == 0 { libc::ECHILD } else { errno };
+            libc::_exit(127)
+        };
+        let errno = || *libc::__errno_location();
+        let mut action: libc::sigaction = std::mem::zeroed();
+        for signal in 1..=libc::SIGRTMAX() {
+            if libc::sigaction(signal, std::ptr::null(), &mut action) == 0
+                && action.sa_sigaction != libc::SIG_IGN
+                && action.sa_sigaction != libc::SIG_DFL
+            {
+                libc::signal(signal, libc::SIG_DFL);
+            }
+        }
+        for signal in [libc::SIGTTOU, libc::SIGTTIN, libc::SIGPIPE] {
+            libc::signal(signal, libc::SIG_DFL);
+        }
+        if libc::setpgid(0, 0) != 0 {
+            fail(args, errno());
+        }
+        if args.tty >= 0 {
+            set_foreground(args.tty, libc::getpid());
+        }
+        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+            fail(args, errno());
+        }
+        // redlock died before prctl took effect (killed while it waited
+        // for this child): no death signal will ever come, so do not start
+        // the command at all.
+        if libc::getppid() != args.parent {
+            fail(args, libc::ESRCH);
+        }
+        let mut none: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut none);
+        libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+        libc::execvpe(args.program, args.argv, args.envp);
+        fail(args, errno())
     }
 }
 
@@ -319,7 +442,7 @@ impl Child {
     }
 
     /// The pids that the orphan reaper and [`Child::stop`] leave alone: the
-    /// command (tokio reaps it) and the guard.
+    /// command (reaped by [`Child::try_wait`]) and the guard.
     fn spare(&self) -> [i32; 2] {
         [self.pgid, self.guard.as_ref().map_or(self.pgid, Guard::pid)]
     }
@@ -346,7 +469,22 @@ impl Child {
     /// had it still run when redlock's signal or the guard's SIGKILL came,
     /// it would have died of it (or, trapping SIGTERM, after it).
     pub fn exited_by_itself(&mut self) -> bool {
-        matches!(self.inner.try_wait(), Ok(Some(status)) if status.code().is_some())
+        matches!(self.try_wait(), Some(status) if status.code().is_some())
+    }
+
+    /// The command's exit status, reaped now, if it has exited; the same
+    /// status again once reaped.
+    fn try_wait(&mut self) -> Option<ExitStatus> {
+        if let Some(status) = self.status {
+            return Some(status);
+        }
+        let mut status = 0;
+        // SAFETY: waitpid on our own child, which only this code reaps
+        // (`reap_orphans` spares it).
+        if unsafe { libc::waitpid(self.pgid, &mut status, libc::WNOHANG) } == self.pgid {
+            self.status = Some(ExitStatus::from_raw(status));
+        }
+        self.status
     }
 
     /// Waits for the child to exit and takes the terminal back; meanwhile
@@ -354,17 +492,23 @@ impl Child {
     /// a guard that died. Cancel-safe.
     pub async fn wait(&mut self) -> io::Result<ExitStatus> {
         let status = loop {
-            let Some(sigchld) = self.sigchld.as_mut() else {
-                break self.inner.wait().await?;
-            };
-            tokio::select! {
-                status = self.inner.wait() => break status?,
-                _ = sigchld.recv() => {
-                    reap_orphans(&self.spare());
-                    self.check_guard();
-                    self.follow_job_control();
-                }
+            if let Some(status) = self.try_wait() {
+                break status;
             }
+            // Every change of a child's state comes with a SIGCHLD, and
+            // the stream keeps one that came since the look above. Without
+            // it (it could not be caught), look again every 10 ms.
+            match self.sigchld.as_mut() {
+                Some(sigchld) => {
+                    if sigchld.recv().await.is_none() {
+                        self.sigchld = None;
+                    }
+                }
+                None => tokio::time::sleep(Duration::from_millis(10)).await,
+            }
+            reap_orphans(&self.spare());
+            self.check_guard();
+            self.follow_job_control();
         };
         self.reaped = true;
         if let Some(fd) = self.tty.take() {
@@ -413,7 +557,7 @@ impl Child {
     /// the command: see "Job control" in the module documentation.
     fn follow_job_control(&mut self) {
         // SAFETY: waitid with WSTOPPED|WNOHANG on our own child only
-        // consumes a stop report (never an exit, which tokio reaps); the
+        // consumes a stop report (never an exit, which try_wait reaps); the
         // zeroed siginfo_t is a valid out-parameter.
         let stop = unsafe {
             let mut info: libc::siginfo_t = std::mem::zeroed();
@@ -465,7 +609,7 @@ impl Child {
     /// following the orphans of what it stops. Returns true when something
     /// was left. Such processes would otherwise go on without the lock.
     /// Call only after [`Child::wait`] returned: it reaps every exited
-    /// child, which must not take the command's status from tokio.
+    /// child, which must not take the command's status before [`Child::wait`] did.
     pub async fn stop_leftovers(&self, grace: Duration) -> bool {
         let (mut group, mut orphans) = self.leftovers();
         if !group && orphans.is_empty() {
@@ -517,7 +661,7 @@ fn nothing_left(pgid: i32) -> bool {
 const KILL_WAIT: Duration = Duration::from_secs(1);
 
 /// Reaps the orphans redlock adopted that have exited, leaving the pids in
-/// `spare` alone (the command, which tokio reaps; the guard). Returns true
+/// `spare` alone (the command, reaped by [`Child::try_wait`]; the guard). Returns true
 /// while children remain.
 fn reap_orphans(spare: &[i32]) -> bool {
     loop {
