@@ -269,7 +269,10 @@ impl Call {
         // since the contender began then ([`ops::Untaken::For`]).
         let evalsha = || {
             let mut evalsha = redis::cmd("EVALSHA");
-            evalsha.arg(sha).arg(keys.len()).arg(&keys).arg(self.operation.args());
+            evalsha.arg(sha).arg(keys.len()).arg(&keys);
+            for arg in self.operation.args() {
+                evalsha.arg(&*arg);
+            }
             evalsha
         };
         if crate::server::script_loaded(sha) {

@@ -6,6 +6,7 @@
 //! script's arguments is a change to one `match` arm here, next to its
 //! script's name.
 
+use std::borrow::Cow;
 use std::time::Duration;
 
 use super::record::Tick;
@@ -318,34 +319,36 @@ impl Operation {
         }
     }
 
-    /// The script's ARGV, in its documented order.
-    pub(crate) fn args(&self) -> Vec<Vec<u8>> {
-        let text = |n: u64| n.to_string().into_bytes();
+    /// The script's ARGV, in its documented order: borrowed where the
+    /// operation holds the bytes, as every server of a round sends them.
+    pub(crate) fn args<'a>(&'a self) -> Vec<Cow<'a, [u8]>> {
+        let text = |n: u64| Cow::Owned(n.to_string().into_bytes());
+        let borrowed = |s: &'a str| Cow::Borrowed(s.as_bytes());
         match self {
             Operation::Acquire(a) => {
-                vec![a.token.clone().into(), a.member.clone().into(), a.numbers.pack()]
+                vec![borrowed(&a.token), borrowed(&a.member), Cow::Owned(a.numbers.pack())]
             }
-            Operation::Extend(e) => vec![e.token.clone().into(), text(e.ttl_ms), text(e.life_ms)],
-            Operation::SetTtl(s) => vec![s.token.clone().into(), text(s.ttl_ms)],
-            Operation::Release(r) => vec![r.token.clone().into(), r.channel.clone().into()],
+            Operation::Extend(e) => vec![borrowed(&e.token), text(e.ttl_ms), text(e.life_ms)],
+            Operation::SetTtl(s) => vec![borrowed(&s.token), text(s.ttl_ms)],
+            Operation::Release(r) => vec![borrowed(&r.token), borrowed(&r.channel)],
             Operation::Withdraw(w) => {
                 let (member, entry) = match &w.entry {
                     Some((member, score, deadline)) => {
-                        (member.clone().into_bytes(), format!("{score} {deadline}").into_bytes())
+                        (borrowed(member), Cow::Owned(format!("{score} {deadline}").into_bytes()))
                     }
-                    None => (Vec::new(), Vec::new()),
+                    None => (Cow::Borrowed(&[][..]), Cow::Borrowed(&[][..])),
                 };
-                let mut args = vec![w.token.clone().into(), member, entry];
+                let mut args = vec![borrowed(&w.token), member, entry];
                 if w.readers.is_some() {
-                    args.push(w.channel.clone().unwrap_or_default().into_bytes());
+                    args.push(borrowed(w.channel.as_deref().unwrap_or_default()));
                 }
                 args
             }
             Operation::Status(_) => Vec::new(),
-            Operation::RaiseFence(r) => {
-                vec![r.token.clone().into(), text(r.value), text(r.life_ms)]
+            Operation::RaiseFence(r) => vec![borrowed(&r.token), text(r.value), text(r.life_ms)],
+            Operation::Scripted { args, .. } => {
+                args.iter().map(|a| Cow::Borrowed(&a[..])).collect()
             }
-            Operation::Scripted { args, .. } => args.clone(),
         }
     }
 
