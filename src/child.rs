@@ -233,19 +233,21 @@ impl Exec {
             .map(|a| CString::new(a.as_bytes()))
             .collect::<Result<_, _>>()
             .map_err(nul)?;
-        let mut vars: Vec<CString> = Vec::new();
-        for (name, value) in std::env::vars_os() {
-            let name = name.as_bytes();
-            if WITHHELD.iter().any(|w| w.as_bytes() == name)
-                || env.iter().any(|(k, _)| k.as_bytes() == name)
-            {
-                continue;
-            }
-            vars.push(CString::new([name, b"=", value.as_bytes()].concat()).map_err(nul)?);
+        // One value per name, the last one given, as std's `Command` has it.
+        let mut map: std::collections::BTreeMap<Vec<u8>, Vec<u8>> = std::env::vars_os()
+            .map(|(name, value)| (name.as_bytes().to_vec(), value.as_bytes().to_vec()))
+            .collect();
+        for name in WITHHELD {
+            map.remove(name.as_bytes());
         }
         for (name, value) in env {
-            vars.push(CString::new(format!("{name}={value}")).map_err(nul)?);
+            map.insert(name.as_bytes().to_vec(), value.as_bytes().to_vec());
         }
+        let vars: Vec<CString> = map
+            .into_iter()
+            .map(|(name, value)| CString::new([&name[..], b"=", &value[..]].concat()))
+            .collect::<Result<_, _>>()
+            .map_err(nul)?;
         let program = args.first().cloned().ok_or_else(|| io::Error::other("no command"))?;
         let pointers = |v: &[CString]| {
             v.iter().map(|s| s.as_ptr()).chain(std::iter::once(std::ptr::null())).collect()
@@ -268,7 +270,7 @@ impl Exec {
     /// calling thread waits (the other threads run on), until it has
     /// replaced itself with the command (`execve`) or exited.
     fn start(self, tty: Option<i32>, parent: i32) -> io::Result<i32> {
-        let mut stack = vec![0u8; CHILD_STACK];
+        let stack = Stack::new(self.argv.len())?;
         let mut args = ChildArgs {
             program: self.program.as_ptr(),
             argv: self.argv.as_ptr(),
@@ -281,16 +283,14 @@ impl Exec {
         // handler of redlock's runs in the child, which shares redlock's
         // memory (it resets them before it unblocks); `stack` and `args`
         // outlive the child's use of them, since CLONE_VFORK returns only
-        // once the child has exec'd or exited; the stack's top is 16-byte
-        // aligned as the ABI asks.
+        // once the child has exec'd or exited.
         let pid = unsafe {
             let mut all: libc::sigset_t = std::mem::zeroed();
             let mut old: libc::sigset_t = std::mem::zeroed();
             libc::sigfillset(&mut all);
             libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
-            let top = stack.as_mut_ptr().add(CHILD_STACK & !15).cast();
             let flags = libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD;
-            let pid = libc::clone(start_child, top, flags, (&raw mut args).cast());
+            let pid = libc::clone(start_child, stack.top(), flags, (&raw mut args).cast());
             let error = io::Error::last_os_error();
             libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
             if pid == -1 {
@@ -308,10 +308,58 @@ impl Exec {
     }
 }
 
-/// The child's stack: the few calls before `execve` and `execvpe`'s path
-/// search, which builds each candidate path on the stack (glibc's
-/// `posix_spawn` gives its child 32 KiB plus the argument vector).
-const CHILD_STACK: usize = 64 * 1024;
+/// The child's stack, mapped for the clone and unmapped after it, with an
+/// inaccessible page below it: a child that outgrew it would otherwise
+/// write over redlock's own memory, which it shares. Its size: the few
+/// calls before `execve`, and `execvpe`'s, which builds each candidate path
+/// on the stack and, for a script without `#!`, a copy of the argument
+/// vector for `/bin/sh` (8 bytes an argument, without limit: glibc's
+/// `posix_spawn` sizes its child's stack the same way).
+struct Stack {
+    base: *mut libc::c_void,
+    len: usize,
+}
+
+impl Stack {
+    fn new(args: usize) -> io::Result<Stack> {
+        const PAGE: usize = 4096;
+        let len = (64 * 1024 + (args + 2) * std::mem::size_of::<usize>()).div_ceil(PAGE) * PAGE;
+        let len = len + PAGE;
+        // SAFETY: a fresh private anonymous mapping, owned by the Stack;
+        // its lowest page made inaccessible as the guard.
+        unsafe {
+            let base = libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+                -1,
+                0,
+            );
+            if base == libc::MAP_FAILED {
+                return Err(io::Error::last_os_error());
+            }
+            let stack = Stack { base, len };
+            if libc::mprotect(base, PAGE, libc::PROT_NONE) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(stack)
+        }
+    }
+
+    /// The top, where a stack that grows down starts (page-aligned).
+    fn top(&self) -> *mut libc::c_void {
+        // SAFETY: one past the end of the mapping, which is not read.
+        unsafe { self.base.cast::<u8>().add(self.len).cast() }
+    }
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in Stack::new, no longer used.
+        unsafe { libc::munmap(self.base, self.len) };
+    }
+}
 
 /// What the child of [`Exec::start`] reads, and where it says why it
 /// could not run the command.
@@ -469,22 +517,28 @@ impl Child {
     /// had it still run when redlock's signal or the guard's SIGKILL came,
     /// it would have died of it (or, trapping SIGTERM, after it).
     pub fn exited_by_itself(&mut self) -> bool {
-        matches!(self.try_wait(), Some(status) if status.code().is_some())
+        matches!(self.try_wait(), Ok(Some(status)) if status.code().is_some())
     }
 
     /// The command's exit status, reaped now, if it has exited; the same
     /// status again once reaped.
-    fn try_wait(&mut self) -> Option<ExitStatus> {
-        if let Some(status) = self.status {
-            return Some(status);
+    fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
+        if self.status.is_none() {
+            let mut status = 0;
+            // SAFETY: waitpid on our own child, which only this code reaps
+            // (`reap_orphans` spares it).
+            match unsafe { libc::waitpid(self.pgid, &mut status, libc::WNOHANG) } {
+                0 => {}
+                -1 if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted => {}
+                -1 => return Err(io::Error::last_os_error()),
+                _ => {
+                    self.status = Some(ExitStatus::from_raw(status));
+                    // Its group id may now be reused.
+                    self.reaped = true;
+                }
+            }
         }
-        let mut status = 0;
-        // SAFETY: waitpid on our own child, which only this code reaps
-        // (`reap_orphans` spares it).
-        if unsafe { libc::waitpid(self.pgid, &mut status, libc::WNOHANG) } == self.pgid {
-            self.status = Some(ExitStatus::from_raw(status));
-        }
-        self.status
+        Ok(self.status)
     }
 
     /// Waits for the child to exit and takes the terminal back; meanwhile
@@ -492,7 +546,7 @@ impl Child {
     /// a guard that died. Cancel-safe.
     pub async fn wait(&mut self) -> io::Result<ExitStatus> {
         let status = loop {
-            if let Some(status) = self.try_wait() {
+            if let Some(status) = self.try_wait()? {
                 break status;
             }
             // Every change of a child's state comes with a SIGCHLD, and
