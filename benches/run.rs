@@ -15,7 +15,11 @@
 //!
 //! Handoff, overhead and contention are each measured twice, with the wait
 //! queue (the default) and `--unordered` (the baseline), and reported as
-//! a ratio.
+//! a ratio. Each row is also measured against the raw floor in the same run
+//! (`common::raw`: plain `SET NX PX` and compare-and-delete over blocking
+//! sockets, retrying after a random pause under 1 ms, as the peers' floor
+//! does) and guarded: a ratio past its bound makes the benchmark exit
+//! with 1 (`common::raw::Guards`).
 //!
 //! Run: `cargo bench --bench run` (env `ROUNDS`, default 100 handoffs;
 //! `CONTENTION_SECS`, default 10, for the contention and the process loop;
@@ -54,10 +58,12 @@ fn runtime() -> tokio::runtime::Runtime {
 
 fn main() {
     common::trust_fresh_servers();
+    common::raw::once_if_asked();
     if let Ok(spec) = std::env::var(WORKER) {
         worker(&spec);
         return;
     }
+    let mut guards = common::raw::Guards::default();
     let servers = Fleet::start(SERVERS);
     let urls = servers.urls();
     println!("{SERVERS} local redis-server processes");
@@ -68,32 +74,87 @@ fn main() {
     if wanted("handoff") {
         let ordered = handoff(&servers, &urls, rounds, &[]);
         let unordered = handoff(&servers, &urls, rounds, &["--unordered"]);
+        let raw = raw_handoff(&urls, rounds);
         println!(
             "handoff ratio ordered/unordered: median {:.2}, p99 {:.2}",
             ordered.0.as_secs_f64() / unordered.0.as_secs_f64(),
             ordered.1.as_secs_f64() / unordered.1.as_secs_f64()
         );
+        let ratio = ordered.0.as_secs_f64() / raw.0.as_secs_f64();
+        guards.check("W2 handoff median", ratio, 2.6, "<= 2x and < 1.5 ms", true);
     }
-    if wanted("overhead") {
-        overhead(&urls);
+    if wanted("overhead")
+        && let Some(ratio) = overhead(&urls)
+    {
+        guards.check(
+            "whole run -- true",
+            ratio,
+            2.3,
+            "<= rslock once (1.9x raw, 2026-11-27)",
+            true,
+        );
     }
     if wanted("memory") {
         memory(&urls);
     }
     if wanted("contention") {
-        let ordered = contention(&servers, &urls, secs, true);
-        let unordered = contention(&servers, &urls, secs, false);
+        let ordered = contention(&servers, &urls, secs, Side::Ordered);
+        let unordered = contention(&servers, &urls, secs, Side::Unordered);
+        let raw = contention(&servers, &urls, secs, Side::Raw);
         println!(
             "contention ratio ordered/unordered: sections/s {:.2}, script calls per section {:.2}",
             ordered.0 / unordered.0,
             ordered.1 / unordered.1
         );
+        guards.check("W3 sections/s", ordered.0 / raw.0, 0.5, ">= rslock", false);
+        // Not a ratio to the floor: the slowest process's sections over
+        // the fastest's.
+        guards.check("W3 fairness", ordered.2, 0.6, "slowest/fastest >= 0.8", false);
     }
     if wanted("loop") {
         let ordered = process_loop(&urls, secs, &[]);
         let unordered = process_loop(&urls, secs, &["--unordered"]);
+        let raw = process_loop(&urls, secs, RAW);
         println!("process loop ratio ordered/unordered: sections/s {:.2}", ordered / unordered);
+        guards.check("W3 as processes", ordered / raw, 0.5, ">= 300/s", false);
     }
+    guards.finish();
+}
+
+/// `process_loop`'s `extra` for the raw floor's processes instead of
+/// redlock's ([`common::raw::once_if_asked`]).
+const RAW: &[&str] = &["raw"];
+
+/// The floor of [`handoff`]: a holder releases while a waiter retries
+/// `SET NX` after random pauses under 1 ms; how long until the waiter
+/// holds it. Returns the median and p99.
+fn raw_handoff(urls: &str, rounds: u64) -> (Duration, Duration) {
+    let mut holder = common::raw::Raw::connect(urls);
+    let mut samples = Vec::new();
+    for i in 0..rounds + 10 {
+        let key = format!("bench-raw-handoff-{i}");
+        assert!(holder.acquire(&key, "holder", Duration::from_secs(60)) >= holder.quorum());
+        let (urls, waiting) = (urls.to_owned(), key.clone());
+        let waiter = std::thread::spawn(move || {
+            let mut raw = common::raw::Raw::connect(&urls);
+            raw.acquire_retrying(&waiting, "waiter", Duration::from_secs(10));
+            let held = Instant::now();
+            raw.release(&waiting, "waiter");
+            held
+        });
+        // The waiter connected and retries.
+        std::thread::sleep(Duration::from_millis(20));
+        let start = Instant::now();
+        holder.release(&key, "holder");
+        let took = waiter.join().unwrap().duration_since(start);
+        if i >= 10 {
+            samples.push(took);
+        }
+    }
+    samples.sort_unstable();
+    let figures = (common::percentile(&samples, 0.5), common::percentile(&samples, 0.99));
+    println!("handoff, raw floor (a waiter polling SET NX): {}", common::summary(samples));
+    figures
 }
 
 /// Whether the figure `name` is measured: all of them, or those listed in
@@ -113,13 +174,20 @@ fn process_loop(urls: &str, secs: Duration, extra: &[&str]) -> f64 {
             std::thread::spawn(move || {
                 let mut runs = 0u64;
                 while Instant::now() < end {
-                    let status = Command::new(bin())
-                        .env("REDLOCK_SERVERS", &urls)
-                        .args(["run", "--key", &key, "--wait", "1m"])
-                        .args(extra.split_whitespace())
-                        .args(["--", "true"])
-                        .status()
-                        .unwrap();
+                    let status = if extra == "raw" {
+                        Command::new(std::env::current_exe().unwrap())
+                            .env(common::raw::RAW_ONCE, format!("{urls}|{key}"))
+                            .status()
+                            .unwrap()
+                    } else {
+                        Command::new(bin())
+                            .env("REDLOCK_SERVERS", &urls)
+                            .args(["run", "--key", &key, "--wait", "1m"])
+                            .args(extra.split_whitespace())
+                            .args(["--", "true"])
+                            .status()
+                            .unwrap()
+                    };
                     assert!(status.success(), "a run failed: {status}");
                     runs += 1;
                 }
@@ -131,11 +199,16 @@ fn process_loop(urls: &str, secs: Duration, extra: &[&str]) -> f64 {
     per_loop.sort_unstable();
     let sections: u64 = per_loop.iter().sum();
     let rate = sections as f64 / secs.as_secs_f64();
+    let what = match extra {
+        RAW => "the raw floor's acquire, `true`, release".to_owned(),
+        _ => format!(
+            "`redlock run --wait 1m {}-- true`",
+            extra.iter().map(|e| format!("{e} ")).collect::<String>()
+        ),
+    };
     println!(
-        "process loop ({CONTENDERS} loops of `redlock run --wait 1m{}{} -- true`, one key, {}s): \
-         {sections} sections, {rate:.0}/s, per loop {}..{}",
-        if extra.is_empty() { "" } else { " " },
-        extra.join(" "),
+        "process loop ({CONTENDERS} loops of {what}, one key, {}s): {sections} sections, {rate:.0}/s, \
+         per loop {}..{}",
         secs.as_secs(),
         per_loop[0],
         per_loop[per_loop.len() - 1],
@@ -187,8 +260,10 @@ fn handoff(servers: &Fleet, urls: &str, rounds: u64, extra: &[&str]) -> (Duratio
     figures
 }
 
-/// (b) Whole-process overhead, by hyperfine.
-fn overhead(urls: &str) {
+/// (b) Whole-process overhead, by hyperfine, beside the raw floor's whole
+/// process (this benchmark's binary as [`common::raw::once_if_asked`]).
+/// Returns `redlock run -- true` over the floor (medians), when hyperfine ran.
+fn overhead(urls: &str) -> Option<f64> {
     let dir = tempfile::tempdir().unwrap();
     let (flock_file, json) = (dir.path().join("flock"), dir.path().join("hyperfine.json"));
     let commands = [
@@ -196,9 +271,11 @@ fn overhead(urls: &str) {
         format!("flock {} true", flock_file.display()),
         format!("{} run --key bench-overhead -- true", bin()),
         format!("{} run --unordered --key bench-overhead -- true", bin()),
+        std::env::current_exe().unwrap().display().to_string(),
     ];
     let status = Command::new("hyperfine")
         .env("REDLOCK_SERVERS", urls)
+        .env(common::raw::RAW_ONCE, format!("{urls}|bench-overhead-raw"))
         .args(["-N", "--warmup", "30", "--runs", "300", "--style", "basic", "--export-json"])
         .arg(&json)
         .args(&commands)
@@ -207,7 +284,7 @@ fn overhead(urls: &str) {
         Ok(s) if s.success() => {}
         _ => {
             println!("overhead: hyperfine did not run (apt-get install -y hyperfine)");
-            return;
+            return None;
         }
     }
     let report: serde_json::Value =
@@ -215,15 +292,18 @@ fn overhead(urls: &str) {
     let median_ms = |i: usize| report["results"][i]["median"].as_f64().unwrap() * 1e3;
     println!(
         "overhead (median): true {:.2} ms, flock {:.2} ms, redlock run {:.2} ms: {:.2} ms added over true; \
-         --unordered {:.2} ms: {:.2} ms added; ratio of the added times ordered/unordered {:.2}",
+         --unordered {:.2} ms: {:.2} ms added; ratio of the added times ordered/unordered {:.2}; \
+         raw floor's process {:.2} ms",
         median_ms(0),
         median_ms(1),
         median_ms(2),
         median_ms(2) - median_ms(0),
         median_ms(3),
         median_ms(3) - median_ms(0),
-        (median_ms(2) - median_ms(0)) / (median_ms(3) - median_ms(0))
+        (median_ms(2) - median_ms(0)) / (median_ms(3) - median_ms(0)),
+        median_ms(4),
     );
+    Some(median_ms(2) / median_ms(4))
 }
 
 /// (c) Peak RSS of the supervisor while its child sleeps and the watchdog
@@ -247,14 +327,26 @@ fn memory(urls: &str) {
     );
 }
 
-/// (d) 8 processes contend for one key through the library's waiting path,
-/// `ordered` or not. Returns sections/s and script calls per section (over
-/// all servers: acquire, queue, withdraw and release scripts).
-fn contention(servers: &Fleet, urls: &str, secs: Duration, ordered: bool) -> (f64, f64) {
+/// Who contends in [`contention`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Side {
+    /// The library's waiting path, with the wait queue.
+    Ordered,
+    /// The same, `--unordered`.
+    Unordered,
+    /// The raw floor, retrying ([`common::raw::Raw::acquire_retrying`]).
+    Raw,
+}
+
+/// (d) 8 processes contend for one key through the library's waiting path
+/// (`side`), or as the raw floor. Returns sections/s and script calls per
+/// section (over all servers: acquire, queue, withdraw and release scripts)
+/// and the slowest process's sections over the fastest's.
+fn contention(servers: &Fleet, urls: &str, secs: Duration, side: Side) -> (f64, f64, f64) {
     let calls_before = script_calls(servers);
     let dir = tempfile::tempdir().unwrap();
-    let key = if ordered { "bench-contention-ordered" } else { "bench-contention-unordered" };
-    let spec = format!("{urls}|{key}|{}|{}|{ordered}", secs.as_secs(), dir.path().display());
+    let key = format!("bench-contention-{side:?}");
+    let spec = format!("{urls}|{key}|{}|{}|{side:?}", secs.as_secs(), dir.path().display());
     let workers: Vec<_> = (0..CONTENDERS)
         .map(|_| {
             Command::new(std::env::current_exe().unwrap())
@@ -281,16 +373,17 @@ fn contention(servers: &Fleet, urls: &str, secs: Duration, ordered: bool) -> (f6
     let calls = script_calls(servers) - calls_before;
     let rate = sections as f64 / secs.as_secs_f64();
     let per_section = calls as f64 / sections.max(1) as f64;
+    let fairness = per_worker[0] as f64 / per_worker[per_worker.len() - 1].max(1) as f64;
     println!(
-        "contention ({CONTENDERS} processes, one key, {}s, ordered {ordered}): {sections} sections, \
+        "contention ({CONTENDERS} processes, one key, {}s, {side:?}): {sections} sections, \
          {rate:.0}/s, {overlaps} overlaps, per process {}..{} (slowest/fastest {:.2}), \
          {per_section:.1} script calls per section over {SERVERS} servers",
         secs.as_secs(),
         per_worker[0],
         per_worker[per_worker.len() - 1],
-        per_worker[0] as f64 / per_worker[per_worker.len() - 1].max(1) as f64,
+        fairness,
     );
-    (rate, per_section)
+    (rate, per_section, fairness)
 }
 
 /// Scripts run so far, summed over the servers (EVALSHA calls).
@@ -315,12 +408,27 @@ fn script_calls(servers: &Fleet) -> u64 {
 fn worker(spec: &str) {
     let parts: Vec<&str> = spec.split('|').collect();
     let (urls, key, secs, dir) = (parts[0], parts[1], parts[2].parse().unwrap(), parts[3]);
-    let ordered = parts[4] == "true";
+    let (ordered, raw) = (parts[4] == "Ordered", parts[4] == "Raw");
     let inside = std::path::Path::new(dir).join("inside");
-    let fleet = common::fleet(urls);
-    let log = Log::new(0, true, LogFormat::Text);
     let end = Instant::now() + Duration::from_secs(secs);
     let (mut sections, mut overlaps) = (0u64, 0u64);
+    if raw {
+        let mut floor = common::raw::Raw::connect(urls);
+        let token = format!("raw-{}", std::process::id());
+        while Instant::now() < end {
+            floor.acquire_retrying(key, &token, Duration::from_secs(10));
+            if std::fs::create_dir(&inside).is_err() {
+                overlaps += 1;
+            }
+            sections += 1;
+            let _ = std::fs::remove_dir(&inside);
+            floor.release(key, &token);
+        }
+        println!("{sections} {overlaps}");
+        return;
+    }
+    let fleet = common::fleet(urls);
+    let log = Log::new(0, true, LogFormat::Text);
     runtime().block_on(async {
         while let Some(left) = end.checked_duration_since(Instant::now()) {
             let request = Request {

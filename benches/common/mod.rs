@@ -3,6 +3,7 @@
 
 #![allow(dead_code, clippy::cast_possible_truncation)]
 
+pub mod raw;
 #[path = "../../tests/integration/harness/redis.rs"]
 pub mod redis_harness;
 
