@@ -48,6 +48,25 @@ fn exit_statuses_pass_through() {
 }
 
 #[test]
+fn a_script_without_a_shebang_runs_with_thousands_of_arguments() {
+    // The shell runs a script without `#!` (execvpe's ENOEXEC fallback),
+    // which copies the argument vector onto the stack of the process
+    // that starts the command: a small stack in redlock's own memory
+    // overflowed into it (abort after the command ran).
+    let fleet = Fleet::start(1);
+    let key = unique_key("noshebang");
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("count");
+    std::fs::write(&script, "echo \"args: $#\"\n").unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let args: Vec<String> = (0..30_000).map(|i| i.to_string()).collect();
+    let out =
+        Redlock::on(&fleet).args(["run", "--key", &key, "--"]).args([&script]).args(&args).run();
+    out.expect(0);
+    assert_eq!(out.stdout.trim(), "args: 30000", "{}", out.stderr);
+}
+
+#[test]
 fn the_child_gets_the_token_that_is_in_redis_and_the_key_is_gone_after() {
     let fleet = Fleet::start(3);
     let key = unique_key("env");
