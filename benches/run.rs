@@ -86,13 +86,7 @@ fn main() {
     if wanted("overhead")
         && let Some(ratio) = overhead(&urls)
     {
-        guards.check(
-            "whole run -- true",
-            ratio,
-            2.3,
-            "<= rslock once (1.9x raw, 2026-11-27)",
-            true,
-        );
+        guards.check("whole run -- true", ratio, 2.3, "<= rslock once (peers' bench)", true);
     }
     if wanted("memory") {
         memory(&urls);
