@@ -278,7 +278,10 @@ impl Fleet {
                     _ => Arc::clone(&call),
                 };
                 let twin = Arc::clone(&self.twin);
-                contend(server, call, answer, verdict_rx.clone(), restart, twin, after)
+                // A `-n` contender's last attempt: its withdrawals may wait
+                // for slow servers' answers until the process exits.
+                let exit = (after == After::Nothing).then(|| self.exiting.clone());
+                contend(server, call, answer, verdict_rx.clone(), restart, twin, exit)
             },
             |r| match r {
                 Granted::Yes(..) => Vote::Yes,
@@ -643,10 +646,9 @@ impl<'a> Votes<'a> {
 const TWIN_WAIT: Duration = Duration::from_millis(20);
 
 /// How long a `-n` contender that lost before a server answered waits for
-/// that answer before it withdraws there blindly (`contend`). Within the
-/// exit's flush ([`super::FLUSH`], 100 ms), which comes only after the
-/// busy skip is counted: the withdrawal, when one is needed, is written
-/// before the process exits.
+/// that answer before it withdraws there blindly (`contend`); less if the
+/// process settles to exit first ([`Fleet::settle`], which then makes it
+/// withdraw at once, before the exit's flush can end the process).
 const ANSWER_GRACE: Duration = Duration::from_millis(50);
 
 /// The least an acquire round with split votes (or a configuration error)
@@ -769,7 +771,7 @@ async fn contend(
     mut verdict: watch::Receiver<Option<bool>>,
     restart_window: Option<Duration>,
     twin: Arc<std::sync::Mutex<Option<ServerError>>>,
-    after: After,
+    exit: Option<tokio_util::sync::CancellationToken>,
 ) {
     let key = call.key();
     let Operation::Acquire(op) = &call.operation else {
@@ -852,16 +854,18 @@ async fn contend(
             // Lost before this server answered. A contender that attempts
             // again withdraws at once, so that the withdrawal goes ahead
             // of its next attempt on this connection. One that is done
-            // (`-n`: [`After::Nothing`]) has no next attempt to overtake:
-            // it gives the answer [`ANSWER_GRACE`] and withdraws only what
-            // may have been set, so that a burst's losers do not send a
-            // withdrawal script to every server a little slower than the
-            // quorum. A server that does not answer in that time (frozen,
-            // far) gets the withdrawal all the same, queued behind the
-            // attempt on this connection, so that it runs both in order
-            // when it wakes and keeps no dead vote.
-            if after == After::Nothing
-                && let Ok(late) = tokio::time::timeout(ANSWER_GRACE, &mut set).await
+            // (`-n`: [`After::Nothing`]; `exit` is then its process's exit)
+            // has no next attempt to overtake: it gives the answer
+            // [`ANSWER_GRACE`], or until the process settles to exit
+            // ([`Fleet::settle`], which is why it cannot be cut off), and
+            // withdraws only what may have been set, so that a burst's
+            // losers do not send a withdrawal script to every server a
+            // little slower than the quorum. A server that does not answer
+            // in that time (frozen, far) gets the withdrawal all the same,
+            // queued behind the attempt on this connection, so that it
+            // runs both in order when it wakes and keeps no dead vote.
+            if let Some(exiting) = &exit
+                && let Some(late) = answer_in_grace(&mut set, exiting).await
             {
                 if refused(&late) {
                     return;
@@ -882,6 +886,19 @@ async fn contend(
 /// One server's answer to an attempt ([`attempt_here`]): what it said,
 /// and why it has no vote, if it has none.
 type Answered = Result<(Granted, Option<String>), ServerError>;
+
+/// The answer of a `-n` loser's attempt, if it comes within
+/// [`ANSWER_GRACE`] and before the process settles to exit
+/// ([`Fleet::settle`]: `exiting`).
+async fn answer_in_grace(
+    set: &mut (impl Future<Output = Answered> + Unpin),
+    exiting: &tokio_util::sync::CancellationToken,
+) -> Option<Answered> {
+    tokio::select! {
+        late = tokio::time::timeout(ANSWER_GRACE, set) => late.ok(),
+        () = exiting.cancelled() => None,
+    }
+}
 
 /// Whether this server refused (and so set nothing, and kept or refreshed
 /// the waiter's entry).

@@ -450,6 +450,10 @@ pub struct Fleet {
     /// A member that answered a won round late with the round's own token:
     /// the same server as another member (`acquire::contend`).
     twin: Arc<std::sync::Mutex<Option<ServerError>>>,
+    /// Cancelled when the process settles before its exit
+    /// ([`Fleet::settle`]): a `-n` loser's withdrawal that waits for a slow
+    /// server's answer goes at once (`acquire::contend`).
+    exiting: tokio_util::sync::CancellationToken,
 }
 
 /// A lock this process holds.
@@ -569,6 +573,7 @@ impl Fleet {
             tasks: TaskTracker::new(),
             won: std::sync::atomic::AtomicBool::new(false),
             twin: Arc::default(),
+            exiting: tokio_util::sync::CancellationToken::new(),
         }
         .with_key_layout(KeyLayout::Native)
     }
@@ -643,7 +648,25 @@ impl Fleet {
     /// or a token it could not print all end in an error after a hold, and
     /// a release cut off would leave the lock on a server for its TTL),
     /// otherwise at most [`FLUSH`] of it.
+    ///
+    /// First it tells the calls still waiting to withdraw (a `-n` loser's,
+    /// on a server slower than the verdict: `acquire::contend`) to withdraw
+    /// now, before [`FLUSH`]'s timer exists. The argument: the runtime runs
+    /// on one thread, and after the cancel the future that awaits the flush
+    /// is polled again only after a park, which comes once every task ready
+    /// then has run: the woken withdrawals, and the connection tasks they
+    /// hand their requests to, which write them. A timer is seen expired
+    /// only at a park. Before, each withdrawal waited for its own timer
+    /// (`ANSWER_GRACE`, 50 ms): a process descheduled past both that and
+    /// the flush (200 processes on 2 CPUs) saw both expire at one park, and
+    /// `block_on` polls its own future before ready tasks, so the process
+    /// exited with the withdrawal unsent and its vote on the slow server
+    /// for the TTL (CI, `two_hundred_at_once_run_each_tick_exactly_once`).
+    /// What breaks it: more ready tasks than the scheduler runs between
+    /// two parks (61: a fleet of about 30 servers), or a socket that takes
+    /// no more bytes ([`acquire`]'s `withdraw`).
     pub async fn settle(&self) {
+        self.exiting.cancel();
         if self.won.load(std::sync::atomic::Ordering::Relaxed) {
             self.drain().await;
         } else {

@@ -137,6 +137,52 @@ fn a_holder_on_a_quorum_is_busy_at_once() {
 }
 
 #[test]
+fn a_loser_descheduled_at_its_exit_still_withdraws_from_a_slow_server() {
+    // A `-n` loser gives a server slower than its verdict a moment to
+    // answer before it withdraws there. Descheduled past that moment and
+    // past the exit's flush (200 processes on 2 CPUs; here a SIGSTOP), it
+    // exited with the withdrawal unsent: its vote stayed on that server
+    // for the TTL (CI, `two_hundred_at_once_run_each_tick_exactly_once`).
+    let _serial = serial();
+    let fleet = Fleet::start(5);
+    let key = unique_key("descheduled-loser");
+    plant(&fleet, &key, &[0, 2, 3], "the-holder", Duration::from_secs(60));
+    fleet.servers[1].hang();
+    let mut loser = Redlock::on(&fleet)
+        .args(["-v", "--log-format", "json", "run", "-n", "-E", "0", "--key", &key, "--", "true"])
+        .spawn();
+    let stderr = loser.child.stderr.take().unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(stderr));
+    // The verdict (busy: the holder has a quorum) is out; server 1 has the
+    // attempt unanswered; the exit's flush has begun.
+    while !lines.next().expect("no acquire_attempt event").unwrap().contains("acquire_attempt") {}
+    std::thread::sleep(Duration::from_millis(20));
+    crate::harness::send_signal(loser.pid(), libc::SIGSTOP);
+    std::thread::sleep(Duration::from_millis(500));
+    crate::harness::send_signal(loser.pid(), libc::SIGCONT);
+    let rest = std::thread::spawn(move || lines.count());
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = loser.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(start.elapsed() < HANG, "the loser did not exit");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    rest.join().unwrap();
+    assert_eq!(status.code(), Some(0), "-E 0: a busy lock is exit 0");
+    // Server 1 runs what it read (the attempt, then the withdrawal) before
+    // it drops the closed connection.
+    fleet.servers[1].resume();
+    let start = Instant::now();
+    while clients(&fleet, 1) > 1 {
+        assert!(start.elapsed() < HANG, "the thawed server kept its clients");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(fleet.servers[1].get(&lock_key(&key)), None, "the loser's vote stayed");
+}
+
+#[test]
 fn fifty_at_once_run_each_tick_exactly_once() {
     let _serial = serial();
     let fleet = Fleet::start(5);
