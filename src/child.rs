@@ -314,7 +314,10 @@ impl Exec {
 /// calls before `execve`, and `execvpe`'s, which builds each candidate path
 /// on the stack and, for a script without `#!`, a copy of the argument
 /// vector for `/bin/sh` (8 bytes an argument, without limit: glibc's
-/// `posix_spawn` sizes its child's stack the same way).
+/// `posix_spawn` sizes its child's stack the same way). What breaks it: a
+/// C library whose `execvpe` needs more than that; the child then faults on
+/// the guard page before the command runs, and the run reports the command
+/// killed by SIGSEGV (139), with redlock's memory untouched.
 struct Stack {
     base: *mut libc::c_void,
     len: usize,

@@ -663,8 +663,14 @@ impl Fleet {
     /// exited with the withdrawal unsent and its vote on the slow server
     /// for the TTL (CI, `two_hundred_at_once_run_each_tick_exactly_once`).
     /// What breaks it: more ready tasks than the scheduler runs between
-    /// two parks (61: a fleet of about 30 servers), or a socket that takes
-    /// no more bytes ([`acquire`]'s `withdraw`).
+    /// two parks (61, all of them counted: the woken withdrawals, their
+    /// connections' tasks and any already ready, about 30 servers' worth);
+    /// a withdrawal that needs more than its connection (a server without
+    /// scripts takes its own connection and round trips; a broken
+    /// connection, a fresh one); a socket that takes no more bytes (see
+    /// `withdraw` in `lock::acquire`). A library program that settles and
+    /// goes on using the fleet keeps the token cancelled: its `-n` losers
+    /// then withdraw without the grace, which costs scripts, not safety.
     pub async fn settle(&self) {
         self.exiting.cancel();
         if self.won.load(std::sync::atomic::Ordering::Relaxed) {

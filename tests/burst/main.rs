@@ -147,17 +147,30 @@ fn a_loser_descheduled_at_its_exit_still_withdraws_from_a_slow_server() {
     let fleet = Fleet::start(5);
     let key = unique_key("descheduled-loser");
     plant(&fleet, &key, &[0, 2, 3], "the-holder", Duration::from_secs(60));
+    // The attempt grants on server 1 (its SETs: the key, the fence), the
+    // withdrawal deletes.
+    let before = (fleet.servers[1].calls(&["set"]), fleet.servers[1].calls(&["del"]));
     fleet.servers[1].hang();
     let mut loser = Redlock::on(&fleet)
         .args(["-v", "--log-format", "json", "run", "-n", "-E", "0", "--key", &key, "--", "true"])
         .spawn();
     let stderr = loser.child.stderr.take().unwrap();
     let mut lines = std::io::BufRead::lines(std::io::BufReader::new(stderr));
-    // The verdict (busy: the holder has a quorum) is out; server 1 has the
-    // attempt unanswered; the exit's flush has begun.
-    while !lines.next().expect("no acquire_attempt event").unwrap().contains("acquire_attempt") {}
+    // The verdict (busy: the holder has a quorum) is out, server 1 has
+    // the attempt unanswered, and the exit's flush has begun; the stop
+    // comes inside the 50 ms the loser gives server 1 to answer.
+    let verdict = loop {
+        let line = lines.next().expect("no acquire_attempt event").unwrap();
+        if line.contains("acquire_attempt") {
+            break line;
+        }
+    };
+    let read = Instant::now();
+    assert!(verdict.contains("\"outcome\":\"busy\""), "not busy: {verdict}");
     std::thread::sleep(Duration::from_millis(20));
     crate::harness::send_signal(loser.pid(), libc::SIGSTOP);
+    let stopped = read.elapsed();
+    assert!(loser.child.try_wait().unwrap().is_none(), "the loser exited before the stop");
     std::thread::sleep(Duration::from_millis(500));
     crate::harness::send_signal(loser.pid(), libc::SIGCONT);
     let rest = std::thread::spawn(move || lines.count());
@@ -179,6 +192,10 @@ fn a_loser_descheduled_at_its_exit_still_withdraws_from_a_slow_server() {
         assert!(start.elapsed() < HANG, "the thawed server kept its clients");
         std::thread::sleep(Duration::from_millis(10));
     }
+    let after = (fleet.servers[1].calls(&["set"]), fleet.servers[1].calls(&["del"]));
+    let shown = format!("stopped {stopped:?} after the verdict");
+    assert!(after.0 > before.0, "server 1 never ran the attempt ({shown})");
+    assert!(after.1 > before.1, "server 1 never ran the withdrawal ({shown})");
     assert_eq!(fleet.servers[1].get(&lock_key(&key)), None, "the loser's vote stayed");
 }
 
