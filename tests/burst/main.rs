@@ -187,11 +187,7 @@ fn a_loser_descheduled_at_its_exit_still_withdraws_from_a_slow_server() {
     // Server 1 runs what it read (the attempt, then the withdrawal) before
     // it drops the closed connection.
     fleet.servers[1].resume();
-    let start = Instant::now();
-    while clients(&fleet, 1) > 1 {
-        assert!(start.elapsed() < HANG, "the thawed server kept its clients");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    clients_gone(&fleet, 1);
     let after = (fleet.servers[1].calls(&["set"]), fleet.servers[1].calls(&["del"]));
     let shown = format!("stopped {stopped:?} after the verdict");
     assert!(after.0 > before.0, "server 1 never ran the attempt ({shown})");
@@ -254,11 +250,7 @@ fn a_frozen_server_neither_loses_nor_slows_a_tick() {
     }
     // Once the thawed server has run what it queued (each withdrawal after
     // its attempt, on one connection), no dead vote is left on it.
-    let start = Instant::now();
-    while clients(&fleet, 4) > 1 {
-        assert!(start.elapsed() < HANG, "the thawed server kept its clients");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    clients_gone(&fleet, 4);
     assert_eq!(fleet.servers[4].get(&lock_key(&key)), None, "a dead vote on the thawed server");
 }
 
@@ -269,6 +261,16 @@ fn clients(fleet: &Fleet, i: usize) -> usize {
         .find_map(|l| l.strip_prefix("connected_clients:"))
         .and_then(|v| v.trim().parse().ok())
         .unwrap()
+}
+
+/// Waits until thawed server `i` has dropped every client but the one
+/// asking: it has run what it read from the closed connections first.
+fn clients_gone(fleet: &Fleet, i: usize) {
+    let start = Instant::now();
+    while clients(fleet, i) > 1 {
+        assert!(start.elapsed() < HANG, "the thawed server kept its clients");
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 #[test]
