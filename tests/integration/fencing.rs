@@ -40,14 +40,18 @@ fn fences_keep_increasing_while_a_minority_restarts_with_its_data() {
     let mut restarts = 0;
     for i in 0..200 {
         if i % 8 == 0 {
-            // Bring back one stopped server (from its AOF) or stop another,
-            // never more than two of five at a time.
-            let pick = fastrand::usize(..5);
-            if let Some(pos) = down.iter().position(|&d| d == pick) {
+            // Bring back a stopped server (from its AOF) or stop another,
+            // never more than two of five at a time. With two down the next
+            // event is always a restart, so 25 events hold at least 12
+            // restarts whatever the coin says (a uniform pick of any server
+            // gave fewer than 3 about once in 700 runs).
+            if down.len() == 2 || (!down.is_empty() && fastrand::bool()) {
+                let pick = down.swap_remove(fastrand::usize(..down.len()));
                 fleet.servers[pick].restart();
-                down.remove(pos);
                 restarts += 1;
-            } else if down.len() < 2 {
+            } else {
+                let up: Vec<usize> = (0..5).filter(|s| !down.contains(s)).collect();
+                let pick = up[fastrand::usize(..up.len())];
                 fleet.servers[pick].stop();
                 down.push(pick);
             }
@@ -56,7 +60,7 @@ fn fences_keep_increasing_while_a_minority_restarts_with_its_data() {
         assert!(fence > last, "fence {fence} after {last} (down: {down:?})");
         last = fence;
     }
-    assert!(restarts >= 3, "only {restarts} restarts");
+    assert!(restarts >= 12, "only {restarts} restarts");
 }
 
 #[test]
