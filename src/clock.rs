@@ -58,6 +58,37 @@ pub async fn timeout_at<F: std::future::Future>(
     Err(elapsed)
 }
 
+/// The shortest node timeout worth a [`warm_timers`] task: below it the
+/// task would wake the process more than ten times a second.
+const WARM_MIN: Duration = Duration::from_millis(100);
+
+/// A task that keeps one timer registered, `period` ahead at most, so that
+/// calls bounded by `period` or more register theirs without a system
+/// call; `None` for a period under [`WARM_MIN`]. Dropped, it ends.
+///
+/// Why: tokio's timer driver writes its eventfd (an `unpark`) for every
+/// timer registered earlier than the wake-up it last planned, and with no
+/// timer at all it planned none, so every timer counts as earlier. A round
+/// on five servers registers a timeout per call, and between rounds none is
+/// left: five `write(2)`s per round, each also ending the next
+/// `epoll_wait` early (measured: 4.8 to 8.9 per acquire+release).
+/// With this timer due at most `period` ahead, the planned wake-up is never
+/// later than a call's deadline (now plus a node timeout of at least
+/// `period`), and the registration is a memory write.
+/// The assumption: tokio 1's `reregister` (runtime/time/mod.rs) and its
+/// `next_wake`. What breaks it: a tokio that plans differently, or a node
+/// timeout shorter than `period`; either only brings the writes back, and
+/// nothing rests on it but speed. The bound: one wake-up per `period`.
+pub fn warm_timers(period: Duration) -> Option<tokio_util::task::AbortOnDropHandle<()>> {
+    (period >= WARM_MIN).then(|| {
+        tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(period).await;
+            }
+        }))
+    })
+}
+
 /// This process's start ([`BootInstant::process_start`]).
 static PROCESS_START: std::sync::OnceLock<BootInstant> = std::sync::OnceLock::new();
 
@@ -271,6 +302,53 @@ async fn sleep_until_boot(at: Duration) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// This thread's write-like system calls so far (`/proc/thread-self/io`).
+    fn writes() -> u64 {
+        let io = std::fs::read_to_string("/proc/thread-self/io").unwrap();
+        let line = io.lines().find_map(|l| l.strip_prefix("syscw: ")).unwrap();
+        line.trim().parse().unwrap()
+    }
+
+    /// Registers `n` timers `ahead` and keeps them; how many write-like
+    /// system calls that took.
+    fn register(
+        n: usize,
+        ahead: Duration,
+        kept: &mut Vec<std::pin::Pin<Box<tokio::time::Sleep>>>,
+    ) -> u64 {
+        let before = writes();
+        for _ in 0..n {
+            let mut sleep = Box::pin(tokio::time::sleep(ahead));
+            assert!(futures_util::FutureExt::now_or_never(&mut sleep).is_none());
+            kept.push(sleep);
+        }
+        writes() - before
+    }
+
+    #[test]
+    fn warm_timers_spare_the_system_call_a_timer_costs() {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async {
+            let mut kept = Vec::new();
+            // No timer planned: each registration wakes the driver.
+            assert!(register(5, Duration::from_secs(2), &mut kept) >= 5, "the cost to spare");
+            kept.clear();
+            tokio::task::yield_now().await;
+            assert!(warm_timers(Duration::from_millis(99)).is_none(), "too short to be worth it");
+            let warm = warm_timers(Duration::from_secs(1)).unwrap();
+            // The task registers its timer, and the driver plans by it.
+            for _ in 0..3 {
+                tokio::task::yield_now().await;
+            }
+            assert_eq!(register(5, Duration::from_secs(1), &mut kept), 0);
+            kept.clear();
+            drop(warm);
+            tokio::task::yield_now().await;
+            tokio::task::yield_now().await;
+            assert!(register(5, Duration::from_secs(2), &mut kept) >= 5, "ended with its handle");
+        });
+    }
 
     #[test]
     fn the_process_start_is_noted_once() {

@@ -248,6 +248,7 @@ impl Fleet {
         // was abandoned), it means withdraw.
         let (verdict, verdict_rx) = watch::channel(None);
         let quorum = self.quorum;
+        self.warm();
         let round = quorum::fan_out(
             &self.servers,
             &self.tasks,

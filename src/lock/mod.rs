@@ -454,6 +454,9 @@ pub struct Fleet {
     /// ([`Fleet::settle`]): a `-n` loser's withdrawal that waits for a slow
     /// server's answer goes at once (`acquire::contend`).
     exiting: tokio_util::sync::CancellationToken,
+    /// Started by the first round: keeps the timer driver from a system
+    /// call per server call ([`crate::clock::warm_timers`]).
+    warm: std::sync::OnceLock<Option<tokio_util::task::AbortOnDropHandle<()>>>,
 }
 
 /// A lock this process holds.
@@ -574,6 +577,7 @@ impl Fleet {
             won: std::sync::atomic::AtomicBool::new(false),
             twin: Arc::default(),
             exiting: tokio_util::sync::CancellationToken::new(),
+            warm: std::sync::OnceLock::new(),
         }
         .with_key_layout(KeyLayout::Native)
     }
@@ -587,6 +591,15 @@ impl Fleet {
     /// How long a restarted server's grants count towards no quorum.
     pub fn restart_window(&self) -> Option<Duration> {
         self.restart_window
+    }
+
+    /// Starts [`crate::clock::warm_timers`] for the shortest node timeout,
+    /// once, in the runtime of the first round.
+    fn warm(&self) {
+        self.warm.get_or_init(|| {
+            let shortest = self.servers.iter().map(|s| s.timeout()).min();
+            shortest.and_then(crate::clock::warm_timers)
+        });
     }
 
     /// The same fleet with its keys where `layout` puts them. A cluster
@@ -736,6 +749,7 @@ impl Fleet {
         let op = call.op;
         let shown = call.key.clone();
         let call = Arc::new(call);
+        self.warm();
         quorum::fan_out(
             servers,
             &self.tasks,
