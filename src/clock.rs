@@ -64,7 +64,8 @@ const WARM_MIN: Duration = Duration::from_millis(100);
 
 /// A task that keeps one timer registered, `period` ahead at most, so that
 /// calls bounded by `period` or more register theirs without a system
-/// call; `None` for a period under [`WARM_MIN`]. Dropped, it ends.
+/// call; `None` for a period under 100 ms (ten wake-ups a second).
+/// Dropped, it ends.
 ///
 /// Why: tokio's timer driver writes its eventfd (an `unpark`) for every
 /// timer registered earlier than the wake-up it last planned, and with no
