@@ -454,8 +454,9 @@ pub struct Fleet {
     /// ([`Fleet::settle`]): a `-n` loser's withdrawal that waits for a slow
     /// server's answer goes at once (`acquire::contend`).
     exiting: tokio_util::sync::CancellationToken,
-    /// Started by the first round: keeps the timer driver from a system
-    /// call per server call ([`crate::clock::warm_timers`]).
+    /// Started by the first round: from the next round on, keeps the timer
+    /// driver from a system call per server call, for as long as the fleet
+    /// lives ([`crate::clock::warm_timers`]).
     warm: std::sync::OnceLock<Option<tokio_util::task::AbortOnDropHandle<()>>>,
 }
 
