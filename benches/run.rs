@@ -382,18 +382,7 @@ fn contention(servers: &Fleet, urls: &str, secs: Duration, side: Side) -> (f64, 
 
 /// Scripts run so far, summed over the servers (EVALSHA calls).
 fn script_calls(servers: &Fleet) -> u64 {
-    servers
-        .servers
-        .iter()
-        .map(|s| {
-            let stats: String = s.cmd(&["INFO", "commandstats"]);
-            stats
-                .lines()
-                .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
-                .and_then(|rest| rest.split(',').next())
-                .map_or(0, |n| n.parse().unwrap())
-        })
-        .sum()
+    servers.servers.iter().map(|s| s.calls(&["evalsha"]) as u64).sum()
 }
 
 /// One contender: until the time is up, wait for the lock, check that
