@@ -74,9 +74,8 @@ fn a_head_whose_attempt_is_withdrawn_keeps_its_place() {
     // Between a grant on server 2 and its withdrawal the head's entry is
     // out of that queue by design (the grant serves it, the withdrawal puts
     // it back), and under load that moment can be read: a reading is taken
-    // again until none of the head's attempts is in flight. An entry that
-    // a withdrawal failed to put back stays out (server 2 grants every
-    // attempt, so the head never joins there again) and fails the test.
+    // again until none of the head's attempts is in flight. A place put
+    // back behind the second waiter stays there and fails the test.
     let start = Instant::now();
     let mut now: Vec<Vec<String>> = (0..3).map(|i| order(&fleet, i, &key)).collect();
     while now.iter().any(|q| q.len() != 2 || q[0] != head[0])
