@@ -291,6 +291,23 @@ impl Config {
         let drift = crate::quorum::drift_allowance(ttl, drift_factor);
         validity_budget(ttl, drift)?;
         let node_timeout = node_timeout(&g, ttl)?;
+        let request = match &command {
+            Command::Run(run) => Some(run.request()),
+            Command::Acquire { request, .. } => Some(request.clone()),
+            _ => None,
+        };
+        if request.is_some_and(|r| r.looks_back())
+            && node_timeout > crate::lock::LOOK_BACK_NODE_TIMEOUT
+        {
+            return usage(format!(
+                "{} {}: -n looks back over grant records that live {}, so its node timeout may \
+                 be at most {}",
+                g.node_timeout.label("--node-timeout"),
+                crate::text::fmt_duration(node_timeout),
+                crate::text::fmt_duration(crate::lock::RECORD_LIFE),
+                crate::text::fmt_duration(crate::lock::LOOK_BACK_NODE_TIMEOUT),
+            ));
+        }
         // With --on-lost ignore no stop is planned on a failing renewal.
         if let Command::Run(run) = &command
             && run.on_lost != OnLost::Ignore

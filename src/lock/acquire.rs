@@ -80,6 +80,9 @@ pub enum Attempt {
     /// The key is free, but another token took it since this contender
     /// began (`-n`'s rule; [`super::record`]): busy.
     Taken(String),
+    /// This attempt's tick is over by the servers' clocks
+    /// ([`Tick::last_grant_ms`]): nobody runs it any more.
+    Over(TickOver),
 }
 
 /// A tick that already ran, as the servers recorded it.
@@ -99,6 +102,28 @@ impl TickRan {
             crate::text::display_key(key.as_bytes()),
             self.tick.describe(),
             ran_by(&self.token)
+        )
+    }
+}
+
+/// A tick that is over by a server's clock ([`Tick::last_grant_ms`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TickOver {
+    /// The tick.
+    pub tick: Tick,
+    /// How long ago it ended by that server's clock.
+    pub ended: Duration,
+}
+
+impl TickOver {
+    /// One line: the tick of `key` is over, by how much.
+    pub fn describe(&self, key: &str) -> String {
+        format!(
+            "{}: the tick of {} ended {} ago by the servers' clocks (this host was held up \
+             since it began); skipped",
+            crate::text::display_key(key.as_bytes()),
+            self.tick.describe(),
+            crate::text::fmt_duration(self.ended),
         )
     }
 }
@@ -249,7 +274,7 @@ impl Fleet {
         let (verdict, verdict_rx) = watch::channel(None);
         let quorum = self.quorum;
         self.warm();
-        let round = quorum::fan_out(
+        let mut round = quorum::fan_out(
             &self.servers,
             &self.tasks,
             quorum,
@@ -286,17 +311,25 @@ impl Fleet {
             },
             |r| match r {
                 Granted::Yes(..) => Vote::Yes,
-                Granted::No { .. } | Granted::Ran(_) | Granted::Taken(_) => Vote::No,
+                Granted::No { .. } | Granted::Ran(_) | Granted::Taken(_) | Granted::Over(_) => {
+                    Vote::No
+                }
             },
             |tally, replies, elapsed| patience(tally, replies, elapsed, quorum, splits, after),
         )
         .await;
+        // When the contender began by each answering server's clock, and
+        // `-n`'s judgment of its grants by it ([`record`]).
+        let began = terms.untaken.map(|s| s.began());
+        let starts = began.map(|began| starts(&round, began)).unwrap_or_default();
+        judge_takes(&mut round.replies, &starts, token);
         let servers = self.results(&round, |r| match r {
             Granted::Yes(..) => "granted",
             Granted::No { holder: Some(_), .. } => "held",
             Granted::No { holder: None, .. } => "queued",
             Granted::Ran(_) => "ran",
             Granted::Taken(_) => "taken",
+            Granted::Over(_) => "over",
         });
         let views: Vec<queue::View> = round
             .replies
@@ -334,32 +367,11 @@ impl Fleet {
         }
         verdict.send_replace(Some(matches!(attempt, Attempt::Acquired(_))));
         let ahead = place.and_then(|p| queue::ahead(&views, self.quorum, p.member));
-        // When the contender began by each answering server's clock: its
-        // clock less the time from the start to the answer's arrival (the
-        // round's start plus the latency, both taken by the round itself),
-        // as the call ran within that time ([`record`]).
-        let began = terms.untaken.map(|s| s.began());
         let starts = self
             .servers
             .iter()
-            .zip(&round.replies)
-            .zip(&round.latency)
-            .filter_map(|((server, reply), latency)| {
-                let (
-                    Reply::Answered(
-                        Granted::Yes(Grant { clock: Some(c), .. })
-                        | Granted::No { clock: Some(c), .. },
-                    ),
-                    Some(latency),
-                ) = (reply, latency)
-                else {
-                    return None;
-                };
-                // Rounded down, in whole milliseconds as the records are:
-                // never later than the start.
-                let since = round.start.saturating_duration_since(began?) + *latency;
-                Some((server.name().to_owned(), crate::text::millis(c.saturating_sub(since))))
-            })
+            .zip(starts)
+            .filter_map(|(server, start)| Some((server.name().to_owned(), start?)))
             .collect();
         AttemptReport { attempt, servers, ahead, starts }
     }
@@ -457,6 +469,12 @@ impl Fleet {
                 && (*n >= blocking || !matches!(standing, Standing::Split))
             {
                 return Attempt::Ran(ran.clone());
+            }
+            // The tick is over: a server says so only by its own clock,
+            // which votes (`no_vote`), so no leftover of another
+            // contender makes it up.
+            if let Some((over, _)) = votes.over {
+                return Attempt::Over(over.clone());
             }
         }
         match standing {
@@ -576,6 +594,62 @@ impl Fleet {
     }
 }
 
+/// When a contender that began at `began` did so by each server's clock
+/// (ms, in server order; `None` where the server gave no clock): its clock
+/// in the answer less the time from the start to the answer's arrival
+/// (the round's start plus the latency, both taken by the round itself),
+/// as the call ran within that time ([`record`]). Rounded down to the
+/// records' whole milliseconds: never later than the start.
+fn starts(round: &Round<Granted>, began: BootInstant) -> Vec<Option<u64>> {
+    round
+        .replies
+        .iter()
+        .zip(&round.latency)
+        .map(|(reply, latency)| {
+            let (
+                Reply::Answered(
+                    Granted::Yes(Grant { clock: Some(c), .. }) | Granted::No { clock: Some(c), .. },
+                ),
+                Some(latency),
+            ) = (reply, latency)
+            else {
+                return None;
+            };
+            let since = round.start.saturating_duration_since(began) + *latency;
+            Some(crate::text::millis(c.saturating_sub(since)))
+        })
+        .collect()
+}
+
+/// `-n`'s rule, judged after the fact: a grant that replaced the record of
+/// another token's grant made at or after the contender began (`starts`,
+/// by that server's clock) is a take meanwhile, and counts as the refusal
+/// that names it, so that the round is lost and withdrawn.
+///
+/// Why after the fact: the script refuses a take since the start as far
+/// as the server's clock when it runs the call tells, less the time from
+/// the start to the request's making ([`record`]); a call that waited in
+/// the server's queue (a slow script ahead of it, a server stalled) runs
+/// later than that says, and a take made and released meanwhile is missed
+/// there. The answer's clock less the time to its arrival is never later
+/// than the start whatever the call waited for. A take since the start
+/// held a quorum, which shares a server with any quorum this contender
+/// won; that server's grant replaced the take's record (or a later one),
+/// so one of the winning grants shows it. Breaks as the rule does: a
+/// record lost (a restart, an expiry past [`super::RECORD_LIFE`]) or a
+/// clock stepped back between the take and the grant.
+fn judge_takes(replies: &mut [Reply<Granted>], starts: &[Option<u64>], token: &str) {
+    for (reply, start) in replies.iter_mut().zip(starts) {
+        if let (Reply::Answered(Granted::Yes(Grant { replaced: Some((at, by)), .. })), Some(start)) =
+            (&*reply, start)
+            && at >= start
+            && by != token
+        {
+            *reply = Reply::Answered(Granted::Taken(by.clone()));
+        }
+    }
+}
+
 /// Who holds how many servers, from one acquire round's answers.
 struct Votes<'a> {
     /// Servers that granted us.
@@ -585,6 +659,9 @@ struct Votes<'a> {
     /// A token that took the key since the contender began, and how many
     /// servers said so.
     taken: Option<(&'a str, usize)>,
+    /// The tick is over, as the first server that said so saw it, and how
+    /// many servers said so.
+    over: Option<(&'a TickOver, usize)>,
     /// Every other value seen: the value, how many servers hold it, and its
     /// shortest remaining TTL among them (`None`: no expiry).
     others: Vec<(&'a str, usize, Option<Duration>)>,
@@ -595,7 +672,8 @@ struct Votes<'a> {
 
 impl<'a> Votes<'a> {
     fn of(replies: &'a [Reply<Granted>]) -> Votes<'a> {
-        let mut votes = Votes { ours: 0, ran: None, taken: None, others: Vec::new(), queued: 0 };
+        let mut votes =
+            Votes { ours: 0, ran: None, taken: None, over: None, others: Vec::new(), queued: 0 };
         for reply in replies {
             match reply {
                 Reply::Answered(Granted::Yes(..)) => votes.ours += 1,
@@ -605,6 +683,12 @@ impl<'a> Votes<'a> {
                 },
                 Reply::Answered(Granted::Taken(token)) => {
                     votes.taken = Some((token, votes.taken.map_or(1, |(_, n)| n + 1)));
+                }
+                Reply::Answered(Granted::Over(over)) => {
+                    votes.over = Some((
+                        votes.over.map_or(over, |(o, _)| o),
+                        votes.over.map_or(1, |(_, n)| n + 1),
+                    ));
                 }
                 Reply::Answered(Granted::No { holder: None, .. }) => votes.queued += 1,
                 Reply::Answered(Granted::No { holder: Some(holder), pttl, .. }) => {
@@ -629,13 +713,14 @@ impl<'a> Votes<'a> {
     }
 
     /// How many servers each other value holds, the queue last when it
-    /// refused any (and after it a tick that ran, and a key taken since
-    /// the contender began, each as one more value).
+    /// refused any (and after it a tick that ran, a key taken since the
+    /// contender began, and a tick that is over, each as one more value).
     fn counts(&self) -> Vec<usize> {
         let mut counts: Vec<usize> = self.others.iter().map(|(_, n, _)| *n).collect();
         let taken = self.taken.map_or(0, |(_, n)| n);
         let ran = self.ran.as_ref().map_or(0, |(_, n)| *n);
-        counts.extend([self.queued, ran, taken].into_iter().filter(|n| *n > 0));
+        let over = self.over.map_or(0, |(_, n)| n);
+        counts.extend([self.queued, ran, taken, over].into_iter().filter(|n| *n > 0));
         counts
     }
 }
@@ -904,7 +989,10 @@ async fn answer_in_grace(
 /// Whether this server refused (and so set nothing, and kept or refreshed
 /// the waiter's entry).
 fn refused(result: &Answered) -> bool {
-    matches!(result, Ok((Granted::No { .. } | Granted::Ran(_) | Granted::Taken(_), _)))
+    matches!(
+        result,
+        Ok((Granted::No { .. } | Granted::Ran(_) | Granted::Taken(_) | Granted::Over(_), _))
+    )
 }
 
 /// What a server's answer counts for in the round: a server without a vote
@@ -1089,6 +1177,9 @@ struct Grant {
     /// The server's clock when it granted (`TIME`, since the Unix epoch),
     /// when it said.
     clock: Option<Duration>,
+    /// The grant record this grant replaced there: when (server ms) and
+    /// to which token the key was last granted, if it was.
+    replaced: Option<(u64, String)>,
 }
 
 /// One server's answer to the acquire script.
@@ -1114,6 +1205,8 @@ enum Granted {
     /// Not set: the key is free, but this token took it since the
     /// contender began.
     Taken(String),
+    /// Not set: the tick is over by this server's clock.
+    Over(TickOver),
 }
 
 impl Granted {
@@ -1121,6 +1214,9 @@ impl Granted {
     fn clock(&self) -> Option<Duration> {
         match self {
             Granted::Yes(Grant { clock, .. }) | Granted::No { clock, .. } => *clock,
+            Granted::Over(over) => {
+                Some(Duration::from_millis(over.tick.end_ms).saturating_add(over.ended))
+            }
             Granted::Ran(_) | Granted::Taken(_) => None,
         }
     }
@@ -1267,10 +1363,26 @@ fn parse_acquire(reply: Value) -> Result<Granted, String> {
         }
     };
     match items.as_slice() {
-        [Value::Int(1), Value::Int(fence), Value::Int(score), Value::Int(deadline), time @ ..] => {
+        [Value::Int(1), Value::Int(fence), Value::Int(score), Value::Int(deadline), rest @ ..] => {
             let entry = u64::try_from(*score).ok().zip(u64::try_from(*deadline).ok());
+            let (time, replaced) = match rest {
+                [_, _, Value::Int(at), Value::BulkString(token)] => (
+                    &rest[..2],
+                    u64::try_from(*at)
+                        .ok()
+                        .map(|at| (at, String::from_utf8_lossy(token).into_owned())),
+                ),
+                [] | [_, _] => (rest, None),
+                _ => return Err(bad(&reply)),
+            };
             let clock = clock(time)?;
-            Ok(Granted::Yes(Grant { fence: u64::try_from(*fence).ok(), entry, clock }))
+            Ok(Granted::Yes(Grant { fence: u64::try_from(*fence).ok(), entry, clock, replaced }))
+        }
+        [Value::Int(4), Value::Int(start), Value::Int(end), Value::Int(now)] => {
+            let number = |n: &i64| u64::try_from(*n).map_err(|_| bad(&reply));
+            let tick = Tick { start_ms: number(start)?, end_ms: number(end)? };
+            let ended = Duration::from_millis(number(now)?.saturating_sub(tick.end_ms));
+            Ok(Granted::Over(TickOver { tick, ended }))
         }
         [Value::Int(2), Value::BulkString(token), Value::Int(start), Value::Int(end)] => {
             let tick = Tick {
@@ -1319,7 +1431,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_numbers_are_packed_as_fourteen_little_endian_doubles() {
+    fn the_numbers_are_packed_as_sixteen_little_endian_doubles() {
         let numbers = Numbers {
             ttl_ms: 30_000,
             proposal: Some(1_795_621_712_435_565),
@@ -1355,6 +1467,7 @@ mod tests {
             -1.0,
             1_795_621_500_000.0,
             1_795_621_800_000.0,
+            1_795_621_800_000.0 + CLOCK_ALLOWANCE.as_millis() as f64,
         ];
         assert_eq!(read, expected);
         // A start in the future: no time since it, only `more`.
@@ -1410,7 +1523,12 @@ mod tests {
                 no(Some("a"), 900),
                 no(Some("a"), 500),
                 no(Some("b"), -1),
-                Reply::Answered(Granted::Yes(Grant { fence: None, entry: None, clock: None })),
+                Reply::Answered(Granted::Yes(Grant {
+                    fence: None,
+                    entry: None,
+                    clock: None,
+                    replaced: None,
+                })),
             ]
         };
         let replies_now = replies();
@@ -1448,17 +1566,76 @@ mod tests {
     }
 
     #[test]
+    fn a_grant_that_replaced_a_take_since_the_start_is_a_take() {
+        let grant = |replaced: Option<(u64, &str)>| {
+            Reply::Answered(Granted::Yes(Grant {
+                fence: None,
+                entry: None,
+                clock: Some(Duration::from_millis(10_000)),
+                replaced: replaced.map(|(at, by)| (at, by.to_owned())),
+            }))
+        };
+        // Started at 9,000 by servers 0 and 1's clocks; server 2 said none.
+        let starts = [Some(9_000), Some(9_000), None, Some(9_000), Some(9_000)];
+        let mut replies = vec![
+            grant(Some((9_000, "taker"))),
+            grant(Some((8_999, "before"))),
+            grant(Some((9_500, "unknown start"))),
+            grant(Some((9_500, "mine"))),
+            grant(None),
+        ];
+        judge_takes(&mut replies, &starts, "mine");
+        assert!(matches!(&replies[0], Reply::Answered(Granted::Taken(t)) if t == "taker"));
+        for (i, reply) in replies.iter().enumerate().skip(1) {
+            assert!(matches!(reply, Reply::Answered(Granted::Yes(_))), "{i}: {reply:?}");
+        }
+    }
+
+    #[test]
     fn acquire_reply_is_read_strictly() {
         let int = Value::Int;
         let text = |s: &str| Value::BulkString(s.as_bytes().to_vec());
         let yes = Value::Array(vec![int(1), int(7), int(10), int(20)]);
-        let grant = |fence, entry, clock| Grant { fence, entry, clock };
+        let grant = |fence, entry, clock| Grant { fence, entry, clock, replaced: None };
         assert_eq!(parse_acquire(yes), Ok(Granted::Yes(grant(Some(7), Some((10, 20)), None))));
         let timed = Value::Array(vec![int(1), int(7), int(-1), int(-1), text("12"), text("5")]);
         let clock = Some(Duration::from_secs(12) + Duration::from_micros(5));
         assert_eq!(parse_acquire(timed), Ok(Granted::Yes(grant(Some(7), None, clock))));
         let unfenced = Value::Array(vec![int(1), int(-1), int(-1), int(-1)]);
         assert_eq!(parse_acquire(unfenced), Ok(Granted::Yes(grant(None, None, None))));
+        // The record the grant replaced: when and to whom; -1 for none.
+        let replacing = |at: i64, by: &str| {
+            Value::Array(vec![
+                int(1),
+                int(7),
+                int(-1),
+                int(-1),
+                text("12"),
+                text("5"),
+                int(at),
+                text(by),
+            ])
+        };
+        assert_eq!(
+            parse_acquire(replacing(11_900, "a")),
+            Ok(Granted::Yes(Grant {
+                replaced: Some((11_900, "a".into())),
+                ..grant(Some(7), None, clock)
+            }))
+        );
+        assert_eq!(parse_acquire(replacing(-1, "")), Ok(Granted::Yes(grant(Some(7), None, clock))));
+        assert!(
+            parse_acquire(Value::Array(vec![int(1), int(7), int(-1), int(-1), text("12")]))
+                .is_err()
+        );
+        // The tick is over: its start, end and the server's clock.
+        let over_reply = Value::Array(vec![int(4), int(60_000), int(120_000), int(185_500)]);
+        let tick = Tick { start_ms: 60_000, end_ms: 120_000 };
+        let over = TickOver { tick, ended: Duration::from_millis(65_500) };
+        assert_eq!(
+            parse_acquire(over_reply).map(|g| (g.clock(), g)),
+            Ok((Some(Duration::from_millis(185_500)), Granted::Over(over)))
+        );
         let busy = Value::Array(vec![int(0), text("t"), int(5), int(1), int(2), text("w")]);
         let queue = queue::View { rank: Some(1), len: 2, first: "w".into() };
         let held =

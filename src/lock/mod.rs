@@ -24,14 +24,14 @@ pub mod record;
 mod status;
 
 pub use acquire::{
-    Attempt, AttemptReport, CLOCK_ALLOWANCE, Held, Place, Split, TickRan, clock_too_far, ran_by,
-    votes_again_in,
+    Attempt, AttemptReport, CLOCK_ALLOWANCE, Held, Place, Split, TickOver, TickRan, clock_too_far,
+    ran_by, votes_again_in,
 };
 pub use keys::{KeyLayout, WAKE_TAG, release_channel, wake_channel};
 pub(crate) use ops::{
     AcquireOp, ExtendOp, Operation, RaiseFenceOp, ReleaseOp, SetTtlOp, StatusOp, WithdrawOp,
 };
-pub use record::{MAX_TICK, RECORD_LIFE, Since, TICK_MARGIN, Terms, Tick};
+pub use record::{LOOK_BACK_NODE_TIMEOUT, MAX_TICK, RECORD_LIFE, Since, TICK_MARGIN, Terms, Tick};
 pub use status::{ServerView, Status};
 
 use std::sync::Arc;
@@ -168,6 +168,15 @@ pub struct Request {
     /// ([`crate::clock::BootInstant::process_start`]); `None`: when the
     /// wait begins.
     pub began: Option<crate::clock::BootInstant>,
+}
+
+impl Request {
+    /// Whether `-n`'s rule applies ([`record`]): one attempt (`-n`, or
+    /// `--wait 0`), which never queues, for the ordinary lock.
+    pub fn looks_back(&self) -> bool {
+        let once = matches!(self.wait, Wait::Once) || self.wait == Wait::For(Duration::ZERO);
+        once && self.limit.max(1) == 1 && !self.shared
+    }
 }
 
 /// One call, the same on every server of a round.

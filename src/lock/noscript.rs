@@ -317,6 +317,7 @@ async fn acquire(c: &mut MultiplexedConnection, op: &AcquireOp) -> RedisResult<V
                 .await
                 .map_err(first_error)?;
         let now_ms = secs * 1000 + micros / 1000;
+        let mut replaced = (Value::Int(-1), Value::BulkString(Vec::new()));
         if let Some(record) = record {
             let rec = Record::read(&rec);
             if let Some(refusal) = rec.refuses(&op.numbers, now_ms) {
@@ -324,6 +325,7 @@ async fn acquire(c: &mut MultiplexedConnection, op: &AcquireOp) -> RedisResult<V
                 return Ok(refusal);
             }
             rec.write(&mut tx, record, token, &op.numbers, now_ms);
+            replaced = rec.replaced();
         }
         let drawn = proposal.map(|proposal| {
             let now = secs * 1_000_000 + micros;
@@ -347,6 +349,8 @@ async fn acquire(c: &mut MultiplexedConnection, op: &AcquireOp) -> RedisResult<V
             Value::Int(-1),
             text(secs),
             text(micros),
+            replaced.0,
+            replaced.1,
         ]));
     }
     Err(contended("acquire"))
@@ -369,10 +373,28 @@ impl Record {
         self.fields[i].parse().ok().filter(|n| *n >= 0)
     }
 
-    /// The script's refusal of a free key, if its terms refuse it.
+    /// The grant this record holds (when, to whom), as the script's grant
+    /// reply gives the record it replaced: -1 and '' for none.
+    fn replaced(&self) -> (Value, Value) {
+        let at = self.number(0).unwrap_or(-1);
+        (Value::Int(at), Value::BulkString(self.fields[1].as_bytes().to_vec()))
+    }
+
+    /// The script's refusal of an attempt, if its terms refuse it: the
+    /// tick is over, or (on a free key) it ran or the key was taken since.
     fn refuses(&self, numbers: &Numbers, now_ms: u64) -> Option<Value> {
         let text = |s: &str| Value::BulkString(s.as_bytes().to_vec());
         let whole = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        if let Some(tick) = numbers.tick
+            && now_ms > tick.last_grant_ms()
+        {
+            return Some(Value::Array(vec![
+                Value::Int(4),
+                Value::Int(whole(tick.start_ms)),
+                Value::Int(whole(tick.end_ms)),
+                Value::Int(whole(now_ms)),
+            ]));
+        }
         if let (Some(tick), Some(end)) = (numbers.tick, self.number(3))
             && end > whole(tick.start_ms)
         {

@@ -14,7 +14,7 @@ use super::{Lua, SCRIPTS};
 use crate::clock::BootInstant;
 
 /// The numbers of one acquire call (`scripts/acquire.lua`, `ARGV[3]`), packed
-/// as fifteen little-endian doubles that the script reads with one
+/// as sixteen little-endian doubles that the script reads with one
 /// `struct.unpack`: no string parsing and no `tonumber` on the server.
 /// Every number stays below 2^53, so a double holds it exactly.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,7 +49,7 @@ pub(crate) struct Numbers {
 }
 
 impl Numbers {
-    /// The packed form (`struct.pack('<ddddddddddddddd', ...)`; -1: none).
+    /// The packed form (`struct.pack('<dddddddddddddddd', ...)`; -1: none).
     pub fn pack(&self) -> Vec<u8> {
         // `as f64` is exact: every field is below 2^53 (see the type's doc).
         #[allow(clippy::cast_precision_loss)]
@@ -72,6 +72,7 @@ impl Numbers {
             self.untaken.look_back_ms().map_or(-1.0, |ms| ms as f64),
             self.tick.map_or(-1.0, |t| t.start_ms as f64),
             self.tick.map_or(-1.0, |t| t.end_ms as f64),
+            self.tick.map_or(-1.0, |t| t.last_grant_ms() as f64),
         ];
         fields.iter().flat_map(|f| f.to_le_bytes()).collect()
     }

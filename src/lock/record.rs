@@ -71,10 +71,18 @@ use crate::clock::BootInstant;
 /// (`scripts/acquire.lua`, the same number): longer than any `-n` looks
 /// back: [`STARTUP`], 5 s, before its wait, plus the wait
 /// (`wait::SETTLE_BOUND`, 5 s, or the queue's hold-up and a pause, 6 s),
-/// plus its last attempt, one node timeout. A `--node-timeout` above 9 s
-/// can outlast it: a grant made early in such a `-n` is forgotten before
-/// that `-n` ends.
+/// plus its last attempt, one node timeout, at most
+/// [`LOOK_BACK_NODE_TIMEOUT`].
 pub const RECORD_LIFE: Duration = Duration::from_secs(20);
+
+/// The longest node timeout of a `-n` (the configuration refuses a longer
+/// one, exit 64): its last call may be answered that long after it was
+/// sent, and the records it reads there must still hold every take since
+/// it began, [`RECORD_LIFE`] less [`STARTUP`] and the wait's 6 s. With a
+/// longer one, a take made early in the `-n` could be forgotten by the
+/// time a stalled server runs its call, and the `-n` would run.
+pub const LOOK_BACK_NODE_TIMEOUT: Duration =
+    RECORD_LIFE.saturating_sub(STARTUP).saturating_sub(Duration::from_secs(6));
 
 /// How long a tick's record lives past the tick's end
 /// (`scripts/acquire.lua`, the same number): a host whose clock is behind
@@ -113,6 +121,24 @@ impl Tick {
         let every = crate::text::millis(every).max(1);
         let start_ms = now / every * every;
         Tick { start_ms, end_ms: start_ms + every }
+    }
+
+    /// The latest server time (ms since the epoch) at which a server may
+    /// still grant this tick: its end plus [`super::CLOCK_ALLOWANCE`].
+    /// Later, the tick is over and nobody runs it (`scripts/acquire.lua`).
+    ///
+    /// Why: the record that says a tick ran lives [`TICK_MARGIN`] past the
+    /// tick's end. A host held up after it computed its tick (a frozen VM,
+    /// a suspended laptop, a hung `--jitter` sleep) for longer than that
+    /// would find the record gone and run the tick a second time. Each
+    /// server refuses by its own clock, the same clock that expires its
+    /// record, so while the allowance is below the margin no server grants
+    /// a tick whose record it has already forgotten. A host whose clock is
+    /// behind the servers' by up to the allowance still runs a tick that
+    /// nobody ran. Breaks when a server's clock is stepped back by more
+    /// than the margin less the allowance between the run and the attempt.
+    pub fn last_grant_ms(&self) -> u64 {
+        self.end_ms + crate::text::millis(super::CLOCK_ALLOWANCE)
     }
 
     /// When the tick began.

@@ -8,8 +8,8 @@
 -- grant record (a hash, below); for a shared holder, the shared holders (a
 -- sorted set: token -> server time its entry expires, ms).
 -- ARGV[1]: this attempt's token; ARGV[2]: the waiter's queue member, or ''
--- to ignore the queue (--unordered); ARGV[3]: fifteen numbers, packed as
--- little-endian doubles (struct.pack('<ddddddddddddddd'), src/lock/acquire.rs
+-- to ignore the queue (--unordered); ARGV[3]: sixteen numbers, packed as
+-- little-endian doubles (struct.pack('<dddddddddddddddd'), src/lock/ops.rs
 -- `Numbers`: one unpack is far cheaper than parsing text), all integers:
 --   ttl ms; the client's proposed fence (its clock in microseconds plus half
 --   the window) or -1 to draw none; the window in microseconds; the
@@ -26,7 +26,10 @@
 --   (with either, a {0, ...} refusal says this server's TIME); and the
 --   tick's start and end (ms since the epoch, -1: no tick, `--once-per`):
 --   refuse a free key whose record holds a tick that ends after this one
---   starts (it ran).
+--   starts (it ran); and the tick's last moment (ms, -1: no tick): the
+--   latest server time at which it may still be granted, its end plus the
+--   clock allowance (src/lock/record.rs `Tick::last_grant_ms`): later, the
+--   tick is over, whatever the record says (it may have expired).
 -- A waiter's place is that time, clamped to this server's clock plus or minus
 -- the window: waiters on clocks in step with each other and the servers get
 -- the same order on every server (equal times by member), so that every
@@ -39,10 +42,13 @@
 -- (Eleven words with EVALSHA, its SHA and the key count: Redis answers an
 -- unauthenticated command of more than ten with a protocol error instead of
 -- NOAUTH; src/server/failure.rs reads it as the NOAUTH it stands for.)
--- Returns {1, fence, score, deadline, seconds, microseconds} when granted
--- (fence -1 without fencing; score and deadline are the waiter's entry,
--- removed here because it is served, or -1 when it had none: a withdrawal
--- puts it back; then the server's TIME), or
+-- Returns {1, fence, score, deadline, seconds, microseconds, at, token}
+-- when granted (fence -1 without fencing; score and deadline are the
+-- waiter's entry, removed here because it is served, or -1 when it had
+-- none: a withdrawal puts it back; then the server's TIME; then the grant
+-- record this grant replaced: when (server ms) and to which token the key
+-- was last granted here, -1 and '' for none: `-n` judges its grant by it
+-- after the fact, src/lock/record.rs), or
 -- {0, holder, pttl, rank, len, first} when not: holder is the value holding
 -- the key against this attempt ('' when the key is free, or held by shared
 -- holders only, but another waiter goes first), pttl its expiry (-1: none;
@@ -51,7 +57,9 @@
 -- end} when the key is free but the record's tick (granted to token) ends
 -- after this attempt's tick starts: the tick ran; or {3, token, at} when
 -- the key is free but token was granted it at `at` (server ms), since the
--- untaken term. Neither writes anything. With an untaken term, a {0, ...}
+-- untaken term; or {4, start, end, now} when the key is free but this
+-- server's clock (now, ms) is past the tick's last moment: the tick is
+-- over. None of those writes anything. With an untaken term, a {0, ...}
 -- refusal ends with this server's TIME (seconds, microseconds).
 -- The fence draw, only where this server grants the lock:
 --   fence = max(counter + 1, clamp(proposal, now, now + window))
@@ -66,8 +74,9 @@ if redis.replicate_commands then
   redis.replicate_commands()
 end
 local ttl, proposal, window, life, join, order, qlife, since, skew, places, shared,
-  untaken_since, untaken_for, tick_start, tick_end =
-  struct.unpack('<ddddddddddddddd', ARGV[3])
+  untaken_since, untaken_for, tick_start, tick_end, tick_last =
+  struct.unpack('<dddddddddddddddd', ARGV[3])
+
 local untaken = untaken_since >= 0 or untaken_for >= 0
 join, order, shared = join == 1, order == 1, shared == 1
 local record = not shared and KEYS[5]
@@ -87,11 +96,22 @@ if queued then
 end
 local marker = 'redlock-shared'
 -- The grant record's terms, only where the key is free (a key held here is
--- refused below as held): the tick ran, or another token took the key
--- since this contender began. A round in flight holds the key where it was
--- granted, so only a grant that was kept (a holder that released, or one
--- that crashed) is met here; a withdrawal put its record back.
+-- refused below as held): the tick is over, the tick ran, or another token
+-- took the key since this contender began. A round in flight holds the key
+-- where it was granted, so only a grant that was kept (a holder that
+-- released, or one that crashed) is met here; a withdrawal put its record
+-- back.
 if record and (untaken or tick_end >= 0) and redis.call('EXISTS', KEYS[1]) == 0 then
+  -- A tick that is over by this server's clock is granted to nobody: a
+  -- host held up since it computed its tick (a frozen VM, a suspended
+  -- laptop) would otherwise run it once the record of its run had expired.
+  if tick_last >= 0 then
+    local t = redis.call('TIME')
+    local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    if now > tick_last then
+      return {4, tick_start, tick_end, now}
+    end
+  end
   local rec = redis.call('HMGET', record, 'at', 'tok', 'ts', 'te', 'tt')
   if tick_end >= 0 and rec[4] and tonumber(rec[4]) > tick_start then
     return {2, rec[5], tonumber(rec[3]), tonumber(rec[4])}
@@ -214,6 +234,7 @@ end
 -- a holder's key expire early, and its grant counts towards no quorum
 -- (src/lock/acquire.rs, `no_vote`).
 local time = redis.call('TIME')
+local replaced
 if record then
   -- The grant record: this grant (server ms, token) and the tick it runs
   -- (or the last tick, carried), with the record it replaces, which a
@@ -222,6 +243,7 @@ if record then
   -- a tick, until TICK_MARGIN after the tick's end.
   local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
   local cur = redis.call('HMGET', record, 'at', 'tok', 'ts', 'te', 'tt')
+  replaced = cur
   local ts, te, tt = cur[3] or '-1', cur[4] or '-1', cur[5] or ''
   if tick_end >= 0 then
     ts, te, tt = string.format('%.0f', tick_start), string.format('%.0f', tick_end), ARGV[1]
@@ -231,8 +253,13 @@ if record then
     'pts', cur[3] or '-1', 'pte', cur[4] or '-1', 'ptt', cur[5] or '')
   redis.call('PEXPIRE', record, math.max(20000, tonumber(te) - now + 60000))
 end
+-- The record this grant replaced (none for a shared holder).
+local pat, ptok = -1, ''
+if record then
+  pat, ptok = tonumber(replaced[1]) or -1, replaced[2] or ''
+end
 if proposal < 0 then
-  return {1, -1, score, deadline, time[1], time[2]}
+  return {1, -1, score, deadline, time[1], time[2], pat, ptok}
 end
 local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
 local draw = math.min(math.max(proposal, now), now + window)
@@ -257,4 +284,4 @@ if old and tonumber(old) + 1 > draw then
   fence = tonumber(old) + 1
   redis.call('SET', KEYS[2], string.format('%.0f', fence), 'PX', life)
 end
-return {1, fence, score, deadline, time[1], time[2]}
+return {1, fence, score, deadline, time[1], time[2], pat, ptok}

@@ -342,7 +342,7 @@ pub async fn acquire(
                 };
                 let place =
                     ordered.then_some(Place { member: &member, join, order, since_ms, places });
-                let untaken = untaken(request, join, state.attempts, began, &starts);
+                let untaken = untaken(request, state.attempts, began, &starts);
                 let terms = Terms { place, untaken, tick: request.tick };
                 let attempt = crate::slots::attempt(fleet, request, state.splits, terms);
                 let Some(report) = within(cut, attempt).await else {
@@ -404,17 +404,16 @@ pub async fn acquire(
 
 /// `-n`'s rule, for an attempt after `attempts` others: it runs only if
 /// nobody took the lock since it `began`; `starts` says when that was by
-/// each server that answered so far ([`crate::lock::Since`]). `None` for a
-/// wait that joins the queue, a `--limit` or a `--shared` request.
+/// each server that answered so far ([`crate::lock::Since`]). `None` where
+/// the rule does not apply ([`Request::looks_back`]).
 fn untaken<'a>(
     request: &Request,
-    join: bool,
     attempts: u32,
     began: BootInstant,
     starts: &'a [(String, u64)],
 ) -> Option<Since<'a>> {
     let since = if attempts == 0 { Since::First { began } } else { Since::Later { began, starts } };
-    (!join && request.limit.max(1) == 1 && !request.shared).then_some(since)
+    request.looks_back().then_some(since)
 }
 
 /// Takes in an attempt's `news` of when the contender began by each
@@ -519,6 +518,7 @@ fn refusal(attempt: Attempt, key: &str, quorum: usize) -> Option<Error> {
         }
         Attempt::Unavailable(e) => Some(e),
         Attempt::Ran(ran) => busy(ran.describe(key)),
+        Attempt::Over(over) => busy(over.describe(key)),
         Attempt::Taken(token) => busy(format!(
             "{shown} was taken by {} after this run began (-n runs only if nobody took the lock \
              meanwhile)",
@@ -572,7 +572,7 @@ fn seen(attempt: &Attempt) -> Seen {
         Attempt::Split(s) => Seen::Split { expires: s.expires },
         Attempt::Unavailable(e) if late(e) => Seen::Late,
         Attempt::Unavailable(e) => Seen::Unavailable { config: config_error(e) },
-        Attempt::Ran(_) => Seen::Ran,
+        Attempt::Ran(_) | Attempt::Over(_) => Seen::Ran,
         Attempt::Taken(token) => Seen::Busy { holder: token.clone(), remaining: None },
     }
 }
@@ -590,6 +590,7 @@ fn log_attempt(log: &Log, key: &str, n: u32, report: &crate::lock::AttemptReport
         Attempt::Disordered => "disordered",
         Attempt::Ran(_) => "ran",
         Attempt::Taken(_) => "taken",
+        Attempt::Over(_) => "over",
     };
     log.event(
         if log.verbose() { Level::Info } else { Level::Debug },

@@ -16,6 +16,7 @@ mod engine;
 mod fencing;
 mod found;
 mod harness;
+mod held_up;
 mod history;
 mod hostile;
 mod keys;
