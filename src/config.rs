@@ -129,15 +129,39 @@ impl Run {
     /// Time the command gets between the `--on-lost` (or `--max-hold`)
     /// signal and SIGKILL: `--kill-after`, or a third of the TTL, at most 10 s.
     pub fn grace(&self) -> Duration {
-        self.kill_after.unwrap_or((self.ttl / 3).min(MAX_DEFAULT_GRACE))
+        self.kill_after.unwrap_or(default_grace(self.ttl))
     }
 
     /// How long before the end of validity SIGKILL must be sent at the
-    /// latest: a twentieth of the TTL, between 5 ms and 1 s, covering timer
-    /// lateness and the time the kernel takes to end the processes.
+    /// latest ([`kill_margin`]).
     pub fn kill_margin(&self) -> Duration {
-        (self.ttl / 20).clamp(Duration::from_millis(5), Duration::from_secs(1))
+        kill_margin(self.ttl)
     }
+}
+
+/// The grace a run of `ttl` gets without `--kill-after`: a third of the
+/// TTL, at most [`MAX_DEFAULT_GRACE`].
+fn default_grace(ttl: Duration) -> Duration {
+    (ttl / 3).min(MAX_DEFAULT_GRACE)
+}
+
+/// How long before the end of validity SIGKILL must be sent at the
+/// latest: a twentieth of the TTL, between 5 ms and 1 s, covering timer
+/// lateness and the time the kernel takes to end the processes.
+fn kill_margin(ttl: Duration) -> Duration {
+    (ttl / 20).clamp(Duration::from_millis(5), Duration::from_secs(1))
+}
+
+/// Whether a run's renewal, node timeout, drift and stop fit in its TTL
+/// ([`crate::watchdog::Timing::check`]), as a usage error if not; `label`
+/// names where the TTL came from.
+fn fits(label: &str, timing: crate::watchdog::Timing) -> Result<(), Error> {
+    timing.check().map_err(|why| {
+        Error::Usage(format!(
+            "{label} {}: --ttl, --renew-every, --kill-after, --node-timeout and --drift-factor do not fit: {why}",
+            crate::text::fmt_duration(timing.ttl)
+        ))
+    })
 }
 
 /// The subcommands, validated.
@@ -312,20 +336,17 @@ impl Config {
         if let Command::Run(run) = &command
             && run.on_lost != OnLost::Ignore
         {
-            let timing = crate::watchdog::Timing {
-                ttl,
-                renew_every: run.renew_every,
-                node_timeout,
-                grace: run.grace(),
-                margin: run.kill_margin(),
-                drift,
-            };
-            timing.check().map_err(|why| {
-                Error::Usage(format!(
-                    "run --ttl {}: --ttl, --renew-every, --kill-after, --node-timeout and --drift-factor do not fit: {why}",
-                    crate::text::fmt_duration(ttl)
-                ))
-            })?;
+            fits(
+                "run --ttl",
+                crate::watchdog::Timing {
+                    ttl,
+                    renew_every: run.renew_every,
+                    node_timeout,
+                    grace: run.grace(),
+                    margin: run.kill_margin(),
+                    drift,
+                },
+            )?;
         }
         let command = match command {
             Command::Doctor { ttl, json, .. } => {
@@ -648,6 +669,20 @@ fn check(g: &config_file::Globals, env_password: Option<&str>, flag_ttl: Option<
         ok.take(wait_for(&g.wait.label("--wait"), raw));
     }
     let node_timeout = ok.take(node_timeout(g, ttl.unwrap_or(DEFAULT_TTL)));
+    // A `run` with this TTL and no flag of its own must fit it too.
+    if let (Some(ttl), Some(drift_factor), Some(node_timeout)) = (ttl, drift_factor, node_timeout) {
+        ok.take(fits(
+            &ttl_label(g),
+            crate::watchdog::Timing {
+                ttl,
+                renew_every: ttl / 3,
+                node_timeout,
+                grace: default_grace(ttl),
+                margin: kill_margin(ttl),
+                drift: crate::quorum::drift_allowance(ttl, drift_factor),
+            },
+        ));
+    }
     Checked {
         quorum: quorum.unwrap_or(servers.len() / 2 + 1),
         node_timeout: node_timeout.unwrap_or(MAX_DEFAULT_NODE_TIMEOUT),

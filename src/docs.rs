@@ -38,7 +38,7 @@ pub const EXIT_CODES: &[(&str, &str)] = &[
     ),
     (
         "70",
-        "Lost: run stopped the command because the lock could no longer be renewed; extend or release found the lock not held by that token.",
+        "Lost: run stopped the command because the lock could no longer be renewed, or found the lock gone when the command exited (the line names the command's status); extend or release found the lock not held by that token.",
     ),
     (
         "75",

@@ -1048,12 +1048,14 @@ async fn attempt_here(
     let granted = parse_acquire(reply).map_err(|msg| server.bad_reply(Op::Acquire, key, msg))?;
     // The server's own account of itself came in the same round trip, on
     // a new connection; on an old one it is known.
-    let facts = match restart_window {
-        Some(_) => server.facts(conn, deadline).await,
-        None => None,
+    let records = op.numbers.tick.is_some() || op.numbers.untaken != Untaken::Off;
+    let facts = match restart_window.is_some() || records {
+        true => server.facts(conn, deadline).await,
+        false => None,
     };
     let no_vote = no_vote(granted.clock(), (sent, answered))
-        .or_else(|| restarted(facts.as_ref(), restart_window));
+        .or_else(|| restarted(facts.as_ref(), restart_window))
+        .or_else(|| evicting(facts.as_ref().filter(|_| records)));
     // This attempt's own token, fresh and random, already here: another
     // member of the fleet is this same server (one URL listed twice, a
     // cluster listed once per node, a Sentinel group beside its own
@@ -1323,6 +1325,20 @@ pub(super) fn restarted(
             crate::text::fmt_duration(rest)
         )
     })
+}
+
+/// Why a grant for a tick or a `-n` counts towards no quorum, if it does
+/// not: the server (`facts`) may evict keys ([`crate::server::evicts`]).
+/// An evicted grant record forgets the tick that ran or the take since the
+/// `-n` began, as a restart without its data would, and unlike a restart
+/// nothing tells when: no vote for as long as the policy stands. A server
+/// whose `INFO` is refused is not seen.
+fn evicting(facts: Option<&crate::server::Facts>) -> Option<String> {
+    let policy = facts?.evicts.as_deref()?;
+    Some(format!(
+        "its maxmemory-policy {policy} may evict the record of a tick or of a take: no vote for \
+         --once-per or -n (set maxmemory-policy noeviction)"
+    ))
 }
 
 /// How long until a server up for `up` votes again, if it has no vote

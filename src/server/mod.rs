@@ -146,14 +146,18 @@ pub struct Facts {
     /// before every answer, written without error). `everysec` loses up to
     /// a second of writes, and a renewal's later expiry with them.
     pub keeps_data: bool,
+    /// Its `maxmemory-policy`, when it may evict keys ([`evicts`]).
+    pub evicts: Option<String>,
 }
 
 impl Facts {
-    /// Reads the answers of `INFO server`, `INFO persistence` and
-    /// `CONFIG GET appendfsync` (when allowed), as they arrived `now`.
+    /// Reads the answers of `INFO server`, `INFO persistence`, `INFO
+    /// memory` and `CONFIG GET appendfsync` (when allowed), as they arrived
+    /// `now`.
     pub fn parse(
         server: &str,
         persistence: &str,
+        memory: &str,
         appendfsync: Option<&str>,
         now: tokio::time::Instant,
     ) -> Option<Facts> {
@@ -161,8 +165,20 @@ impl Facts {
         let started = now.checked_sub(Duration::from_secs(uptime)).unwrap_or(now);
         let keeps_data = keeps_every_write(persistence, appendfsync);
         let run_id = info_field(server, "run_id")?.to_owned();
-        Some(Facts { run_id, started, keeps_data })
+        let policy = info_field(memory, "maxmemory_policy").unwrap_or("noeviction");
+        let maxmemory = info_field(memory, "maxmemory").and_then(|m| m.parse().ok()).unwrap_or(0);
+        let evicts = evicts(policy, maxmemory).then(|| policy.to_owned());
+        Some(Facts { run_id, started, keeps_data, evicts })
     }
+}
+
+/// Whether a server with this `maxmemory-policy` and `maxmemory` (bytes,
+/// 0: no limit) may evict redlock's keys: any policy but `noeviction`
+/// under a limit (`volatile-*` too: every key redlock writes expires).
+/// An evicted record forgets a tick that ran or a take a `-n` must see,
+/// as a restart without persistence would.
+pub fn evicts(policy: &str, maxmemory: u64) -> bool {
+    maxmemory > 0 && policy != "noeviction"
 }
 
 /// [`Facts::keeps_data`] from the answers of `INFO persistence` (or a
@@ -689,23 +705,26 @@ impl Server {
         let mut c = conn.clone();
         let timeout = self.timeout;
         tokio::spawn(async move {
-            let (mut c1, mut c2) = (c.clone(), c.clone());
-            let (mut server, mut persistence, mut fsync) =
-                (redis::cmd("INFO"), redis::cmd("INFO"), redis::cmd("CONFIG"));
+            let (mut c1, mut c2, mut c3) = (c.clone(), c.clone(), c.clone());
+            let (mut server, mut persistence, mut memory, mut fsync) =
+                (redis::cmd("INFO"), redis::cmd("INFO"), redis::cmd("INFO"), redis::cmd("CONFIG"));
             server.arg("server");
             persistence.arg("persistence");
+            memory.arg("memory");
             fsync.arg("GET").arg("appendfsync");
             let asks = async {
                 tokio::join!(
                     server.query_async::<String>(&mut c),
                     persistence.query_async::<String>(&mut c1),
+                    memory.query_async::<String>(&mut c3),
                     fsync.query_async::<Vec<String>>(&mut c2)
                 )
             };
             let facts = match tokio::time::timeout(timeout, asks).await {
-                Ok((Ok(server), persistence, fsync)) => Facts::parse(
+                Ok((Ok(server), persistence, memory, fsync)) => Facts::parse(
                     &server,
                     persistence.as_deref().unwrap_or(""),
+                    memory.as_deref().unwrap_or(""),
                     fsync.ok().as_ref().and_then(|f| f.get(1)).map(String::as_str),
                     tokio::time::Instant::now(),
                 ),

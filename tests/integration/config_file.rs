@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::harness::{RedisServer, Redlock, unique_key};
+use crate::harness::{Fleet, RedisServer, Redlock, unique_key};
 
 /// `redlock` with HOME pointed at `home`, no XDG_CONFIG_HOME and no REDLOCK_CONFIG.
 fn redlock_at_home(servers_env: Option<&str>, home: &Path) -> Redlock {
@@ -201,4 +201,26 @@ fn config_reports_every_problem_a_command_would_and_still_shows_the_rest() {
     // A good file passes the gate.
     write(&file, "servers = [\"redis://a:1\"]\nttl = \"45s\"\nwait = \"15m\"\n");
     with_file().args(["config", "--check"]).run().expect(0);
+}
+
+/// A `ttl` that every `run` refuses (the renewal, node timeout and stop do
+/// not fit in it) fails the gate too, and `doctor` refuses it: the gate
+/// runs the same checks as the commands. (`config --check` passed it, and
+/// every run then exited 64.)
+#[test]
+fn the_gate_refuses_a_ttl_every_run_refuses() {
+    let fleet = Fleet::start(1);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("fleet.toml");
+    let shown = file.display().to_string();
+    write(&file, "ttl = \"50ms\"\n");
+    let with_file = || Redlock::on(&fleet).env("REDLOCK_CONFIG", &shown);
+    let run = with_file().args(["run", "-k", "k", "--", "true"]).run();
+    run.expect(64).stderr_has("do not fit");
+    let gate = with_file().args(["config", "--check"]).run();
+    gate.expect(64).stderr_has("do not fit");
+    with_file().args(["doctor"]).run().expect(64).stderr_has("do not fit");
+    write(&file, "ttl = \"2s\"\n");
+    with_file().args(["config", "--check"]).run().expect(0);
+    with_file().args(["run", "-k", "k", "--", "true"]).run().expect(0);
 }

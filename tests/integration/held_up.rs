@@ -185,3 +185,56 @@ fn dash_n_refuses_a_node_timeout_the_records_do_not_outlive() {
             .expect(0);
     }
 }
+
+/// Two of three servers may evict keys (`maxmemory-policy allkeys-lru`
+/// under a `maxmemory`): the record of a tick or of a take may vanish
+/// there, so they get no vote for `--once-per` or `-n` (69 here, and `-v`
+/// says why), while a plain lock still takes them; `doctor` calls them an
+/// error. They ran the tick, and could run it twice once the records were
+/// evicted.
+#[test]
+fn evicting_servers_get_no_vote_for_ticks_or_dash_n() {
+    let fleet = Fleet::start(3);
+    for server in &fleet.servers[1..] {
+        let _: String = server.cmd(&["CONFIG", "SET", "maxmemory", "100mb"]);
+        let _: String = server.cmd(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"]);
+    }
+    let key = unique_key("evicting");
+    for once in [&["--once-per", "1h", "-n"][..], &["-n"]] {
+        let out = Redlock::on(&fleet)
+            .args(["-v", "run", "-k", &key])
+            .args(once)
+            .args(["--", "echo", "ran"])
+            .run();
+        out.expect(69).stderr_has("maxmemory-policy allkeys-lru may evict the record");
+        assert!(!out.stdout.contains("ran"), "{once:?}: {}", out.stdout);
+    }
+    Redlock::on(&fleet).args(["run", "-k", &key, "--", "true"]).run().expect(0);
+    Redlock::on(&fleet)
+        .args(["doctor"])
+        .run()
+        .expect(69)
+        .stderr_has("no vote for --once-per or -n");
+}
+
+/// A run whose lock `release --force` deleted while its command ran (no
+/// renewal came between) exits 70, the lost lock's code, with a line that
+/// names the command's own status: another holder may have run beside it,
+/// so a wrapper must not read it as a success. It exited 0 with a warning.
+#[test]
+fn a_run_whose_lock_was_forced_away_exits_70_naming_its_status() {
+    let fleet = Fleet::start(3);
+    let key = unique_key("forced-away");
+    let dir = tempfile::tempdir().unwrap();
+    let held = dir.path().join("held");
+    let go = dir.path().join("go");
+    let job =
+        format!("touch {}; while [ ! -e {} ]; do sleep 0.05; done", held.display(), go.display());
+    let run = Redlock::on(&fleet).args(["run", "-k", &key, "--", "sh", "-c", &job]).spawn();
+    crate::harness::wait_for_file(&held);
+    Redlock::on(&fleet).args(["release", "--force", "-k", &key]).run().expect(0);
+    std::fs::write(&go, "").unwrap();
+    let out = run.wait();
+    out.expect(70).stderr_has("the lock was gone when the command exited with 0");
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+}

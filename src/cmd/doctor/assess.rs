@@ -363,10 +363,10 @@ fn assess_voter(earlier: &[Probe], p: &Probe, a: &mut Assessment) {
 /// operations: eviction, the version, a clock too far for the fences'
 /// window.
 fn assess_keys(p: &Probe, a: &mut Assessment) {
-    let evicting = p.policy.starts_with("allkeys-") || p.policy.starts_with("volatile-");
-    if evicting && p.maxmemory > 0 {
-        a.warnings.push(format!(
-            "{}: maxmemory-policy {} with maxmemory {} can evict lock keys; use noeviction",
+    if crate::server::evicts(&p.policy, p.maxmemory) {
+        a.errors.push(format!(
+            "{}: maxmemory-policy {} with maxmemory {} can evict lock keys and the records of \
+             ticks and takes: it gets no vote for --once-per or -n; use noeviction",
             p.server, p.policy, p.maxmemory
         ));
     }
@@ -696,11 +696,12 @@ mod tests {
         let a = assess(&probes, &[], Duration::from_secs(30), 0.01);
         let errors = a.errors.join("\n");
         assert!(errors.contains("a and b are the same server"), "{errors}");
+        assert!(errors.contains("c: maxmemory-policy allkeys-lru"), "{errors}");
+        assert!(errors.contains("no vote for --once-per or -n"), "{errors}");
         let all = a.warnings.join("\n");
-        assert!(all.contains("c: maxmemory-policy allkeys-lru"), "{all}");
         assert!(all.contains("d: role slave"), "{all}");
         assert!(all.contains("clocks differ by 500.0ms"), "{all}");
-        assert_eq!((a.errors.len(), a.warnings.len()), (1, 3));
+        assert_eq!((a.errors.len(), a.warnings.len()), (2, 2));
     }
 
     #[test]

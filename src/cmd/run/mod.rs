@@ -106,23 +106,7 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
     let (status, stop) =
         supervise(&mut child, &mut signals, health, state, &cfg.key, log, &clock).await;
     if let Ok(status) = &status {
-        let (code, signal) = (status.code(), status.signal());
-        log.event(
-            Level::Info,
-            "child_exited",
-            &format!(
-                "the command exited with {} after holding the lock for {}",
-                child::exit_code(*status),
-                crate::text::fmt_duration(lock.since.elapsed())
-            ),
-            json!({
-                "pid": child.pid(),
-                "code": code,
-                "signal": signal,
-                "exit_code": child::exit_code(*status),
-                "held_ms": crate::text::millis(lock.since.elapsed()),
-            }),
-        );
+        exited(log, child.pid(), *status, &lock);
     }
     // After a lost lock the validity is nearly over: no grace for leftovers.
     let grace = match stop {
@@ -150,7 +134,7 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
     let result = verdict(stop, status, &cfg);
     // The release goes first on every server's connection; the history
     // entry follows it in the same round trip instead of a round of its own.
-    tokio::join!(
+    let (gone, ()) = tokio::join!(
         finish(&fleet, &cfg, &lock, lost, log),
         report::finished(&fleet, &cfg, &lock, asked, &result, signaled, log)
     );
@@ -158,7 +142,46 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
     if let Some(guard) = guard {
         guard.reap();
     }
-    result
+    match (gone, result) {
+        (Some(why), Ok(code)) if cfg.on_lost != crate::config::OnLost::Ignore => {
+            Err(taken_away(&cfg.key, code, &why))
+        }
+        (_, result) => result,
+    }
+}
+
+/// The line of the command's exit, by itself or by a signal.
+fn exited(log: &Log, pid: i32, status: std::process::ExitStatus, lock: &Lock) {
+    log.event(
+        Level::Info,
+        "child_exited",
+        &format!(
+            "the command exited with {} after holding the lock for {}",
+            child::exit_code(status),
+            crate::text::fmt_duration(lock.since.elapsed())
+        ),
+        json!({
+            "pid": pid,
+            "code": status.code(),
+            "signal": status.signal(),
+            "exit_code": child::exit_code(status),
+            "held_ms": crate::text::millis(lock.since.elapsed()),
+        }),
+    );
+}
+
+/// The error of a run whose lock was gone when its command exited by
+/// itself with `code`, though every renewal held it: deleted by `release
+/// --force` (or expired in the last moment of a renewal period). Another
+/// holder may have run beside the command, so the run is not the success
+/// its command says: 70, the lost lock's code, with the command's own
+/// status in the line for a wrapper that wants it.
+fn taken_away(key: &str, code: u8, why: &Error) -> Error {
+    Error::Lost(format!(
+        "{}: the lock was gone when the command exited with {code} (released by force, or \
+         expired): another holder may have run beside it; {why}",
+        crate::text::display_key(key.as_bytes())
+    ))
 }
 
 /// `--jitter`: sleeps a random part of it; a signal ends the run.
@@ -497,14 +520,15 @@ fn say(level: Level, note: Note, pid: i32, key: &str, log: &Log) {
 
 /// Ends the hold: with `--keep`, shortens the lock's TTL to what is left of
 /// the keep time instead of deleting it; otherwise releases it everywhere.
-/// Failures are warnings: the exit code stays the command's. After a `lost`
-/// lock there is nothing to keep, and a release that finds the lock gone
-/// (or the servers still failing) is expected: said with -v only, as the
-/// final error already says why the lock was lost.
-async fn finish(fleet: &Fleet, cfg: &Run, lock: &Lock, lost: bool, log: &Log) {
+/// Failures are warnings, but for a release that found the lock gone,
+/// which it returns ([`taken_away`]). After a `lost` lock there is nothing
+/// to keep, and a release that finds the lock gone (or the servers still
+/// failing) is expected: said with -v only, as the final error already
+/// says why the lock was lost.
+async fn finish(fleet: &Fleet, cfg: &Run, lock: &Lock, lost: bool, log: &Log) -> Option<Error> {
     if lost {
         release_quietly(fleet, lock, log).await;
-        return;
+        return None;
     }
     if let Some(keep) = cfg.keep {
         // A renewal the aborted watchdog left in flight must land before
@@ -523,7 +547,7 @@ async fn finish(fleet: &Fleet, cfg: &Run, lock: &Lock, lost: bool, log: &Log) {
                         ),
                         json!({ "key": lock.key, "kept_ms": crate::text::millis(left) }),
                     );
-                    return;
+                    return None;
                 }
                 Err(e) => log.event(
                     Level::Warn,
@@ -534,21 +558,36 @@ async fn finish(fleet: &Fleet, cfg: &Run, lock: &Lock, lost: bool, log: &Log) {
             }
         }
     }
-    release(fleet, lock, log).await;
+    match fleet.release(&lock.key, &lock.token, lock.shared).await {
+        Err(gone @ Error::Lost(_)) => Some(gone),
+        other => {
+            said(other, lock, fleet.quorum(), Level::Warn, log);
+            None
+        }
+    }
 }
 
 async fn release(fleet: &Fleet, lock: &Lock, log: &Log) {
-    release_at(fleet, lock, Level::Warn, log).await;
+    let release = fleet.release(&lock.key, &lock.token, lock.shared).await;
+    said(release, lock, fleet.quorum(), Level::Warn, log);
 }
 
 /// [`release`] of a lock already lost: a failure is said with -v only.
 async fn release_quietly(fleet: &Fleet, lock: &Lock, log: &Log) {
-    release_at(fleet, lock, Level::Info, log).await;
+    let release = fleet.release(&lock.key, &lock.token, lock.shared).await;
+    said(release, lock, fleet.quorum(), Level::Info, log);
 }
 
-async fn release_at(fleet: &Fleet, lock: &Lock, failure: Level, log: &Log) {
-    match fleet.release(&lock.key, &lock.token, lock.shared).await {
-        Ok(servers) => super::released(log, &lock.key, fleet.quorum(), &servers),
+/// A release's line: the servers that released, or its `failure`.
+fn said(
+    release: Result<Vec<crate::lock::ServerResult>, Error>,
+    lock: &Lock,
+    quorum: usize,
+    failure: Level,
+    log: &Log,
+) {
+    match release {
+        Ok(servers) => super::released(log, &lock.key, quorum, &servers),
         // The error names the operation and the key (`release K: ...`).
         Err(e) => log.event(
             failure,
