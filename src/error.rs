@@ -23,6 +23,9 @@ pub enum Error {
         message: String,
         /// The exit code (75, or `-E/--conflict-exit-code`).
         code: u8,
+        /// A skip that needs nobody's attention, said only with `-v`: the
+        /// run's tick ran, or is running, elsewhere (`--once-per`).
+        quiet: bool,
     },
     /// Not enough servers answered usefully to reach or deny a quorum.
     #[error("{what}: {failures}")]

@@ -141,6 +141,25 @@ impl Tick {
         self.end_ms + crate::text::millis(super::CLOCK_ALLOWANCE)
     }
 
+    /// Whether the holder of `value` (a lock's value, as a waiter sees
+    /// it) runs this tick: its token was made no earlier than the tick's
+    /// start, give or take [`super::CLOCK_ALLOWANCE`]. A holder of an
+    /// earlier tick that runs on past its end began before it; a value
+    /// that is no token (another client's) runs no tick. Breaks for a
+    /// holder whose clock was off by more than the allowance, which no
+    /// server lets hold a tick ([`super::CLOCK_ALLOWANCE`]).
+    pub fn held_by(&self, value: &str) -> bool {
+        let allowance = crate::text::millis(super::CLOCK_ALLOWANCE);
+        value
+            .parse::<crate::token::Token>()
+            .is_ok_and(|t| t.created_ms + allowance >= self.start_ms)
+    }
+
+    /// When the tick ended (the next tick's start).
+    pub fn end(&self) -> SystemTime {
+        std::time::UNIX_EPOCH + Duration::from_millis(self.end_ms)
+    }
+
     /// When the tick began.
     pub fn start(&self) -> SystemTime {
         std::time::UNIX_EPOCH + Duration::from_millis(self.start_ms)

@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use futures_util::StreamExt;
 use tokio::sync::watch;
@@ -22,7 +22,7 @@ use serde_json::json;
 use crate::clock::BootInstant;
 use crate::error::Error;
 use crate::exit;
-use crate::lock::{Attempt, Fleet, Lock, Place, Since, Terms};
+use crate::lock::{Attempt, Fleet, Lock, Place, Since, Terms, Tick};
 use crate::lock::{Request, Wait};
 use crate::output::{Level, Log};
 use crate::queue;
@@ -348,7 +348,7 @@ pub async fn acquire(
                 let Some(report) = within(cut, attempt).await else {
                     leave(joined);
                     return Err(match last {
-                        Some(last) => wait_over(last, wait, request.tick.is_some()),
+                        Some(last) => wait_over(last, wait, request.tick, start.elapsed()),
                         None => cut_off(fleet, key, wait),
                     });
                 };
@@ -367,7 +367,7 @@ pub async fn acquire(
                         return Ok(lock);
                     }
                     // A disordered queue says nothing of the lock.
-                    attempt => last = refusal(attempt, key, fleet.quorum()).or(last),
+                    attempt => last = refusal(attempt, key, fleet.quorum(), request.tick).or(last),
                 }
                 Event::Attempted { seen, ahead }
             }
@@ -395,7 +395,7 @@ pub async fn acquire(
                 let last = last.unwrap_or_else(|| {
                     Error::Usage(format!("acquire {shown}: no attempt was made"))
                 });
-                return Err(wait_over(last, wait, request.tick.is_some()));
+                return Err(wait_over(last, wait, request.tick, start.elapsed()));
             }
         };
         action = state.step(Instant::now(), event);
@@ -504,20 +504,30 @@ fn asked(request: &Request, start: Instant, member: &str) -> Asked {
 
 /// What an attempt that did not take the lock saw, as the error the wait
 /// ends with if it is the last; `None` for a disordered queue, which says
-/// nothing of the lock.
-fn refusal(attempt: Attempt, key: &str, quorum: usize) -> Option<Error> {
+/// nothing of the lock. Under a `tick`, a tick that ran, or is held by the
+/// host that runs it ([`Tick::held_by`]), is a quiet skip: nobody need be
+/// told that another host does the job.
+fn refusal(attempt: Attempt, key: &str, quorum: usize, tick: Option<Tick>) -> Option<Error> {
     let shown = crate::text::display_key(key.as_bytes());
-    let busy = |message| Some(Error::Busy { message, code: exit::BUSY });
+    let busy = |message| Some(Error::Busy { message, code: exit::BUSY, quiet: false });
+    let skip = |message| Some(Error::Busy { message, code: exit::BUSY, quiet: true });
     match attempt {
         // Taken: the caller holds it.
         Attempt::Acquired(_) | Attempt::Disordered => None,
-        Attempt::Busy(holder) => busy(holder.describe(key)),
+        Attempt::Busy(holder) => match tick {
+            Some(tick) if tick.held_by(&holder.value) => skip(format!(
+                "{shown}: the tick of {} is running on {}",
+                tick.describe(),
+                crate::lock::ran_by(&holder.value)
+            )),
+            _ => busy(holder.describe(key)),
+        },
         Attempt::Queued { ahead } => busy(format!("{shown} has {ahead} waiter(s) queued ahead")),
         Attempt::Split(split) => {
             Some(Error::Split(format!("acquire {}", split.describe(key, quorum))))
         }
         Attempt::Unavailable(e) => Some(e),
-        Attempt::Ran(ran) => busy(ran.describe(key)),
+        Attempt::Ran(ran) => skip(ran.describe(key)),
         Attempt::Over(over) => busy(over.describe(key)),
         Attempt::Taken(token) => busy(format!(
             "{shown} was taken by {} after this run began (-n runs only if nobody took the lock \
@@ -527,25 +537,49 @@ fn refusal(attempt: Attempt, key: &str, quorum: usize) -> Option<Error> {
     }
 }
 
-/// The error a wait ends with when `last` is what its last attempt saw: a
+/// The error a wait that lasted `waited` ends with when `last` is what its
+/// last attempt saw: a skip of a tick that ran says how long it waited; a
 /// `--wait DUR` that ran out says it gave up ([`gave_up`]), unless the
 /// error is one waiting cannot cure.
-fn wait_over(last: Error, wait: &Wait, tick: bool) -> Error {
-    match wait {
-        Wait::For(bound) if !bound.is_zero() && !config_error(&last) => gave_up(last, *bound, tick),
-        _ => last,
+fn wait_over(last: Error, wait: &Wait, tick: Option<Tick>, waited: Duration) -> Error {
+    match (last, wait) {
+        (Error::Busy { message, code, quiet: true }, _) => Error::Busy {
+            message: format!("{message}; skipped after {}", crate::text::fmt_duration(waited)),
+            code,
+            quiet: true,
+        },
+        (last, Wait::For(bound)) if !bound.is_zero() && !config_error(&last) => {
+            // A tick's wait is cut at the tick's end (`config`): by then
+            // nobody ran the tick, or the last attempt would have said so.
+            let missed = tick.filter(|t| SystemTime::now() + TICK_END_SLACK >= t.end());
+            gave_up(last, waited, *bound, missed)
+        }
+        (last, _) => last,
     }
 }
 
-/// The error of a wait that ran out after `bound`: what the last attempt
-/// saw, after `gave up after 15m (--wait): `, so that the line reads as
-/// the end of a wait and not as the first refusal. `tick`: `--once-per`
-/// may have cut the wait at the end of the tick.
-fn gave_up(last: Error, bound: Duration, tick: bool) -> Error {
-    let cause = if tick { "--wait, or the end of the tick" } else { "--wait" };
-    let prefix = format!("gave up after {} ({cause}): ", crate::text::fmt_duration(bound));
+/// How early a wait cut at its tick's end may end by the wall clock (it
+/// runs on the boot clock).
+const TICK_END_SLACK: Duration = Duration::from_secs(1);
+
+/// The error of a wait that ran out after `waited` (`bound`, its
+/// `--wait`): what the last attempt saw, after `gave up after 15m
+/// (--wait 15m): `, so that the line reads as the end of a wait and not as
+/// the first refusal; or, when it ran out with its tick (`missed`), that
+/// the tick did not run.
+fn gave_up(last: Error, waited: Duration, bound: Duration, missed: Option<Tick>) -> Error {
+    let waited = crate::text::fmt_duration(waited);
+    let prefix = match missed {
+        Some(tick) => format!(
+            "gave up after {waited} at the end of the tick of {}, which nobody ran (missed): ",
+            tick.describe()
+        ),
+        None => format!("gave up after {waited} (--wait {}): ", crate::text::fmt_duration(bound)),
+    };
     match last {
-        Error::Busy { message, code } => Error::Busy { message: prefix + &message, code },
+        Error::Busy { message, code, quiet } => {
+            Error::Busy { message: prefix + &message, code, quiet }
+        }
         Error::Unavailable { what, failures, config } => {
             Error::Unavailable { what: prefix + &what, failures, config }
         }
@@ -703,9 +737,10 @@ struct WaitReport {
     /// `None` until the wait has begun.
     next: Option<Duration>,
     /// A tick's wait (`--once-per`): a lock held is most often the host
-    /// that runs the tick, and the wait ends in "already ran", which
-    /// `-E 0` keeps silent for cron. So its first line about a busy lock
-    /// waits for [`FIRST_PROGRESS`] too; an outage is said at once.
+    /// that runs the tick, and the wait ends in "already ran", a skip that
+    /// nobody need hear of (a cron mail per host and tick). So its lines
+    /// about a busy lock, and the one when it is taken after all, are said
+    /// only with `-v`; an outage is said at once.
     patient: bool,
 }
 
@@ -716,8 +751,10 @@ impl WaitReport {
         let Some((event, cause, message)) = self.line(key, last, elapsed, left) else { return };
         let forever = left == Duration::MAX;
         let left_ms = (!forever).then(|| crate::text::millis(left));
+        let level =
+            if self.patient && cause != "unavailable" { Level::Info } else { Level::Notice };
         log.event(
-            Level::Notice,
+            level,
             event,
             &message,
             json!({
@@ -789,7 +826,7 @@ impl WaitReport {
             return;
         }
         log.event(
-            Level::Notice,
+            if self.patient { Level::Info } else { Level::Notice },
             "wait_ended",
             &format!(
                 "acquired {} after waiting {} ({attempts} attempts)",
@@ -855,7 +892,7 @@ mod tests {
     #[test]
     fn a_tick_s_wait_on_a_busy_lock_speaks_only_once_it_lasts() {
         let mut report = WaitReport { patient: true, ..WaitReport::default() };
-        let busy = Error::Busy { message: "k is held by h pid 1".into(), code: 0 };
+        let busy = Error::Busy { message: "k is held by h pid 1".into(), code: 0, quiet: false };
         assert!(report.line("k", &busy, Duration::from_millis(900), Duration::MAX).is_none());
         let (event, cause, _) =
             report.line("k", &busy, Duration::from_secs(11), Duration::MAX).unwrap();
@@ -874,14 +911,37 @@ mod tests {
 
     #[test]
     fn a_wait_that_ran_out_says_it_gave_up_first() {
-        let busy = Error::Busy { message: "k is held by h pid 1".into(), code: 0 };
-        let e = gave_up(busy, Duration::from_secs(900), false);
-        assert_eq!(e.to_string(), "gave up after 15m (--wait): k is held by h pid 1");
+        let busy = Error::Busy { message: "k is held by h pid 1".into(), code: 0, quiet: false };
+        let fifteen = Duration::from_secs(900);
+        let e = gave_up(busy, Duration::from_millis(899_600), fifteen, None);
+        assert_eq!(e.to_string(), "gave up after 14m 59s (--wait 15m): k is held by h pid 1");
         assert_eq!(e.exit_code(), 0, "the code stays");
-        let split = gave_up(Error::Split("acquire k: split".into()), Duration::from_secs(60), true);
-        assert!(
-            split.to_string().starts_with("gave up after 1m (--wait, or the end of the tick): ")
+        let tick = Tick { start_ms: 60_000, end_ms: 120_000 };
+        let split = gave_up(Error::Split("acquire k: split".into()), fifteen, fifteen, Some(tick));
+        assert!(split.to_string().starts_with(
+            "gave up after 15m at the end of the tick of 1970-01-01T00:01Z, which nobody ran (missed): "
+        ));
+    }
+
+    #[test]
+    fn a_tick_that_ran_ends_a_wait_as_a_quiet_skip_with_the_time_waited() {
+        let ran = Error::Busy {
+            message: "k: the tick of 04:08Z already ran on web-3 (pid 22101)".into(),
+            code: 75,
+            quiet: true,
+        };
+        let tick = Some(Tick { start_ms: 60_000, end_ms: 120_000 });
+        let e = wait_over(
+            ran,
+            &Wait::For(Duration::from_secs(50)),
+            tick,
+            Duration::from_millis(10_100),
         );
+        assert_eq!(
+            e.to_string(),
+            "k: the tick of 04:08Z already ran on web-3 (pid 22101); skipped after 10.1s"
+        );
+        assert!(matches!(e, Error::Busy { quiet: true, code: 75, .. }));
     }
 
     #[test]

@@ -223,3 +223,56 @@ fn history_check_status_and_metrics_know_the_ticks() {
     let prom = std::fs::read_to_string(&metrics).unwrap();
     assert!(prom.contains("redlock_last_tick_timestamp_seconds{"), "{prom}");
 }
+
+/// The README's crontab line as a fleet runs it, through a pseudo cron
+/// that mails whatever a host prints (stdout and stderr): with a job
+/// longer than the 10 s after which a wait first says it waits, only the
+/// host that ran the tick mails (the job's own output). The others waited
+/// behind it and printed `waiting for ...`: a mail per host and tick.
+#[test]
+fn the_readme_cron_line_mails_only_from_the_host_that_ran_the_tick() {
+    let fleet = Fleet::start(3);
+    let key = unique_key("tick-mail");
+    let readme = std::fs::read_to_string(crate::harness::root().join("README.md")).unwrap();
+    let line = readme.lines().find(|l| l.contains("redlock run --once-per")).unwrap();
+    let flags: Vec<&str> = line.split(" -- ").next().unwrap().split_whitespace().collect();
+    let at = flags.iter().position(|w| *w == "run").unwrap();
+    // The line's flags, with a 15 s tick for its 5 minutes, a jitter of
+    // 1 s (so that every other host waits more than 10 s) and this key.
+    let mut args: Vec<String> = Vec::new();
+    let mut words = flags[at..].iter();
+    while let Some(word) = words.next() {
+        match *word {
+            "--once-per" => {
+                args.extend(["--once-per".into(), words.next().map(|_| "15s".into()).unwrap()])
+            }
+            "--jitter" => {
+                args.extend(["--jitter".into(), words.next().map(|_| "1s".into()).unwrap()]);
+            }
+            "--key" | "-k" => {
+                args.extend(["--key".into(), words.next().map(|_| key.clone()).unwrap()])
+            }
+            other => args.push(other.to_owned()),
+        }
+    }
+    assert!(args.contains(&"-E".to_owned()), "the README's line: {line}");
+    next_tick(Duration::from_secs(15), Duration::from_millis(200));
+    let hosts: Vec<Running> = (0..4)
+        .map(|_| {
+            Redlock::on(&fleet)
+                .args(&args)
+                .args(["--", "sh", "-c", "sleep 12; echo report done"])
+                .spawn()
+        })
+        .collect();
+    let mails: Vec<String> = hosts
+        .into_iter()
+        .map(|h| {
+            let out = h.wait();
+            out.expect(0);
+            format!("{}{}", out.stdout, out.stderr)
+        })
+        .filter(|mail| !mail.is_empty())
+        .collect();
+    assert_eq!(mails, ["report done\n"], "one mail, the job's own");
+}

@@ -64,9 +64,9 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
     let forker = (request.wait != Wait::Once).then(Forker::start).flatten();
     let lock = match crate::wait::acquire(&fleet, &request, log, Some(&mut signals)).await {
         Ok(lock) => lock,
-        Err(Error::Busy { message, .. }) => {
+        Err(Error::Busy { message, quiet, .. }) => {
             report::skipped(&fleet, &cfg, &message, asked, log).await;
-            return Err(Error::Busy { message, code: cfg.conflict_exit_code });
+            return Err(Error::Busy { message, code: cfg.conflict_exit_code, quiet });
         }
         Err(e) => return Err(e),
     };
