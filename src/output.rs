@@ -113,7 +113,8 @@ impl Log {
                 {
                     obj.extend(extra);
                 }
-                obj.to_string()
+                // A message may quote what a server or the environment said.
+                crate::text::json(&obj)
             }
         };
         // stderr may be closed (a cron job's output discarded); nothing to do then.
