@@ -221,28 +221,34 @@ fn fields_read_back_from_the_servers_reach_no_terminal_raw() {
         "holder",
         "\u{202e}held\u{1b}[0m",
     ]);
-    // Another client's value.
-    let _: String = server.cmd(&["SET", &lock, "\u{1b}[2J\u{202e}"]);
-    for args in [
-        vec!["history", "--key", &key],
-        vec!["history", "--json", "--key", &key],
-        vec!["check", "--max-age", "1h", "--key", &key],
-        vec!["check", "--json", "--max-age", "1h", "--key", &key],
-        vec!["status", "--key", &key],
-        vec!["status", "--json", "--key", &key],
-    ] {
-        let out = Redlock::on(&fleet).args(&args).run();
-        no_panic(&out);
-        if let Some(c) = raw_unsafe(&out.stdout).or_else(|| raw_unsafe(&out.stderr)) {
-            out.fail(&format!("printed U+{:04X} raw", u32::from(c)));
-        }
-        if args.contains(&"--json") {
-            out.json();
-        }
-    }
     // JSON escapes are the text itself to a parser: a script reads the
     // entry as written.
     let json = Redlock::on(&fleet).args(["history", "--json", "--key", &key]).run().json();
     assert_eq!(json["entries"][0]["host"], host);
     assert_eq!(json["skips"]["last_holder"], "\u{202e}held\u{1b}[0m");
+    // Another client's value, then one in a token's shape whose job
+    // decodes to a bidi override (`status` printed the job as it was);
+    // `run -n` finds either busy and says who holds it.
+    let token_shaped = format!("{:032x}.1.1700000000000.web~job=https://x/%E2%80%AEgpj%2Eexe", 7);
+    for value in ["\u{1b}[2J\u{202e}", &token_shaped] {
+        let _: String = server.cmd(&["SET", &lock, value]);
+        for args in [
+            vec!["history", "--key", &key],
+            vec!["history", "--json", "--key", &key],
+            vec!["check", "--max-age", "1h", "--key", &key],
+            vec!["check", "--json", "--max-age", "1h", "--key", &key],
+            vec!["status", "--key", &key],
+            vec!["status", "--json", "--key", &key],
+            vec!["run", "-n", "--key", &key, "--", "true"],
+        ] {
+            let out = Redlock::on(&fleet).args(&args).run();
+            no_panic(&out);
+            if let Some(c) = raw_unsafe(&out.stdout).or_else(|| raw_unsafe(&out.stderr)) {
+                out.fail(&format!("printed U+{:04X} raw", u32::from(c)));
+            }
+            if args.contains(&"--json") {
+                out.json();
+            }
+        }
+    }
 }
