@@ -125,8 +125,10 @@ impl Token {
         }
     }
 
-    /// The same token saying where its holder runs (`--note`, the CI job),
-    /// each as [`field`] makes it fit the token.
+    /// The same token saying where its holder runs (`--note`, the CI job):
+    /// a control or formatting character in either written escaped
+    /// ([`crate::text::printable`]), each cut to [`MAX_NOTE`] bytes, so
+    /// that the token always reads back.
     pub fn with_note(self, note: Option<String>, job: Option<String>) -> Token {
         Token { note: note.and_then(field), job: job.and_then(field), ..self }
     }
