@@ -786,7 +786,8 @@ fn run(
             Some(p) if p.file_name().is_none() => {
                 return usage(format!("--metrics-file {}: not a file name", p.display()));
             }
-            other => other,
+            Some(p) => Some(crate::metrics::check_dir(&p).map(|()| p).or_else(usage)?),
+            None => None,
         },
         argv,
     };
