@@ -128,3 +128,20 @@ mod tests {
         assert_eq!(serde_json::from_str::<serde_json::Value>(&line).ok(), Some(value));
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn no_text_reaches_a_terminal_raw_and_json_keeps_it_whole(text in "\\PC*|.*|[\\x00-\\x{9f}\\x{2000}-\\x{206f}\\x{feff}]{0,40}") {
+            prop_assert!(!printable(&text).chars().any(is_unsafe));
+            let value = serde_json::json!({ "text": text });
+            let line = json(&value);
+            prop_assert!(!line.chars().any(is_unsafe), "{}", line);
+            prop_assert_eq!(serde_json::from_str::<serde_json::Value>(&line).ok(), Some(value));
+        }
+    }
+}
