@@ -23,10 +23,13 @@
 //! (`O_EXCL`, which follows no symbolic link), and the sidecar is opened
 //! with `O_NOFOLLOW`: a link planted at either name is never followed, so
 //! the file it points to is neither written nor created (a link at the
-//! sidecar's name fails the update with a warning). A directory that
-//! others may write and that has no sticky bit is refused
-//! ([`check_dir`]): anyone could rename their own file over PATH there.
-//! Group write is the owner's choice of who may, and is allowed.
+//! sidecar's name fails the update with a warning). Both the file and the
+//! sidecar are opened only if regular files, without waiting: a FIFO
+//! planted at either name fails the update instead of blocking the run
+//! for ever. A directory that others may write and that has no sticky
+//! bit is refused ([`check_dir`]): anyone could rename their own file
+//! over PATH there. Group write is the owner's choice of who may, and is
+//! allowed.
 //!
 //! Server health comes from the last acquire attempt of the invocation
 //! ([`observe`]): how many servers answered it and how many failed, of how
@@ -146,7 +149,7 @@ pub fn write(path: &Path, sample: &Sample) -> std::io::Result<()> {
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     // Dot-files: node_exporter reads only *.prom, so it never sees these.
     let _held = lock(&dir.join(format!(".{name}.lock")))?;
-    let mut all = std::fs::read_to_string(path).map(|t| previous(&t)).unwrap_or_default();
+    let mut all = read_previous(path)?;
     apply(all.entry(sample.key.clone()).or_default(), sample);
     let text = render(&all);
     // `.NAME.XXXXXX.tmp`, created new with the mode `File::create` gives
@@ -195,13 +198,9 @@ pub fn check_dir(path: &Path) -> Result<(), String> {
 /// goes with the returned file. `flock` locks are released by the kernel
 /// when the process dies, so a killed writer leaves no stale lock.
 fn lock(path: &Path) -> std::io::Result<std::fs::File> {
-    let opened = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path);
-    let file = match opened {
+    let mut options = std::fs::OpenOptions::new();
+    options.create(true).truncate(false).write(true);
+    let file = match regular(path, &mut options, libc::O_NOFOLLOW) {
         Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::InvalidInput,
@@ -230,6 +229,46 @@ fn lock(path: &Path) -> std::io::Result<std::fs::File> {
             Err(std::fs::TryLockError::Error(e)) => return Err(e),
         }
     }
+}
+
+/// Opens `path` as `options` say with `flags` added, only if it is a
+/// regular file, and without waiting: `O_NONBLOCK`, since opening a FIFO
+/// (which anyone may plant where the name is free, as in `/tmp`) waits
+/// for its other end for ever. The flag changes nothing for a regular file.
+fn regular(
+    path: &Path,
+    options: &mut std::fs::OpenOptions,
+    flags: i32,
+) -> std::io::Result<std::fs::File> {
+    let not_regular = || {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{}: not a regular file", path.display()),
+        )
+    };
+    let file = match options.custom_flags(libc::O_NONBLOCK | flags).open(path) {
+        // A FIFO opened to write with no reader.
+        Err(e) if e.raw_os_error() == Some(libc::ENXIO) => return Err(not_regular()),
+        opened => opened?,
+    };
+    if !file.metadata()?.is_file() {
+        return Err(not_regular());
+    }
+    Ok(file)
+}
+
+/// The values of the file at `path` as the last update left them
+/// ([`previous`]): none when there is no file or its text is not UTF-8.
+/// Read through a symbolic link (the rename replaces the link), from
+/// nothing but a regular file.
+fn read_previous(path: &Path) -> std::io::Result<Series> {
+    use std::io::Read;
+    let mut file = match regular(path, std::fs::OpenOptions::new().read(true), 0) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Series::new()),
+        opened => opened?,
+    };
+    let mut text = String::new();
+    Ok(file.read_to_string(&mut text).map(|_| previous(&text)).unwrap_or_default())
 }
 
 /// Applies `sample` to its key's values.

@@ -448,3 +448,26 @@ fn a_metrics_file_in_a_directory_others_may_write_is_refused() {
         .expect(0);
     assert_eq!(metrics(&open.join("job.prom"))["redlock_runs_total"], 1.0);
 }
+
+/// A FIFO planted at the metrics file's name or the sidecar's (anyone may
+/// make one in a sticky directory such as /tmp, where the file's name is
+/// free) would block the open until someone reads or writes it: the
+/// update fails with a warning instead, and the run ends.
+#[test]
+fn a_fifo_at_the_metrics_file_s_names_blocks_nothing() {
+    let fleet = Fleet::start(1);
+    let key = unique_key("metrics-fifo");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("job.prom");
+    for planted in [dir.path().join(".job.prom.lock"), path.clone()] {
+        let _ = std::fs::remove_file(&planted);
+        let made = std::process::Command::new("mkfifo").arg(&planted).status().unwrap();
+        assert!(made.success(), "mkfifo {}", planted.display());
+        let out = Redlock::on(&fleet)
+            .args(["run", "-n", "--metrics-file", &path.display().to_string(), "--key", &key])
+            .args(["--", "true"])
+            .run();
+        out.expect(0).within(Duration::from_secs(10)).stderr_has("not a regular file");
+        std::fs::remove_file(&planted).unwrap();
+    }
+}
