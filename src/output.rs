@@ -97,7 +97,7 @@ impl Log {
             return;
         }
         let line = match self.format {
-            LogFormat::Text => format!("redlock: {message}"),
+            LogFormat::Text => format!("redlock: {}", crate::text::guarded(message)),
             LogFormat::Json => {
                 let ts_ms = std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)

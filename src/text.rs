@@ -51,12 +51,27 @@ pub fn is_unsafe(c: char) -> bool {
 /// line is one line, shows every character and moves no cursor. The
 /// escapes are unambiguous: a `\` in the text is always shown doubled.
 pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text.chars().any(|c| c == '\\' || is_unsafe(c)) {
+    escape_where(text, |c| c == '\\' || is_unsafe(c))
+}
+
+/// A message on its way to a terminal, checked once more: every
+/// [`is_unsafe`] character but the newline written as [`printable`]
+/// writes it, nothing else changed, so a message built from
+/// [`printable`] parts is left as it is. It catches a part that should
+/// have gone through [`printable`] and did not (a server's error reply
+/// quoted in a message).
+pub fn guarded(message: &str) -> std::borrow::Cow<'_, str> {
+    escape_where(message, |c| c != '\n' && is_unsafe(c))
+}
+
+/// `text` with the characters `escape` picks written as Rust writes them.
+fn escape_where(text: &str, escape: impl Fn(char) -> bool) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(&escape) {
         return std::borrow::Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 8);
     for c in text.chars() {
-        if c == '\\' || is_unsafe(c) {
+        if escape(c) {
             out.extend(c.escape_debug());
         } else {
             out.push(c);
@@ -121,6 +136,9 @@ mod tests {
             "exe\\u{202e}txt\\u{2066}\\u{200b}"
         );
         assert_eq!(printable("a\\u{1b}\n"), "a\\\\u{1b}\\n", "a written escape is no escape");
+        assert_eq!(guarded("k: a\\b \u{1b}[2J\u{202e}\nnext"), "k: a\\b \\u{1b}[2J\\u{202e}\nnext");
+        let parts = printable("x\\\u{1b}");
+        assert_eq!(guarded(&parts), parts, "a printable message is left as it is");
         let value = serde_json::json!({ "host": "w\u{1b}\u{9b}\u{202e}\u{7f}é\"\\" });
         let line = json(&value);
         assert!(!line.chars().any(is_unsafe), "{line}");
