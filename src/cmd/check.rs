@@ -118,7 +118,7 @@ pub async fn check(
         format!("{label} - {text}")
     };
     // A closed stdout loses only the line; the verdict is the exit code.
-    let _ = writeln!(std::io::stdout().lock(), "{line}");
+    let _ = writeln!(std::io::stdout().lock(), "{}", crate::text::guarded(&line));
     code
 }
 

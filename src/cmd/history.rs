@@ -21,7 +21,7 @@ pub async fn history(fleet: &Fleet, key: &str, count: usize, json: bool) -> Resu
     let text =
         if json { crate::text::json(&render_json(key, &found)) } else { render_table(key, &found) };
     // A closed stdout loses only the report.
-    let _ = writeln!(std::io::stdout().lock(), "{text}");
+    let _ = writeln!(std::io::stdout().lock(), "{}", crate::text::guarded(&text));
     if found.known() { Ok(exit::OK) } else { Err(found.unavailable(key)) }
 }
 

@@ -101,8 +101,10 @@ pub async fn status(fleet: &Fleet, key: &str, json: bool, limit: Option<u32>) ->
         Some(why) if !json => format!("{text}\n{}: no vote: {why}", server.name()),
         _ => text,
     });
-    // A closed stdout (`| head -0`) loses only the report; the verdict is the exit code.
-    let _ = writeln!(std::io::stdout().lock(), "{text}");
+    // A closed stdout (`| head -0`) loses only the report; the verdict is
+    // the exit code. `guarded` catches a server's text quoted raw (an
+    // error reply in the table).
+    let _ = writeln!(std::io::stdout().lock(), "{}", crate::text::guarded(&text));
     let held = places.iter().any(|(_, s)| s.holder.is_some());
     match places.iter().find(|(_, s)| s.holder.is_none() && !s.known) {
         _ if held => Ok(exit::OK),
