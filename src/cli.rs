@@ -608,17 +608,33 @@ pub struct Parsed {
 /// The URL of the CI job `env` describes: GitHub Actions' run
 /// (`$GITHUB_SERVER_URL/$GITHUB_REPOSITORY/actions/runs/$GITHUB_RUN_ID`) or
 /// GitLab's job (`$CI_JOB_URL`). Only those variables are read: a token
-/// carries this URL, and nothing else of the environment may reach it.
+/// carries this URL to every server and every waiter's terminal, and
+/// nothing else of the environment may reach it. Of the URL only the
+/// scheme (http or https), the host, the port and the path are kept: a
+/// query, a fragment or user info may hold a secret whatever it is named
+/// (`?private_token=`, `#access_token=`, `user:pass@`). The path comes out
+/// percent-encoded, ASCII. No URL (`None`) when the variables hold no
+/// http(s) URL with a host, or hold a control or formatting character
+/// ([`crate::text::is_unsafe`]).
 pub fn ci_job(env: impl Fn(&str) -> Option<std::ffi::OsString>) -> Option<String> {
     let var = |name: &str| {
         env(name).map(|v| v.to_string_lossy().into_owned()).filter(|v| !v.trim().is_empty())
     };
-    if let (Some(server), Some(repo), Some(run)) =
-        (var("GITHUB_SERVER_URL"), var("GITHUB_REPOSITORY"), var("GITHUB_RUN_ID"))
-    {
-        return Some(format!("{}/{repo}/actions/runs/{run}", server.trim_end_matches('/')));
+    let raw = match (var("GITHUB_SERVER_URL"), var("GITHUB_REPOSITORY"), var("GITHUB_RUN_ID")) {
+        (Some(server), Some(repo), Some(run)) => {
+            format!("{}/{repo}/actions/runs/{run}", server.trim_end_matches('/'))
+        }
+        _ => var("CI_JOB_URL")?,
+    };
+    if raw.chars().any(crate::text::is_unsafe) {
+        return None;
     }
-    var("CI_JOB_URL")
+    let url = url::Url::parse(raw.trim()).ok()?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return None;
+    }
+    let port = url.port().map_or_else(String::new, |p| format!(":{p}"));
+    Some(format!("{}://{}{port}{}", url.scheme(), url.host_str()?, url.path()))
 }
 
 /// Parses `args` (the program name first) with the process environment,
@@ -993,6 +1009,30 @@ mod tests {
         assert_eq!(ci_job(env(&GITHUB)).as_deref(), Some("https://github.com/o/r/actions/runs/7"));
         assert_eq!(ci_job(env(&GITHUB[1..])).as_deref(), Some("https://gitlab.com/o/r/-/jobs/1"));
         assert_eq!(ci_job(env(&[("GITHUB_RUN_ID", "7"), ("CI_JOB_URL", " ")])), None);
+        // Only scheme, host, port and path: whatever else may be a secret.
+        let job =
+            |url: &'static str| ci_job(move |n: &str| (n == "CI_JOB_URL").then(|| url.into()));
+        for (url, kept) in [
+            (
+                "https://gitlab.example/o/r/-/jobs/1?private_token=s",
+                "https://gitlab.example/o/r/-/jobs/1",
+            ),
+            ("https://u:p@ci.example:8443/j/1#access_token=s", "https://ci.example:8443/j/1"),
+            ("http://ci.example/a b/é?PASSWORD=s&token=s", "http://ci.example/a%20b/%C3%A9"),
+            ("HTTPS://CI.example", "https://ci.example/"),
+        ] {
+            assert_eq!(job(url).as_deref(), Some(kept), "{url}");
+        }
+        for url in [
+            "ftp://ci.example/j",
+            "javascript:alert(1)",
+            "ci.example/j",
+            "https://x/\u{202e}j",
+            "https://x/\u{1b}[2J",
+            "https://x/a\nb",
+        ] {
+            assert_eq!(job(url), None, "{url:?}");
+        }
     }
 
     fn line(args: &[&str]) -> String {

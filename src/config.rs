@@ -838,7 +838,8 @@ fn run(
             Some(p) if p.file_name().is_none() => {
                 return usage(format!("--metrics-file {}: not a file name", p.display()));
             }
-            other => other,
+            Some(p) => Some(crate::metrics::check_dir(&p).map(|()| p).or_else(usage)?),
+            None => None,
         },
         argv,
     };
@@ -945,9 +946,11 @@ fn note(raw: Option<String>) -> Result<Option<String>, Error> {
             crate::token::MAX_NOTE
         ));
     }
-    if let Some(c) = text.chars().find(|c| c.is_control()) {
+    if let Some(c) = text.chars().find(|c| crate::text::is_unsafe(*c)) {
+        let kind = if c.is_control() { "control" } else { "formatting (bidi, zero-width)" };
         return usage(format!(
-            "--note {text:?}: must not contain a control character (found U+{:04X})",
+            "--note {}: must not contain a {kind} character (found U+{:04X})",
+            crate::text::printable(&text),
             u32::from(c)
         ));
     }

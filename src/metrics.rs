@@ -18,6 +18,19 @@
 //! longer (frozen with SIGSTOP) costs the others this update, with a
 //! warning, never their job.
 //!
+//! The directory may hold names someone else chose. The temporary file
+//! gets a random name and is created only if nothing has that name
+//! (`O_EXCL`, which follows no symbolic link), and the sidecar is opened
+//! with `O_NOFOLLOW`: a link planted at either name is never followed, so
+//! the file it points to is neither written nor created (a link at the
+//! sidecar's name fails the update with a warning). Both the file and the
+//! sidecar are opened only if regular files, without waiting: a FIFO
+//! planted at either name fails the update instead of blocking the run
+//! for ever. A directory that others may write and that has no sticky
+//! bit is refused ([`check_dir`]): anyone could rename their own file
+//! over PATH there. Group write is the owner's choice of who may, and is
+//! allowed.
+//!
 //! Server health comes from the last acquire attempt of the invocation
 //! ([`observe`]): how many servers answered it and how many failed, of how
 //! many. A server the attempt did not wait for (the verdict was settled
@@ -28,6 +41,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
@@ -130,33 +144,71 @@ type Series = BTreeMap<String, BTreeMap<String, f64>>;
 /// missing or unreadable file starts from zero), applies the sample, writes
 /// a temporary file beside it and renames it over `path`.
 pub fn write(path: &Path, sample: &Sample) -> std::io::Result<()> {
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    check_dir(path).map_err(|e| std::io::Error::new(std::io::ErrorKind::PermissionDenied, e))?;
+    let dir = dir(path);
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     // Dot-files: node_exporter reads only *.prom, so it never sees these.
     let _held = lock(&dir.join(format!(".{name}.lock")))?;
-    let mut all = std::fs::read_to_string(path).map(|t| previous(&t)).unwrap_or_default();
+    let mut all = read_previous(path)?;
     apply(all.entry(sample.key.clone()).or_default(), sample);
     let text = render(&all);
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let written = std::fs::File::create(&tmp).and_then(|mut f| {
-        f.write_all(text.as_bytes())?;
-        f.sync_all()
-    });
-    match written.and_then(|()| std::fs::rename(&tmp, path)) {
-        Ok(()) => Ok(()),
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            Err(e)
-        }
-    }
+    // `.NAME.XXXXXX.tmp`, created new with the mode `File::create` gives
+    // (0666 less the umask): node_exporter runs as another user.
+    let mut tmp = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".tmp")
+        .permissions(std::fs::Permissions::from_mode(0o666))
+        .tempfile_in(dir)?;
+    tmp.write_all(text.as_bytes())?;
+    tmp.as_file().sync_all()?;
+    // A failed rename drops (and so deletes) the temporary file.
+    tmp.persist(path).map(drop).map_err(|e| e.error)
 }
 
-/// Takes the exclusive lock on the sidecar at `path` (created if need be),
-/// waiting at most [`LOCK_WAIT`]; the lock goes with the returned file.
-/// `flock` locks are released by the kernel when the process dies, so a
-/// killed writer leaves no stale lock.
+/// The directory `path` is in (`.` for a bare file name).
+fn dir(path: &Path) -> &Path {
+    path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."))
+}
+
+/// Refuses a metrics file whose directory others may write (mode `o+w`)
+/// without the sticky bit: there anyone may rename a file of theirs over
+/// the metrics file or delete the sidecar. A sticky directory (`/tmp`'s
+/// 1777) lets each user rename and delete only their own. A directory
+/// that cannot be read yet (missing) passes; writing then fails with a
+/// warning.
+pub fn check_dir(path: &Path) -> Result<(), String> {
+    let dir = dir(path);
+    let Ok(meta) = std::fs::metadata(dir) else { return Ok(()) };
+    let mode = meta.permissions().mode();
+    if mode & 0o002 != 0 && mode & 0o1000 == 0 {
+        return Err(format!(
+            "--metrics-file {}: its directory {} may be written by anyone and has no sticky \
+             bit (mode {:o}), so anyone could replace the file; use a directory only its \
+             owners may write (or chmod +t it)",
+            path.display(),
+            dir.display(),
+            mode & 0o7777
+        ));
+    }
+    Ok(())
+}
+
+/// Takes the exclusive lock on the sidecar at `path` (created if need be,
+/// never through a symbolic link), waiting at most [`LOCK_WAIT`]; the lock
+/// goes with the returned file. `flock` locks are released by the kernel
+/// when the process dies, so a killed writer leaves no stale lock.
 fn lock(path: &Path) -> std::io::Result<std::fs::File> {
-    let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(path)?;
+    let mut options = std::fs::OpenOptions::new();
+    options.create(true).truncate(false).write(true);
+    let file = match regular(path, &mut options, libc::O_NOFOLLOW) {
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("{}: is a symbolic link, which is not followed", path.display()),
+            ));
+        }
+        other => other?,
+    };
     let deadline = std::time::Instant::now() + LOCK_WAIT;
     loop {
         match file.try_lock() {
@@ -177,6 +229,46 @@ fn lock(path: &Path) -> std::io::Result<std::fs::File> {
             Err(std::fs::TryLockError::Error(e)) => return Err(e),
         }
     }
+}
+
+/// Opens `path` as `options` say with `flags` added, only if it is a
+/// regular file, and without waiting: `O_NONBLOCK`, since opening a FIFO
+/// (which anyone may plant where the name is free, as in `/tmp`) waits
+/// for its other end for ever. The flag changes nothing for a regular file.
+fn regular(
+    path: &Path,
+    options: &mut std::fs::OpenOptions,
+    flags: i32,
+) -> std::io::Result<std::fs::File> {
+    let not_regular = || {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{}: not a regular file", path.display()),
+        )
+    };
+    let file = match options.custom_flags(libc::O_NONBLOCK | flags).open(path) {
+        // A FIFO opened to write with no reader.
+        Err(e) if e.raw_os_error() == Some(libc::ENXIO) => return Err(not_regular()),
+        opened => opened?,
+    };
+    if !file.metadata()?.is_file() {
+        return Err(not_regular());
+    }
+    Ok(file)
+}
+
+/// The values of the file at `path` as the last update left them
+/// ([`previous`]): none when there is no file or its text is not UTF-8.
+/// Read through a symbolic link (the rename replaces the link), from
+/// nothing but a regular file.
+fn read_previous(path: &Path) -> std::io::Result<Series> {
+    use std::io::Read;
+    let mut file = match regular(path, std::fs::OpenOptions::new().read(true), 0) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Series::new()),
+        opened => opened?,
+    };
+    let mut text = String::new();
+    Ok(file.read_to_string(&mut text).map(|_| previous(&text)).unwrap_or_default())
 }
 
 /// Applies `sample` to its key's values.
@@ -291,6 +383,21 @@ mod tests {
         assert!(text.contains("redlock_runs_total{key=\"a\\\"b\\\\c\\nd\"} 4\n"), "{text}");
         assert_eq!(text.matches("# TYPE redlock_runs_total").count(), 1, "{text}");
         assert_eq!(previous(&text), all);
+    }
+
+    #[test]
+    fn a_directory_others_may_write_needs_the_sticky_bit() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("job.prom");
+        for (mode, ok) in
+            [(0o755, true), (0o775, true), (0o1777, true), (0o777, false), (0o757, false)]
+        {
+            std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(mode)).unwrap();
+            assert_eq!(check_dir(&file).is_ok(), ok, "{mode:o}");
+        }
+        let err = check_dir(&file).unwrap_err();
+        assert!(err.contains("sticky") && err.contains("job.prom") && !err.contains('\n'), "{err}");
+        assert_eq!(check_dir(&dir.path().join("missing/job.prom")), Ok(()));
     }
 
     #[test]

@@ -97,7 +97,7 @@ impl Log {
             return;
         }
         let line = match self.format {
-            LogFormat::Text => format!("redlock: {message}"),
+            LogFormat::Text => format!("redlock: {}", crate::text::guarded(message)),
             LogFormat::Json => {
                 let ts_ms = std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
@@ -113,7 +113,8 @@ impl Log {
                 {
                     obj.extend(extra);
                 }
-                obj.to_string()
+                // A message may quote what a server or the environment said.
+                crate::text::json(&obj)
             }
         };
         // stderr may be closed (a cron job's output discarded); nothing to do then.

@@ -25,7 +25,10 @@
 //!
 //! Where the holder runs may follow the host: `~note=TEXT` (`--note`) and
 //! `~job=URL` (the CI job: GitHub Actions' run, GitLab's job), each at most
-//! [`MAX_NOTE`] bytes, percent-encoded so that the token stays one shell
+//! [`MAX_NOTE`] bytes and without a control or formatting character
+//! ([`crate::text::is_unsafe`]: every holder and waiter prints them), so a
+//! token whose fields hold one is no redlock token. Each is
+//! percent-encoded so that the token stays one shell
 //! word of printable ASCII: every byte but letters, digits and `_/:,+=@`
 //! is written `%XX` (upper-case hex), so neither `.` (the fields), `~` (the
 //! tags) nor `-shared.` (the queue's script) can appear in it. They are
@@ -54,11 +57,11 @@ pub struct Token {
     /// holds the token), not a redlock process: no redlock renews or
     /// guards this lock.
     pub caller: bool,
-    /// Where the holder runs, as `--note` said (at most [`MAX_NOTE`] bytes,
-    /// no control character).
+    /// Where the holder runs, as `--note` said ([`Token::with_note`]: at
+    /// most [`MAX_NOTE`] bytes, no control or formatting character).
     pub note: Option<String>,
-    /// The CI job the holder runs in (a URL, credentials redacted; at most
-    /// [`MAX_NOTE`] bytes).
+    /// The CI job the holder runs in (its URL's scheme, host and path; as
+    /// bounded as the note).
     pub job: Option<String>,
 }
 
@@ -122,9 +125,12 @@ impl Token {
         }
     }
 
-    /// The same token saying where its holder runs (`--note`, the CI job).
+    /// The same token saying where its holder runs (`--note`, the CI job):
+    /// a control or formatting character in either written escaped
+    /// ([`crate::text::printable`]), each cut to [`MAX_NOTE`] bytes, so
+    /// that the token always reads back.
     pub fn with_note(self, note: Option<String>, job: Option<String>) -> Token {
-        Token { note, job, ..self }
+        Token { note: note.and_then(field), job: job.and_then(field), ..self }
     }
 
     /// The same token for a shared holder.
@@ -248,6 +254,23 @@ impl FromStr for Token {
     }
 }
 
+/// `text` as a token's note or job carries it: a control or formatting
+/// character ([`crate::text::is_unsafe`]) written escaped
+/// ([`crate::text::printable`]), cut to [`MAX_NOTE`] bytes on a character
+/// boundary, since the escapes lengthen it; `None` when nothing is left.
+/// Whatever it returns reads back from the token ([`unescape`]).
+fn field(text: String) -> Option<String> {
+    let mut text = match crate::text::printable(&text) {
+        std::borrow::Cow::Owned(escaped) if text.chars().any(crate::text::is_unsafe) => escaped,
+        _ => text,
+    };
+    if text.len() > MAX_NOTE {
+        let cut = (0..=MAX_NOTE).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
+        text.truncate(cut);
+    }
+    (!text.is_empty()).then_some(text)
+}
+
 /// True for the bytes a note keeps as they are ([`escape`]).
 fn plain(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"_/:,+=@".contains(&b)
@@ -269,7 +292,7 @@ fn escape(text: &str) -> String {
 
 /// Reads a note written by [`escape`]: only its exact output (so the text
 /// read writes the same token again), UTF-8, at most [`MAX_NOTE`] bytes,
-/// without control characters.
+/// without control or formatting characters ([`crate::text::is_unsafe`]).
 fn unescape(raw: &str) -> Result<String, ()> {
     let mut bytes = Vec::with_capacity(raw.len());
     let mut it = raw.bytes();
@@ -284,7 +307,7 @@ fn unescape(raw: &str) -> Result<String, ()> {
         }
     }
     let text = String::from_utf8(bytes).map_err(|_| ())?;
-    if text.is_empty() || text.len() > MAX_NOTE || text.chars().any(char::is_control) {
+    if text.is_empty() || text.len() > MAX_NOTE || text.chars().any(crate::text::is_unsafe) {
         return Err(());
     }
     if escape(&text) != raw { Err(()) } else { Ok(text) }
@@ -398,6 +421,27 @@ mod tests {
         }
         let long = format!("{head}~note={}", "a".repeat(MAX_NOTE + 1));
         assert!(long.parse::<Token>().is_err());
+    }
+
+    #[test]
+    fn no_field_carries_a_control_or_formatting_character() {
+        let head = Token::new().to_string();
+        // Written by another client: a bidi override, an isolate, ESC, C1.
+        for bad in
+            ["~job=https://x/%E2%80%AEexe", "~note=a%E2%81%A6b", "~note=%1B%5B2J", "~note=%C2%9B"]
+        {
+            let s = format!("{head}{bad}");
+            assert!(s.parse::<Token>().is_err(), "{s}");
+        }
+        // Made here: escaped, bounded, and the token reads back.
+        let t = Token::new().with_note(Some("exe\u{202e}txt".into()), Some("\u{200b}".into()));
+        assert_eq!(t.note.as_deref(), Some("exe\\u{202e}txt"));
+        assert_eq!(t.job.as_deref(), Some("\\u{200b}"));
+        assert_eq!(t.to_string().parse::<Token>(), Ok(t.clone()));
+        let t = Token::new().with_note(Some("\u{202e}".repeat(66)), None);
+        assert!(t.note.as_ref().is_some_and(|n| n.len() <= MAX_NOTE && n.starts_with("\\u{202e}")));
+        assert_eq!(t.to_string().parse::<Token>(), Ok(t.clone()));
+        assert_eq!(Token::new().with_note(Some(String::new()), None).note, None);
     }
 
     #[test]

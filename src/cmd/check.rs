@@ -8,6 +8,8 @@
 //! For a key run with `--once-per`, the line also names the last tick that
 //! ran and the ticks missed (none ran) since the oldest entry kept
 //! ([`history::MAX_ENTRIES`] per key); they inform, the verdict is the age.
+//! The entry's texts were written by whoever can write to the servers:
+//! they are shown through [`crate::text::printable`] and [`crate::text::json`].
 
 use std::io::Write;
 use std::time::{Duration, SystemTime};
@@ -96,7 +98,7 @@ pub async fn check(
         Verdict::Unknown => ("UNKNOWN", exit::CHECK_UNKNOWN),
     };
     let line = if json {
-        json!({
+        let line = json!({
             "key": key,
             "status": match verdict {
                 Verdict::Ok => "ok",
@@ -110,13 +112,13 @@ pub async fn check(
             "last": last,
             "last_tick": last.and_then(Entry::tick).map(|t| t.describe()),
             "missed_ticks": missed.iter().map(|&ms| tick_at(ms)).collect::<Vec<_>>(),
-        })
-        .to_string()
+        });
+        crate::text::json(&line)
     } else {
         format!("{label} - {text}")
     };
     // A closed stdout loses only the line; the verdict is the exit code.
-    let _ = writeln!(std::io::stdout().lock(), "{line}");
+    let _ = writeln!(std::io::stdout().lock(), "{}", crate::text::guarded(&line));
     code
 }
 
@@ -144,7 +146,8 @@ fn ticks(e: &Entry, missed: &[u64]) -> String {
 
 /// `nightly-report ran 3h ago on web-3, exit 0`.
 fn describe(shown: &str, e: &Entry, age: Duration) -> String {
-    format!("{shown} ran {} ago on {}, {}", ago(age), e.host, e.describe_outcome())
+    let host = crate::text::printable(&e.host);
+    format!("{shown} ran {} ago on {host}, {}", ago(age), e.describe_outcome())
 }
 
 /// A coarse age: `42s`, `17m`, `3h`, `2d`.

@@ -1,7 +1,9 @@
 //! `redlock history`: the last runs of a lock, merged from every server
 //! ([`crate::history`] states the rule), newest first, and the skips.
 //! Exit 0; 69 when fewer than a quorum answered (what they had is still
-//! printed, as it may lack runs recorded only on the others).
+//! printed, as it may lack runs recorded only on the others). Whoever can
+//! write to the servers wrote what it prints: every text of an entry goes
+//! through [`crate::text::printable`] (the JSON through [`crate::text::json`]).
 
 use std::io::Write;
 
@@ -11,13 +13,15 @@ use crate::error::Error;
 use crate::exit;
 use crate::history::{self, Entry, History, Skips};
 use crate::lock::Fleet;
+use crate::text::printable;
 
 /// Reads and prints the newest `count` runs of `key`.
 pub async fn history(fleet: &Fleet, key: &str, count: usize, json: bool) -> Result<u8, Error> {
     let found = history::read(fleet, key, count).await;
-    let text = if json { render_json(key, &found).to_string() } else { render_table(key, &found) };
+    let text =
+        if json { crate::text::json(&render_json(key, &found)) } else { render_table(key, &found) };
     // A closed stdout loses only the report.
-    let _ = writeln!(std::io::stdout().lock(), "{text}");
+    let _ = writeln!(std::io::stdout().lock(), "{}", crate::text::guarded(&text));
     if found.known() { Ok(exit::OK) } else { Err(found.unavailable(key)) }
 }
 
@@ -35,7 +39,7 @@ fn render_table(key: &str, found: &History) -> String {
             [
                 time(e.start_ms),
                 e.tick().map_or_else(|| "-".to_owned(), |t| t.describe()),
-                e.host.clone(),
+                printable(&e.host).into_owned(),
                 e.pid.to_string(),
                 crate::text::fmt_duration(std::time::Duration::from_millis(e.duration_ms)),
                 e.describe_outcome(),
@@ -57,8 +61,8 @@ fn render_table(key: &str, found: &History) -> String {
             s.count,
             time(s.since_ms),
             time(s.last_ms),
-            s.last_host,
-            s.last_holder
+            printable(&s.last_host),
+            printable(&s.last_holder)
         )),
         None => out.push_str("skips: none recorded"),
     }
@@ -71,10 +75,11 @@ fn render_table(key: &str, found: &History) -> String {
     out
 }
 
-/// Where a run ran: its CI job and its note, or `-`.
+/// Where a run ran: its CI job and its note (quoted), or `-`.
 fn whereabouts(e: &Entry) -> String {
+    let job = e.job.iter().map(|j| printable(j).into_owned());
     let parts: Vec<String> =
-        e.job.iter().cloned().chain(e.note.iter().map(|n| format!("{n:?}"))).collect();
+        job.chain(e.note.iter().map(|n| format!("\"{}\"", printable(n)))).collect();
     if parts.is_empty() { "-".to_owned() } else { parts.join(" ") }
 }
 

@@ -3,6 +3,9 @@
 //! to tell (then the text says "unknown" and the JSON's `held` is null).
 //! A `--limit` key lists every place: slot, token fingerprint, host, pid,
 //! since, fence and TTL of each holder; the key is held when any place is.
+//! What the servers hold was written by whoever can write to them: texts
+//! that are no redlock token's checked fields go through
+//! [`crate::text::printable`], the JSON through [`crate::text::json`].
 
 use std::io::Write;
 use std::time::{Duration, UNIX_EPOCH};
@@ -76,7 +79,7 @@ pub async fn status(fleet: &Fleet, key: &str, json: bool, limit: Option<u32>) ->
                 entry["no_vote"] = json!(vote);
             }
         }
-        out.to_string()
+        crate::text::json(&out)
     } else if marked {
         render_shared(key, first, &shared, &queue)
     } else if places.len() == 1 {
@@ -88,7 +91,7 @@ pub async fn status(fleet: &Fleet, key: &str, json: bool, limit: Option<u32>) ->
         Some((e, tick)) if !json => format!(
             "{text}\nlast tick: {} ran on {} (pid {}), {}",
             tick.describe(),
-            e.host,
+            crate::text::printable(&e.host),
             e.pid,
             e.describe_outcome()
         ),
@@ -98,8 +101,10 @@ pub async fn status(fleet: &Fleet, key: &str, json: bool, limit: Option<u32>) ->
         Some(why) if !json => format!("{text}\n{}: no vote: {why}", server.name()),
         _ => text,
     });
-    // A closed stdout (`| head -0`) loses only the report; the verdict is the exit code.
-    let _ = writeln!(std::io::stdout().lock(), "{text}");
+    // A closed stdout (`| head -0`) loses only the report; the verdict is
+    // the exit code. `guarded` catches a server's text quoted raw (an
+    // error reply in the table).
+    let _ = writeln!(std::io::stdout().lock(), "{}", crate::text::guarded(&text));
     let held = places.iter().any(|(_, s)| s.holder.is_some());
     match places.iter().find(|(_, s)| s.holder.is_none() && !s.known) {
         _ if held => Ok(exit::OK),
@@ -146,7 +151,8 @@ fn own_fences(mut places: Vec<(u32, Status)>) -> Vec<(u32, Status)> {
 }
 
 /// A short, stable name for a token in tables: the first 8 hex digits of
-/// its random part (of the value, for another client's).
+/// its random part (of the value, for another client's, which may hold
+/// anything: a table shows it through [`crate::text::printable`]).
 fn fingerprint(value: &str) -> String {
     value.chars().take(8).collect()
 }
@@ -197,7 +203,7 @@ fn render_shared(key: &str, status: &Status, holders: &[SharedHolder], queue: &[
     for h in holders {
         out.push_str(&format!(
             "\nshared  {}  {}, {} left",
-            fingerprint(&h.token),
+            crate::text::printable(&fingerprint(&h.token)),
             describe_value(&h.token),
             crate::text::fmt_duration(h.ttl)
         ));
@@ -215,7 +221,7 @@ fn render_places(key: &str, places: &[(u32, Status)], queue: &[Waiter]) -> Strin
                 let token = value.parse::<Token>().ok();
                 [
                     slot.to_string(),
-                    fingerprint(value),
+                    crate::text::printable(&fingerprint(value)).into_owned(),
                     token.as_ref().map_or_else(|| "?".to_owned(), |t| t.host.clone()),
                     token.as_ref().map_or_else(|| "?".to_owned(), |t| t.pid.to_string()),
                     token.as_ref().map_or_else(
@@ -321,7 +327,7 @@ fn render_table(key: &str, status: &Status, queue: &[Waiter], ended: Option<&Ent
                      ended at {} ({}); on {on}/{total} servers (quorum {}){fence}",
                     humantime::format_rfc3339_seconds(std::time::SystemTime::now() + *left),
                     crate::text::fmt_duration(*left),
-                    run.host,
+                    crate::text::printable(&run.host),
                     run.pid,
                     humantime::format_rfc3339_seconds(end_of(run)),
                     run.describe_outcome(),

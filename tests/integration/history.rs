@@ -384,3 +384,90 @@ fn a_history_key_of_another_type_is_refused_and_left_untouched() {
         }
     }
 }
+
+/// The metrics file's directory may hold names planted by someone else:
+/// a symbolic link at the temporary file's name (once `.NAME.<pid>.tmp`,
+/// which anyone could guess) or at the sidecar lock's is never followed,
+/// so the file it points to is neither written nor created.
+#[test]
+fn the_metrics_file_follows_no_symbolic_link() {
+    use std::os::unix::fs::symlink;
+    let fleet = Fleet::start(1);
+    let key = unique_key("metrics-symlink");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("job.prom");
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, "precious\n").unwrap();
+    let run = |script: &str| {
+        Redlock::on(&fleet)
+            .args(["run", "-n", "--metrics-file", &path.display().to_string(), "--key", &key])
+            .args(["--", "sh", "-c", script])
+            .run()
+    };
+    // The command's parent is redlock: $PPID is the pid the name used.
+    let plant = format!("ln -s {} {}/.job.prom.$PPID.tmp", victim.display(), dir.path().display());
+    run(&plant).expect(0);
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n", "the link was followed");
+    assert!(!path.is_symlink(), "the link was renamed into place");
+    assert_eq!(metrics(&path)["redlock_runs_total"], 1.0);
+
+    let lock = dir.path().join(".job.prom.lock");
+    std::fs::remove_file(&lock).unwrap();
+    let made = dir.path().join("made-through-the-link");
+    symlink(&made, &lock).unwrap();
+    let out = run("true");
+    out.expect(0).stderr_has(".job.prom.lock").stderr_has("symbolic link");
+    assert!(!made.exists(), "the sidecar's link was followed");
+    assert_eq!(metrics(&path)["redlock_runs_total"], 1.0, "no update without the lock");
+}
+
+/// A metrics file in a directory that others may write, without the
+/// sticky bit, can be replaced or redirected by them: a usage error, found
+/// before any server is contacted. /tmp's kind (sticky) is fine.
+#[test]
+fn a_metrics_file_in_a_directory_others_may_write_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let open = dir.path().join("open");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let file = open.join("job.prom").display().to_string();
+    let out = Redlock::new("redis://127.0.0.1:1")
+        .args(["run", "-n", "--metrics-file", &file, "--key", "k", "--", "true"])
+        .run();
+    out.expect(64).stderr_has(&file).stderr_has("sticky");
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    assert!(!open.join("job.prom").exists());
+
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let fleet = Fleet::start(1);
+    let key = unique_key("metrics-sticky");
+    Redlock::on(&fleet)
+        .args(["run", "--metrics-file", &file, "--key", &key, "--", "true"])
+        .run()
+        .expect(0);
+    assert_eq!(metrics(&open.join("job.prom"))["redlock_runs_total"], 1.0);
+}
+
+/// A FIFO planted at the metrics file's name or the sidecar's (anyone may
+/// make one in a sticky directory such as /tmp, where the file's name is
+/// free) would block the open until someone reads or writes it: the
+/// update fails with a warning instead, and the run ends.
+#[test]
+fn a_fifo_at_the_metrics_file_s_names_blocks_nothing() {
+    let fleet = Fleet::start(1);
+    let key = unique_key("metrics-fifo");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("job.prom");
+    for planted in [dir.path().join(".job.prom.lock"), path.clone()] {
+        let _ = std::fs::remove_file(&planted);
+        let made = std::process::Command::new("mkfifo").arg(&planted).status().unwrap();
+        assert!(made.success(), "mkfifo {}", planted.display());
+        let out = Redlock::on(&fleet)
+            .args(["run", "-n", "--metrics-file", &path.display().to_string(), "--key", &key])
+            .args(["--", "true"])
+            .run();
+        out.expect(0).within(Duration::from_secs(10)).stderr_has("not a regular file");
+        std::fs::remove_file(&planted).unwrap();
+    }
+}

@@ -172,3 +172,83 @@ fn a_server_that_speaks_nonsense_is_an_error_not_a_hang() {
         }
     }
 }
+
+/// The first character of `text` that a terminal acts on (a control
+/// character other than the newline ending a line) or that reorders or
+/// hides what follows (the bidirectional and zero-width formatting
+/// characters).
+pub fn raw_unsafe(text: &str) -> Option<char> {
+    text.chars().find(|&c| {
+        (c.is_control() && c != '\n')
+            || matches!(c, '\u{061C}' | '\u{200B}'..='\u{200F}' | '\u{2028}'..='\u{202E}')
+            || matches!(c, '\u{2060}'..='\u{2069}' | '\u{FEFF}')
+    })
+}
+
+/// Whoever can write to the servers writes what `history`, `check` and
+/// `status` read back: a history entry, the skip counter and the lock's
+/// value, with escape sequences and bidi overrides in every text field.
+/// Text and JSON show them escaped (JSON's `\u` escapes, the same string
+/// to a parser), never raw.
+#[test]
+fn fields_read_back_from_the_servers_reach_no_terminal_raw() {
+    let fleet = Fleet::start(1);
+    let server = &fleet.servers[0];
+    let key = crate::harness::unique_key("hostile-fields");
+    let lock = lock_key(&key);
+    let now_ms =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis();
+    let host = "web\u{1b}[31m\u{202e}exe.txt\u{7f}";
+    let entry = serde_json::json!({
+        "token": "t\u{1b}[2J", "host": host, "pid": 1, "start_ms": now_ms as u64 - 1000,
+        "duration_ms": 5, "outcome": "exited", "exit_code": 0, "fence": null,
+        "tick_start_ms": now_ms as u64 - 60_000, "tick_ms": 60_000,
+        "note": "\u{9b}2J\u{2066}", "job": "https://x/\u{1b}]0;pwned\u{7}\u{202e}",
+    });
+    let _: i64 = server.cmd(&["LPUSH", &format!("{lock}:history"), &entry.to_string()]);
+    let at = now_ms.to_string();
+    let _: i64 = server.cmd(&[
+        "HSET",
+        &format!("{lock}:skips"),
+        "count",
+        "1",
+        "since",
+        &at,
+        "at",
+        &at,
+        "host",
+        "\u{1b}[2Jbox\u{85}",
+        "holder",
+        "\u{202e}held\u{1b}[0m",
+    ]);
+    // JSON escapes are the text itself to a parser: a script reads the
+    // entry as written.
+    let json = Redlock::on(&fleet).args(["history", "--json", "--key", &key]).run().json();
+    assert_eq!(json["entries"][0]["host"], host);
+    assert_eq!(json["skips"]["last_holder"], "\u{202e}held\u{1b}[0m");
+    // Another client's value, then one in a token's shape whose job
+    // decodes to a bidi override (`status` printed the job as it was);
+    // `run -n` finds either busy and says who holds it.
+    let token_shaped = format!("{:032x}.1.1700000000000.web~job=https://x/%E2%80%AEgpj%2Eexe", 7);
+    for value in ["\u{1b}[2J\u{202e}", &token_shaped] {
+        let _: String = server.cmd(&["SET", &lock, value]);
+        for args in [
+            vec!["history", "--key", &key],
+            vec!["history", "--json", "--key", &key],
+            vec!["check", "--max-age", "1h", "--key", &key],
+            vec!["check", "--json", "--max-age", "1h", "--key", &key],
+            vec!["status", "--key", &key],
+            vec!["status", "--json", "--key", &key],
+            vec!["run", "-n", "--key", &key, "--", "true"],
+        ] {
+            let out = Redlock::on(&fleet).args(&args).run();
+            no_panic(&out);
+            if let Some(c) = raw_unsafe(&out.stdout).or_else(|| raw_unsafe(&out.stderr)) {
+                out.fail(&format!("printed U+{:04X} raw", u32::from(c)));
+            }
+            if args.contains(&"--json") {
+                out.json();
+            }
+        }
+    }
+}

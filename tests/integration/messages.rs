@@ -421,7 +421,7 @@ fn the_holder_says_where_it_runs_its_note_and_ci_job_and_nothing_else() {
             .env("GITHUB_RUN_ID", "5759")
             .env("AWS_SECRET_ACCESS_KEY", "never-shown")
     };
-    let job = "https://bot:***@github.example/acme/deploy-tools/actions/runs/5759";
+    let job = "https://github.example/acme/deploy-tools/actions/runs/5759";
     github(Redlock::new(&url))
         .args(["acquire", "-k", &key, "--ttl", "1m", "--note", "release 2.4 by ana"])
         .run()

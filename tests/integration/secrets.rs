@@ -248,3 +248,67 @@ fn a_password_written_raw_in_a_url_reaches_the_server_as_written() {
     out.expect(0);
     assert_no_secret(std::slice::from_ref(&out), "Ba5e");
 }
+
+/// A CI job's URL keeps its scheme, host and path: a query or fragment
+/// (`?private_token=`, `#access_token=`) and user info may hold a secret,
+/// and none of it reaches the token, the servers or any output; nor does
+/// a bidi override (`status` would print the job as written).
+#[test]
+fn a_ci_job_url_carries_only_scheme_host_and_path() {
+    let fleet = crate::harness::Fleet::start(1);
+    let key = unique_key("ci-job");
+    let secrets = ["SECRET-U", "SECRET-Q1", "SECRET-Q2", "SECRET-Q3", "SECRET-F"];
+    let gitlab = "https://ci:SECRET-U@gitlab.example/o/r/-/jobs/1?private_token=SECRET-Q1&\
+                  token=SECRET-Q2&PASSWORD=SECRET-Q3#access_token=SECRET-F";
+    let github = [
+        ("GITHUB_SERVER_URL", "https://ci:SECRET-U@github.example"),
+        ("GITHUB_REPOSITORY", "o/r?token=SECRET-Q1"),
+        ("GITHUB_RUN_ID", "7#access_token=SECRET-F"),
+    ];
+    let on = |env: &[(&str, &str)]| env.iter().fold(Redlock::on(&fleet), |r, (k, v)| r.env(k, v));
+    for (env, job) in [
+        (vec![("CI_JOB_URL", gitlab)], "https://gitlab.example/o/r/-/jobs/1"),
+        (github.to_vec(), "https://github.example/o/r"),
+        (vec![("CI_JOB_URL", "https://gitlab.example/o/\u{202e}r/-/jobs/1")], ""),
+    ] {
+        let mut outputs = Vec::new();
+        let acquired = on(&env).args(["acquire", "--key", &key, "--ttl", "20s"]).run();
+        acquired.expect(0);
+        let token = acquired.line().to_owned();
+        let stored = fleet.servers[0].get(&crate::harness::lock_key(&key)).unwrap_or_default();
+        outputs.push(on(&[]).args(["status", "--key", &key]).run());
+        let status = on(&[]).args(["status", "--json", "--key", &key]).run();
+        let shown = status.json()["holder"]["job"].as_str().unwrap_or_default().to_owned();
+        outputs.push(status);
+        outputs.push(on(&[]).args(["run", "-n", "--key", &key, "--", "true"]).run());
+        on(&[]).args(["release", "--key", &key, "--token", &token]).run().expect(0);
+        on(&env).args(["run", "--key", &key, "--", "true"]).run().expect(0);
+        outputs.push(on(&[]).args(["history", "--key", &key]).run());
+        outputs.push(on(&[]).args(["history", "--json", "--key", &key]).run());
+        let history: Vec<String> = fleet.servers[0].cmd(&[
+            "LRANGE",
+            &format!("{}:history", crate::harness::lock_key(&key)),
+            "0",
+            "-1",
+        ]);
+        for secret in secrets {
+            assert_no_secret(&outputs, secret);
+            assert_no_secret(std::slice::from_ref(&acquired), secret);
+            for text in history.iter().chain([&stored, &token]) {
+                assert!(!text.contains(secret), "{secret} on the server: {text}");
+            }
+        }
+        for out in &outputs {
+            if let Some(c) = crate::hostile::raw_unsafe(&out.stdout)
+                .or_else(|| crate::hostile::raw_unsafe(&out.stderr))
+            {
+                out.fail(&format!("printed U+{:04X} raw", u32::from(c)));
+            }
+        }
+        if job.is_empty() {
+            assert!(!shown.contains('\u{202e}'), "{shown}");
+        } else {
+            assert_eq!(shown, job, "{env:?}");
+        }
+    }
+}
