@@ -464,3 +464,27 @@ fn at_a_terminal_the_command_reads_it_and_ctrl_c_reaches_it_once() {
     assert_eq!(read(&ints).lines().count(), 1, "Ctrl-C reached the command more than once");
     assert_eq!(fleet.values(&lock_key(&key)), vec![None]);
 }
+
+/// A job cancelled by SIGTERM to redlock (a CI step cancelled, `kill`)
+/// leaves one line once the lock is released, without `-v`, and exits
+/// 128+15 as the command did. It left nothing.
+#[test]
+fn a_cancelled_job_leaves_one_line() {
+    let fleet = Fleet::start(1);
+    let key = unique_key("cancelled");
+    let dir = tempfile::tempdir().unwrap();
+    let ready = dir.path().join("ready");
+    let script = format!("touch {}; exec sleep 30", ready.display());
+    let running =
+        Redlock::on(&fleet).args(["run", "--key", &key, "--", "sh", "-c", &script]).spawn();
+    wait_for_file(&ready);
+    send_signal(running.pid(), libc::SIGTERM);
+    let out = running.wait();
+    out.expect(143);
+    assert_eq!(
+        out.stderr,
+        format!("redlock: SIGTERM: passed to the command; released {key}\n"),
+        "one line"
+    );
+    assert_eq!(fleet.values(&lock_key(&key)), vec![None]);
+}

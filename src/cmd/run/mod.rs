@@ -103,7 +103,7 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
     let clock = Arc::new(Clock::new());
     let (health, watchdog) =
         watchdog::start(Arc::clone(&fleet), lock.clone(), cfg.renew_every, Arc::clone(&clock));
-    let (status, stop) =
+    let (status, stop, interrupted) =
         supervise(&mut child, &mut signals, health, state, &cfg.key, log, &clock).await;
     if let Ok(status) = &status {
         exited(log, child.pid(), *status, &lock);
@@ -131,10 +131,13 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
     let guard = child.disarm_guard();
     let signaled = status.as_ref().is_ok_and(|s| s.signal().is_some());
     let lost = matches!(stop, Some(Stop::Lost { .. }));
+    // A signal passed on is said once the lock is released, unless
+    // redlock stopped the job itself (its error says why).
+    let interrupted = interrupted.filter(|_| stop.is_none());
     let result = verdict(stop, status, &cfg);
     // The release goes first on every server's connection; the history
     // entry follows it in the same round trip instead of a round of its own.
-    let (gone, ()) = tokio::join!(
+    let (ended, ()) = tokio::join!(
         finish(&fleet, &cfg, &lock, lost, log),
         report::finished(&fleet, &cfg, &lock, asked, &result, signaled, log)
     );
@@ -142,12 +145,51 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
     if let Some(guard) = guard {
         guard.reap();
     }
+    if let Some(signal) = interrupted {
+        passed_on(log, signal, &cfg.key, &ended);
+    }
+    let gone = match ended {
+        Ended::Gone(why) => Some(why),
+        _ => None,
+    };
     match (gone, result) {
         (Some(why), Ok(code)) if cfg.on_lost != crate::config::OnLost::Ignore => {
             Err(taken_away(&cfg.key, code, &why))
         }
         (_, result) => result,
     }
+}
+
+/// How a run's hold ended ([`finish`]).
+enum Ended {
+    /// Released.
+    Released,
+    /// Kept for the rest of `--keep`.
+    Kept,
+    /// The release failed (said as a warning).
+    Failed,
+    /// The release found the lock gone ([`taken_away`]).
+    Gone(Error),
+}
+
+/// The line of a signal redlock passed on to the command, which then
+/// exited, once the hold ended: a cancelled job leaves a line (CI logs,
+/// a terminal), even without `-v`.
+fn passed_on(log: &Log, signal: i32, key: &str, ended: &Ended) {
+    let shown = crate::text::display_key(key.as_bytes());
+    let then = match ended {
+        Ended::Released => format!("released {shown}"),
+        Ended::Kept => format!("kept {shown} for the rest of --keep"),
+        Ended::Failed => format!("could not release {shown}"),
+        Ended::Gone(_) => format!("{shown} was no longer held"),
+    };
+    let name = signals::name(signal);
+    log.event(
+        Level::Warn,
+        "interrupted",
+        &format!("{name}: passed to the command; {then}"),
+        json!({ "key": key, "signal": name }),
+    );
 }
 
 /// The line of the command's exit, by itself or by a signal.
@@ -398,9 +440,11 @@ async fn supervise(
     key: &str,
     log: &Log,
     clock: &Clock,
-) -> (io::Result<ExitStatus>, Option<Stop>) {
+) -> (io::Result<ExitStatus>, Option<Stop>, Option<i32>) {
     let now = || Now { boot: clock.now(), wall: SystemTime::now() };
     let mut watching = true;
+    // The first signal passed on that asks the job to end (not USR1/USR2).
+    let mut interrupted = None;
     loop {
         // Back from a freeze or a job-control stop that outlasted the
         // validity: the guard has killed the job.
@@ -413,9 +457,14 @@ async fn supervise(
                 guard_report(child, &mut state, now(), key, log);
                 let sigkill = status.as_ref().is_ok_and(|s| s.signal() == Some(libc::SIGKILL));
                 perform(child, state.step(now(), Event::Exited { sigkill }), key, log);
-                return (status, state.finish());
+                return (status, state.finish(), interrupted);
             }
-            signal = signals.recv() => Event::Signal(signal),
+            signal = signals.recv() => {
+                if signal != libc::SIGUSR1 && signal != libc::SIGUSR2 {
+                    interrupted.get_or_insert(signal);
+                }
+                Event::Signal(signal)
+            }
             changed = health.changed(), if watching => {
                 if changed.is_err() {
                     watching = false;
@@ -525,10 +574,10 @@ fn say(level: Level, note: Note, pid: i32, key: &str, log: &Log) {
 /// to keep, and a release that finds the lock gone (or the servers still
 /// failing) is expected: said with -v only, as the final error already
 /// says why the lock was lost.
-async fn finish(fleet: &Fleet, cfg: &Run, lock: &Lock, lost: bool, log: &Log) -> Option<Error> {
+async fn finish(fleet: &Fleet, cfg: &Run, lock: &Lock, lost: bool, log: &Log) -> Ended {
     if lost {
         release_quietly(fleet, lock, log).await;
-        return None;
+        return Ended::Failed;
     }
     if let Some(keep) = cfg.keep {
         // A renewal the aborted watchdog left in flight must land before
@@ -547,7 +596,7 @@ async fn finish(fleet: &Fleet, cfg: &Run, lock: &Lock, lost: bool, log: &Log) ->
                         ),
                         json!({ "key": lock.key, "kept_ms": crate::text::millis(left) }),
                     );
-                    return None;
+                    return Ended::Kept;
                 }
                 Err(e) => log.event(
                     Level::Warn,
@@ -559,10 +608,11 @@ async fn finish(fleet: &Fleet, cfg: &Run, lock: &Lock, lost: bool, log: &Log) ->
         }
     }
     match fleet.release(&lock.key, &lock.token, lock.shared).await {
-        Err(gone @ Error::Lost(_)) => Some(gone),
+        Err(gone @ Error::Lost(_)) => Ended::Gone(gone),
         other => {
+            let released = other.is_ok();
             said(other, lock, fleet.quorum(), Level::Warn, log);
-            None
+            if released { Ended::Released } else { Ended::Failed }
         }
     }
 }
