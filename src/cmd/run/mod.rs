@@ -709,7 +709,7 @@ mod tests {
             }
         };
         let started = std::time::Instant::now();
-        let (status, stop) = tokio::select! {
+        let (status, stop, _) = tokio::select! {
             done = supervise(&mut child, &mut signals, health, state, &cfg.key, &log, &clock) => done,
             () = suspend => unreachable!(),
         };
