@@ -18,6 +18,10 @@
 //! - [`output`]: messages on stderr, text or JSON.
 //! - [`signals`]: OS signals as typed events (the handler only enqueues; no thread).
 //! - [`procs`]: the process table read from `/proc` without allocating.
+//! - [`schedule`]: `--cron` and `--once-per` read in a time zone: the tick
+//!   a run belongs to, the scheduled instants between two moments, the
+//!   zone (`--tz`, `CRON_TZ`, `TZ`, `/etc/localtime`), and why every host
+//!   computes the same tick across a clock change.
 //!
 //! ## The lock algorithm
 //! - [`server`]: one Redis server: URL (password never shown), lazy
@@ -98,7 +102,7 @@
 //! the files of one folder import each other without a circle):
 //!
 //! ```text
-//! text, exit, clock, procs, signals                the bottom
+//! text, exit, clock, procs, signals, schedule      the bottom
 //! failure, error, output                            errors and messages
 //! server                                            one Redis server
 //! quorum, token, fence, queue                       rounds, tokens, fences, the queue
@@ -164,6 +168,7 @@ pub mod procs;
 pub mod queue;
 pub mod quorum;
 mod run;
+pub mod schedule;
 pub mod server;
 pub mod shared;
 pub mod signals;
