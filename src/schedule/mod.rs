@@ -57,6 +57,13 @@
 //! number of weeks counts weeks from a Monday (1970-01-05). Below a day
 //! the slot stays `floor(now / N)` from the Unix epoch, which no zone
 //! changes. Anything else (36 h, humantime's 30.44-day month) is refused.
+//!
+//! A period knows the run's start, not the crontab's time, and that
+//! breaks in one case: a gap that ends at local midnight (America/Nuuk's
+//! spring change, 23:00 to 00:00) with a job timed inside it. cron runs
+//! the skipped time at the next date's first instant, which counts as the
+//! next date, so that date's own run is skipped and the date of the gap
+//! has none. `--cron` has no such case: its instants are the line's.
 
 use std::time::Duration;
 
@@ -550,8 +557,8 @@ impl Cron {
         tz: &TimeZone,
         out: &mut Vec<Timestamp>,
     ) -> Result<(), String> {
-        for hour in (0..24i8).filter(|h| self.hours & 1 << h != 0) {
-            for minute in (0..60i8).filter(|m| self.minutes & 1 << m != 0) {
+        for hour in members(u64::from(self.hours)) {
+            for minute in members(self.minutes) {
                 let local = DateTime::from_parts(day, Time::constant(hour, minute, 0, 0));
                 let at = |offset: jiff::tz::Offset| {
                     offset.to_timestamp(local).map_err(|e| e.to_string())
@@ -581,52 +588,57 @@ impl Cron {
 
     /// The latest instant at or before `at`.
     fn latest_at_or_before(&self, at: Timestamp, tz: &TimeZone) -> Result<Timestamp, String> {
-        let mut day =
-            at.to_zoned_datetime(tz.clone()).date().tomorrow().map_err(|e| e.to_string())?;
-        self.search(at, tz, &mut day, |d| d.yesterday(), |t| t <= at, |best, t| t > best)
+        self.search(at, tz, |d| d.yesterday(), |t| t <= at, |best, t| t > best)
     }
 
     /// The first instant after `at`.
     fn next_after(&self, at: Timestamp, tz: &TimeZone) -> Result<Timestamp, String> {
-        let mut day =
-            at.to_zoned_datetime(tz.clone()).date().yesterday().map_err(|e| e.to_string())?;
-        self.search(at, tz, &mut day, |d| d.tomorrow(), |t| t > at, |best, t| t < best)
+        self.search(at, tz, |d| d.tomorrow(), |t| t > at, |best, t| t < best)
     }
 
-    /// Walks local dates from `day` by `step`, keeping the instant that
-    /// `fits` and is `better` than any so far; stops one matching date past
-    /// the first that had one (an instant of a neighbouring date can only
-    /// tie, at a jump across midnight), or after [`SEARCH_DAYS`].
+    /// Walks local dates from `at`'s by `step` to the first date with an
+    /// instant that `fits`, and returns its `better` one. The instants of
+    /// a date lie from its first instant to the next date's first (that
+    /// one included: a time in a gap at the date's end maps to the jump),
+    /// so an earlier date (later, walking forwards) can only tie; dates
+    /// past `at`'s in the other direction cannot fit. Gives up after
+    /// [`SEARCH_DAYS`].
     fn search(
         &self,
         at: Timestamp,
         tz: &TimeZone,
-        day: &mut Date,
         step: impl Fn(Date) -> Result<Date, jiff::Error>,
         fits: impl Fn(Timestamp) -> bool,
         better: impl Fn(Timestamp, Timestamp) -> bool,
     ) -> Result<Timestamp, String> {
-        let mut best: Option<Timestamp> = None;
-        let mut found_on: Option<i32> = None;
+        let mut day = at.to_zoned_datetime(tz.clone()).date();
         let mut instants = Vec::new();
-        for walked in 0..SEARCH_DAYS {
-            if found_on.is_some_and(|f| walked > f + 1) {
-                break;
-            }
-            if self.day_matches(*day) {
+        for _ in 0..SEARCH_DAYS {
+            if self.day_matches(day) {
                 instants.clear();
-                self.instants_on(*day, tz, &mut instants)?;
-                for &t in instants.iter().filter(|&&t| fits(t)) {
-                    if best.is_none_or(|b| better(b, t)) {
-                        best = Some(t);
-                        found_on.get_or_insert(walked);
-                    }
+                self.instants_on(day, tz, &mut instants)?;
+                let best = instants
+                    .iter()
+                    .copied()
+                    .filter(|&t| fits(t))
+                    .reduce(|b, t| if better(b, t) { t } else { b });
+                if let Some(best) = best {
+                    return Ok(best);
                 }
             }
-            *day = step(*day).map_err(|e| e.to_string())?;
+            day = step(day).map_err(|e| e.to_string())?;
         }
-        best.ok_or_else(|| format!("no instant within 30 years of {at}"))
+        Err(format!("no instant within 30 years of {at}"))
     }
+}
+
+/// The members of a set of small numbers (bit n: n), in order.
+fn members(mut set: u64) -> impl Iterator<Item = i8> {
+    std::iter::from_fn(move || {
+        let member = set.trailing_zeros();
+        set &= set.wrapping_sub(1);
+        (member < 64).then_some(member as i8)
+    })
 }
 
 /// Each field: its name in messages, its range, and whether it takes names.
