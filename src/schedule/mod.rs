@@ -120,16 +120,18 @@ impl Zone {
     /// `--tz Mars/Olympus: no such time zone`.
     pub fn named(name: &str, origin: &str) -> Result<Zone, String> {
         let shown: String = name.chars().filter(|c| !c.is_control()).collect();
-        let trimmed = name.trim();
-        if trimmed.is_empty() || trimmed.len() > 100 || trimmed.chars().any(char::is_control) {
-            return Err(format!("{origin} {shown:?}: not a time zone name"));
+        Zone::lookup(name, &format!("{origin} {}", shown.trim()))
+    }
+
+    /// The zone named `name`; errors begin with `label`.
+    fn lookup(name: &str, label: &str) -> Result<Zone, String> {
+        let name = name.trim();
+        if name.is_empty() || name.len() > 100 || name.chars().any(char::is_control) {
+            return Err(format!("{label}: not a time zone name"));
         }
-        match TimeZone::get(trimmed) {
-            Ok(tz) => {
-                let name = tz.iana_name().unwrap_or(trimmed).to_string();
-                Ok(Zone { name, tz })
-            }
-            Err(_) => Err(format!("{origin} {trimmed}: no such time zone")),
+        match TimeZone::get(name) {
+            Ok(tz) => Ok(Zone { name: tz.iana_name().unwrap_or(name).to_string(), tz }),
+            Err(_) => Err(format!("{label}: no such time zone")),
         }
     }
 
@@ -159,7 +161,8 @@ impl Zone {
         }
         for var in ["CRON_TZ", "TZ"] {
             if let Some(value) = env(var).filter(|v| !v.is_empty()) {
-                return Zone::named(zone_name_of(&value), &format!("{var}="));
+                let shown: String = value.chars().filter(|c| !c.is_control()).collect();
+                return Zone::lookup(zone_name_of(&value), &format!("{var}={shown}"));
             }
         }
         let shown = localtime.display();
@@ -169,7 +172,7 @@ impl Zone {
                 let target = std::fs::read_link(localtime).map_err(|e| format!("{shown}: {e}"))?;
                 let target = target.to_string_lossy();
                 match target.rsplit_once("zoneinfo/") {
-                    Some((_, name)) => Zone::named(name, &format!("{shown} ->")),
+                    Some((_, name)) => Zone::lookup(name, &format!("{shown} -> {target}")),
                     None => Err(format!(
                         "{shown}: links to {target}, not into a zoneinfo directory; set --tz"
                     )),

@@ -122,8 +122,15 @@ fn zone_resolution_order() {
     assert_eq!(got(None, env(&[])).unwrap(), "UTC");
     assert_eq!(
         got(None, env(&[("TZ", "Mars/Olympus")])).unwrap_err(),
-        "TZ= Mars/Olympus: no such time zone"
+        "TZ=Mars/Olympus: no such time zone"
     );
+    let dir = tempfile::tempdir().unwrap();
+    let link = dir.path().join("localtime");
+    std::os::unix::fs::symlink("../usr/share/zoneinfo/Asia/Tokyo", &link).unwrap();
+    assert_eq!(Zone::resolve_from(None, env(&[]), &link).unwrap().name(), "Asia/Tokyo");
+    let copied = dir.path().join("copied");
+    std::fs::write(&copied, b"TZif").unwrap();
+    assert!(Zone::resolve_from(None, env(&[]), &copied).unwrap_err().contains("set --tz"));
 }
 
 /// One test schedule, matched by the model on its own (never through the
