@@ -576,3 +576,23 @@ fn every_zone_that_changes_its_clocks_2026_to_2036() {
         "{counts:?}"
     );
 }
+
+#[test]
+fn lists_are_fixed_time_and_a_star_minute_is_wild() {
+    let (from, to) = (ts("2027-03-27T12:00:00Z"), ts("2027-03-28T12:00:00Z"));
+    let shown = |s: &Schedule| -> Vec<String> {
+        s.instants_between(from, to)
+            .unwrap()
+            .into_iter()
+            .map(|t| format_instant(t, s.zone()))
+            .collect()
+    };
+    // Both gap times map to the jump: one instant.
+    let s = Schedule::cron("0,30 1 * * *", zone("Europe/London")).unwrap();
+    assert_eq!(shown(&s), ["2027-03-28T02:00:00+01:00"]);
+    // A star minute is wild (cronie's MIN_STAR): nothing in the gap.
+    let s = Schedule::cron("*/30 1 * * *", zone("Europe/London")).unwrap();
+    assert!(shown(&s).is_empty());
+    let s = Schedule::once_per(Duration::from_secs(86_400), zone("Europe/London")).unwrap();
+    assert_eq!(shown(&s), ["2027-03-28T00:00:00+00:00"]);
+}
