@@ -19,9 +19,10 @@
 //! - [`signals`]: OS signals as typed events (the handler only enqueues; no thread).
 //! - [`procs`]: the process table read from `/proc` without allocating.
 //! - [`schedule`]: `--cron` and `--once-per` read in a time zone: the tick
-//!   a run belongs to, the scheduled instants between two moments, the
-//!   zone (`--tz`, `CRON_TZ`, `TZ`, `/etc/localtime`), and why every host
-//!   computes the same tick across a clock change.
+//!   a run belongs to, the scheduled instants between two moments, and why
+//!   every host computes the same tick across a clock change; the zone
+//!   (`schedule::zone`: `--tz`, `CRON_TZ`, `TZ`, `/etc/localtime`) and
+//!   the crontab line (`schedule::cron`: its fields, cronie's instants).
 //!
 //! ## The lock algorithm
 //! - [`server`]: one Redis server: URL (password never shown), lazy
