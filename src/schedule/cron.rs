@@ -233,20 +233,29 @@ fn members(mut set: u64) -> impl Iterator<Item = i8> {
     })
 }
 
-/// Each field: its name in messages, its range, and whether it takes names.
-const FIELDS: [(&str, u32, u32, bool); 5] = [
-    ("minute", 0, 59, false),
-    ("hour", 0, 23, false),
-    ("day of month", 1, 31, false),
-    ("month", 1, 12, true),
-    ("day of week", 0, 7, true),
+/// Month names, as cronie's `MonthNames` (any case).
+const MONTHS: [&str; 12] =
+    ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
+
+/// Weekday names, as cronie's `DowNames` (any case).
+const WEEKDAYS: [&str; 7] = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"];
+
+/// Each field: its name in messages, its range, and the names it takes.
+const FIELDS: [(&str, u32, u32, &[&str]); 5] = [
+    ("minute", 0, 59, &[]),
+    ("hour", 0, 23, &[]),
+    ("day of month", 1, 31, &[]),
+    ("month", 1, 12, &MONTHS),
+    ("day of week", 0, 7, &WEEKDAYS),
 ];
 
 /// Checks one field's syntax as cronie reads it (lists of `*`, `N`, `N-M`,
-/// each with an optional `/STEP`; names only in month and day of week), so
-/// that errors name the field and the number, and croner's extensions
-/// (`L`, `W`, `#`, `?`) that cronie does not know are refused.
-fn check_field(field: &str, what: &str, low: u32, high: u32, names: bool) -> Result<(), String> {
+/// each with an optional `/STEP`; names only in month and day of week,
+/// each its own), so that errors name the field and the number, and
+/// croner's extensions (`L`, `W`, `#`, `?`) and its replacing of any
+/// name anywhere (`mon` in the month field) are refused, as cronie
+/// refuses them.
+fn check_field(field: &str, what: &str, low: u32, high: u32, names: &[&str]) -> Result<(), String> {
     for item in field.split(',') {
         let (range, step) = match item.split_once('/') {
             Some((range, step)) => (range, Some(step)),
@@ -273,11 +282,14 @@ fn check_field(field: &str, what: &str, low: u32, high: u32, names: bool) -> Res
                 if !(low..=high).contains(&n) {
                     return Err(format!("{what} {n} is out of range {low}-{high}"));
                 }
-            } else if !(names && end.len() == 3 && end.chars().all(|c| c.is_ascii_alphabetic())) {
-                return Err(format!(
-                    "{what} {end:?} is not a number{}",
-                    if names { " or a three-letter name" } else { "" }
-                ));
+            } else if !names.iter().any(|name| name.eq_ignore_ascii_case(end)) {
+                return Err(match names {
+                    [] => format!("{what} {end:?} is not a number"),
+                    [first, .., last] => {
+                        format!("{what} {end:?} is not a number or a name ({first}-{last})")
+                    }
+                    [_] => format!("{what} {end:?} is not a number or a name"),
+                });
             }
         }
     }

@@ -74,6 +74,11 @@ fn errors_name_the_input() {
     assert!(err(Schedule::cron("0 0 30 2 *", london())).contains("never fires"));
     assert!(err(Schedule::cron("0 0 L * *", london())).contains("day of month \"L\""));
     assert!(err(Schedule::cron("@reboot", london())).contains("@hourly"));
+    assert!(
+        err(Schedule::cron("0 0 * mon *", london()))
+            .contains("month \"mon\" is not a number or a name (jan-dec)")
+    );
+    assert!(Schedule::cron("0 0 * JAN-Mar Mon-fri", london()).is_ok());
     assert!(err(Schedule::cron("* * * *", london())).contains("4 fields"));
     let e = err(Schedule::once_per(Duration::from_secs(36 * 3600), london()));
     assert!(e.starts_with("--once-per 1d12h: neither below a day nor"), "{e}");
