@@ -351,8 +351,9 @@ fn check_window(
     to: i64,
     counts: &mut Counts,
 ) {
-    let tz = &schedules[0].zone().tz;
-    let offsets = Offsets::of(tz, from * 60, to * 60);
+    // The model's clock: the zone's by name, not the schedules' own.
+    let tz = TimeZone::get(name).unwrap();
+    let offsets = Offsets::of(&tz, from * 60, to * 60);
     let (cronie, first_minute_of_day) = fire(cases, &offsets, from, to, false);
     let (naive, _) = fire(cases, &offsets, from, to, true);
     let at = |real: i64| Timestamp::from_second(real * 60 + 1).unwrap();
@@ -600,4 +601,31 @@ fn lists_are_fixed_time_and_a_star_minute_is_wild() {
     assert!(shown(&s).is_empty());
     let s = Schedule::once_per(Duration::from_secs(86_400), zone("Europe/London")).unwrap();
     assert_eq!(shown(&s), ["2027-03-28T00:00:00+00:00"]);
+}
+
+#[test]
+fn the_sweep_sees_epoch_aligned_ticks() {
+    // The negative control: London's crontab fired by London's clock
+    // against ticks read in UTC, as `--once-per 1d` had them.
+    let cases: Vec<Case> = cases().into_iter().filter(|c| c.expr == "30 0 * * *").collect();
+    let utc = Zone::utc();
+    let schedules = [Schedule::cron("30 0 * * *", utc.clone()).unwrap()];
+    let periods = [
+        Schedule::once_per(Duration::from_secs(86_400), utc.clone()).unwrap(),
+        Schedule::once_per(Duration::from_secs(7 * 86_400), utc).unwrap(),
+    ];
+    let jump = ts("2027-03-28T01:00:00Z").as_second();
+    let window = windows(&[jump], false)[0];
+    let caught = std::panic::catch_unwind(|| {
+        check_window(
+            "Europe/London",
+            &cases,
+            &schedules,
+            &periods,
+            window.0,
+            window.1,
+            &mut Counts::default(),
+        )
+    });
+    assert!(caught.is_err(), "the sweep passed ticks read in the wrong zone");
 }
