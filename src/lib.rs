@@ -18,6 +18,11 @@
 //! - [`output`]: messages on stderr, text or JSON.
 //! - [`signals`]: OS signals as typed events (the handler only enqueues; no thread).
 //! - [`procs`]: the process table read from `/proc` without allocating.
+//! - [`schedule`]: `--cron` and `--once-per` read in a time zone: the tick
+//!   a run belongs to, the scheduled instants between two moments, and why
+//!   every host computes the same tick across a clock change; the zone
+//!   (`schedule::zone`: `--tz`, `CRON_TZ`, `TZ`, `/etc/localtime`) and
+//!   the crontab line (`schedule::cron`: its fields, cronie's instants).
 //!
 //! ## The lock algorithm
 //! - [`server`]: one Redis server: URL (password never shown), lazy
@@ -98,7 +103,7 @@
 //! the files of one folder import each other without a circle):
 //!
 //! ```text
-//! text, exit, clock, procs, signals                the bottom
+//! text, exit, clock, procs, signals, schedule      the bottom
 //! failure, error, output                            errors and messages
 //! server                                            one Redis server
 //! quorum, token, fence, queue                       rounds, tokens, fences, the queue
@@ -164,6 +169,7 @@ pub mod procs;
 pub mod queue;
 pub mod quorum;
 mod run;
+pub mod schedule;
 pub mod server;
 pub mod shared;
 pub mod signals;

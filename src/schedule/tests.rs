@@ -1,0 +1,631 @@
+//! The schedule's ticks against a model of cronie firing jobs by the local
+//! wall clock, over every zone of the tz database that changes its clocks.
+
+use std::collections::HashMap;
+
+use super::*;
+
+fn zone(name: &str) -> Zone {
+    Zone::named(name, "--tz").unwrap()
+}
+
+fn ts(text: &str) -> Timestamp {
+    text.parse().unwrap()
+}
+
+fn tick(s: &Schedule, at: &str) -> (String, String) {
+    let t = s.tick_at(ts(at)).unwrap();
+    (t.label, format_instant(t.end, s.zone()))
+}
+
+#[test]
+fn london_spring_keeps_its_day() {
+    // 2027-03-28: 01:00 GMT becomes 02:00 BST.
+    let s = Schedule::cron("30 0 * * *", zone("Europe/London")).unwrap();
+    let got = tick(&s, "2027-03-28T00:30:05Z");
+    assert_eq!(got, ("2027-03-28T00:30:00+00:00".into(), "2027-03-29T00:30:00+01:00".into()));
+    // In the gap: the transition instant, that day's tick.
+    let s = Schedule::cron("30 1 * * *", zone("Europe/London")).unwrap();
+    assert_eq!(tick(&s, "2027-03-28T01:00:10Z").0, "2027-03-28T02:00:00+01:00");
+    assert_eq!(tick(&s, "2027-03-28T00:59:00Z").0, "2027-03-27T01:30:00+00:00");
+}
+
+#[test]
+fn autumn_fold_is_one_tick_for_fixed_and_two_for_wild() {
+    // 2027-10-31: 02:00 BST becomes 01:00 GMT; 01:30 happens twice.
+    let s = Schedule::cron("30 1 * * *", zone("Europe/London")).unwrap();
+    let first = s.tick_at(ts("2027-10-31T00:30:00Z")).unwrap();
+    let second = s.tick_at(ts("2027-10-31T01:30:00Z")).unwrap();
+    assert_eq!(first, second);
+    assert_eq!(first.label, "2027-10-31T01:30:00+01:00");
+    let s = Schedule::cron("30 * * * *", zone("Europe/London")).unwrap();
+    let first = s.tick_at(ts("2027-10-31T00:30:00Z")).unwrap();
+    let second = s.tick_at(ts("2027-10-31T01:30:00Z")).unwrap();
+    assert_eq!(first.label, "2027-10-31T01:30:00+01:00");
+    assert_eq!(second.label, "2027-10-31T01:30:00+00:00");
+    assert_eq!(first.end, second.start);
+}
+
+#[test]
+fn once_per_counts_local_days_and_weeks_from_monday() {
+    let s = Schedule::once_per(Duration::from_secs(86_400), zone("Europe/London")).unwrap();
+    let t = s.tick_at(ts("2027-03-28T12:00:00Z")).unwrap();
+    assert_eq!(t.label, "2027-03-28T00:00:00+00:00");
+    assert_eq!(t.end_ms() - t.start_ms(), 23 * 3_600_000);
+    let s = Schedule::once_per(Duration::from_secs(7 * 86_400), zone("Europe/London")).unwrap();
+    // 2027-03-31 is a Wednesday.
+    assert_eq!(tick(&s, "2027-03-31T12:00:00Z").0, "2027-03-29T00:00:00+01:00");
+    // America/Santiago: no midnight on 2027-09-05 (00:00 becomes 01:00).
+    let s = Schedule::once_per(Duration::from_secs(86_400), zone("America/Santiago")).unwrap();
+    assert_eq!(tick(&s, "2027-09-05T12:00:00Z").0, "2027-09-05T01:00:00-03:00");
+    let s = Schedule::once_per(Duration::from_secs(300), zone("Europe/London")).unwrap();
+    assert_eq!(s.identity(), "every 5m");
+    assert_eq!(tick(&s, "2027-03-28T01:07:00Z").0, "2027-03-28T02:05:00+01:00");
+}
+
+#[test]
+fn errors_name_the_input() {
+    let london = || zone("Europe/London");
+    let err = |r: Result<Schedule, String>| r.unwrap_err();
+    assert_eq!(
+        err(Schedule::cron("61 * * * *", london())),
+        "--cron '61 * * * *': minute 61 is out of range 0-59"
+    );
+    assert!(err(Schedule::cron("0 0 30 2 *", london())).contains("never fires"));
+    assert!(err(Schedule::cron("0 0 L * *", london())).contains("day of month \"L\""));
+    assert!(err(Schedule::cron("@reboot", london())).contains("@hourly"));
+    assert!(
+        err(Schedule::cron("0 0 * mon *", london()))
+            .contains("month \"mon\" is not a number or a name (jan-dec)")
+    );
+    assert!(Schedule::cron("0 0 * JAN-Mar Mon-fri", london()).is_ok());
+    assert!(err(Schedule::cron("* * * *", london())).contains("4 fields"));
+    let e = err(Schedule::once_per(Duration::from_secs(36 * 3600), london()));
+    assert!(e.starts_with("--once-per 1d12h: neither below a day nor"), "{e}");
+    assert!(err(Schedule::once_per(Duration::from_secs(2_630_016), london())).contains("--cron"));
+    assert_eq!(
+        Zone::named("Mars/Olympus", "--tz").unwrap_err(),
+        "--tz Mars/Olympus: no such time zone"
+    );
+}
+
+#[test]
+fn names_and_identity() {
+    let s = Schedule::cron("  30   0 * *\tmon-fri ", zone("europe/london")).unwrap();
+    assert_eq!(s.identity(), "cron 30 0 * * mon-fri in Europe/London");
+    assert_eq!(s.describe(), "'30 0 * * mon-fri' in Europe/London");
+    // Weekdays only: Friday 2027-04-02 is followed by Monday 2027-04-05.
+    assert_eq!(tick(&s, "2027-04-03T12:00:00Z").0, "2027-04-02T00:30:00+01:00");
+    assert_eq!(tick(&s, "2027-04-03T12:00:00Z").1, "2027-04-05T00:30:00+01:00");
+    let s = Schedule::cron("@WEEKLY", zone("UTC")).unwrap();
+    assert_eq!(s.identity(), "cron @weekly in UTC");
+    assert_eq!(tick(&s, "2027-04-03T12:00:00Z").0, "2027-03-28T00:00:00+00:00");
+    // Vixie: both day fields restricted means either.
+    let s = Schedule::cron("0 0 13 * fri", zone("UTC")).unwrap();
+    assert_eq!(tick(&s, "2027-04-14T00:00:00Z").0, "2027-04-13T00:00:00+00:00");
+    assert_eq!(tick(&s, "2027-04-14T00:00:00Z").1, "2027-04-16T00:00:00+00:00");
+    let got = s.instants_between(ts("2027-04-01T00:00:00Z"), ts("2027-04-10T00:00:00Z")).unwrap();
+    assert_eq!(got, vec![ts("2027-04-02T00:00:00Z"), ts("2027-04-09T00:00:00Z")]);
+}
+
+#[test]
+fn zone_resolution_order() {
+    let env = |pairs: &'static [(&'static str, &'static str)]| {
+        move |k: &str| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
+    };
+    let none = std::path::Path::new("/nonexistent/localtime");
+    let got = |explicit, e| Zone::resolve_from(explicit, e, none).map(|z| z.name().to_string());
+    assert_eq!(got(Some(("--tz", "Asia/Tokyo")), env(&[("TZ", "UTC")])).unwrap(), "Asia/Tokyo");
+    assert_eq!(
+        got(None, env(&[("CRON_TZ", "Europe/Paris"), ("TZ", "UTC")])).unwrap(),
+        "Europe/Paris"
+    );
+    assert_eq!(
+        got(None, env(&[("TZ", ":/usr/share/zoneinfo/America/New_York")])).unwrap(),
+        "America/New_York"
+    );
+    assert_eq!(got(None, env(&[])).unwrap(), "UTC");
+    assert_eq!(
+        got(None, env(&[("TZ", "Mars/Olympus")])).unwrap_err(),
+        "TZ=Mars/Olympus: no such time zone"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let link = dir.path().join("localtime");
+    std::os::unix::fs::symlink("../usr/share/zoneinfo/Asia/Tokyo", &link).unwrap();
+    assert_eq!(Zone::resolve_from(None, env(&[]), &link).unwrap().name(), "Asia/Tokyo");
+    let copied = dir.path().join("copied");
+    std::fs::write(&copied, b"TZif").unwrap();
+    assert!(Zone::resolve_from(None, env(&[]), &copied).unwrap_err().contains("set --tz"));
+}
+
+/// One test schedule, matched by the model on its own (never through the
+/// code under test): `None` is `*`.
+struct Case {
+    expr: String,
+    minute: u8,
+    hour: Option<i8>,
+    day: Option<i8>,
+    month: Option<i8>,
+    weekday: Option<i8>,
+    /// Daily: also checked with `--once-per 1d` and `1w`.
+    daily: bool,
+}
+
+impl Case {
+    fn wild(&self) -> bool {
+        self.hour.is_none()
+    }
+
+    fn matches(&self, date: Date, hour: i8, minute: i8) -> bool {
+        i16::from(self.minute) == i16::from(minute)
+            && self.hour.is_none_or(|h| h == hour)
+            && self.day.is_none_or(|d| d == date.day())
+            && self.month.is_none_or(|m| m == date.month())
+            && self.weekday.is_none_or(|w| w == date.weekday().to_sunday_zero_offset())
+    }
+}
+
+fn cases() -> Vec<Case> {
+    let case = |expr: &str, minute, hour, day, month, weekday, daily| Case {
+        expr: expr.to_string(),
+        minute,
+        hour,
+        day,
+        month,
+        weekday,
+        daily,
+    };
+    let mut out = Vec::new();
+    for hour in 0..24 {
+        for minute in [0, 30] {
+            out.push(case(
+                &format!("{minute} {hour} * * *"),
+                minute,
+                Some(hour),
+                None,
+                None,
+                None,
+                true,
+            ));
+        }
+    }
+    out.push(case("0 * * * *", 0, None, None, None, None, false));
+    out.push(case("30 * * * *", 30, None, None, None, None, false));
+    out.push(case("@hourly", 0, None, None, None, None, false));
+    out.push(case("@daily", 0, Some(0), None, None, None, false));
+    for hour in [0, 1, 2, 3, 23] {
+        out.push(case(&format!("30 {hour} * * 0"), 30, Some(hour), None, None, Some(0), false));
+    }
+    out.push(case("@weekly", 0, Some(0), None, None, Some(0), false));
+    out.push(case("0 0 1 * *", 0, Some(0), Some(1), None, None, false));
+    out.push(case("30 2 1 * *", 30, Some(2), Some(1), None, None, false));
+    out.push(case("0 0 31 * *", 0, Some(0), Some(31), None, None, false));
+    out.push(case("30 1 31 * *", 30, Some(1), Some(31), None, None, false));
+    out.push(case("@yearly", 0, Some(0), Some(1), Some(1), None, false));
+    out
+}
+
+/// A firing of the model: the case, the real minute it fired at (minutes
+/// since the epoch, UTC) and the local minute it fired for.
+#[derive(Clone, Copy, Debug)]
+struct Firing {
+    case: usize,
+    real: i64,
+    local: i64,
+    /// The local minute of `real`.
+    now: i64,
+}
+
+/// A zone's offsets over a window: the offset (s) at its start and each
+/// change after it, by real second.
+struct Offsets {
+    at_start: i64,
+    changes: Vec<(i64, i64)>,
+}
+
+impl Offsets {
+    fn of(tz: &TimeZone, from: i64, to: i64) -> Offsets {
+        let start = Timestamp::from_second(from).unwrap();
+        let at_start = i64::from(tz.to_offset(start).seconds());
+        let changes = tz
+            .following(start)
+            .take_while(|t| t.timestamp().as_second() < to)
+            .map(|t| (t.timestamp().as_second(), i64::from(t.offset().seconds())))
+            .collect();
+        Offsets { at_start, changes }
+    }
+}
+
+fn local_date(day: i64) -> Date {
+    Date::constant(1970, 1, 1).checked_add(jiff::Span::new().days(day)).unwrap()
+}
+
+/// Fires the cases over the real minutes `[from, to)` as cronie's main
+/// loop does (cron.c: the `timeDiff` cases: 1 normal; 2-5 catch up every
+/// minute; 6-180 wild jobs now and each skipped minute's fixed-time jobs;
+/// at most 0 wild jobs only, the virtual clock waiting; beyond 180 jump),
+/// by the local wall clock. With `naive`, fires whatever matches the local
+/// time at each real minute (a timer that fires twice in a fold and never
+/// in a gap). Returns the firings and each local date's first real minute.
+fn fire(
+    cases: &[Case],
+    offsets: &Offsets,
+    from: i64,
+    to: i64,
+    naive: bool,
+) -> (Vec<Firing>, HashMap<i64, i64>) {
+    let mut out = Vec::new();
+    let mut first_minute_of_day = HashMap::new();
+    let mut change = 0;
+    let mut offset = offsets.at_start;
+    let mut date_of: (i64, Date) = (0, local_date(0));
+    let mut run =
+        |real: i64, now: i64, local: i64, wild: bool, fixed: bool, out: &mut Vec<Firing>| {
+            if local.rem_euclid(30) != 0 {
+                return;
+            }
+            let day = local.div_euclid(1440);
+            if date_of.0 != day {
+                date_of = (day, local_date(day));
+            }
+            let date = date_of.1;
+            let minute_of_day = local.rem_euclid(1440);
+            let (hour, minute) = ((minute_of_day / 60) as i8, (minute_of_day % 60) as i8);
+            for (i, case) in cases.iter().enumerate() {
+                if (if case.wild() { wild } else { fixed }) && case.matches(date, hour, minute) {
+                    out.push(Firing { case: i, real, local, now });
+                }
+            }
+        };
+    let mut virtual_time: Option<i64> = None;
+    for real in from..to {
+        while change < offsets.changes.len() && offsets.changes[change].0 <= real * 60 {
+            offset = offsets.changes[change].1;
+            change += 1;
+        }
+        let now = real + offset.div_euclid(60);
+        if now.rem_euclid(1440) < 240 || real == from {
+            first_minute_of_day.entry(now.div_euclid(1440)).or_insert(real);
+        }
+        if naive {
+            run(real, now, now, true, true, &mut out);
+            continue;
+        }
+        let virt = virtual_time.unwrap_or(now - 1);
+        let diff = now - virt;
+        if diff == 1 || !(-180..=180).contains(&diff) {
+            run(real, now, now, true, true, &mut out);
+            virtual_time = Some(now);
+        } else if diff > 5 {
+            run(real, now, now, true, false, &mut out);
+            for v in virt + 1..=now {
+                run(real, now, v, false, true, &mut out);
+            }
+            virtual_time = Some(now);
+        } else if diff > 0 {
+            for v in virt + 1..=now {
+                run(real, now, v, true, true, &mut out);
+            }
+            virtual_time = Some(now);
+        } else {
+            run(real, now, now, true, false, &mut out);
+        }
+    }
+    (out, first_minute_of_day)
+}
+
+/// What the sweep checked, for the closing note.
+#[derive(Default, Debug)]
+struct Counts {
+    zone_names: usize,
+    rule_sets: usize,
+    transitions: usize,
+    windows: usize,
+    firings: usize,
+    second_pass: usize,
+    instants: usize,
+    day_ticks: usize,
+    past_midnight: usize,
+}
+
+impl Counts {
+    /// Adds another sweep's firings and ticks.
+    fn add(&mut self, other: &Counts) {
+        self.windows += other.windows;
+        self.firings += other.firings;
+        self.second_pass += other.second_pass;
+        self.instants += other.instants;
+        self.day_ticks += other.day_ticks;
+        self.past_midnight += other.past_midnight;
+    }
+}
+
+/// Checks one window of one zone: cronie's firings, a naive timer's, and
+/// the daily and weekly `--once-per` ticks of the daily cases.
+fn check_window(
+    name: &str,
+    cases: &[Case],
+    schedules: &[Schedule],
+    periods: &[Schedule; 2],
+    from: i64,
+    to: i64,
+    counts: &mut Counts,
+) {
+    // The model's clock: the zone's by name, not the schedules' own.
+    let tz = TimeZone::get(name).unwrap();
+    let offsets = Offsets::of(&tz, from * 60, to * 60);
+    let (cronie, first_minute_of_day) = fire(cases, &offsets, from, to, false);
+    let (naive, _) = fire(cases, &offsets, from, to, true);
+    let at = |real: i64| Timestamp::from_second(real * 60 + 1).unwrap();
+    // Per case: the tick of each scheduled local minute (fixed) or real
+    // minute (wild), and the key of each tick start.
+    let mut tick_of: HashMap<(usize, i64), Timestamp> = HashMap::new();
+    let mut key_of: HashMap<(usize, Timestamp), i64> = HashMap::new();
+    for f in &cronie {
+        let case = &cases[f.case];
+        let tick = schedules[f.case].tick_at(at(f.real)).unwrap();
+        let ctx = || {
+            format!(
+                "{name} '{}' fired at {} for local minute {}: {tick:?}",
+                case.expr,
+                at(f.real),
+                f.local
+            )
+        };
+        assert_eq!(tick.start.as_second(), f.real * 60, "{}", ctx());
+        let key = if case.wild() { f.real } else { f.local };
+        let prev = *tick_of.entry((f.case, key)).or_insert(tick.start);
+        assert_eq!(prev, tick.start, "{}", ctx());
+        let other = *key_of.entry((f.case, tick.start)).or_insert(key);
+        assert_eq!(other, key, "two scheduled times share a tick: {}", ctx());
+        counts.firings += 1;
+    }
+    let mut second_pass = Vec::new();
+    for f in naive.iter().filter(|f| !cases[f.case].wild()) {
+        // Fired again in a fold's second pass: the first pass's tick.
+        if let Some(start) =
+            tick_of.get(&(f.case, f.local)).filter(|s| s.as_second() != f.real * 60)
+        {
+            let tick = schedules[f.case].tick_at(at(f.real)).unwrap();
+            assert_eq!(
+                tick.start,
+                *start,
+                "{name} '{}' second firing at {}",
+                cases[f.case].expr,
+                at(f.real)
+            );
+            counts.second_pass += 1;
+            second_pass.push(*f);
+        }
+    }
+    let (lo, hi) =
+        (Timestamp::from_second(from * 60).unwrap(), Timestamp::from_second(to * 60).unwrap());
+    for (i, s) in schedules.iter().enumerate() {
+        for t in s.instants_between(lo, hi).unwrap() {
+            assert!(
+                key_of.contains_key(&(i, t)),
+                "{name} '{}': instant {t} that cronie never fired",
+                cases[i].expr
+            );
+            counts.instants += 1;
+        }
+    }
+    check_periods(name, cases, periods, &cronie, &second_pass, &first_minute_of_day, counts);
+}
+
+/// `--once-per 1d` and `1w` for the daily cases' firings: one tick per
+/// local date (week), from its first real minute to the next one's.
+fn check_periods(
+    name: &str,
+    cases: &[Case],
+    periods: &[Schedule; 2],
+    cronie: &[Firing],
+    second_pass: &[Firing],
+    first_minute_of_day: &HashMap<i64, i64>,
+    counts: &mut Counts,
+) {
+    let monday =
+        Date::constant(1970, 1, 5).since(Date::constant(1970, 1, 1)).unwrap().get_days() as i64;
+    for (p, period) in periods.iter().enumerate() {
+        let len = if p == 0 { 1 } else { 7 };
+        let slot = |day: i64| (day - if p == 0 { 0 } else { monday }).div_euclid(len);
+        // Only a slot whose first date's first minute is not the window's
+        // first (then the date began before the window).
+        let window_start = first_minute_of_day.values().min().copied();
+        let first_of_slot = |k: i64| -> Option<i64> {
+            let first_day = k * len + if p == 0 { 0 } else { monday };
+            let start = *first_minute_of_day.get(&first_day)?;
+            (Some(start) != window_start).then_some(start)
+        };
+        let mut tick_of_slot: HashMap<i64, Timestamp> = HashMap::new();
+        for f in cronie.iter().chain(second_pass).filter(|f| cases[f.case].daily) {
+            if f.now.div_euclid(1440) != f.local.div_euclid(1440) {
+                // A gap that ends at midnight: cronie runs the skipped
+                // time at the next date's first instant, which a period
+                // counts as that date (the module doc's limit).
+                counts.past_midnight += 1;
+                continue;
+            }
+            let at = Timestamp::from_second(f.real * 60 + 1).unwrap();
+            let tick = period.tick_at(at).unwrap();
+            let k = slot(f.local.div_euclid(1440));
+            let ctx = || {
+                format!("{name} {} '{}' at {at}: {tick:?}", period.describe(), cases[f.case].expr)
+            };
+            assert!(tick.start <= at && at < tick.end, "{}", ctx());
+            assert_eq!(*tick_of_slot.entry(k).or_insert(tick.start), tick.start, "{}", ctx());
+            if let Some(start) = first_of_slot(k) {
+                assert_eq!(tick.start.as_second(), start * 60, "{}", ctx());
+            }
+            if let Some(end) = first_of_slot(k + 1) {
+                assert_eq!(tick.end.as_second(), end * 60, "{}", ctx());
+            }
+            counts.day_ticks += 1;
+        }
+        let mut starts: Vec<_> = tick_of_slot.values().collect();
+        let n = starts.len();
+        starts.sort();
+        starts.dedup();
+        assert_eq!(starts.len(), n, "{name} {}: two dates share a tick", period.describe());
+    }
+}
+
+/// The zone's offset changes in `[from, to)`, by real second.
+fn changes(tz: &TimeZone, from: i64, to: i64) -> Vec<i64> {
+    let offsets = Offsets::of(tz, from, to);
+    let mut before = offsets.at_start;
+    let mut out = Vec::new();
+    for (at, offset) in offsets.changes {
+        if offset != before {
+            out.push(at);
+        }
+        before = offset;
+    }
+    out
+}
+
+/// The windows to sweep in one zone: 36 hours before each change to 60
+/// after (the day before, the day of and the day after), and 2027 whole
+/// when `whole_year`, merged; in real minutes.
+fn windows(jumps: &[i64], whole_year: bool) -> Vec<(i64, i64)> {
+    let mut spans: Vec<(i64, i64)> =
+        jumps.iter().map(|j| (j / 60 - 36 * 60, j / 60 + 60 * 60)).collect();
+    if whole_year {
+        spans.push((
+            ts("2027-01-01T00:00:00Z").as_second() / 60,
+            ts("2028-01-01T00:00:00Z").as_second() / 60,
+        ));
+    }
+    spans.sort();
+    let mut windows: Vec<(i64, i64)> = Vec::new();
+    for (a, b) in spans {
+        match windows.last_mut() {
+            Some(last) if a <= last.1 => last.1 = last.1.max(b),
+            _ => windows.push((a, b)),
+        }
+    }
+    windows
+}
+
+/// Sweeps one zone's windows.
+fn sweep(name: &str, windows: &[(i64, i64)], cases: &[Case], counts: &mut Counts) {
+    let zone = zone(name);
+    let schedules: Vec<Schedule> =
+        cases.iter().map(|c| Schedule::cron(&c.expr, zone.clone()).unwrap()).collect();
+    let periods = [
+        Schedule::once_per(Duration::from_secs(86_400), zone.clone()).unwrap(),
+        Schedule::once_per(Duration::from_secs(7 * 86_400), zone.clone()).unwrap(),
+    ];
+    for &(a, b) in windows {
+        counts.windows += 1;
+        check_window(name, cases, &schedules, &periods, a, b, counts);
+    }
+}
+
+#[test]
+fn every_zone_that_changes_its_clocks_2026_to_2036() {
+    let began = std::time::Instant::now();
+    // SCHEDULE_ZONES=Europe/London,Asia/Gaza sweeps only those.
+    let only = std::env::var("SCHEDULE_ZONES").ok();
+    let (from, to) =
+        (ts("2026-01-01T00:00:00Z").as_second(), ts("2037-01-01T00:00:00Z").as_second());
+    let whole_year = ["Europe/London", "Australia/Lord_Howe", "America/Santiago"];
+    let mut counts = Counts::default();
+    let mut seen: HashMap<Vec<(i64, i64)>, String> = HashMap::new();
+    let mut jobs: Vec<(String, Vec<(i64, i64)>)> = Vec::new();
+    for name in jiff::tz::db().available() {
+        let name = name.as_str();
+        if only.as_ref().is_some_and(|o| !o.split(',').any(|z| z == name)) {
+            continue;
+        }
+        let tz = TimeZone::get(name).unwrap();
+        let jumps = changes(&tz, from, to);
+        if jumps.is_empty() {
+            continue;
+        }
+        counts.zone_names += 1;
+        // Zones whose offsets agree over the years share every answer.
+        let print: Vec<(i64, i64)> = std::iter::once(from)
+            .chain(jumps.iter().copied())
+            .map(|t| (t, i64::from(tz.to_offset(Timestamp::from_second(t).unwrap()).seconds())))
+            .collect();
+        let whole = whole_year.contains(&name);
+        if seen.insert(print, name.to_string()).is_none() || whole {
+            counts.transitions += jumps.len();
+            jobs.push((name.to_string(), windows(&jumps, whole)));
+        }
+    }
+    counts.rule_sets = seen.len();
+    // Two threads: the machine has two cores.
+    let cases = cases();
+    let halves: Vec<Counts> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..2)
+            .map(|k| {
+                let (jobs, cases) = (&jobs, &cases);
+                scope.spawn(move || {
+                    let mut counts = Counts::default();
+                    for (name, windows) in jobs.iter().skip(k).step_by(2) {
+                        sweep(name, windows, cases, &mut counts);
+                    }
+                    counts
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    for half in halves {
+        counts.add(&half);
+    }
+    eprintln!("{counts:?} in {:?}", began.elapsed());
+    assert!(
+        counts.rule_sets > 20 && counts.second_pass > 0 && counts.past_midnight > 0,
+        "{counts:?}"
+    );
+}
+
+#[test]
+fn lists_are_fixed_time_and_a_star_minute_is_wild() {
+    let (from, to) = (ts("2027-03-27T12:00:00Z"), ts("2027-03-28T12:00:00Z"));
+    let shown = |s: &Schedule| -> Vec<String> {
+        s.instants_between(from, to)
+            .unwrap()
+            .into_iter()
+            .map(|t| format_instant(t, s.zone()))
+            .collect()
+    };
+    // Both gap times map to the jump: one instant.
+    let s = Schedule::cron("0,30 1 * * *", zone("Europe/London")).unwrap();
+    assert_eq!(shown(&s), ["2027-03-28T02:00:00+01:00"]);
+    // A star minute is wild (cronie's MIN_STAR): nothing in the gap.
+    let s = Schedule::cron("*/30 1 * * *", zone("Europe/London")).unwrap();
+    assert!(shown(&s).is_empty());
+    let s = Schedule::once_per(Duration::from_secs(86_400), zone("Europe/London")).unwrap();
+    assert_eq!(shown(&s), ["2027-03-28T00:00:00+00:00"]);
+}
+
+#[test]
+fn the_sweep_sees_epoch_aligned_ticks() {
+    // The negative control: London's crontab fired by London's clock
+    // against ticks read in UTC, as `--once-per 1d` had them.
+    let cases: Vec<Case> = cases().into_iter().filter(|c| c.expr == "30 0 * * *").collect();
+    let utc = Zone::utc();
+    let schedules = [Schedule::cron("30 0 * * *", utc.clone()).unwrap()];
+    let periods = [
+        Schedule::once_per(Duration::from_secs(86_400), utc.clone()).unwrap(),
+        Schedule::once_per(Duration::from_secs(7 * 86_400), utc).unwrap(),
+    ];
+    let jump = ts("2027-03-28T01:00:00Z").as_second();
+    let window = windows(&[jump], false)[0];
+    let caught = std::panic::catch_unwind(|| {
+        check_window(
+            "Europe/London",
+            &cases,
+            &schedules,
+            &periods,
+            window.0,
+            window.1,
+            &mut Counts::default(),
+        )
+    });
+    assert!(caught.is_err(), "the sweep passed ticks read in the wrong zone");
+}
