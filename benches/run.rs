@@ -423,6 +423,7 @@ fn worker(spec: &str) {
                 limit: 1,
                 shared: false,
                 tick: None,
+                schedule: None,
                 note: None,
                 job: None,
                 began: None,

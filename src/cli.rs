@@ -287,11 +287,19 @@ pub struct RunArgs {
     /// Keep the lock until DUR after acquisition, even when the command ends sooner [default: release at exit]
     #[arg(long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true)]
     pub keep: Option<String>,
-    /// Run at most once per tick of DUR (cron: the crontab's period)
+    /// Run at most once per tick of DUR (below a day, or whole days in --tz's zone)
     ///
-    /// Run at most once per tick of DUR (cron: the crontab's period). The tick is floor(clock at start / DUR), from the Unix epoch (UTC); the servers record it with the lock, and a later host in the same tick skips as busy, however late it fires and however short the job was. Without -n, a host waits at most until its tick ends.
-    #[arg(long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true)]
+    /// Run at most once per tick of DUR. Below a day the tick is floor(clock at start / DUR), from the Unix epoch; a whole number of days counts calendar days in --tz's zone (midnight to midnight; 7d or 1w from Monday); anything else, and any month, is refused: use --cron. The servers record the tick with the lock, and a later host in the same tick skips, however late it fires and however short the job was. Without -n, a host waits at most until its tick ends.
+    #[arg(long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true, conflicts_with = "cron")]
     pub once_per: Option<String>,
+    /// Run at most once per tick of the crontab line EXPR, read in --tz's zone
+    ///
+    /// Run at most once per tick of the crontab line EXPR: its five fields (minute, hour, day of month, month, day of week; lists, ranges, steps, names) or @hourly, @daily, @weekly, @monthly, @yearly, as the crontab has them. The tick is from the latest scheduled instant at or before the start to the next, in --tz's zone; across a clock change as cron runs a job: a repeated local time is one tick, a skipped one belongs to its day. Every host of a key must give the same line and zone: the servers record them, and refuse another (exit 64).
+    #[arg(long, value_name = "EXPR", value_hint = ValueHint::Other, allow_hyphen_values = true)]
+    pub cron: Option<String>,
+    /// The IANA time zone --cron and --once-per of a day or more are read in [default: $CRON_TZ, $TZ, /etc/localtime, UTC]
+    #[arg(long, value_name = "ZONE", value_hint = ValueHint::Other)]
+    pub tz: Option<String>,
     /// Stop the command when it has held the lock this long, and exit 124 [default: no limit]
     #[arg(long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true)]
     pub max_hold: Option<String>,

@@ -52,6 +52,7 @@ pub struct Config {
 pub use crate::server::Tls;
 
 use crate::lock::{Request, Tick, Wait};
+use crate::schedule::{Schedule, Zone};
 
 /// What `run` does to its child when the lock is lost.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,8 +84,10 @@ pub struct Run {
     pub conflict_exit_code: u8,
     /// Minimum hold after acquisition.
     pub keep: Option<Duration>,
-    /// The tick of `--once-per`, fixed when the run started.
+    /// The tick of `--once-per` or `--cron`, fixed when the run started.
     pub tick: Option<Tick>,
+    /// The tick's schedule as the servers' record keeps it.
+    pub schedule: Option<String>,
     /// Maximum hold.
     pub max_hold: Option<Duration>,
     /// Random delay before the first attempt, up to this.
@@ -120,6 +123,7 @@ impl Run {
             limit: self.limit,
             shared: self.shared,
             tick: self.tick,
+            schedule: self.schedule.clone(),
             note: self.note.clone(),
             job: self.job.clone(),
             began: crate::clock::BootInstant::process_start(),
@@ -723,6 +727,7 @@ fn command(
                 limit: limit_or_shared(a.limit, a.shared)?,
                 shared: a.shared,
                 tick: None,
+                schedule: None,
                 note: note(a.note)?,
                 job,
                 began: crate::clock::BootInstant::process_start(),
@@ -793,6 +798,7 @@ fn run(
         }
         None => ttl / 3,
     };
+    let schedule = schedule(&a, g)?;
     let argv = match (a.shell, a.argv.is_empty()) {
         (Some(script), _) => {
             let shell = std::env::var("SHELL")
@@ -806,14 +812,18 @@ fn run(
             return usage("run: no command given (put it after --, or use -c)".to_owned());
         }
     };
-    let tick = once_per(a.once_per.as_deref(), a.limit, a.shared)?;
+    let tick = match &schedule {
+        Some(schedule) => Some(tick_now(schedule)?),
+        None => None,
+    };
     let jitter = jitter(&a.jitter)?;
     if let (Some(tick), Some(j)) = (tick, jitter)
         && j >= Duration::from_millis(tick.end_ms - tick.start_ms)
     {
         return usage(format!(
-            "--jitter {}: must be shorter than the tick (--once-per)",
-            crate::text::fmt_duration(j)
+            "--jitter {}: must be shorter than the tick ({})",
+            crate::text::fmt_duration(j),
+            if a.cron.is_some() { "--cron" } else { "--once-per" }
         ));
     }
     let run = Run {
@@ -829,6 +839,7 @@ fn run(
         conflict_exit_code: a.conflict_exit_code,
         keep: optional("--keep", &a.keep)?,
         tick,
+        schedule: schedule.map(|s| s.identity()),
         max_hold: optional("--max-hold", &a.max_hold)?,
         jitter,
         renew_every,
@@ -871,20 +882,50 @@ fn limit_or_shared(n: u32, shared: bool) -> Result<u32, Error> {
 }
 
 /// `--once-per DUR`: the tick of this run, from this host's clock now.
-/// At least a second (a tick is a cron slot, and the servers keep ms), at
-/// most a year; one run per tick, so neither `--limit` nor `--shared`.
-fn once_per(raw: Option<&str>, limit: u32, shared: bool) -> Result<Option<Tick>, Error> {
-    let Some(raw) = raw else { return Ok(None) };
-    let every = duration("--once-per", raw)?;
-    if every < Duration::from_secs(1) || every > crate::lock::MAX_TICK {
-        return usage(format!("--once-per {raw}: must be between 1s and a year"));
-    }
-    if limit != 1 || shared {
+/// `--once-per DUR` (at least a second: a tick is a cron slot, and the
+/// servers keep ms; at most a year) or `--cron EXPR`, read in the zone of
+/// `--tz` (or the file's `tz`, `CRON_TZ`, `TZ`, `/etc/localtime`, UTC),
+/// which is looked up only where the schedule counts calendar time. One
+/// run per tick, so neither `--limit` nor `--shared`.
+fn schedule(a: &cli::RunArgs, g: &config_file::Globals) -> Result<Option<Schedule>, Error> {
+    let (flag, raw) = match (&a.once_per, &a.cron) {
+        (Some(raw), _) => ("--once-per", raw),
+        (None, Some(raw)) => ("--cron", raw),
+        (None, None) => return Ok(None),
+    };
+    if a.limit != 1 || a.shared {
         return usage(format!(
-            "--once-per {raw}: one run per tick, so it takes neither --limit nor --shared"
+            "{flag} {raw}: one run per tick, so it takes neither --limit nor --shared"
         ));
     }
-    Ok(Some(Tick::of(std::time::SystemTime::now(), every)))
+    let zone = || {
+        let explicit = match (&a.tz, &g.tz.value) {
+            (Some(tz), _) => Some(("--tz".to_owned(), tz.as_str())),
+            (None, Some(tz)) => Some((g.tz.label("--tz"), tz.as_str())),
+            (None, None) => None,
+        };
+        let explicit = explicit.as_ref().map(|(origin, name)| (origin.as_str(), *name));
+        Zone::resolve(explicit, |var| std::env::var(var).ok()).map_err(Error::Usage)
+    };
+    let schedule = match &a.cron {
+        Some(expr) => Schedule::cron(expr, zone()?),
+        None => {
+            let every = duration(flag, raw)?;
+            if every < Duration::from_secs(1) || every > crate::lock::MAX_TICK {
+                return usage(format!("{flag} {raw}: must be between 1s and a year"));
+            }
+            let zone = if every < Duration::from_secs(86_400) { Zone::utc() } else { zone()? };
+            Schedule::once_per(every, zone)
+        }
+    };
+    schedule.map(Some).map_err(Error::Usage)
+}
+
+/// The tick of `schedule` that holds this host's clock now.
+fn tick_now(schedule: &Schedule) -> Result<Tick, Error> {
+    let now = jiff::Timestamp::now();
+    let tick = schedule.tick_at(now).map_err(Error::Usage)?;
+    Ok(Tick { start_ms: tick.start_ms(), end_ms: tick.end_ms(), offset_s: tick.offset_s })
 }
 
 /// A wait for a run of `tick` ends with the tick: a run that starts after

@@ -119,6 +119,9 @@ pub struct Globals {
     /// The file's `wait`, unparsed: the default of `--wait` (`None`: wait
     /// until acquired, or `--wait`/`-n` given).
     pub wait: Setting<Option<String>>,
+    /// The file's `tz`: the default of `--tz` (`None`: the environment's,
+    /// or `--tz` given).
+    pub tz: Setting<Option<String>>,
 }
 
 /// The file's keys: the global options' long flags without dashes, and
@@ -140,6 +143,7 @@ pub const KEYS: &[&str] = &[
     "trust-restarts",
     "ttl",
     "wait",
+    "tz",
 ];
 
 /// `servers = "a,b"` or `servers = ["a", "b"]`.
@@ -338,6 +342,7 @@ pub fn layer_all(parsed: &Parsed, file: Option<&File>) -> (Globals, Vec<Error>) 
             None,
             |n| Ok(Some(Number::text(&n))),
         ),
+        tz: l.pick(given("tz"), "tz", None, |z: String| Ok(Some(z))),
         log_format: l.pick(given("log_format"), "log-format", g.log_format, |f: String| {
             <LogFormat as clap::ValueEnum>::from_str(&f, false)
                 .map_err(|_| format!("log-format {f:?}: must be \"text\" or \"json\""))

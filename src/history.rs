@@ -128,7 +128,7 @@ impl Entry {
     /// The tick the run belonged to (`--once-per`).
     pub fn tick(&self) -> Option<crate::lock::Tick> {
         let (start_ms, len) = (self.tick_start_ms?, self.tick_ms?);
-        Some(crate::lock::Tick { start_ms, end_ms: start_ms.checked_add(len)? })
+        Some(crate::lock::Tick { start_ms, end_ms: start_ms.checked_add(len)?, offset_s: 0 })
     }
 
     /// When the run started.

@@ -144,7 +144,9 @@ fn rank(attempt: &Attempt) -> (u8, Duration) {
         Attempt::Queued { .. } => (4, Duration::ZERO),
         Attempt::Acquired(_) | Attempt::Disordered => (5, Duration::ZERO),
         // Neither comes of a `--limit` key (no terms there).
-        Attempt::Ran(_) | Attempt::Taken(_) | Attempt::Over(_) => (0, Duration::ZERO),
+        Attempt::Ran(_) | Attempt::Taken(_) | Attempt::Over(_) | Attempt::Elsewhere(_) => {
+            (0, Duration::ZERO)
+        }
     }
 }
 

@@ -127,7 +127,7 @@ const MISSED_SHOWN: usize = 10;
 
 /// The tick that starts at `ms`, for people.
 fn tick_at(ms: u64) -> String {
-    crate::lock::Tick { start_ms: ms, end_ms: ms }.describe()
+    crate::lock::Tick { start_ms: ms, end_ms: ms, offset_s: 0 }.describe()
 }
 
 /// `, for the tick of 2026-11-27T11:05Z; 2 ticks missed: ...`, or nothing

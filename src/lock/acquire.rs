@@ -83,6 +83,35 @@ pub enum Attempt {
     /// This attempt's tick is over by the servers' clocks
     /// ([`Tick::last_grant_ms`]): nobody runs it any more.
     Over(TickOver),
+    /// The key's ticks ran under another schedule (or zone): this host
+    /// computes other ticks, and must not run any (a usage error).
+    Elsewhere(Schedules),
+}
+
+/// Two schedules for one key's ticks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Schedules {
+    /// The token of the run whose record names the other schedule.
+    pub token: String,
+    /// Its schedule.
+    pub theirs: String,
+    /// This host's.
+    pub ours: String,
+}
+
+impl Schedules {
+    /// One line: this host's schedule for `key`, and the one its ticks ran
+    /// under.
+    pub fn describe(&self, key: &str) -> String {
+        format!(
+            "{}: this host reads its ticks as `{}`; {} ran them as `{}`: every host of a key must \
+             give the same --cron or --once-per and --tz",
+            crate::text::display_key(key.as_bytes()),
+            self.ours,
+            ran_by(&self.token),
+            crate::text::printable(&self.theirs),
+        )
+    }
 }
 
 /// A tick that already ran, as the servers recorded it.
@@ -266,6 +295,7 @@ impl Fleet {
                 token: token.to_owned(),
                 member: place.map_or(String::new(), |p| p.member.to_owned()),
                 numbers,
+                schedule: terms.tick.and(terms.schedule).map(str::to_owned),
             }),
         });
         // The verdict every server task waits for: Some(true) keeps the
@@ -311,9 +341,11 @@ impl Fleet {
             },
             |r| match r {
                 Granted::Yes(..) => Vote::Yes,
-                Granted::No { .. } | Granted::Ran(_) | Granted::Taken(_) | Granted::Over(_) => {
-                    Vote::No
-                }
+                Granted::No { .. }
+                | Granted::Ran(_)
+                | Granted::Taken(_)
+                | Granted::Over(_)
+                | Granted::Elsewhere(_) => Vote::No,
             },
             |tally, replies, elapsed| patience(tally, replies, elapsed, quorum, splits, after),
         )
@@ -330,6 +362,7 @@ impl Fleet {
             Granted::Ran(_) => "ran",
             Granted::Taken(_) => "taken",
             Granted::Over(_) => "over",
+            Granted::Elsewhere(_) => "another schedule",
         });
         let views: Vec<queue::View> = round
             .replies
@@ -341,9 +374,22 @@ impl Fleet {
             .collect();
         let held = Held { token, shared };
         let mut attempt = self.conclude_acquire(key, held, ttl, fence, start, &round).await;
+        // The servers say a tick's span; this host knows its zone.
+        match (&mut attempt, terms.tick) {
+            (
+                Attempt::Ran(TickRan { tick, .. }) | Attempt::Over(TickOver { tick, .. }),
+                Some(ours),
+            ) => {
+                tick.offset_s = ours.offset_s;
+            }
+            (Attempt::Elsewhere(schedules), _) => {
+                schedules.ours = terms.schedule.unwrap_or_default().to_owned();
+            }
+            _ => {}
+        }
         if let Some(place) = place
             && Votes::of(&round.replies).queued > 0
-            && !matches!(attempt, Attempt::Acquired(_) | Attempt::Busy(_))
+            && !matches!(attempt, Attempt::Acquired(_) | Attempt::Busy(_) | Attempt::Elsewhere(_))
         {
             // The queue refused us somewhere and no holder explains the
             // rest: wait behind the waiter first on a quorum, or, when
@@ -454,6 +500,11 @@ impl Fleet {
         // Servers not heard from count as silent: the verdict is final.
         let standing = quorum::standing(votes.ours, &votes.counts(), 0, self.quorum);
         if !matches!(standing, Standing::Won) {
+            // Two schedules for one key: one server that says so is enough
+            // to stop, as no tick this host computes means anything.
+            if let Some((schedules, _)) = votes.elsewhere {
+                return Attempt::Elsewhere(schedules.clone());
+            }
             // Another token took the key since this contender began (`-n`):
             // one server that says so is enough, since that holder's quorum
             // shares a server with any this contender could win.
@@ -662,6 +713,9 @@ struct Votes<'a> {
     /// The tick is over, as the first server that said so saw it, and how
     /// many servers said so.
     over: Option<(&'a TickOver, usize)>,
+    /// Another schedule ran the key's ticks, as the first server that said
+    /// so recorded it.
+    elsewhere: Option<(&'a Schedules, usize)>,
     /// Every other value seen: the value, how many servers hold it, and its
     /// shortest remaining TTL among them (`None`: no expiry).
     others: Vec<(&'a str, usize, Option<Duration>)>,
@@ -672,8 +726,15 @@ struct Votes<'a> {
 
 impl<'a> Votes<'a> {
     fn of(replies: &'a [Reply<Granted>]) -> Votes<'a> {
-        let mut votes =
-            Votes { ours: 0, ran: None, taken: None, over: None, others: Vec::new(), queued: 0 };
+        let mut votes = Votes {
+            ours: 0,
+            ran: None,
+            taken: None,
+            over: None,
+            elsewhere: None,
+            others: Vec::new(),
+            queued: 0,
+        };
         for reply in replies {
             match reply {
                 Reply::Answered(Granted::Yes(..)) => votes.ours += 1,
@@ -683,6 +744,10 @@ impl<'a> Votes<'a> {
                 },
                 Reply::Answered(Granted::Taken(token)) => {
                     votes.taken = Some((token, votes.taken.map_or(1, |(_, n)| n + 1)));
+                }
+                Reply::Answered(Granted::Elsewhere(schedules)) => {
+                    let n = votes.elsewhere.map_or(0, |(_, n)| n);
+                    votes.elsewhere = Some((votes.elsewhere.map_or(schedules, |(s, _)| s), n + 1));
                 }
                 Reply::Answered(Granted::Over(over)) => {
                     votes.over = Some((
@@ -720,7 +785,8 @@ impl<'a> Votes<'a> {
         let taken = self.taken.map_or(0, |(_, n)| n);
         let ran = self.ran.as_ref().map_or(0, |(_, n)| *n);
         let over = self.over.map_or(0, |(_, n)| n);
-        counts.extend([self.queued, ran, taken, over].into_iter().filter(|n| *n > 0));
+        let elsewhere = self.elsewhere.map_or(0, |(_, n)| n);
+        counts.extend([self.queued, ran, taken, over, elsewhere].into_iter().filter(|n| *n > 0));
         counts
     }
 }
@@ -991,7 +1057,14 @@ async fn answer_in_grace(
 fn refused(result: &Answered) -> bool {
     matches!(
         result,
-        Ok((Granted::No { .. } | Granted::Ran(_) | Granted::Taken(_) | Granted::Over(_), _))
+        Ok((
+            Granted::No { .. }
+                | Granted::Ran(_)
+                | Granted::Taken(_)
+                | Granted::Over(_)
+                | Granted::Elsewhere(_),
+            _
+        ))
     )
 }
 
@@ -1209,6 +1282,8 @@ enum Granted {
     Taken(String),
     /// Not set: the tick is over by this server's clock.
     Over(TickOver),
+    /// Not set: the key's ticks ran under another schedule.
+    Elsewhere(Schedules),
 }
 
 impl Granted {
@@ -1219,7 +1294,7 @@ impl Granted {
             Granted::Over(over) => {
                 Some(Duration::from_millis(over.tick.end_ms).saturating_add(over.ended))
             }
-            Granted::Ran(_) | Granted::Taken(_) => None,
+            Granted::Ran(_) | Granted::Taken(_) | Granted::Elsewhere(_) => None,
         }
     }
 }
@@ -1396,7 +1471,7 @@ fn parse_acquire(reply: Value) -> Result<Granted, String> {
         }
         [Value::Int(4), Value::Int(start), Value::Int(end), Value::Int(now)] => {
             let number = |n: &i64| u64::try_from(*n).map_err(|_| bad(&reply));
-            let tick = Tick { start_ms: number(start)?, end_ms: number(end)? };
+            let tick = Tick { start_ms: number(start)?, end_ms: number(end)?, offset_s: 0 };
             let ended = Duration::from_millis(number(now)?.saturating_sub(tick.end_ms));
             Ok(Granted::Over(TickOver { tick, ended }))
         }
@@ -1404,8 +1479,16 @@ fn parse_acquire(reply: Value) -> Result<Granted, String> {
             let tick = Tick {
                 start_ms: u64::try_from(*start).map_err(|_| bad(&reply))?,
                 end_ms: u64::try_from(*end).map_err(|_| bad(&reply))?,
+                offset_s: 0,
             };
             Ok(Granted::Ran(TickRan { token: String::from_utf8_lossy(token).into_owned(), tick }))
+        }
+        [Value::Int(5), Value::BulkString(token), Value::BulkString(schedule)] => {
+            Ok(Granted::Elsewhere(Schedules {
+                token: String::from_utf8_lossy(token).into_owned(),
+                theirs: String::from_utf8_lossy(schedule).into_owned(),
+                ours: String::new(),
+            }))
         }
         [Value::Int(3), Value::BulkString(token), Value::Int(_)] => {
             Ok(Granted::Taken(String::from_utf8_lossy(token).into_owned()))
@@ -1461,7 +1544,11 @@ mod tests {
             places: 3,
             shared: false,
             untaken: Untaken::Since(1_795_621_712_000),
-            tick: Some(Tick { start_ms: 1_795_621_500_000, end_ms: 1_795_621_800_000 }),
+            tick: Some(Tick {
+                start_ms: 1_795_621_500_000,
+                end_ms: 1_795_621_800_000,
+                offset_s: 0,
+            }),
         };
         let packed = numbers.pack();
         let read: Vec<f64> =
@@ -1646,7 +1733,7 @@ mod tests {
         );
         // The tick is over: its start, end and the server's clock.
         let over_reply = Value::Array(vec![int(4), int(60_000), int(120_000), int(185_500)]);
-        let tick = Tick { start_ms: 60_000, end_ms: 120_000 };
+        let tick = Tick { start_ms: 60_000, end_ms: 120_000, offset_s: 0 };
         let over = TickOver { tick, ended: Duration::from_millis(65_500) };
         assert_eq!(
             parse_acquire(over_reply).map(|g| (g.clock(), g)),

@@ -157,8 +157,11 @@ pub struct Request {
     pub limit: u32,
     /// Hold it shared (`--shared`; [`crate::shared`]).
     pub shared: bool,
-    /// The tick the run belongs to (`--once-per`; [`Tick`]).
+    /// The tick the run belongs to (`--once-per`, `--cron`; [`Tick`]).
     pub tick: Option<Tick>,
+    /// The tick's schedule, as the servers' record keeps it
+    /// ([`Terms::schedule`]).
+    pub schedule: Option<String>,
     /// Where the holder runs, as `--note` said ([`Token::note`]).
     pub note: Option<String>,
     /// The CI job the holder runs in ([`Token::job`]).

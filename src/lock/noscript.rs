@@ -312,7 +312,7 @@ async fn acquire(c: &mut MultiplexedConnection, op: &AcquireOp) -> RedisResult<V
                 .cmd("TIME")
                 .cmd("HMGET")
                 .arg(record.unwrap_or(fence_key))
-                .arg(&["at", "tok", "ts", "te", "tt"])
+                .arg(&["at", "tok", "ts", "te", "tt", "sch"])
                 .query_async(c)
                 .await
                 .map_err(first_error)?;
@@ -320,11 +320,11 @@ async fn acquire(c: &mut MultiplexedConnection, op: &AcquireOp) -> RedisResult<V
         let mut replaced = (Value::Int(-1), Value::BulkString(Vec::new()));
         if let Some(record) = record {
             let rec = Record::read(&rec);
-            if let Some(refusal) = rec.refuses(&op.numbers, now_ms) {
+            if let Some(refusal) = rec.refuses(&op.numbers, op.schedule.as_deref(), now_ms) {
                 unwatch(c).await?;
                 return Ok(refusal);
             }
-            rec.write(&mut tx, record, token, &op.numbers, now_ms);
+            rec.write(&mut tx, record, token, op, now_ms);
             replaced = rec.replaced();
         }
         let drawn = proposal.map(|proposal| {
@@ -359,14 +359,15 @@ async fn acquire(c: &mut MultiplexedConnection, op: &AcquireOp) -> RedisResult<V
 /// The grant record as read (`scripts/acquire.lua` keeps it; the same
 /// fields and rules here, for servers without scripts).
 struct Record {
-    /// The fields `at`, `tok`, `ts`, `te`, `tt` as read (empty: absent).
-    fields: [String; 5],
+    /// The fields `at`, `tok`, `ts`, `te`, `tt`, `sch` as read (empty:
+    /// absent).
+    fields: [String; 6],
 }
 
 impl Record {
     fn read(rec: &[Option<String>]) -> Record {
         let field = |i: usize| rec.get(i).cloned().flatten().unwrap_or_default();
-        Record { fields: [field(0), field(1), field(2), field(3), field(4)] }
+        Record { fields: [field(0), field(1), field(2), field(3), field(4), field(5)] }
     }
 
     fn number(&self, i: usize) -> Option<i64> {
@@ -382,9 +383,16 @@ impl Record {
 
     /// The script's refusal of an attempt, if its terms refuse it: the
     /// tick is over, or (on a free key) it ran or the key was taken since.
-    fn refuses(&self, numbers: &Numbers, now_ms: u64) -> Option<Value> {
+    fn refuses(&self, numbers: &Numbers, schedule: Option<&str>, now_ms: u64) -> Option<Value> {
         let text = |s: &str| Value::BulkString(s.as_bytes().to_vec());
         let whole = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        let recorded = &self.fields[5];
+        if let Some(schedule) = schedule
+            && !recorded.is_empty()
+            && recorded != schedule
+        {
+            return Some(Value::Array(vec![Value::Int(5), text(&self.fields[4]), text(recorded)]));
+        }
         if let Some(tick) = numbers.tick
             && now_ms > tick.last_grant_ms()
         {
@@ -422,11 +430,12 @@ impl Record {
     }
 
     /// The grant's record, in the transaction `tx`, as the script writes it.
-    fn write(&self, tx: &mut Pipeline, key: &str, token: &str, numbers: &Numbers, now_ms: u64) {
+    fn write(&self, tx: &mut Pipeline, key: &str, token: &str, op: &AcquireOp, now_ms: u64) {
         let or = |s: &str, absent: &'static str| {
             if s.is_empty() { absent.to_owned() } else { s.to_owned() }
         };
-        let [at, tok, ts, te, tt] = &self.fields;
+        let numbers = &op.numbers;
+        let [at, tok, ts, te, tt, _] = &self.fields;
         let (ts_new, te_new, tt_new) = match numbers.tick {
             Some(t) => (t.start_ms.to_string(), t.end_ms.to_string(), token.to_owned()),
             None => (or(ts, "-1"), or(te, "-1"), tt.clone()),
@@ -439,6 +448,9 @@ impl Record {
         tx.arg("ts").arg(ts_new).arg("te").arg(te_new).arg("tt").arg(tt_new);
         tx.arg("pat").arg(or(at, "-1")).arg("ptok").arg(tok);
         tx.arg("pts").arg(or(ts, "-1")).arg("pte").arg(or(te, "-1")).arg("ptt").arg(tt);
+        if let Some(schedule) = &op.schedule {
+            tx.arg("sch").arg(schedule);
+        }
         tx.cmd("PEXPIRE").arg(key).arg(life);
     }
 }

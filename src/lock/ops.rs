@@ -136,6 +136,9 @@ pub(crate) struct AcquireOp {
     pub(crate) member: String,
     /// The numbers (TTL, fence proposal, queue...).
     pub(crate) numbers: Numbers,
+    /// The schedule of the tick, as it travels with the record
+    /// ([`Terms::schedule`]); `None` without a tick.
+    pub(crate) schedule: Option<String>,
 }
 
 /// `scripts/extend.lua`: push the TTL of the token's lock (and its
@@ -327,7 +330,10 @@ impl Operation {
         let borrowed = |s: &'a str| Cow::Borrowed(s.as_bytes());
         match self {
             Operation::Acquire(a) => {
-                vec![borrowed(&a.token), borrowed(&a.member), Cow::Owned(a.numbers.pack())]
+                let mut args =
+                    vec![borrowed(&a.token), borrowed(&a.member), Cow::Owned(a.numbers.pack())];
+                args.extend(a.schedule.as_deref().map(borrowed));
+                args
             }
             Operation::Extend(e) => vec![borrowed(&e.token), text(e.ttl_ms), text(e.life_ms)],
             Operation::SetTtl(s) => vec![borrowed(&s.token), text(s.ttl_ms)],

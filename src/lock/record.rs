@@ -103,26 +103,21 @@ pub const STARTUP: Duration = Duration::from_secs(5);
 /// The longest tick: a year. A tick's record lives as long as the tick.
 pub const MAX_TICK: Duration = Duration::from_secs(366 * 24 * 3600);
 
-/// A tick of `--once-per`: the slot `[start, end)` of wall-clock time
-/// (ms since the Unix epoch) a run belongs to.
+/// A tick of `--once-per` or `--cron`: the slot `[start, end)` of
+/// wall-clock time (ms since the Unix epoch) a run belongs to, computed
+/// by `crate::schedule`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Tick {
     /// Its start.
     pub start_ms: u64,
     /// Its end (the next tick's start).
     pub end_ms: u64,
+    /// The offset from UTC of its schedule's zone at its start (seconds),
+    /// for [`Tick::describe`].
+    pub offset_s: i32,
 }
 
 impl Tick {
-    /// The tick of length `every` that contains `at`. `every` is at least
-    /// a millisecond (the command line validates it).
-    pub fn of(at: SystemTime, every: Duration) -> Tick {
-        let now = crate::text::millis(at.duration_since(std::time::UNIX_EPOCH).unwrap_or_default());
-        let every = crate::text::millis(every).max(1);
-        let start_ms = now / every * every;
-        Tick { start_ms, end_ms: start_ms + every }
-    }
-
     /// The latest server time (ms since the epoch) at which a server may
     /// still grant this tick: its end plus [`super::CLOCK_ALLOWANCE`].
     /// Later, the tick is over and nobody runs it (`scripts/acquire.lua`).
@@ -174,14 +169,10 @@ impl Tick {
         window.map(|w| w.max(since + super::CLOCK_ALLOWANCE))
     }
 
-    /// The tick for people: `2026-11-27T11:05Z` (minutes), or with seconds
-    /// when it does not start on a minute.
+    /// The tick for people, the one format everywhere (`REDLOCK_TICK`,
+    /// messages): its start with its offset, `2027-03-29T00:30:00+01:00`.
     pub fn describe(&self) -> String {
-        let text = humantime::format_rfc3339_seconds(self.start()).to_string();
-        match text.strip_suffix(":00Z") {
-            Some(minutes) => format!("{minutes}Z"),
-            None => text,
-        }
+        crate::schedule::format_at_offset(self.start_ms, self.offset_s)
     }
 }
 
@@ -225,8 +216,12 @@ pub struct Terms<'a> {
     /// `-n`'s rule: refuse a free key that another token was granted
     /// since the contender began.
     pub untaken: Option<Since<'a>>,
-    /// The tick the run belongs to (`--once-per`).
+    /// The tick the run belongs to (`--once-per`, `--cron`).
     pub tick: Option<Tick>,
+    /// The tick's schedule (`crate::schedule::Schedule::identity`): a
+    /// server whose record says another schedule ran the key's ticks
+    /// refuses, as hosts that read two schedules compute two ticks.
+    pub schedule: Option<&'a str>,
 }
 
 #[cfg(test)]
@@ -234,28 +229,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_tick_is_the_slot_of_the_epoch_that_holds_the_moment() {
-        let at = std::time::UNIX_EPOCH + Duration::from_millis(1_795_621_712_435);
-        let five = Tick::of(at, Duration::from_secs(300));
-        assert_eq!(five.start_ms % 300_000, 0);
-        assert!(five.start_ms <= 1_795_621_712_435 && 1_795_621_712_435 < five.end_ms);
-        assert_eq!(five.end_ms - five.start_ms, 300_000);
-        assert_eq!(five.describe(), "2026-11-25T15:45Z");
-        let day = Tick::of(at, Duration::from_secs(86_400));
-        assert_eq!(day.describe(), "2026-11-25T00:00Z");
-        let odd = Tick::of(at, Duration::from_secs(7));
-        assert!(odd.describe().ends_with('Z') && odd.describe().len() == 20, "{}", odd.describe());
-        // The same moment, one tick later, is the next tick.
-        let next = Tick::of(at + Duration::from_secs(300), Duration::from_secs(300));
-        assert_eq!(next.start_ms, five.end_ms);
+    fn a_tick_is_shown_at_its_zone_s_offset() {
+        let tick =
+            |offset_s| Tick { start_ms: 1_795_621_500_000, end_ms: 1_795_621_800_000, offset_s };
+        assert_eq!(tick(0).describe(), "2026-11-25T15:45:00+00:00");
+        assert_eq!(tick(3600).describe(), "2026-11-25T16:45:00+01:00");
+        assert_eq!(tick(-5 * 3600).describe(), "2026-11-25T10:45:00-05:00");
+        assert_eq!(tick(0).end(), tick(0).start() + Duration::from_secs(300));
     }
 
     #[test]
     fn a_tick_widens_the_restart_window_to_its_start() {
-        let tick = Tick::of(
-            SystemTime::now() - Duration::from_secs(3600),
-            Duration::from_secs(86_400 * 7),
+        let start_ms = crate::text::millis(
+            (SystemTime::now() - Duration::from_secs(3600))
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap(),
         );
+        let tick = Tick { start_ms, end_ms: start_ms + 86_400_000 * 7, offset_s: 0 };
         let window = tick.restart_window(Some(Duration::from_secs(61))).unwrap();
         assert!(window >= Duration::from_secs(3600), "{window:?}");
         assert_eq!(tick.restart_window(None), None, "--trust-restarts");

@@ -77,7 +77,7 @@ mod tests;
 mod zone;
 
 use cron::Cron;
-pub use zone::{Zone, format_instant};
+pub use zone::{Zone, format_at_offset, format_instant};
 
 /// A day in milliseconds.
 const DAY_MS: u128 = 86_400_000;
@@ -92,6 +92,8 @@ pub struct Tick {
     pub end: Timestamp,
     /// `start` with its offset in the schedule's zone ([`format_instant`]).
     pub label: String,
+    /// The zone's offset from UTC at `start`, in seconds.
+    pub offset_s: i32,
 }
 
 impl Tick {
@@ -210,7 +212,8 @@ impl Schedule {
             Kind::Days(n) => self.days_slot(at, *n, Date::constant(1970, 1, 1))?,
             Kind::Weeks(n) => self.days_slot(at, n * 7, Date::constant(1970, 1, 5))?,
         };
-        Ok(Tick { start, end, label: format_instant(start, &self.zone) })
+        let offset_s = self.zone.tz.to_offset(start).seconds();
+        Ok(Tick { start, end, label: format_instant(start, &self.zone), offset_s })
     }
 
     /// The schedule's instants (the starts of its ticks) in `[from, to)`,

@@ -118,5 +118,19 @@ fn zone_name_of(value: &str) -> &str {
 /// it has one): `2027-03-29T00:30:00+01:00`. The one format of a tick
 /// everywhere (`REDLOCK_TICK`, history, status, check, the skip line).
 pub fn format_instant(at: Timestamp, zone: &Zone) -> String {
-    at.to_zoned_datetime(zone.tz.clone()).strftime("%Y-%m-%dT%H:%M:%S%.f%:z").to_string()
+    format_in(at, zone.tz.clone())
+}
+
+/// `ms` since the Unix epoch at the UTC offset `offset_s` (seconds), in
+/// [`format_instant`]'s format: a tick as a record of it keeps it.
+pub fn format_at_offset(ms: u64, offset_s: i32) -> String {
+    let offset = jiff::tz::Offset::from_seconds(offset_s).unwrap_or(jiff::tz::Offset::UTC);
+    match i64::try_from(ms).ok().and_then(|ms| Timestamp::from_millisecond(ms).ok()) {
+        Some(at) => format_in(at, jiff::tz::TimeZone::fixed(offset)),
+        None => format!("{ms}ms"),
+    }
+}
+
+fn format_in(at: Timestamp, tz: jiff::tz::TimeZone) -> String {
+    at.to_zoned_datetime(tz).strftime("%Y-%m-%dT%H:%M:%S%.f%:z").to_string()
 }

@@ -8,7 +8,10 @@
 -- grant record (a hash, below); for a shared holder, the shared holders (a
 -- sorted set: token -> server time its entry expires, ms).
 -- ARGV[1]: this attempt's token; ARGV[2]: the waiter's queue member, or ''
--- to ignore the queue (--unordered); ARGV[3]: sixteen numbers, packed as
+-- to ignore the queue (--unordered); ARGV[4], with a tick only: the tick's
+-- schedule (src/schedule: `cron 30 0 * * * in Europe/London`), which the
+-- record keeps (`sch`) and a free key's attempt of another schedule is
+-- refused by; ARGV[3]: sixteen numbers, packed as
 -- little-endian doubles (struct.pack('<dddddddddddddddd'), src/lock/ops.rs
 -- `Numbers`: one unpack is far cheaper than parsing text), all integers:
 --   ttl ms; the client's proposed fence (its clock in microseconds plus half
@@ -59,7 +62,9 @@
 -- the key is free but token was granted it at `at` (server ms), since the
 -- untaken term; or {4, start, end, now} when the key is free but this
 -- server's clock (now, ms) is past the tick's last moment: the tick is
--- over. None of those writes anything. With an untaken term, a {0, ...}
+-- over; or {5, token, schedule} when the key is free but the record says
+-- its ticks ran under another schedule (token ran the last one). None of
+-- those writes anything. With an untaken term, a {0, ...}
 -- refusal ends with this server's TIME (seconds, microseconds).
 -- The fence draw, only where this server grants the lock:
 --   fence = max(counter + 1, clamp(proposal, now, now + window))
@@ -112,7 +117,11 @@ if record and (untaken or tick_end >= 0) and redis.call('EXISTS', KEYS[1]) == 0 
       return {4, tick_start, tick_end, now}
     end
   end
-  local rec = redis.call('HMGET', record, 'at', 'tok', 'ts', 'te', 'tt')
+  local rec = redis.call('HMGET', record, 'at', 'tok', 'ts', 'te', 'tt', 'sch')
+  -- Two schedules for one key compute two ticks: refused, never run twice.
+  if ARGV[4] and rec[6] and rec[6] ~= ARGV[4] then
+    return {5, rec[5] or '', rec[6]}
+  end
   if tick_end >= 0 and rec[4] and tonumber(rec[4]) > tick_start then
     return {2, rec[5], tonumber(rec[3]), tonumber(rec[4])}
   end
@@ -251,6 +260,11 @@ if record then
   redis.call('HSET', record, 'at', string.format('%.0f', now), 'tok', ARGV[1],
     'ts', ts, 'te', te, 'tt', tt, 'pat', cur[1] or '-1', 'ptok', cur[2] or '',
     'pts', cur[3] or '-1', 'pte', cur[4] or '-1', 'ptt', cur[5] or '')
+  -- The schedule stays when a withdrawal puts the record back: a host that
+  -- attempted with it exists, whether it won or not.
+  if ARGV[4] then
+    redis.call('HSET', record, 'sch', ARGV[4])
+  end
   redis.call('PEXPIRE', record, math.max(20000, tonumber(te) - now + 60000))
 end
 -- The record this grant replaced (none for a shared holder).

@@ -343,7 +343,8 @@ pub async fn acquire(
                 let place =
                     ordered.then_some(Place { member: &member, join, order, since_ms, places });
                 let untaken = untaken(request, state.attempts, began, &starts);
-                let terms = Terms { place, untaken, tick: request.tick };
+                let schedule = request.schedule.as_deref();
+                let terms = Terms { place, untaken, tick: request.tick, schedule };
                 let attempt = crate::slots::attempt(fleet, request, state.splits, terms);
                 let Some(report) = within(cut, attempt).await else {
                     leave(joined);
@@ -529,6 +530,7 @@ fn refusal(attempt: Attempt, key: &str, quorum: usize, tick: Option<Tick>) -> Op
         Attempt::Unavailable(e) => Some(e),
         Attempt::Ran(ran) => skip(ran.describe(key)),
         Attempt::Over(over) => busy(over.describe(key)),
+        Attempt::Elsewhere(schedules) => Some(Error::Usage(schedules.describe(key))),
         Attempt::Taken(token) => busy(format!(
             "{shown} was taken by {} after this run began (-n runs only if nobody took the lock \
              meanwhile)",
@@ -607,6 +609,7 @@ fn seen(attempt: &Attempt) -> Seen {
         Attempt::Unavailable(e) if late(e) => Seen::Late,
         Attempt::Unavailable(e) => Seen::Unavailable { config: config_error(e) },
         Attempt::Ran(_) | Attempt::Over(_) => Seen::Ran,
+        Attempt::Elsewhere(_) => Seen::Unavailable { config: true },
         Attempt::Taken(token) => Seen::Busy { holder: token.clone(), remaining: None },
     }
 }
@@ -625,6 +628,7 @@ fn log_attempt(log: &Log, key: &str, n: u32, report: &crate::lock::AttemptReport
         Attempt::Ran(_) => "ran",
         Attempt::Taken(_) => "taken",
         Attempt::Over(_) => "over",
+        Attempt::Elsewhere(_) => "another schedule",
     };
     log.event(
         if log.verbose() { Level::Info } else { Level::Debug },
@@ -916,10 +920,10 @@ mod tests {
         let e = gave_up(busy, Duration::from_millis(899_600), fifteen, None);
         assert_eq!(e.to_string(), "gave up after 14m 59s (--wait 15m): k is held by h pid 1");
         assert_eq!(e.exit_code(), 0, "the code stays");
-        let tick = Tick { start_ms: 60_000, end_ms: 120_000 };
+        let tick = Tick { start_ms: 60_000, end_ms: 120_000, offset_s: 0 };
         let split = gave_up(Error::Split("acquire k: split".into()), fifteen, fifteen, Some(tick));
         assert!(split.to_string().starts_with(
-            "gave up after 15m at the end of the tick of 1970-01-01T00:01Z, which nobody ran (missed): "
+            "gave up after 15m at the end of the tick of 1970-01-01T00:01:00+00:00, which nobody ran (missed): "
         ));
     }
 
@@ -930,7 +934,7 @@ mod tests {
             code: 75,
             quiet: true,
         };
-        let tick = Some(Tick { start_ms: 60_000, end_ms: 120_000 });
+        let tick = Some(Tick { start_ms: 60_000, end_ms: 120_000, offset_s: 0 });
         let e = wait_over(
             ran,
             &Wait::For(Duration::from_secs(50)),

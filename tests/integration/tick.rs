@@ -276,3 +276,59 @@ fn the_readme_cron_line_mails_only_from_the_host_that_ran_the_tick() {
         .collect();
     assert_eq!(mails, ["report done\n"], "one mail, the job's own");
 }
+
+/// `--cron` takes the crontab's line and `--tz` its zone: the tick starts
+/// at the scheduled instant, `REDLOCK_TICK` says it with the zone's
+/// offset, a second host of the same tick skips, and a host that reads
+/// the line in another zone is refused (64, naming both) instead of
+/// running a tick of its own. (A yearly line: its tick holds the test.)
+#[test]
+fn cron_runs_its_tick_once_and_refuses_another_zone() {
+    let fleet = Fleet::start(3);
+    let key = unique_key("cron");
+    let cron = |tz: &str, cmd: &str| {
+        Redlock::on(&fleet)
+            .args(["run", "--cron", "0 0 1 1 *", "--tz", tz, "-n", "-k", &key])
+            .args(["--", "sh", "-c", cmd])
+            .run()
+    };
+    let first = cron("Asia/Kolkata", "echo \"$REDLOCK_TICK\"");
+    first.expect(0);
+    let year = first.stdout.get(..4).unwrap_or_default().to_owned();
+    assert_eq!(first.stdout, format!("{year}-01-01T00:00:00+05:30\n"), "{}", first.stderr);
+    let again = cron("Asia/Kolkata", "echo ran again");
+    again.expect(75);
+    assert!(again.stdout.is_empty() && again.stderr.is_empty(), "a quiet skip: {}", again.stderr);
+    let other = cron("UTC", "echo ran in UTC");
+    other
+        .expect(64)
+        .stderr_has("`cron 0 0 1 1 * in UTC`")
+        .stderr_has("`cron 0 0 1 1 * in Asia/Kolkata`");
+    assert!(other.stdout.is_empty());
+}
+
+/// What `--cron` and `--once-per` refuse, each with one line and nothing
+/// written: both at once, a place count or a shared hold, a line cron
+/// would not take, an unknown zone, and a period that is neither below a
+/// day nor whole days (a month drifts off its day: `--cron` says it).
+#[test]
+fn cron_and_once_per_refuse_what_no_crontab_means() {
+    let fleet = Fleet::start(1);
+    for (args, why) in [
+        (vec!["--cron", "0 * * * *", "--once-per", "1h"], "cannot be used with"),
+        (vec!["--cron", "0 * * * *", "--limit", "2"], "neither --limit nor --shared"),
+        (vec!["--cron", "0 * * * *", "--shared"], "neither --limit nor --shared"),
+        (vec!["--cron", "61 * * * *"], "out of range"),
+        (vec!["--cron", "0 0 * mon *"], "--cron"),
+        (vec!["--cron", "0 0 * * *", "--tz", "Mars/Olympus"], "Mars/Olympus"),
+        (vec!["--once-per", "36h"], "use --cron"),
+        (vec!["--once-per", "1month"], "use --cron"),
+    ] {
+        let out =
+            Redlock::on(&fleet).args(["run", "-k", "k"]).args(&args).args(["--", "true"]).run();
+        out.expect(64);
+        assert!(out.stderr.contains(why), "{args:?}: {}", out.stderr);
+        assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    }
+    assert_eq!(fleet.dbsizes(), vec![0], "nothing written on a usage error");
+}

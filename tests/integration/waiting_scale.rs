@@ -206,6 +206,7 @@ fn a_process_keeps_one_pubsub_connection_per_server_however_often_it_waits() {
         limit: 1,
         shared: false,
         tick: None,
+        schedule: None,
         note: None,
         job: None,
         began: None,

@@ -293,11 +293,11 @@ fn command_env(key: &str, lock: &Lock, tick: Option<Tick>) -> Vec<(&'static str,
     if let Some(fence) = lock.fence {
         env.push(("REDLOCK_FENCE", fence.to_string()));
     }
-    // The tick the command runs for (`--once-per`), as RFC 3339 UTC: a
+    // The tick the command runs for (`--once-per`, `--cron`): its
+    // scheduled instant with its zone's offset (RFC 3339), so that a
     // report can name the period it covers.
     if let Some(tick) = tick {
-        let start = humantime::format_rfc3339_seconds(tick.start());
-        env.push(("REDLOCK_TICK", start.to_string()));
+        env.push(("REDLOCK_TICK", tick.describe()));
     }
     // The servers' passwords stay with redlock; a command that calls
     // redlock itself passes --password-file. `redact` reads the variable
@@ -674,6 +674,7 @@ mod tests {
             conflict_exit_code: exit::BUSY,
             keep: None,
             tick: None,
+            schedule: None,
             max_hold: None,
             jitter: None,
             renew_every: ttl / 3,
