@@ -323,6 +323,7 @@ pub fn perform(ctx: &Ctx, client: usize, ask: &Ask) -> Done {
         code,
         token: json.as_ref().and_then(|j| j["token"].as_str().map(str::to_owned)),
         fence: json.as_ref().and_then(|j| j["fence"].as_u64()),
+        validity_ms: json.as_ref().and_then(|j| j["validity_ms"].as_u64()),
         pid: Some(pid),
     });
     if let Some(reader) = reader {
