@@ -36,7 +36,11 @@
 //!   holder, possible holder (an operation killed or of unknown end, for
 //!   its TTL after) or foreign write met it, unless a `--once-per` host of
 //!   the tick died (it may have been granted the tick and died before its
-//!   command ran) (`lost-tick`).
+//!   command ran) (`lost-tick`). A `--once-per` section begins before its
+//!   tick ends, give or take the clock allowance ([`tick_late`]): a host
+//!   held up past its tick's end (frozen during its `--jitter`) must skip
+//!   it, not run it late, when the tick's record may be gone
+//!   (`tick-late`).
 //! - **Taken meanwhile**: a `-n` run's section never begins after a
 //!   section (or a script hold) of the same exclusive key whose operation
 //!   was invoked after the `-n` one (`taken-meanwhile`). The invocation is
@@ -83,7 +87,7 @@ fn drift_ns(ttl_ms: u64) -> u64 {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Violation {
     /// `overlap`, `fence`, `exit-status`, `lost-tick`, `tick-twice`,
-    /// `tick-label`, `taken-meanwhile`, `liveness`, `bound`,
+    /// `tick-label`, `tick-late`, `taken-meanwhile`, `liveness`, `bound`,
     /// `foreign-unnoticed`, `unavailable-quiet`.
     pub kind: &'static str,
     /// One line for people.
@@ -113,6 +117,8 @@ struct Op {
     every_ms: Option<u64>,
     once_per: bool,
     wall_ms: u64,
+    /// `--node-timeout`, in ms, when given.
+    node_timeout_ms: Option<u64>,
     /// `REDLOCK_SLOT`.
     slot: Option<u32>,
     /// `REDLOCK_TICK`, as ms since the epoch (unparsable: `Some(None)`).
@@ -225,6 +231,7 @@ pub fn check(events: &[(usize, Event)]) -> Summary {
                 every_ms,
                 once_per,
                 wall_ms,
+                node_timeout_ms,
                 ..
             } => {
                 ops.insert(
@@ -247,6 +254,7 @@ pub fn check(events: &[(usize, Event)]) -> Summary {
                         every_ms,
                         once_per,
                         wall_ms,
+                        node_timeout_ms,
                         invoke: t,
                         ..Op::default()
                     },
@@ -792,10 +800,10 @@ const NO_WAIT_ANSWER_NS: u64 = 6_000_000_000;
 /// 200 ms) goes unseen here; the integration tests time those alone.
 const BOUND_SLACK_NS: u64 = 1_000_000_000;
 
-/// The node timeout redlock takes for a TTL when none is given: a tenth of
-/// the TTL, at most 1 s (`--node-timeout`), in ns.
-fn node_timeout_ns(ttl_ms: u64) -> u64 {
-    (ttl_ms * 100_000).min(1_000_000_000)
+/// The node timeout of `o` (`--node-timeout`), in ns: when none is given,
+/// a tenth of the TTL, at most 1 s.
+fn node_timeout_ns(o: &Op) -> u64 {
+    o.node_timeout_ms.map_or((o.ttl_ms * 100_000).min(1_000_000_000), |ms| ms * 1_000_000)
 }
 
 /// A `run` or `acquire` that answered later than its stated bound allows
@@ -808,7 +816,7 @@ fn bound(o: &Op, frozen: &[(u64, Vec<u32>)], out: &mut Vec<Violation>) {
     // No exit code: the campaign killed it (a waiter killed while queued)
     // or it hung (reported as a hang); neither answered.
     let Some(c) = o.complete.as_ref().filter(|c| c.code.is_some()) else { return };
-    let nt = node_timeout_ns(o.ttl_ms);
+    let nt = node_timeout_ns(o);
     let stated = match (o.no_wait, o.wait_ms) {
         (true, _) => NO_WAIT_ANSWER_NS + nt,
         (false, Some(0)) => nt,
@@ -880,6 +888,29 @@ const TICK_EDGE_MS: u64 = 500;
 /// long before a tick may still hold its key.
 const LONGEST_TTL_NS: u64 = 2_000_000_000;
 
+/// How long after its tick's end a `--once-per` grant may still come, in
+/// ms: the clock allowance between a host and the servers (900 ms,
+/// `CLOCK_ALLOWANCE` in src/lock/acquire.rs), rounded up.
+const TICK_ALLOWANCE_MS: u64 = 1_000;
+
+/// How long after its tick ended the section of `o` (labelled with that
+/// tick, `every` ms long) began, in ms, when that is later than a grant
+/// within [`TICK_ALLOWANCE_MS`] of the end explains: the grant's last node
+/// timeout (the fence round) and [`BOUND_SLACK_NS`] (the command's start
+/// before its stamp) come on top. The entry's wall time is read through
+/// the invocation's stamps, early by the clocks' slack. A host that
+/// computed its tick and was then held up past the tick's end (a freeze
+/// during its `--jitter`, a starved machine) must skip that tick.
+fn tick_late(o: &Op, every: u64, entered: u64) -> Option<u64> {
+    let label = o.tick_label.flatten()?;
+    let end = (label / every + 1) * every;
+    let entered_wall =
+        (o.wall_ms + entered.saturating_sub(o.invoke) / 1_000_000).saturating_sub(WALL_SLACK_MS);
+    let allowed = TICK_ALLOWANCE_MS + (node_timeout_ns(o) + BOUND_SLACK_NS).div_ceil(1_000_000);
+    let late = entered_wall.saturating_sub(end);
+    (late > allowed).then_some(late)
+}
+
 /// The cron fleet's ticks (see the module doc). Returns how many ticks
 /// some `--once-per` host was fired for, and how many of them were quiet.
 fn ticks(
@@ -914,6 +945,19 @@ fn ticks(
                              {fired} and entered by tick {}",
                             o.key,
                             entered_wall / every
+                        ),
+                        lines: vec![o.line, enter_line],
+                    });
+                }
+                if o.once_per
+                    && let Some(late) = tick_late(o, every, entered)
+                {
+                    out.push(Violation {
+                        kind: "tick-late",
+                        message: format!(
+                            "{}: a section of tick {} began {late} ms after the tick ended",
+                            o.key,
+                            tick.unwrap_or(fired)
                         ),
                         lines: vec![o.line, enter_line],
                     });
@@ -1139,6 +1183,7 @@ mod tests {
                 every_ms: None,
                 once_per: false,
                 wall_ms: 0,
+                node_timeout_ms: None,
             });
             if let Some(enter) = enter {
                 self.push(Event::Enter {
@@ -1306,6 +1351,7 @@ mod tests {
                     every_ms: None,
                     once_per: false,
                     wall_ms: 10_000 + t,
+                    node_timeout_ms: None,
                 });
                 let acquired = f == "acquire";
                 self.push(Event::Complete {
@@ -1490,6 +1536,7 @@ mod tests {
             every_ms: None,
             once_per: false,
             wall_ms: 0,
+            node_timeout_ms: None,
         };
         let done = |t: u64, op: u64, token: Option<&str>| Event::Complete {
             t: t * MS,
@@ -1713,6 +1760,26 @@ mod tests {
         h.host(2_000, Some(2_010), None, true);
         h.host(3_000, Some(3_010), None, true);
         assert_eq!(kinds(&h.check()), ["tick-twice"]);
+    }
+
+    /// A host of tick 6 (12 s to 14 s on the wall clock) frozen past the
+    /// tick's end: its section 2.5 s after the end is late (1 s of clock
+    /// allowance, a node timeout and 1 s of slack allowed); 0.1 s after is
+    /// not.
+    #[test]
+    fn a_tick_runs_before_it_ends_give_or_take_the_clock_allowance() {
+        let mut h = H::default();
+        h.host(2_000, Some(6_500), Some(12_000), false);
+        let v = h.check();
+        assert_eq!(kinds(&v), ["tick-late"], "{v:#?}");
+        assert!(v[0].message.contains("began 2450 ms after the tick ended"), "{}", v[0].message);
+        let mut h = H::default();
+        h.host(2_000, Some(4_100), Some(12_000), false);
+        assert_eq!(h.check(), vec![]);
+        // The old recipe promises no tick: a late plain host is no matter.
+        let mut h = H::default();
+        h.host(2_000, Some(6_500), None, true);
+        assert_eq!(h.check(), vec![]);
     }
 
     #[test]

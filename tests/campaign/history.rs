@@ -98,6 +98,9 @@ pub enum Event {
         /// The wall clock (ms since the Unix epoch) when `t` was taken.
         #[serde(default)]
         wall_ms: u64,
+        /// `--node-timeout`, in ms (`None`: a tenth of the TTL, at most 1 s).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        node_timeout_ms: Option<u64>,
     },
     /// An operation's process ended.
     Complete {
