@@ -589,7 +589,7 @@ const STALE_JITTER: Duration = Duration::from_millis(1900);
 
 /// How long past its tick's end a stale-tick contender stays frozen (the
 /// short variant): beyond the clock allowance and the checker's slack.
-const STALE_SHORT_PAST: (u64, u64) = (3000, 5000);
+const STALE_SHORT_PAST: (u64, u64) = (2500, 4000);
 
 /// How long past its tick's end a stale-tick contender stays frozen in
 /// the long variant: the tick's record lives 60 s past the tick's end
@@ -674,7 +674,7 @@ const BUSY_LOOP: &str = "local t = redis.call('TIME') \
 /// The `--jitter` of the first `-n` run of a stall's burst: long enough
 /// that holders invoked after it may take and release the key before its
 /// first attempt, as after a slow start.
-const STALL_JITTER: Duration = Duration::from_millis(900);
+const STALL_JITTER: Duration = Duration::from_millis(1200);
 
 /// The `--node-timeout` of a stall's `-n` runs: above the longest loop
 /// (0.6 s), so that a request that waited in a stalled server's queue is
@@ -692,7 +692,7 @@ const STALL_RUN_ARGS: &[&str] = &["--renew-every", "300ms", "--kill-after", "100
 /// [`BUSY_LOOP`]s (0.3 to 0.6 s each, each sent from a connection of its
 /// own):
 /// 1. a burst: two or three `-n` runs (the first with [`STALL_JITTER`])
-///    and, 5 to 60 ms later, one to three holders (`--wait 3s`, sections
+///    and, 1 to 25 ms later, one to three holders (`--wait 3s`, sections
 ///    of 10 to 60 ms); a minority of the servers stalls as it begins, so
 ///    that the holders take an exact quorum of the others, and a holder's
 ///    late vote on a stalled server is taken back with its record at the
@@ -732,7 +732,7 @@ fn stall(ctx: &Ctx, world: &World, rng: &mut fastrand::Rng, round: u64, n_waits:
             section: (Duration::from_millis(rng.u64(10..60)), 3),
             ..Ask::run(key, Mode::Exclusive, ttl, Some(Duration::from_secs(3)))
         };
-        starts.push((rng.u64(5..60), ask));
+        starts.push((rng.u64(1..25), ask));
     }
     starts.sort_by_key(|(at, _)| *at);
     let ahead = Duration::from_millis(rng.u64(40..150));
