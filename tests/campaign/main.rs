@@ -11,7 +11,7 @@
 //! the integration tests. By default each fault family runs one short seed
 //! (`REDLOCK_CAMPAIGN_SECS`, 8 s of faults each; the tick family 12 s, the
 //! stale-tick family 3 s, which begin one fault of about 8 s, the stall
-//! family 6 s), but
+//! family 5 s), but
 //! the script-flush, pause-write and net-partition families, which run
 //! only when named or in the long campaign; `REDLOCK_CAMPAIGN=full` runs
 //! each family for 60 s on 3 servers and again on 5. The net-partition
@@ -320,7 +320,7 @@ fn family(family: Family) {
     let short = match family {
         Family::Tick => 12,
         Family::StaleTick => 3,
-        Family::Stall => 6,
+        Family::Stall => 5,
         _ => 8,
     };
     let active =
