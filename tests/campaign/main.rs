@@ -651,6 +651,24 @@ fn hole_stall_dash_n_misses_a_take() {
     hole(Family::Stall, 1_811_981_612, Duration::from_secs(6), false, "taken-meanwhile");
 }
 
+/// The holes as 7b44c47's binary showed them, trimmed to their key and
+/// faults (`fixtures/`): `stale-tick-seed-1` is the long stale-tick
+/// replay's (a contender frozen 64 s past its tick's end ran it again),
+/// `stall-seed-1811981612` the stall replay's (four `-n` runs granted after
+/// takes made since they began). The checker must keep flagging them.
+#[test]
+fn recorded_histories_of_the_holes_are_flagged() {
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/campaign/fixtures");
+    for (file, kinds) in [
+        ("stale-tick-seed-1.jsonl", vec!["tick-late", "tick-twice"]),
+        ("stall-seed-1811981612.jsonl", vec!["taken-meanwhile"; 4]),
+    ] {
+        let summary = checker::check(&history::read(&fixtures.join(file)));
+        let found: Vec<&str> = summary.violations.iter().map(|v| v.kind).collect();
+        assert_eq!(found, kinds, "{file}: {:#?}", summary.violations);
+    }
+}
+
 /// Checks a kept history again: `REDLOCK_CAMPAIGN_HISTORY=path cargo test
 /// --test campaign recheck -- --ignored --nocapture`.
 #[test]
