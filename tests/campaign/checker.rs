@@ -8,7 +8,8 @@
 //!   real one: an overlap seen is an overlap that happened), or a script's
 //!   hold: from `acquire`'s completion to the `release` of its token, at
 //!   most the validity an `acquire` or `extend` gave it (invocation + TTL
-//!   − the drift allowance). Operations of unknown outcome hold nothing
+//!   − the drift allowance; for an `acquire` that waited, later, from its
+//!   fence and printed validity: [`acquired_until`]). Operations of unknown outcome hold nothing
 //!   for certain, so they never make an overlap; they only count as
 //!   possibly holding (below).
 //!   A foreign write over the key on a majority ends every hold it meets
@@ -35,7 +36,11 @@
 //!   holder, possible holder (an operation killed or of unknown end, for
 //!   its TTL after) or foreign write met it, unless a `--once-per` host of
 //!   the tick died (it may have been granted the tick and died before its
-//!   command ran) (`lost-tick`).
+//!   command ran) (`lost-tick`). A `--once-per` section begins before its
+//!   tick ends, give or take the clock allowance ([`tick_late`]): a host
+//!   held up past its tick's end (frozen during its `--jitter`) must skip
+//!   it, not run it late, when the tick's record may be gone
+//!   (`tick-late`).
 //! - **Taken meanwhile**: a `-n` run's section never begins after a
 //!   section (or a script hold) of the same exclusive key whose operation
 //!   was invoked after the `-n` one (`taken-meanwhile`). The invocation is
@@ -82,7 +87,7 @@ fn drift_ns(ttl_ms: u64) -> u64 {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Violation {
     /// `overlap`, `fence`, `exit-status`, `lost-tick`, `tick-twice`,
-    /// `tick-label`, `taken-meanwhile`, `liveness`, `bound`,
+    /// `tick-label`, `tick-late`, `taken-meanwhile`, `liveness`, `bound`,
     /// `foreign-unnoticed`, `unavailable-quiet`.
     pub kind: &'static str,
     /// One line for people.
@@ -112,6 +117,8 @@ struct Op {
     every_ms: Option<u64>,
     once_per: bool,
     wall_ms: u64,
+    /// `--node-timeout`, in ms, when given.
+    node_timeout_ms: Option<u64>,
     /// `REDLOCK_SLOT`.
     slot: Option<u32>,
     /// `REDLOCK_TICK`, as ms since the epoch (unparsable: `Some(None)`).
@@ -133,6 +140,37 @@ struct Completion {
     code: Option<i32>,
     token: Option<String>,
     pid: Option<u32>,
+    /// What `acquire --json` said the validity was, in ms.
+    validity_ms: Option<u64>,
+}
+
+/// A foreign write over a key (the `foreign` family): a value that is not
+/// redlock's, set with `SET key value PX ms` on some servers.
+#[derive(Clone, Debug)]
+struct Foreign {
+    key: String,
+    /// When the nemesis began writing it (before the first `SET`).
+    from: u64,
+    /// When it expires everywhere it was written: `ms` after the
+    /// nemesis's stop stamp (after the last `SET`), or after `from` when
+    /// no stop was recorded.
+    to: u64,
+    ms: u64,
+    /// The servers written, by index (empty: not recorded; then every
+    /// server counts as written).
+    servers: Vec<usize>,
+    /// How many servers the run has (0: not recorded).
+    fleet: usize,
+    what: String,
+    stopped: bool,
+    line: usize,
+}
+
+impl Foreign {
+    /// Whether this write's value sits on `server`.
+    fn on(&self, server: usize) -> bool {
+        self.servers.is_empty() || self.servers.contains(&server)
+    }
 }
 
 /// A hold of a key for certain, over `[start, end)`.
@@ -170,7 +208,7 @@ pub struct Summary {
 /// Checks a history (events in time order, with their line numbers).
 pub fn check(events: &[(usize, Event)]) -> Summary {
     let mut ops: BTreeMap<u64, Op> = BTreeMap::new();
-    let mut foreign: Vec<(String, u64, u64, usize)> = Vec::new();
+    let mut foreign: Vec<Foreign> = Vec::new();
     let mut faults: Vec<(String, u64, u64)> = Vec::new();
     let mut frozen: Vec<(u64, Vec<u32>)> = Vec::new();
     for (line, event) in events {
@@ -193,6 +231,7 @@ pub fn check(events: &[(usize, Event)]) -> Summary {
                 every_ms,
                 once_per,
                 wall_ms,
+                node_timeout_ms,
                 ..
             } => {
                 ops.insert(
@@ -215,14 +254,16 @@ pub fn check(events: &[(usize, Event)]) -> Summary {
                         every_ms,
                         once_per,
                         wall_ms,
+                        node_timeout_ms,
                         invoke: t,
                         ..Op::default()
                     },
                 );
             }
-            Event::Complete { t, op, outcome, code, token, fence, pid, .. } => {
+            Event::Complete { t, op, outcome, code, token, fence, validity_ms, pid, .. } => {
                 if let Some(o) = ops.get_mut(&op) {
-                    o.complete = Some(Completion { line: *line, t, outcome, code, token, pid });
+                    o.complete =
+                        Some(Completion { line: *line, t, outcome, code, token, pid, validity_ms });
                     o.fence = fence;
                 }
             }
@@ -244,9 +285,24 @@ pub fn check(events: &[(usize, Event)]) -> Summary {
                     o.exit = Some((*line, t, how, code));
                 }
             }
-            Event::Nemesis { t, what, phase, foreign: f, frozen: pids } => {
+            Event::Nemesis { t, what, phase, foreign: f, servers, fleet, frozen: pids } => {
                 if let Some((key, ms)) = f {
-                    foreign.push((key, t, t + ms * 1_000_000, *line));
+                    foreign.push(Foreign {
+                        key,
+                        from: t,
+                        to: t + ms * 1_000_000,
+                        ms,
+                        servers,
+                        fleet,
+                        what: what.clone(),
+                        stopped: false,
+                        line: *line,
+                    });
+                } else if phase == "stop"
+                    && let Some(w) = foreign.iter_mut().rev().find(|w| w.what == what && !w.stopped)
+                {
+                    w.to = t + w.ms * 1_000_000;
+                    w.stopped = true;
                 }
                 if !pids.is_empty() {
                     frozen.push((t, pids));
@@ -322,19 +378,16 @@ fn holds(ops: &BTreeMap<u64, Op>) -> BTreeMap<String, Vec<Hold>> {
                 });
             }
             "acquire" => {
-                let Some(Completion { line, t: start, outcome, token: Some(token), .. }) =
-                    o.complete.clone()
-                else {
+                let Some(c) = o.complete.clone() else { continue };
+                let Completion { line, t: start, token: Some(token), .. } = c.clone() else {
                     continue;
                 };
-                if outcome != "ok" {
+                if c.outcome != "ok" {
                     continue;
                 }
                 let fence = o.fence;
-                // Valid at most a TTL from the round's start, less drift;
-                // the round ended by the completion (a wait may have come
-                // before it); every extension that succeeded pushes that on.
-                let mut valid = start + o.ttl_ms * 1_000_000 - drift_ns(o.ttl_ms);
+                // Every extension that succeeded pushes the validity on.
+                let mut valid = acquired_until(o, &c);
                 let mut end = u64::MAX;
                 let mut lines = vec![o.line, line];
                 for later in ops.values().filter(|l| l.token_in.as_deref() == Some(&token)) {
@@ -348,12 +401,18 @@ fn holds(ops: &BTreeMap<u64, Op>) -> BTreeMap<String, Vec<Hold>> {
                         lines.push(later.line);
                     }
                 }
+                // Answered after its validity ran out: it held nothing for
+                // certain (an empty hold would sort its end before its
+                // start, and stay "inside" for ever).
+                if end.min(valid) <= start {
+                    continue;
+                }
                 out.entry(o.key.clone()).or_default().push(Hold {
                     op: o.op,
                     invoke: o.invoke,
                     slot: None,
                     start,
-                    end: end.min(valid).max(start),
+                    end: end.min(valid),
                     exclusive,
                     fence,
                     lines,
@@ -363,6 +422,39 @@ fn holds(ops: &BTreeMap<u64, Op>) -> BTreeMap<String, Vec<Hold>> {
         }
     }
     out
+}
+
+/// How far above a server's clock a fence may be drawn (`fence::WINDOW`
+/// in src/fence.rs), in ms.
+const FENCE_WINDOW_MS: u64 = 100;
+
+/// Until when an `acquire` that succeeded certainly held its key: its
+/// winning round began at some `s` no earlier than its invocation, and its
+/// keys stay on a quorum until `s` + TTL less the drift allowance, which
+/// is also where the `validity_ms` it printed runs out (counted from when
+/// the round was decided, after every grant). The invocation alone
+/// understates that when the acquire waited before its winning round
+/// (`--wait`); the completion would overstate it by the round's own time.
+/// The fence bounds the grants from below: a server draws at most its
+/// clock plus [`FENCE_WINDOW_MS`] (src/fence.rs, "Upper bound"), and the
+/// servers' clocks are this machine's wall clock, so the round was decided
+/// no earlier than the fence (µs) less that window, and the validity runs
+/// out no earlier than that plus `validity_ms`. A fence that would put the
+/// grants after the completion came from a server whose clock runs ahead
+/// (the clock family) and bounds nothing.
+fn acquired_until(o: &Op, c: &Completion) -> u64 {
+    let by_invocation = o.invoke + o.ttl_ms * 1_000_000 - drift_ns(o.ttl_ms);
+    let (Some(fence), Some(validity_ms)) = (o.fence, c.validity_ms) else {
+        return by_invocation;
+    };
+    // Wall ms to this history's monotonic ns, through the invocation's
+    // stamps, early by the two clocks' slack.
+    let granted_wall = (fence / 1_000).saturating_sub(FENCE_WINDOW_MS + WALL_SLACK_MS);
+    let granted = o.invoke.saturating_add(granted_wall.saturating_sub(o.wall_ms) * 1_000_000);
+    if granted > c.t {
+        return by_invocation;
+    }
+    by_invocation.max(granted + validity_ms * 1_000_000)
 }
 
 /// A foreign write over a key on a majority (the `foreign` family) takes
@@ -380,20 +472,26 @@ fn holds(ops: &BTreeMap<u64, Op>) -> BTreeMap<String, Vec<Hold>> {
 /// fault froze that run (the documented paused-VM exception).
 ///
 /// "Met" means the hold's operation was invoked before the write began and
-/// its section began before the foreign value expired: no quorum can grant
-/// while the foreign value sits on a majority, so such a grant came before
-/// the write. A section that began after the value expired was granted over
-/// free servers and is not cut: an overlap with it is still reported.
+/// its section began before a quorum of the servers was free of every
+/// foreign value of the key again ([`quorum_free`]): no quorum can grant
+/// while foreign values sit on a majority, so such a grant came before the
+/// write. A section that began after that was granted over free servers and
+/// is not cut: an overlap with it is still reported. The value's own expiry
+/// is not that moment: a later write over some of the same servers replaces
+/// the value there by its own, which may expire first, and a quorum is free
+/// from then on while the first value still sits on a minority.
 fn foreign_writes(
     ops: &BTreeMap<u64, Op>,
     holds: &mut BTreeMap<String, Vec<Hold>>,
-    foreign: &[(String, u64, u64, usize)],
+    foreign: &[Foreign],
     frozen: &[(u64, Vec<u32>)],
     out: &mut Vec<Violation>,
 ) {
-    for (key, from, to, line) in foreign {
+    for w in foreign {
+        let (key, from, line) = (&w.key, &w.from, &w.line);
+        let free = quorum_free(w, foreign);
         for h in holds.get_mut(key).into_iter().flatten() {
-            if !(h.invoke < *from && *from < h.end && h.start < *to) {
+            if !(h.invoke < *from && *from < h.end && h.start < free) {
                 continue;
             }
             let o = &ops[&h.op];
@@ -441,6 +539,37 @@ fn foreign_writes(
             h.end = (h.start + 1).max(*from);
         }
     }
+}
+
+/// When a quorum of the servers was first free of every foreign value of
+/// `w`'s key, from `w`'s start on. A server holds, at time `t`, the value of
+/// the last write over it begun by `t`, until that value expires (a `SET`
+/// replaces the value and its TTL). Without the servers written (an older
+/// history), `w`'s own expiry.
+fn quorum_free(w: &Foreign, all: &[Foreign]) -> u64 {
+    if w.servers.is_empty() || w.fleet == 0 {
+        return w.to;
+    }
+    let same: Vec<&Foreign> = all.iter().filter(|f| f.key == w.key).collect();
+    // Servers only come free when a value expires: check w's start and
+    // every expiry after it.
+    let mut times: Vec<u64> = same.iter().map(|f| f.to).filter(|&t| t > w.from).collect();
+    times.push(w.from);
+    times.sort_unstable();
+    let quorum = w.fleet / 2 + 1;
+    times
+        .into_iter()
+        .find(|&t| {
+            let free = (0..w.fleet)
+                .filter(|&s| {
+                    let last =
+                        same.iter().filter(|f| f.from <= t && f.on(s)).max_by_key(|f| f.from);
+                    last.is_none_or(|f| f.to <= t)
+                })
+                .count();
+            free >= quorum
+        })
+        .unwrap_or(w.to)
 }
 
 /// More holders at once than the key allows.
@@ -671,10 +800,10 @@ const NO_WAIT_ANSWER_NS: u64 = 6_000_000_000;
 /// 200 ms) goes unseen here; the integration tests time those alone.
 const BOUND_SLACK_NS: u64 = 1_000_000_000;
 
-/// The node timeout redlock takes for a TTL when none is given: a tenth of
-/// the TTL, at most 1 s (`--node-timeout`), in ns.
-fn node_timeout_ns(ttl_ms: u64) -> u64 {
-    (ttl_ms * 100_000).min(1_000_000_000)
+/// The node timeout of `o` (`--node-timeout`), in ns: when none is given,
+/// a tenth of the TTL, at most 1 s.
+fn node_timeout_ns(o: &Op) -> u64 {
+    o.node_timeout_ms.map_or((o.ttl_ms * 100_000).min(1_000_000_000), |ms| ms * 1_000_000)
 }
 
 /// A `run` or `acquire` that answered later than its stated bound allows
@@ -687,7 +816,7 @@ fn bound(o: &Op, frozen: &[(u64, Vec<u32>)], out: &mut Vec<Violation>) {
     // No exit code: the campaign killed it (a waiter killed while queued)
     // or it hung (reported as a hang); neither answered.
     let Some(c) = o.complete.as_ref().filter(|c| c.code.is_some()) else { return };
-    let nt = node_timeout_ns(o.ttl_ms);
+    let nt = node_timeout_ns(o);
     let stated = match (o.no_wait, o.wait_ms) {
         (true, _) => NO_WAIT_ANSWER_NS + nt,
         (false, Some(0)) => nt,
@@ -759,12 +888,35 @@ const TICK_EDGE_MS: u64 = 500;
 /// long before a tick may still hold its key.
 const LONGEST_TTL_NS: u64 = 2_000_000_000;
 
+/// How long after its tick's end a `--once-per` grant may still come, in
+/// ms: the clock allowance between a host and the servers (900 ms,
+/// `CLOCK_ALLOWANCE` in src/lock/acquire.rs), rounded up.
+const TICK_ALLOWANCE_MS: u64 = 1_000;
+
+/// How long after its tick ended the section of `o` (labelled with that
+/// tick, `every` ms long) began, in ms, when that is later than a grant
+/// within [`TICK_ALLOWANCE_MS`] of the end explains: the grant's last node
+/// timeout (the fence round) and [`BOUND_SLACK_NS`] (the command's start
+/// before its stamp) come on top. The entry's wall time is read through
+/// the invocation's stamps, early by the clocks' slack. A host that
+/// computed its tick and was then held up past the tick's end (a freeze
+/// during its `--jitter`, a starved machine) must skip that tick.
+fn tick_late(o: &Op, every: u64, entered: u64) -> Option<u64> {
+    let label = o.tick_label.flatten()?;
+    let end = (label / every + 1) * every;
+    let entered_wall =
+        (o.wall_ms + entered.saturating_sub(o.invoke) / 1_000_000).saturating_sub(WALL_SLACK_MS);
+    let allowed = TICK_ALLOWANCE_MS + (node_timeout_ns(o) + BOUND_SLACK_NS).div_ceil(1_000_000);
+    let late = entered_wall.saturating_sub(end);
+    (late > allowed).then_some(late)
+}
+
 /// The cron fleet's ticks (see the module doc). Returns how many ticks
 /// some `--once-per` host was fired for, and how many of them were quiet.
 fn ticks(
     ops: &BTreeMap<u64, Op>,
     holds: &BTreeMap<String, Vec<Hold>>,
-    foreign: &[(String, u64, u64, usize)],
+    foreign: &[Foreign],
     faults: &[(u64, u64)],
     out: &mut Vec<Violation>,
 ) -> (usize, usize) {
@@ -793,6 +945,19 @@ fn ticks(
                              {fired} and entered by tick {}",
                             o.key,
                             entered_wall / every
+                        ),
+                        lines: vec![o.line, enter_line],
+                    });
+                }
+                if o.once_per
+                    && let Some(late) = tick_late(o, every, entered)
+                {
+                    out.push(Violation {
+                        kind: "tick-late",
+                        message: format!(
+                            "{}: a section of tick {} began {late} ms after the tick ended",
+                            o.key,
+                            tick.unwrap_or(fired)
                         ),
                         lines: vec![o.line, enter_line],
                     });
@@ -858,7 +1023,7 @@ fn ticks(
                         && p.op != o.op
                         && possible_hold(p).is_some_and(|(s, e)| meets(s, e))
                 });
-                let foreign_held = foreign.iter().any(|(k, s, e, _)| k == key && meets(*s, *e));
+                let foreign_held = foreign.iter().any(|f| f.key == **key && meets(f.from, f.to));
                 !held && !possibly && !foreign_held
             })
             .collect();
@@ -920,7 +1085,7 @@ fn taken_meanwhile(
 fn lost_ticks(
     ops: &BTreeMap<u64, Op>,
     holds: &BTreeMap<String, Vec<Hold>>,
-    foreign: &[(String, u64, u64, usize)],
+    foreign: &[Foreign],
     out: &mut Vec<Violation>,
 ) -> usize {
     let mut bursts: BTreeMap<u64, Vec<&Op>> = BTreeMap::new();
@@ -942,7 +1107,7 @@ fn lost_ticks(
         let to = members.iter().filter_map(|o| o.complete.as_ref().map(|c| c.t)).max().unwrap_or(0);
         let overlaps = |start: u64, end: u64| start < to && end > from;
         let held = holds.get(key).is_some_and(|l| l.iter().any(|h| overlaps(h.start, h.end)));
-        let foreign_held = foreign.iter().any(|(k, s, e, _)| k == key && overlaps(*s, *e));
+        let foreign_held = foreign.iter().any(|f| &f.key == key && overlaps(f.from, f.to));
         let possibly = ops.values().any(|o| {
             &o.key == key
                 && o.burst.is_none_or(|b| Some(b) != members[0].burst)
@@ -1018,6 +1183,7 @@ mod tests {
                 every_ms: None,
                 once_per: false,
                 wall_ms: 0,
+                node_timeout_ms: None,
             });
             if let Some(enter) = enter {
                 self.push(Event::Enter {
@@ -1039,6 +1205,7 @@ mod tests {
                 code: Some(exit),
                 token: None,
                 fence: None,
+                validity_ms: None,
                 pid: Some(PID + u32::try_from(op).unwrap()),
             });
             op
@@ -1119,7 +1286,84 @@ mod tests {
                     what: "pause".into(),
                     phase: phase.into(),
                     foreign: None,
+                    servers: Vec::new(),
+                    fleet: 0,
                     frozen: Vec::new(),
+                });
+            }
+        }
+
+        /// A foreign write over `key` at `at` ms on `servers` of 3, for
+        /// `ms`, stopped (its last `SET` done) 1 ms later.
+        fn foreign(&mut self, key: &str, at: u64, ms: u64, servers: &[usize]) {
+            let what = format!("foreign write over {key} on servers {servers:?} for {ms}ms");
+            self.push(Event::Nemesis {
+                t: at * MS,
+                what: what.clone(),
+                phase: "start".into(),
+                foreign: Some((key.into(), ms)),
+                servers: servers.to_vec(),
+                fleet: 3,
+                frozen: Vec::new(),
+            });
+            self.push(Event::Nemesis {
+                t: (at + 1) * MS,
+                what,
+                phase: "stop".into(),
+                foreign: None,
+                servers: Vec::new(),
+                fleet: 0,
+                frozen: Vec::new(),
+            });
+        }
+
+        /// An `acquire` of `key` (TTL 1 s) invoked at `start` ms (the
+        /// wall clock 10 s ahead of the monotonic one) that printed `fence`
+        /// and `validity_ms` at `end` ms, and a `release` at `release` ms.
+        fn acquire(
+            &mut self,
+            key: &str,
+            (start, end, release): (u64, u64, u64),
+            fence: Option<u64>,
+            validity_ms: Option<u64>,
+        ) {
+            self.next_op += 1;
+            let op = self.next_op;
+            let token = format!("T{op}");
+            for (f, t, token_in) in [("acquire", start, None), ("release", release, Some(&token))] {
+                let o = if f == "acquire" { op } else { op + 1000 };
+                self.push(Event::Invoke {
+                    t: t * MS,
+                    client: 0,
+                    op: o,
+                    f: f.into(),
+                    key: key.into(),
+                    mode: Mode::Exclusive,
+                    limit: 1,
+                    ttl_ms: 1000,
+                    burst: None,
+                    child_code: None,
+                    busy_code: None,
+                    after_faults: false,
+                    token: token_in.cloned(),
+                    no_wait: false,
+                    wait_ms: Some(2000).filter(|_| f == "acquire"),
+                    every_ms: None,
+                    once_per: false,
+                    wall_ms: 10_000 + t,
+                    node_timeout_ms: None,
+                });
+                let acquired = f == "acquire";
+                self.push(Event::Complete {
+                    t: if acquired { end * MS } else { (release + 1) * MS },
+                    client: 0,
+                    op: o,
+                    outcome: "ok".into(),
+                    code: Some(0),
+                    token: acquired.then(|| token.clone()),
+                    fence: fence.filter(|_| acquired),
+                    validity_ms: validity_ms.filter(|_| acquired),
+                    pid: Some(PID + u32::try_from(o).unwrap()),
                 });
             }
         }
@@ -1292,6 +1536,7 @@ mod tests {
             every_ms: None,
             once_per: false,
             wall_ms: 0,
+            node_timeout_ms: None,
         };
         let done = |t: u64, op: u64, token: Option<&str>| Event::Complete {
             t: t * MS,
@@ -1301,6 +1546,7 @@ mod tests {
             code: Some(0),
             token: token.map(str::to_owned),
             fence: None,
+            validity_ms: None,
             pid: None,
         };
         push(invoke(0, 1, "acquire", None));
@@ -1320,6 +1566,7 @@ mod tests {
             code: Some(0),
             token: None,
             fence: None,
+            validity_ms: None,
             pid: None,
         });
         let sorted = |mut events: Vec<(usize, Event)>| {
@@ -1342,6 +1589,8 @@ mod tests {
                 what: "foreign write".into(),
                 phase: "start".into(),
                 foreign: Some(("k".into(), 100)),
+                servers: Vec::new(),
+                fleet: 0,
                 frozen: Vec::new(),
             },
         );
@@ -1349,6 +1598,72 @@ mod tests {
         push(&mut events, invoke(400, 4, "extend", Some("T")));
         push(&mut events, done(401, 4, None));
         assert_eq!(kinds(&check(&sorted(events)).violations), ["foreign-unnoticed"]);
+    }
+
+    /// Two foreign writes over a majority each, the second over one of the
+    /// first's servers with a shorter TTL: from the second's expiry a
+    /// quorum is free, and two holders granted then really overlap, though
+    /// the first value still sits on one server.
+    #[test]
+    fn a_foreign_write_shortened_by_another_frees_a_quorum_early() {
+        let sections = |h: &mut H| {
+            h.run("k", Mode::Exclusive, (50, Some(600), 900, 901), Some(1), "normal", 3, None);
+            h.run("k", Mode::Exclusive, (60, Some(700), 1_000, 1_001), Some(2), "normal", 3, None);
+        };
+        // Server 1's value of the first write (100 ms to 1600 ms) is
+        // replaced by the second's (200 ms to 500 ms): servers 1 and 2 are
+        // free from 500 ms.
+        let mut h = H::default();
+        sections(&mut h);
+        h.foreign("k", 100, 1_500, &[0, 1]);
+        h.foreign("k", 200, 300, &[1, 2]);
+        assert_eq!(kinds(&h.check()), ["overlap"]);
+        // The second value lasts until 1000 ms: no quorum is free before,
+        // and the sections, begun before that, were granted before the
+        // first write (their holders must notice: they did, within a TTL).
+        let mut h = H::default();
+        sections(&mut h);
+        h.foreign("k", 100, 1_500, &[0, 1]);
+        h.foreign("k", 200, 800, &[1, 2]);
+        assert_eq!(h.check(), vec![]);
+    }
+
+    /// An `acquire`'s validity runs from its winning round's start, which
+    /// its invocation bounds from below, and so does its fence less the
+    /// window when it waited; not from its completion.
+    #[test]
+    fn an_acquire_is_valid_from_its_round_not_its_completion() {
+        let run = |h: &mut H, from: u64, to: u64| {
+            let fence = Some(90_000_000);
+            h.run(
+                "k",
+                Mode::Exclusive,
+                (from - 10, Some(from), to, to + 1),
+                fence,
+                "normal",
+                3,
+                None,
+            );
+        };
+        // Invoked at 0, answered at 600 ms (a slow exit), no fence: valid
+        // until 988 ms, so a section at 1200 ms is no overlap.
+        let mut h = H::default();
+        h.acquire("k", (0, 600, 5_000), None, None);
+        run(&mut h, 1_200, 1_300);
+        assert_eq!(h.check(), vec![]);
+        // Waited 1.5 s: the fence (its server's clock at the grant, 11.55 s
+        // wall, plus half the window) and a validity of 980 ms make it held
+        // until 2380 ms at least: a section at 2000 ms overlaps.
+        let mut h = H::default();
+        h.acquire("k", (0, 1_510, 5_000), Some(11_550_000), Some(980));
+        run(&mut h, 2_000, 2_100);
+        assert_eq!(kinds(&h.check()), ["overlap"]);
+        // The same fence drawn by a server 60 s ahead bounds nothing: only
+        // the invocation counts.
+        let mut h = H::default();
+        h.acquire("k", (0, 1_510, 5_000), Some(71_550_000), Some(980));
+        run(&mut h, 2_000, 2_100);
+        assert_eq!(h.check(), vec![]);
     }
 
     #[test]
@@ -1359,6 +1674,8 @@ mod tests {
                 what: "foreign write".into(),
                 phase: "start".into(),
                 foreign: Some(("k".into(), ms)),
+                servers: Vec::new(),
+                fleet: 0,
                 frozen: Vec::new(),
             });
         };
@@ -1445,6 +1762,26 @@ mod tests {
         assert_eq!(kinds(&h.check()), ["tick-twice"]);
     }
 
+    /// A host of tick 6 (12 s to 14 s on the wall clock) frozen past the
+    /// tick's end: its section 2.5 s after the end is late (1 s of clock
+    /// allowance, a node timeout and 1 s of slack allowed); 0.1 s after is
+    /// not.
+    #[test]
+    fn a_tick_runs_before_it_ends_give_or_take_the_clock_allowance() {
+        let mut h = H::default();
+        h.host(2_000, Some(6_500), Some(12_000), false);
+        let v = h.check();
+        assert_eq!(kinds(&v), ["tick-late"], "{v:#?}");
+        assert!(v[0].message.contains("began 2450 ms after the tick ended"), "{}", v[0].message);
+        let mut h = H::default();
+        h.host(2_000, Some(4_100), Some(12_000), false);
+        assert_eq!(h.check(), vec![]);
+        // The old recipe promises no tick: a late plain host is no matter.
+        let mut h = H::default();
+        h.host(2_000, Some(6_500), None, true);
+        assert_eq!(h.check(), vec![]);
+    }
+
     #[test]
     fn a_tick_label_lies_between_the_firing_and_the_entry() {
         let mut h = H::default();
@@ -1528,6 +1865,8 @@ mod tests {
                 what: "freeze".into(),
                 phase: "start".into(),
                 foreign: None,
+                servers: Vec::new(),
+                fleet: 0,
                 frozen: vec![PID + u32::try_from(op).unwrap()],
             });
             assert_eq!(h.check().len(), flagged, "frozen at {at} ms");

@@ -11,6 +11,7 @@
 //! reader stamps the end of file it sees instead, a moment after the
 //! death.
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -74,6 +75,11 @@ pub struct Ctx {
     pub stop: AtomicBool,
     /// The `run` processes running now: pid and TTL, for the freeze nemesis.
     pub running: Mutex<Vec<(u32, Duration)>>,
+    /// The operation each client runs now, and its process's id.
+    pub current: Mutex<BTreeMap<usize, (u64, u32)>>,
+    /// Client numbers of the nemesis's own contenders (the stale-tick and
+    /// stall families).
+    pub nemesis_clients: Vec<usize>,
     /// Hangs seen: operations still running after [`harness::HANG`].
     pub hangs: Mutex<Vec<String>>,
     /// Pass `--trust-restarts` (a negative control).
@@ -93,6 +99,7 @@ impl Ctx {
         urls: Vec<String>,
         trust_restarts: bool,
         fleet_pool: Vec<usize>,
+        nemesis_clients: Vec<usize>,
         netns: Vec<Netns>,
     ) -> Arc<Ctx> {
         std::fs::write(dir.join("section.pl"), SECTION).unwrap();
@@ -105,6 +112,8 @@ impl Ctx {
             fleet_pool: Mutex::new(fleet_pool),
             stop: AtomicBool::new(false),
             running: Mutex::new(Vec::new()),
+            current: Mutex::new(BTreeMap::new()),
+            nemesis_clients,
             hangs: Mutex::new(Vec::new()),
             trust_restarts,
             bin: binary(),
@@ -149,6 +158,19 @@ pub struct Ask {
     /// SIGKILL redlock this long after its start unless its command has
     /// begun: a waiter that dies while queued.
     pub kill_after: Option<Duration>,
+    /// `--jitter` (a `run`), with `-v`, so that its stderr says when it
+    /// sleeps (`--jitter: sleeping`): after it computed its tick, before
+    /// its first attempt.
+    pub jitter: Option<Duration>,
+    /// How long it may run before it counts as hung (and is killed).
+    pub hang: Duration,
+    /// `--node-timeout` (`None`: redlock's default, a tenth of the TTL).
+    pub node_timeout: Option<Duration>,
+    /// More arguments (of `run`: `--renew-every`, `--kill-after`).
+    pub extra: &'static [&'static str],
+    /// Recorded as `-n` whatever `wait` says: a negative control, a `-n`
+    /// that waits as a build ignoring `-n`'s rule would.
+    pub claims_no_wait: bool,
 }
 
 impl Ask {
@@ -169,6 +191,11 @@ impl Ask {
             every: None,
             once_per: false,
             kill_after: None,
+            jitter: None,
+            hang: harness::HANG,
+            node_timeout: None,
+            extra: &[],
+            claims_no_wait: false,
         }
     }
 }
@@ -215,6 +242,13 @@ pub fn perform(ctx: &Ctx, client: usize, ask: &Ask) -> Done {
     if let Some(code) = ask.busy_code {
         args.extend(["-E".into(), code.to_string()]);
     }
+    args.extend(ask.extra.iter().map(|a| (*a).to_owned()));
+    if let Some(timeout) = ask.node_timeout {
+        args.extend(["--node-timeout".into(), format!("{}ms", timeout.as_millis())]);
+    }
+    if let Some(jitter) = ask.jitter {
+        args.extend(["--jitter".into(), format!("{}ms", jitter.as_millis()), "-v".into()]);
+    }
     if ask.f == "acquire" {
         args.push("--json".into());
     }
@@ -242,7 +276,7 @@ pub fn perform(ctx: &Ctx, client: usize, ask: &Ask) -> Done {
         busy_code: ask.busy_code,
         after_faults: ask.after_faults,
         token: ask.token.clone(),
-        no_wait: ask.wait.is_none() && matches!(ask.f, "run" | "acquire"),
+        no_wait: (ask.wait.is_none() || ask.claims_no_wait) && matches!(ask.f, "run" | "acquire"),
         wait_ms: ask
             .wait
             .filter(|_| matches!(ask.f, "run" | "acquire"))
@@ -250,6 +284,7 @@ pub fn perform(ctx: &Ctx, client: usize, ask: &Ask) -> Done {
         every_ms: ask.every.map(|e| u64::try_from(e.as_millis()).unwrap()),
         once_per: ask.once_per,
         wall_ms: wall_ms(),
+        node_timeout_ms: ask.node_timeout.map(|t| u64::try_from(t.as_millis()).unwrap()),
     });
     // The section's reader: blocks in open until the command opens the
     // FIFO (or until it is let go below, when the command never ran).
@@ -276,6 +311,7 @@ pub fn perform(ctx: &Ctx, client: usize, ask: &Ask) -> Done {
         .stderr(log);
     let mut child = cmd.spawn().unwrap();
     let pid = child.id();
+    ctx.current.lock().unwrap().insert(client, (op, pid));
     if ask.f == "run" {
         ctx.running.lock().unwrap().push((pid, ask.ttl));
     }
@@ -297,7 +333,7 @@ pub fn perform(ctx: &Ctx, client: usize, ask: &Ask) -> Done {
                 let _ = child.kill();
             }
         }
-        if started.elapsed() > harness::HANG {
+        if started.elapsed() > ask.hang {
             ctx.hangs.lock().unwrap().push(format!("op {op}: {} {args:?}", ask.f));
             let _ = child.kill();
             let _ = child.wait();
@@ -307,6 +343,7 @@ pub fn perform(ctx: &Ctx, client: usize, ask: &Ask) -> Done {
     };
     let t = now();
     ctx.running.lock().unwrap().retain(|(p, _)| *p != pid);
+    ctx.current.lock().unwrap().remove(&client);
     let stdout = out.join().unwrap();
     let code = status.and_then(|s| s.code());
     let json: Option<serde_json::Value> = serde_json::from_str(stdout.trim()).ok();
@@ -323,6 +360,7 @@ pub fn perform(ctx: &Ctx, client: usize, ask: &Ask) -> Done {
         code,
         token: json.as_ref().and_then(|j| j["token"].as_str().map(str::to_owned)),
         fence: json.as_ref().and_then(|j| j["fence"].as_u64()),
+        validity_ms: json.as_ref().and_then(|j| j["validity_ms"].as_u64()),
         pid: Some(pid),
     });
     if let Some(reader) = reader {

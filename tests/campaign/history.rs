@@ -98,6 +98,9 @@ pub enum Event {
         /// The wall clock (ms since the Unix epoch) when `t` was taken.
         #[serde(default)]
         wall_ms: u64,
+        /// `--node-timeout`, in ms (`None`: a tenth of the TTL, at most 1 s).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        node_timeout_ms: Option<u64>,
     },
     /// An operation's process ended.
     Complete {
@@ -115,6 +118,11 @@ pub enum Event {
         token: Option<String>,
         /// What `acquire --json` printed: the fence.
         fence: Option<u64>,
+        /// What `acquire --json` printed as `validity_ms`: the TTL less the
+        /// round's time and the drift allowance, left when the round was
+        /// decided.
+        #[serde(default)]
+        validity_ms: Option<u64>,
         /// The process's id (a freeze names the processes it stopped).
         #[serde(default)]
         pid: Option<u32>,
@@ -159,10 +167,21 @@ pub enum Event {
         /// A lock held by someone else than redlock for a while (a
         /// foreign write): its key and how long, in ms.
         foreign: Option<(String, u64)>,
+        /// The servers a foreign write wrote, by index (empty: not said;
+        /// the value then counts as held on a majority until it expires).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        servers: Vec<usize>,
+        /// How many servers the run has (with `servers`).
+        #[serde(default, skip_serializing_if = "is_zero")]
+        fleet: usize,
         /// The processes a freeze stopped (SIGSTOP), at its start.
         #[serde(default)]
         frozen: Vec<u32>,
     },
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl Event {

@@ -9,7 +9,9 @@
 //!
 //! Its own test binary, so that its load never skews the timing bounds of
 //! the integration tests. By default each fault family runs one short seed
-//! (`REDLOCK_CAMPAIGN_SECS`, 8 s of faults each; the tick family 12 s), but
+//! (`REDLOCK_CAMPAIGN_SECS`, 8 s of faults each; the tick family 12 s, the
+//! stale-tick family 3 s, which begin one fault of about 8 s, the stall
+//! family 5 s), but
 //! the script-flush, pause-write and net-partition families, which run
 //! only when named or in the long campaign; `REDLOCK_CAMPAIGN=full` runs
 //! each family for 60 s on 3 servers and again on 5. The net-partition
@@ -22,7 +24,9 @@
 //! `REDLOCK_CAMPAIGN_KEEP=1` keeps every run's. `REDLOCK_CAMPAIGN_BIN=PATH`
 //! runs another `redlock` build in the clients (an older commit's, to learn
 //! which families find a hole in it); one without `--once-per` runs no
-//! cron fleet.
+//! cron fleet. The `hole_` tests (ignored) replay, on the build
+//! `REDLOCK_CAMPAIGN_BIN` names, the holes a build without the engine's
+//! defence against them has, and must find them.
 //!
 //! Every run has a cron fleet besides the random clients
 //! ([`clients::fleet`]): `--once-per` hosts of a 2 s tick fired early,
@@ -47,6 +51,9 @@ use harness::proxy::Proxy;
 use harness::redis::{Build, RedisServer};
 use history::Mode;
 use nemesis::{Family, World};
+
+/// The seed of the long stale-tick replay ([`hole_stale_tick_runs_twice`]).
+const STALE_TWICE_SEED: u64 = 1;
 
 /// The families run one at a time: each loads both CPUs.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -74,16 +81,28 @@ pub struct Setup {
     /// A negative control: the cron fleet runs the old recipe (`-n -E 0`
     /// without `--once-per`), so a tick runs as often as the key is free.
     pub plain_cron: bool,
+    /// The stale-tick family's first fault freezes its contender past the
+    /// tick's end plus the record's life (60 s), beside a host that ran
+    /// the tick: the long variant (`REDLOCK_CAMPAIGN=full`).
+    pub stale_past_record: bool,
+    /// A negative control: the stall family's `-n` runs wait (`--wait 3s`)
+    /// while recorded as `-n`, so they enter after holders invoked after
+    /// them.
+    pub n_waits: bool,
 }
 
 /// The cron fleet's tick: short, so that a run of a few seconds sees
 /// several, and hosts fired late in one meet the next.
-const TICK: Duration = Duration::from_secs(2);
+pub const TICK: Duration = Duration::from_secs(2);
 
 /// Client numbers for the cron fleet's hosts at once (a host that finds
 /// none free is not fired): the waves of three ticks, each host settling
 /// a dead waiter's turn for up to 6 s.
 const FLEET_HOSTS: usize = 24;
+
+/// Client numbers for the nemesis's own contenders: two of the stale-tick
+/// family, up to six of a stall's burst.
+const NEMESIS_CLIENTS: usize = 8;
 
 /// The net-partition family's network namespaces: client `c` runs in
 /// namespace `c % NAMESPACES`. Three, so that a cut leaves clients on
@@ -157,7 +176,7 @@ pub fn campaign(setup: &Setup) -> Outcome {
     // vote, as after a restart (the clients run with --max-ttl 2s).
     std::thread::sleep(Duration::from_secs(3));
     let hosts = 3;
-    let all = setup.clients + hosts + FLEET_HOSTS;
+    let all = setup.clients + hosts + FLEET_HOSTS + NEMESIS_CLIENTS;
     let proxies: Vec<Vec<Proxy>> = if setup.family == Family::Partition {
         (0..all).map(|_| fleet.servers.iter().map(|s| Proxy::start(s.port)).collect()).collect()
     } else {
@@ -187,8 +206,9 @@ pub fn campaign(setup: &Setup) -> Outcome {
         Some(g) => urls.iter().map(|u| format!("{},{u}", g.url())).collect(),
         None => urls,
     };
-    let pool = (setup.clients + hosts..all).rev().collect();
-    let ctx = Ctx::new(&dir, urls, setup.trust_restarts, pool, netns);
+    let pool = (setup.clients + hosts..all - NEMESIS_CLIENTS).rev().collect();
+    let own = (all - NEMESIS_CLIENTS..all).collect();
+    let ctx = Ctx::new(&dir, urls, setup.trust_restarts, pool, own, netns);
     let mut world = World { fleet, proxies, clocks, group };
     let workers: Vec<_> = (0..setup.clients)
         .map(|c| {
@@ -215,7 +235,7 @@ pub fn campaign(setup: &Setup) -> Outcome {
             ctx.stop.store(true, Ordering::Relaxed);
         })
     };
-    nemesis::run(&ctx, &mut world, setup.family, setup.seed);
+    nemesis::run(&ctx, &mut world, setup);
     timer.join().unwrap();
     for w in workers {
         w.join().unwrap();
@@ -293,8 +313,16 @@ fn family(family: Family) {
     }
     let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     // The tick family's faults leave quiet ticks between them, where a
-    // tick must run exactly once: it needs longer to see a few.
-    let short = if family == Family::Tick { 12 } else { 8 };
+    // tick must run exactly once: it needs longer to see a few. A
+    // stale-tick fault lasts about 8 s once begun (a tick, and its freeze
+    // 2.5 to 4 s past the tick's end), so 3 s begins one; a stall lasts
+    // under a second.
+    let short = match family {
+        Family::Tick => 12,
+        Family::StaleTick => 3,
+        Family::Stall => 5,
+        _ => 8,
+    };
     let active =
         if full { Duration::from_secs(60) } else { env_secs("REDLOCK_CAMPAIGN_SECS", short) };
     let sizes: &[usize] = if full { &[3, 5] } else { &[3] };
@@ -308,6 +336,8 @@ fn family(family: Family) {
             disjoint: false,
             trust_restarts: false,
             plain_cron: false,
+            stale_past_record: full,
+            n_waits: false,
         };
         let out = campaign(&setup);
         let s = &out.summary;
@@ -420,6 +450,23 @@ fn tick() {
     family(Family::Tick);
 }
 
+/// A `--once-per` contender frozen during its `--jitter` until its tick
+/// ended: it must skip that tick, not run it late (`tick-late`), nor a
+/// second time once the tick's record expired (`tick-twice`, the long
+/// variant, with `REDLOCK_CAMPAIGN=full`).
+#[test]
+fn stale_tick() {
+    family(Family::StaleTick);
+}
+
+/// Servers' queues stalled by a Lua busy loop while `-n` runs and holders
+/// take and release one key: a `-n` must not run after a take that came
+/// after it began (`taken-meanwhile`).
+#[test]
+fn stall() {
+    family(Family::Stall);
+}
+
 #[test]
 fn script_flush() {
     family(Family::ScriptFlush);
@@ -457,6 +504,8 @@ fn negative_control_disjoint_server_lists_make_two_holders() {
         disjoint: true,
         trust_restarts: false,
         plain_cron: false,
+        stale_past_record: false,
+        n_waits: false,
     };
     let out = campaign(&Setup { family: Family::Foreign, ..setup });
     let overlaps = out.summary.violations.iter().filter(|v| v.kind == "overlap").count();
@@ -483,6 +532,8 @@ fn negative_control_cron_without_once_per_runs_a_tick_twice() {
         disjoint: false,
         trust_restarts: false,
         plain_cron: true,
+        stale_past_record: false,
+        n_waits: false,
     };
     let out = campaign(&setup);
     let twice = out.summary.violations.iter().filter(|v| v.kind == "tick-twice").count();
@@ -493,6 +544,129 @@ fn negative_control_cron_without_once_per_runs_a_tick_twice() {
     );
     assert!(twice > 0, "the old cron recipe, and no tick ran twice (seed {})", setup.seed);
     discard(&out.dir);
+}
+
+/// The stall family's `-n` runs wait instead (`--wait 3s`, recorded as
+/// `-n`): each enters after the holders invoked after it, and the checker
+/// must say so (`taken-meanwhile`), whatever the build.
+#[test]
+fn negative_control_a_dash_n_that_waits_is_taken_meanwhile() {
+    if !picked(Family::Stall) {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let setup = Setup {
+        family: Family::Stall,
+        seed: seed(),
+        servers: 3,
+        active: Duration::from_secs(2),
+        clients: 2,
+        disjoint: false,
+        trust_restarts: false,
+        plain_cron: false,
+        stale_past_record: false,
+        n_waits: true,
+    };
+    let out = campaign(&setup);
+    let taken = out.summary.violations.iter().filter(|v| v.kind == "taken-meanwhile").count();
+    eprintln!(
+        "negative control, seed {}: {taken} -n runs entered after a later take ({})",
+        setup.seed,
+        out.dir.display()
+    );
+    assert!(taken > 0, "-n runs that wait, and none was taken meanwhile (seed {})", setup.seed);
+    discard(&out.dir);
+}
+
+/// A hole of a build without the engine's defence against it, replayed:
+/// `family` from `seed` (`REDLOCK_CAMPAIGN_SEED` overrides it) on the build
+/// `REDLOCK_CAMPAIGN_BIN` names, for `active`, must find `kind`. The
+/// timing is the machine's, so up to two fresh seeds follow a seed that
+/// found nothing.
+fn hole(family: Family, seed: u64, active: Duration, long: bool, kind: &str) {
+    let bin = std::env::var("REDLOCK_CAMPAIGN_BIN")
+        .expect("REDLOCK_CAMPAIGN_BIN: a redlock build with the hole (7b44c47's, or older)");
+    let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let first = std::env::var("REDLOCK_CAMPAIGN_SEED").ok().and_then(|s| s.parse().ok());
+    let mut tried = Vec::new();
+    for seed in [first.unwrap_or(seed), fastrand::u64(..1 << 32), fastrand::u64(..1 << 32)] {
+        let setup = Setup {
+            family,
+            seed,
+            servers: 3,
+            active,
+            clients: 5,
+            disjoint: false,
+            trust_restarts: false,
+            plain_cron: false,
+            stale_past_record: long,
+            n_waits: false,
+        };
+        let out = campaign(&setup);
+        let found: Vec<&checker::Violation> =
+            out.summary.violations.iter().filter(|v| v.kind == kind).collect();
+        eprintln!(
+            "{} seed {seed} on {bin}: {} {kind} ({})",
+            family.name(),
+            found.len(),
+            out.dir.display()
+        );
+        for v in &found {
+            eprintln!("{kind}: {} (lines {:?})", v.message, v.lines);
+        }
+        tried.push(seed);
+        if !found.is_empty() {
+            discard(&out.dir);
+            return;
+        }
+    }
+    panic!("{bin}: no {kind} in {} seeds {tried:?}", family.name());
+}
+
+/// A `--once-per` contender frozen during its `--jitter` until 2.5 to 4 s
+/// after its tick ended runs that tick late on a build that lacks the
+/// servers' refusal of an ended tick: `REDLOCK_CAMPAIGN_BIN=PATH cargo test
+/// --test campaign hole_stale_tick_runs_late -- --ignored --nocapture`.
+#[test]
+#[ignore = "runs the build REDLOCK_CAMPAIGN_BIN names, one with the hole"]
+fn hole_stale_tick_runs_late() {
+    hole(Family::StaleTick, 2_380_181_740, Duration::from_secs(3), false, "tick-late");
+}
+
+/// The same frozen past the tick's end plus the record's 60 s, beside a
+/// host that ran the tick: the tick runs twice (about 80 s).
+#[test]
+#[ignore = "runs the build REDLOCK_CAMPAIGN_BIN names, one with the hole"]
+fn hole_stale_tick_runs_twice() {
+    hole(Family::StaleTick, STALE_TWICE_SEED, Duration::from_secs(1), true, "tick-twice");
+}
+
+/// A `-n` whose first attempt waited in two of three servers' queues
+/// (stalled by a Lua busy loop) runs after holders invoked after it took
+/// and released the key, on a build whose servers date its start from
+/// when they run the request.
+#[test]
+#[ignore = "runs the build REDLOCK_CAMPAIGN_BIN names, one with the hole"]
+fn hole_stall_dash_n_misses_a_take() {
+    hole(Family::Stall, 1_811_981_612, Duration::from_secs(6), false, "taken-meanwhile");
+}
+
+/// The holes as 7b44c47's binary showed them, trimmed to their key and
+/// faults (`fixtures/`): `stale-tick-seed-1` is the long stale-tick
+/// replay's (a contender frozen 64 s past its tick's end ran it again),
+/// `stall-seed-1811981612` the stall replay's (four `-n` runs granted after
+/// takes made since they began). The checker must keep flagging them.
+#[test]
+fn recorded_histories_of_the_holes_are_flagged() {
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/campaign/fixtures");
+    for (file, kinds) in [
+        ("stale-tick-seed-1.jsonl", vec!["tick-late", "tick-twice"]),
+        ("stall-seed-1811981612.jsonl", vec!["taken-meanwhile"; 4]),
+    ] {
+        let summary = checker::check(&history::read(&fixtures.join(file)));
+        let found: Vec<&str> = summary.violations.iter().map(|v| v.kind).collect();
+        assert_eq!(found, kinds, "{file}: {:#?}", summary.violations);
+    }
 }
 
 /// Checks a kept history again: `REDLOCK_CAMPAIGN_HISTORY=path cargo test
@@ -535,6 +709,8 @@ fn negative_control_trusted_restarts_make_two_holders() {
             disjoint: false,
             trust_restarts: true,
             plain_cron: false,
+            stale_past_record: false,
+            n_waits: false,
         };
         let out = campaign(&setup);
         found = out.summary.violations.iter().filter(|v| v.kind == "overlap").count();

@@ -6,10 +6,10 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use crate::clients::Ctx;
+use crate::clients::{Ask, Ctx};
 use crate::harness::proxy::{Mode as ProxyMode, Proxy};
 use crate::harness::{Fleet, lock_key, send_signal};
-use crate::history::{Event, now};
+use crate::history::{Event, Mode, now, wall_ms};
 
 /// A family of faults.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,11 +65,27 @@ pub enum Family {
     /// `appendfsync always`): it claims to keep every write, but lost the
     /// ones before its restart.
     Persist,
+    /// A `--once-per` contender frozen (SIGSTOP) during its `--jitter`
+    /// sleep, after it computed its tick and before its first attempt,
+    /// and continued a few seconds after that tick ended, on a key of its
+    /// own that nobody ran since; with `REDLOCK_CAMPAIGN=full` also one
+    /// continued past the tick's end plus the record's life (60 s) on a key
+    /// whose tick another host ran meanwhile. Its tick is over: it must
+    /// not run it (`tick-late`), let alone a second time (`tick-twice`).
+    StaleTick,
+    /// Servers stalled 0.3 to 0.6 s each by a Lua busy loop (`EVAL` of a
+    /// script that spins on `TIME`) during a burst of `-n` runs and
+    /// ordinary holders of one key: a minority as the burst begins, then a
+    /// majority (two of three) just before a `-n`'s first attempt, which
+    /// waits in their queues while holders invoked after it have taken and
+    /// released the key. The `-n` must still see those takes
+    /// (`taken-meanwhile`).
+    Stall,
 }
 
 impl Family {
     /// Every family the campaign runs, the bound last.
-    pub const ALL: [Family; 16] = [
+    pub const ALL: [Family; 18] = [
         Family::Freeze,
         Family::Pause,
         Family::Partition,
@@ -85,6 +101,8 @@ impl Family {
         Family::ScriptFlush,
         Family::PauseWrite,
         Family::Persist,
+        Family::StaleTick,
+        Family::Stall,
         Family::FreezeAll,
     ];
 
@@ -114,6 +132,8 @@ impl Family {
             Family::ScriptFlush => "script-flush",
             Family::PauseWrite => "pause-write",
             Family::Persist => "persist",
+            Family::StaleTick => "stale-tick",
+            Family::Stall => "stall",
         }
     }
 }
@@ -200,16 +220,20 @@ fn record_frozen(
         what: what.to_owned(),
         phase: phase.to_owned(),
         foreign,
+        servers: Vec::new(),
+        fleet: 0,
         frozen: frozen.to_vec(),
     });
 }
 
 /// Injects faults of `family` until `ctx.stop`, then heals everything
 /// (clocks last, after the clients are done: see [`heal_clocks`]).
-pub fn run(ctx: &Arc<Ctx>, world: &mut World, family: Family, seed: u64) {
+pub fn run(ctx: &Arc<Ctx>, world: &mut World, setup: &crate::Setup) {
+    let (family, seed) = (setup.family, setup.seed);
     let mut rng = fastrand::Rng::with_seed(seed ^ 0x4E4E);
     let ms = |rng: &mut fastrand::Rng, lo: u64, hi: u64| Duration::from_millis(rng.u64(lo..hi));
     let mut foreign_n = 0;
+    let (mut stale_n, mut stall_n) = (0, 0);
     let mut jumped: Option<usize> = None;
     while !ctx.stop.load(Ordering::Relaxed) {
         std::thread::sleep(ms(&mut rng, 200, 1200));
@@ -436,7 +460,18 @@ pub fn run(ctx: &Arc<Ctx>, world: &mut World, family: Family, seed: u64) {
                 rng.shuffle(&mut servers);
                 servers.truncate(n / 2 + 1);
                 let what = format!("foreign write over {key} on servers {servers:?} for {long}ms");
-                record(ctx, &what, "start", Some((key.to_owned(), long)));
+                // The servers written: a later write over some of them
+                // replaces this one's value there, so the checker works out
+                // when a quorum was free of both.
+                ctx.rec.record(&Event::Nemesis {
+                    t: now(),
+                    what: what.clone(),
+                    phase: "start".to_owned(),
+                    foreign: Some((key.to_owned(), long)),
+                    servers: servers.clone(),
+                    fleet: n,
+                    frozen: Vec::new(),
+                });
                 for &s in &servers {
                     let server = &world.fleet.servers[s];
                     let _: redis::RedisResult<redis::Value> = redis::cmd("SET")
@@ -530,11 +565,242 @@ pub fn run(ctx: &Arc<Ctx>, world: &mut World, family: Family, seed: u64) {
                 world.fleet.servers[x].resume();
                 record(ctx, &what, "stop", None);
             }
+            Family::StaleTick => {
+                // The long variant once per run, first.
+                let long = setup.stale_past_record && stale_n == 0;
+                stale_n += 1;
+                stale_tick(ctx, &mut rng, &format!("z{stale_n}"), long);
+            }
+            Family::Stall => {
+                stall_n += 1;
+                stall(ctx, world, &mut rng, stall_n, setup.n_waits);
+            }
             Family::Pause | Family::Mixed | Family::Sentinel | Family::Tick => {}
         }
     }
     heal(ctx, world);
     record(ctx, "heal", "stop", None);
+}
+
+/// The `--jitter` of a stale-tick contender: shorter than the tick, as
+/// `--once-per` requires, and long enough that its sleep is seen and
+/// frozen before it ends (it is drawn at random below it).
+const STALE_JITTER: Duration = Duration::from_millis(1900);
+
+/// How long past its tick's end a stale-tick contender stays frozen (the
+/// short variant): beyond the clock allowance and the checker's slack.
+const STALE_SHORT_PAST: (u64, u64) = (2500, 4000);
+
+/// How long past its tick's end a stale-tick contender stays frozen in
+/// the long variant: the tick's record lives 60 s past the tick's end
+/// (`TICK_MARGIN`, src/lock/record.rs), plus a few seconds.
+const STALE_LONG_PAST: (u64, u64) = (63_000, 66_000);
+
+/// One stale-tick fault on `key` (see [`Family::StaleTick`]): at a tick's
+/// start, a host of that tick (the long variant only, which then runs it),
+/// then a `-n -E 0 --once-per` contender with `--jitter`, frozen as soon as
+/// its stderr says it sleeps and continued well after the tick ended. A
+/// contender whose drawn sleep ended before the freeze has attempted
+/// already: nothing to see that time.
+fn stale_tick(ctx: &Ctx, rng: &mut fastrand::Rng, key: &str, long: bool) {
+    let every = crate::TICK;
+    let every_ms = u64::try_from(every.as_millis()).unwrap();
+    let [host, stale] = [ctx.nemesis_clients[0], ctx.nemesis_clients[1]];
+    let start = (wall_ms() / every_ms + 1) * every_ms;
+    std::thread::sleep(Duration::from_millis(start + 20 - wall_ms()));
+    let ask = Ask {
+        busy_code: Some(0),
+        section: (Duration::from_millis(100), 3),
+        every: Some(every),
+        once_per: true,
+        ..Ask::run(key, Mode::Exclusive, Duration::from_secs(1), None)
+    };
+    if long {
+        crate::clients::perform(ctx, host, &ask);
+    }
+    let past = if long { STALE_LONG_PAST } else { STALE_SHORT_PAST };
+    let past = Duration::from_millis(rng.u64(past.0..past.1));
+    let ask = Ask { jitter: Some(STALE_JITTER), hang: crate::harness::HANG + past + every, ..ask };
+    std::thread::scope(|scope| {
+        scope.spawn(|| crate::clients::perform(ctx, stale, &ask));
+        let current = || ctx.current.lock().unwrap().get(&stale).copied();
+        let Some((op, pid)) = wait_for(Duration::from_secs(3), current) else { return };
+        let err = ctx.dir.join(format!("op{op}.err"));
+        let sleeping = || {
+            let text = std::fs::read_to_string(&err).unwrap_or_default();
+            text.contains("--jitter: sleeping").then_some(())
+        };
+        if wait_for(Duration::from_secs(3), sleeping).is_none() {
+            return;
+        }
+        let what = format!(
+            "freeze stale-tick contender {pid} on {key} until {}ms past its tick's end",
+            past.as_millis()
+        );
+        record_frozen(ctx, &what, "start", None, &[pid]);
+        send_signal(i32::try_from(pid).unwrap(), libc::SIGSTOP);
+        let until = start + every_ms + u64::try_from(past.as_millis()).unwrap();
+        std::thread::sleep(Duration::from_millis(until.saturating_sub(wall_ms())));
+        send_signal(i32::try_from(pid).unwrap(), libc::SIGCONT);
+        record(ctx, &what, "stop", None);
+    });
+}
+
+/// Polls `probe` every 2 ms until it gives a value, for at most `limit`.
+fn wait_for<T>(limit: Duration, mut probe: impl FnMut() -> Option<T>) -> Option<T> {
+    let since = std::time::Instant::now();
+    loop {
+        if let Some(v) = probe() {
+            return Some(v);
+        }
+        if since.elapsed() > limit {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// A Lua script that spins for `ARGV[1]` microseconds of the server's
+/// clock: the server runs nothing else meanwhile (Redis 7 refuses `DEBUG
+/// SLEEP` unless enabled, and answers others BUSY only after
+/// `busy-reply-threshold`, 5 s by default).
+const BUSY_LOOP: &str = "local t = redis.call('TIME') \
+    local start = t[1] * 1000000 + t[2] \
+    while true do \
+        local n = redis.call('TIME') \
+        if n[1] * 1000000 + n[2] - start >= tonumber(ARGV[1]) then return 1 end \
+    end";
+
+/// The `--jitter` of the first `-n` run of a stall's burst: long enough
+/// that holders invoked after it may take and release the key before its
+/// first attempt, as after a slow start.
+const STALL_JITTER: Duration = Duration::from_millis(1200);
+
+/// The `--node-timeout` of a stall's `-n` runs: above the longest loop
+/// (0.6 s), so that a request that waited in a stalled server's queue is
+/// still answered in time and its answer counts, as with redlock's default
+/// for a TTL of 7 s or more. With the campaign's longest TTL (2 s) it fits
+/// only with [`STALL_RUN_ARGS`].
+const STALL_NODE_TIMEOUT: Duration = Duration::from_millis(700);
+
+/// What lets [`STALL_NODE_TIMEOUT`] fit a TTL of 2 s: a renewal every
+/// 300 ms, plus two node timeouts, the drift allowance, a kill grace of
+/// 100 ms and the margins come to 1.97 s, below the TTL.
+const STALL_RUN_ARGS: &[&str] = &["--renew-every", "300ms", "--kill-after", "100ms"];
+
+/// One stall fault (see [`Family::Stall`]) on key `n`, in two phases of
+/// [`BUSY_LOOP`]s (0.3 to 0.6 s each, each sent from a connection of its
+/// own):
+/// 1. a burst: two or three `-n` runs (the first with [`STALL_JITTER`])
+///    and, 1 to 25 ms later, one to three holders (`--wait 3s`, sections
+///    of 10 to 60 ms); a minority of the servers stalls as it begins, so
+///    that the holders take an exact quorum of the others, and a holder's
+///    late vote on a stalled server is taken back with its record at the
+///    release;
+/// 2. the other servers (a quorum, which the holders' takes are recorded
+///    on) stall from shortly before the jittered `-n`'s first attempt (its
+///    stderr says when): that attempt waits in their queues, and a server
+///    that dates the `-n`'s start from when it runs the request misses the
+///    takes made meanwhile.
+///
+/// With `n_waits` (a negative control), the `-n` runs wait instead
+/// (`--wait 3s`), recorded as `-n` still.
+fn stall(ctx: &Ctx, world: &World, rng: &mut fastrand::Rng, round: u64, n_waits: bool) {
+    let n = world.fleet.servers.len();
+    let mut order: Vec<usize> = (0..n).collect();
+    rng.shuffle(&mut order);
+    let (first_phase, second_phase) = order.split_at(n - (n / 2 + 1));
+    let longs: Vec<u64> = (0..n).map(|_| rng.u64(300..600)).collect();
+    let key = "n";
+    let ttl = Duration::from_secs(1);
+    // (offset in ms from the burst's start, what)
+    let mut starts: Vec<(u64, Ask)> = Vec::new();
+    for i in 0..rng.usize(2..4) {
+        let ask = Ask {
+            section: (Duration::from_millis(rng.u64(10..60)), 3),
+            jitter: (i == 0).then_some(STALL_JITTER),
+            node_timeout: Some(STALL_NODE_TIMEOUT),
+            extra: STALL_RUN_ARGS,
+            claims_no_wait: n_waits,
+            // The longest TTL, which STALL_NODE_TIMEOUT fits.
+            ..Ask::run(key, Mode::Exclusive, ttl * 2, n_waits.then_some(Duration::from_secs(3)))
+        };
+        starts.push((rng.u64(0..5) * u64::from(i > 0), ask));
+    }
+    for _ in 0..rng.usize(1..4) {
+        let ask = Ask {
+            section: (Duration::from_millis(rng.u64(10..60)), 3),
+            ..Ask::run(key, Mode::Exclusive, ttl, Some(Duration::from_secs(3)))
+        };
+        starts.push((rng.u64(1..25), ask));
+    }
+    starts.sort_by_key(|(at, _)| *at);
+    let ahead = Duration::from_millis(rng.u64(40..150));
+    let phase = |servers: &[usize]| {
+        let ms: Vec<u64> = servers.iter().map(|&s| longs[s]).collect();
+        format!(
+            "Lua busy loop {round} on servers {servers:?} for {ms:?}ms during a -n burst on {key}"
+        )
+    };
+    let (first_what, second_what) = (phase(first_phase), phase(second_phase));
+    let [first, rest @ ..] = &ctx.nemesis_clients[..] else { return };
+    std::thread::scope(|scope| {
+        let origin = std::time::Instant::now();
+        let first_loops = start_loops(ctx, world, scope, first_phase, &longs, &first_what, origin);
+        for (i, (at, ask)) in starts.iter().enumerate() {
+            let when = origin + Duration::from_millis(*at);
+            std::thread::sleep(when.saturating_duration_since(std::time::Instant::now()));
+            let client = if ask.jitter.is_some() { *first } else { rest[i] };
+            scope.spawn(move || crate::clients::perform(ctx, client, ask));
+        }
+        // The jittered -n's first attempt: when its sleep ends.
+        let sleeping = wait_for(Duration::from_secs(1), || {
+            let (op, _) = ctx.current.lock().unwrap().get(first).copied()?;
+            let err = std::fs::read_to_string(ctx.dir.join(format!("op{op}.err"))).ok()?;
+            let ms = err.split("--jitter: sleeping ").nth(1)?.split("ms").next()?;
+            Some((std::time::Instant::now(), ms.trim().parse::<u64>().ok()?))
+        });
+        let at = sleeping.map_or_else(std::time::Instant::now, |(seen, ms)| {
+            (seen + Duration::from_millis(ms)).checked_sub(ahead).unwrap_or(seen)
+        });
+        let second_loops = start_loops(ctx, world, scope, second_phase, &longs, &second_what, at);
+        first_loops.join().unwrap();
+        second_loops.join().unwrap();
+    });
+}
+
+/// Starts [`BUSY_LOOP`] on `servers` (for `longs[server]` ms each) at
+/// `origin`, each from a thread and a connection of its own; records the
+/// fault's start, and its stop once every loop has returned (the thread
+/// returned does both).
+fn start_loops<'s>(
+    ctx: &'s Ctx,
+    world: &'s World,
+    scope: &'s std::thread::Scope<'s, '_>,
+    servers: &[usize],
+    longs: &[u64],
+    what: &str,
+    origin: std::time::Instant,
+) -> std::thread::ScopedJoinHandle<'s, ()> {
+    std::thread::sleep(origin.saturating_duration_since(std::time::Instant::now()));
+    record(ctx, what, "start", None);
+    let loops: Vec<_> = servers
+        .iter()
+        .map(|&s| {
+            let (mut conn, us) = (world.fleet.servers[s].conn(), longs[s] * 1000);
+            scope.spawn(move || {
+                let _: redis::RedisResult<redis::Value> =
+                    redis::cmd("EVAL").arg(BUSY_LOOP).arg(0).arg(us).query(&mut conn);
+            })
+        })
+        .collect();
+    let what = what.to_owned();
+    scope.spawn(move || {
+        for l in loops {
+            l.join().unwrap();
+        }
+        record(ctx, &what, "stop", None);
+    })
 }
 
 /// Ends every fault: servers running and answering, links passing, clocks

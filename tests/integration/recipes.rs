@@ -7,15 +7,21 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Output};
+use std::time::Duration;
 
 use crate::harness::{Fleet, Redlock, bin, root, unique_key};
-use crate::readme::{failing_deploy, fake_release, finished, path_with_redlock, recipe, sh, yaml};
+use crate::readme::{
+    assert_once_per_tick, failing_deploy, fake_release, finished, path_with_redlock, recipe, sh,
+    tick_now, yaml,
+};
 
 /// A job that records each run in `ran`.
 fn job(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
     let ran = dir.join("ran");
     let job = dir.join("report");
-    std::fs::write(&job, format!("#!/bin/sh\necho run >> {}\n", ran.display())).unwrap();
+    // The tick it ran for (`--once-per`), or an empty line.
+    std::fs::write(&job, format!("#!/bin/sh\necho \"$REDLOCK_TICK\" >> {}\n", ran.display()))
+        .unwrap();
     std::fs::set_permissions(&job, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     (job, ran)
 }
@@ -94,12 +100,15 @@ fn the_systemd_units_verify_and_the_service_runs_once_across_hosts() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success() && stderr.trim().is_empty(), "systemd-analyze verify: {stderr}");
 
+    // One run in all, unless the day's end (UTC) fell among the hosts.
     let fleet = Fleet::start(3);
+    let every = Duration::from_secs(86_400);
+    let fired = tick_now(every);
     let hosts: Vec<_> = (0..3).map(|_| sh(&fleet, &exec)).collect();
     for out in hosts.into_iter().map(finished) {
         assert_eq!(out.status.code(), Some(0), "{out:?}");
     }
-    assert_eq!(runs(&ran), 1);
+    assert_once_per_tick(&ran, fired == tick_now(every));
 }
 
 #[test]

@@ -16,6 +16,17 @@ fn next_tick(every: Duration, offset: Duration) -> SystemTime {
     at
 }
 
+/// Waits for the next tick of `every` to begin when less than `need` is
+/// left of the current one: hosts that must all fire in one tick see a
+/// second tick's run when its end falls among them.
+fn inside_one_tick(every: Duration, need: Duration) {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+    let left = every.as_millis() - now.as_millis() % every.as_millis();
+    if left < need.as_millis() {
+        next_tick(every, Duration::ZERO);
+    }
+}
+
 fn sleep_until(at: SystemTime) {
     std::thread::sleep(at.duration_since(SystemTime::now()).unwrap_or_default());
 }
@@ -83,6 +94,7 @@ fn a_waiter_for_a_tick_that_ran_skips_it_and_says_where_it_ran() {
     let key = unique_key("tick-wait");
     let dir = tempfile::tempdir().unwrap();
     let held = dir.path().join("held");
+    inside_one_tick(Duration::from_secs(3600), Duration::from_secs(30));
     let once = |extra: &[&str], cmd: &str| {
         Redlock::on(&fleet)
             .args(["-v", "run", "--once-per", "1h", "-k", &key])
@@ -117,6 +129,7 @@ fn a_tick_waiter_that_finds_it_ran_says_nothing_without_v() {
     let key = unique_key("tick-quiet");
     let dir = tempfile::tempdir().unwrap();
     let held = dir.path().join("held");
+    inside_one_tick(Duration::from_secs(3600), Duration::from_secs(30));
     let cron = |cmd: &str| {
         Redlock::on(&fleet)
             .args(["run", "--once-per", "1h", "-E", "0", "-k", &key])
