@@ -69,7 +69,9 @@ complete -c redlock -n "__fish_redlock_using_subcommand run" -l limit -d 'At mos
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l note -d 'Say where this holder runs (waiters, status and history show it)' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s E -l conflict-exit-code -d 'Exit code when the lock is busy; with 0 (cron) the busy message shows only with -v' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l keep -d 'Keep the lock until DUR after acquisition, even when the command ends sooner [default: release at exit]' -r -f
-complete -c redlock -n "__fish_redlock_using_subcommand run" -l once-per -d 'Run at most once per tick of DUR (cron: the crontab\'s period)' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l once-per -d 'Run at most once per tick of DUR (below a day, or whole days in --tz\'s zone)' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l cron -d 'Run at most once per tick of the crontab line EXPR, read in --tz\'s zone' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l tz -d 'The IANA time zone --cron and --once-per of a day or more are read in [default: $CRON_TZ, $TZ, /etc/localtime, UTC]' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l max-hold -d 'Stop the command when it has held the lock this long, and exit 124 [default: no limit]' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l jitter -d 'Sleep a random time up to DUR (at most 1d) before the first attempt [default: no jitter]' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l renew-every -d 'Renew the lock this often [default: a third of the TTL]' -r -f

@@ -251,7 +251,7 @@ pub struct Waiting {
     #[arg(short = 'w', long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true)]
     pub wait: Option<String>,
     /// Do not queue: attempt whenever woken, in no order (the behaviour before the wait queue) [default: first come, first served]
-    #[arg(long)]
+    #[arg(long, hide_short_help = true)]
     pub unordered: bool,
 }
 
@@ -307,7 +307,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true)]
     pub jitter: Option<String>,
     /// Renew the lock this often [default: a third of the TTL]
-    #[arg(long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true)]
+    #[arg(long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true, hide_short_help = true)]
     pub renew_every: Option<String>,
     /// What to do when the lock is lost: a signal (TERM, SIGINT, 9...), kill, or ignore
     #[arg(
@@ -319,7 +319,7 @@ pub struct RunArgs {
     )]
     pub on_lost: String,
     /// Grace between the --on-lost (or --max-hold) signal and SIGKILL [default: a third of the TTL, at most 10s]
-    #[arg(long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true)]
+    #[arg(long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true, hide_short_help = true)]
     pub kill_after: Option<String>,
     /// After the run (or skip), update this Prometheus textfile (for node_exporter), atomically
     #[arg(long, value_name = "PATH", value_hint = ValueHint::FilePath)]
@@ -546,7 +546,7 @@ Examples:
 
 const RUN_EXAMPLES: &str = "\
 Examples:
-  redlock run --once-per 5m -E 0 --key nightly-report -- /usr/local/bin/report
+  redlock run --cron '30 2 * * *' -E 0 --key nightly-report -- /usr/local/bin/report
   redlock run --key deploy-prod --wait 15m -- ./deploy.sh
   redlock run --key backup --ttl 1m -c 'pg_dump app | gzip > /backup/app.gz'";
 

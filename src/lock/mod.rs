@@ -180,6 +180,12 @@ impl Request {
         let once = matches!(self.wait, Wait::Once) || self.wait == Wait::For(Duration::ZERO);
         once && self.limit.max(1) == 1 && !self.shared
     }
+
+    /// An attempt's terms for this request: its `place` in the queue,
+    /// `-n`'s rule, and the tick with its schedule.
+    pub fn terms<'a>(&'a self, place: Option<Place<'a>>, untaken: Option<Since<'a>>) -> Terms<'a> {
+        Terms { place, untaken, tick: self.tick, schedule: self.schedule.as_deref() }
+    }
 }
 
 /// One call, the same on every server of a round.

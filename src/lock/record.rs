@@ -47,10 +47,12 @@
 //! stepped back between the take and the attempt, or when the record
 //! expired: it lives [`RECORD_LIFE`], above the longest `-n`.
 //!
-//! **`--once-per DUR` runs once per tick.** The tick is the slot
-//! `floor(wall clock at start / DUR)`, aligned to the Unix epoch; a grant
-//! for it writes the tick into the record, and a server refuses a free key
-//! whose record holds a tick that ends after this one starts. By the same
+//! **`--cron` and `--once-per` run once per tick.** The tick is computed
+//! by `crate::schedule` from the host's clock at its start; a grant for it
+//! writes the tick into the record, with the schedule's identity, and a
+//! server refuses a free key whose record holds a tick that ends after
+//! this one starts, or another schedule (hosts that read two schedules
+//! compute two ticks). By the same
 //! quorum intersection, once a tick's holder won, no contender for the same
 //! tick can win while the winner's quorum keeps its records: each record
 //! lives until [`TICK_MARGIN`] past the tick's end, and a server that

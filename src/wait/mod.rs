@@ -22,7 +22,7 @@ use serde_json::json;
 use crate::clock::BootInstant;
 use crate::error::Error;
 use crate::exit;
-use crate::lock::{Attempt, Fleet, Lock, Place, Since, Terms, Tick};
+use crate::lock::{Attempt, Fleet, Lock, Place, Since, Tick};
 use crate::lock::{Request, Wait};
 use crate::output::{Level, Log};
 use crate::queue;
@@ -343,8 +343,7 @@ pub async fn acquire(
                 let place =
                     ordered.then_some(Place { member: &member, join, order, since_ms, places });
                 let untaken = untaken(request, state.attempts, began, &starts);
-                let schedule = request.schedule.as_deref();
-                let terms = Terms { place, untaken, tick: request.tick, schedule };
+                let terms = request.terms(place, untaken);
                 let attempt = crate::slots::attempt(fleet, request, state.splits, terms);
                 let Some(report) = within(cut, attempt).await else {
                     leave(joined);

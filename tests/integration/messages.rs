@@ -396,7 +396,7 @@ fn short_help_shows_what_the_subcommand_adds() {
     assert!(!short.contains("--servers <") && !short.contains("--log-format <"), "{short}");
     assert!(short.contains("'redlock -h'") && short.contains("'redlock run --help'"), "{short}");
     assert!(
-        short.contains("--keep <DUR>") && short.contains("redlock run --once-per 5m -E 0"),
+        short.contains("--keep <DUR>") && short.contains("redlock run --cron '30 2 * * *' -E 0"),
         "{short}"
     );
     assert!(short.lines().count() <= 50, "{} lines", short.lines().count());

@@ -103,6 +103,7 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
     let clock = Arc::new(Clock::new());
     let (health, watchdog) =
         watchdog::start(Arc::clone(&fleet), lock.clone(), cfg.renew_every, Arc::clone(&clock));
+    let validity = health.clone();
     let (status, stop, interrupted) =
         supervise(&mut child, &mut signals, health, state, &cfg.key, log, &clock).await;
     if let Ok(status) = &status {
@@ -135,6 +136,9 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
     // redlock stopped the job itself (its error says why).
     let interrupted = interrupted.filter(|_| stop.is_none());
     let result = verdict(stop, status, &cfg);
+    // Whether the lock should still be there for the release: its
+    // validity, as the last renewal left it, has not ended.
+    let valid = BootInstant::now() < validity.borrow().deadline();
     // The release goes first on every server's connection; the history
     // entry follows it in the same round trip instead of a round of its own.
     let (ended, ()) = tokio::join!(
@@ -153,7 +157,7 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
         _ => None,
     };
     match (gone, result) {
-        (Some(why), Ok(code)) if cfg.on_lost != crate::config::OnLost::Ignore => {
+        (Some(why), Ok(code)) if valid && cfg.on_lost != crate::config::OnLost::Ignore => {
             Err(taken_away(&cfg.key, code, &why))
         }
         (_, result) => result,
@@ -213,11 +217,14 @@ fn exited(log: &Log, pid: i32, status: std::process::ExitStatus, lock: &Lock) {
 }
 
 /// The error of a run whose lock was gone when its command exited by
-/// itself with `code`, though every renewal held it: deleted by `release
-/// --force` (or expired in the last moment of a renewal period). Another
-/// holder may have run beside the command, so the run is not the success
-/// its command says: 70, the lost lock's code, with the command's own
-/// status in the line for a wrapper that wants it.
+/// itself with `code`, though its validity had not ended: deleted by
+/// `release --force`, or lost by servers (a clock stepped forward, a
+/// restart without data). Another holder may have run beside the command,
+/// so the run is not the success its command says: 70, the lost lock's
+/// code, with the command's own status in the line for a wrapper that
+/// wants it. A lock found gone after its validity ended (redlock frozen
+/// past it, after its command ended) expired: the command's status
+/// stands.
 fn taken_away(key: &str, code: u8, why: &Error) -> Error {
     Error::Lost(format!(
         "{}: the lock was gone when the command exited with {code} (released by force, or \
