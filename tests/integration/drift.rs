@@ -160,3 +160,101 @@ fn a_clock_jump_under_a_holder_of_every_server_keeps_exclusion() {
     Redlock::on(&fleet).args(["run", "-n", "-k", &key, "--", "true"]).run().expect(75);
     holder.wait().expect(0);
 }
+
+/// London's clock changes (2027-03-28 and 2027-10-31), four days around
+/// each, under one libfaketime clock for three Redis 6.2 servers and
+/// every host: each firing is three hosts at the UTC instant cron fires
+/// the line (and, in the autumn's repeated hour, again at the second
+/// 01:30, as a timer that fires twice would). One run per local day for
+/// each line: `30 0 * * *` and `30 1 * * *` through `--cron --tz`, and
+/// `--once-per 1d` with `TZ=Europe/London` (which counted UTC days: it
+/// skipped Monday 29 March, whose 00:30 BST is Sunday 23:30 UTC).
+#[test]
+fn london_s_clock_changes_keep_one_run_per_local_day() {
+    let (fleet, dir) = stepped_fleet();
+    let stamps: Vec<_> = (0..3).map(|i| dir.path().join(format!("clock{i}"))).collect();
+    let host_clock = dir.path().join("host-clock");
+    let utc = |s: &str| s.parse::<jiff::Timestamp>().unwrap();
+    // Each schedule: its flags, and the UTC instants cron fires it.
+    let spring = ["2027-03-26", "2027-03-27", "2027-03-28"];
+    let schedules: [(&str, Vec<&str>, Vec<String>); 3] = [
+        (
+            "cron-0030",
+            vec!["--cron", "30 0 * * *", "--tz", "Europe/London"],
+            spring
+                .iter()
+                .map(|d| format!("{d}T00:30:00Z"))
+                .chain([
+                    "2027-03-28T23:30:00Z".into(), // 29 Mar 00:30 BST
+                    "2027-10-28T23:30:00Z".into(),
+                    "2027-10-29T23:30:00Z".into(),
+                    "2027-10-30T23:30:00Z".into(), // 31 Oct 00:30 BST
+                    "2027-11-01T00:30:00Z".into(), // 00:30 GMT
+                ])
+                .collect(),
+        ),
+        (
+            "cron-0130",
+            vec!["--cron", "30 1 * * *", "--tz", "Europe/London"],
+            vec![
+                "2027-03-26T01:30:00Z".into(),
+                "2027-03-27T01:30:00Z".into(),
+                "2027-03-28T01:00:00Z".into(), // 01:30 does not exist: cron runs it at 02:00 BST
+                "2027-03-29T00:30:00Z".into(),
+                "2027-10-29T00:30:00Z".into(),
+                "2027-10-30T00:30:00Z".into(),
+                "2027-10-31T00:30:00Z".into(), // 01:30 BST
+                "2027-10-31T01:30:00Z".into(), // 01:30 GMT, the second: a skip
+                "2027-11-01T01:30:00Z".into(),
+            ],
+        ),
+        (
+            "once-per-1d",
+            vec!["--once-per", "1d"],
+            spring
+                .iter()
+                .map(|d| format!("{d}T00:30:00Z"))
+                .chain(["2027-03-28T23:30:00Z".into()])
+                .collect(),
+        ),
+    ];
+    for (name, flags, fired) in schedules {
+        let key = unique_key(name);
+        let ran = dir.path().join(name);
+        let job = format!("echo \"$REDLOCK_TICK\" >> {}", ran.display());
+        for at in &fired {
+            // Every clock a whole second past the instant, hosts a second apart.
+            for (host, late) in [0i64, 1, 3].into_iter().enumerate() {
+                let real = jiff::Timestamp::now();
+                let offset = utc(at).as_second() - real.as_second() + 1 + late;
+                for stamp in stamps.iter().chain([&host_clock]) {
+                    std::fs::write(stamp, format!("{offset:+}\n")).unwrap();
+                }
+                let out = Redlock::on(&fleet)
+                    .env("LD_PRELOAD", &libfaketime())
+                    .env("FAKETIME_TIMESTAMP_FILE", &host_clock.display().to_string())
+                    .env("FAKETIME_NO_CACHE", "1")
+                    .env("DONT_FAKE_MONOTONIC", "1")
+                    .env("TZ", "Europe/London")
+                    .args(["run", "-n", "-E", "0", "-k", &key])
+                    .args(&flags)
+                    .args(["--", "sh", "-c", &job])
+                    .run();
+                out.expect(0);
+                assert!(out.stderr.is_empty(), "{name} at {at}, host {host}: {}", out.stderr);
+            }
+        }
+        let ticks = std::fs::read_to_string(&ran).unwrap_or_default();
+        let days: std::collections::BTreeSet<&str> = ticks.lines().collect();
+        let local_days = fired.len() - usize::from(name == "cron-0130");
+        assert_eq!(ticks.lines().count(), local_days, "{name}: one run per local day:\n{ticks}");
+        assert_eq!(days.len(), local_days, "{name}: each run its own tick:\n{ticks}");
+        if name == "cron-0130" {
+            assert!(days.contains("2027-03-28T02:00:00+01:00"), "{name}: the gap's day:\n{ticks}");
+            assert!(
+                days.contains("2027-10-31T01:30:00+01:00"),
+                "{name}: the first 01:30:\n{ticks}"
+            );
+        }
+    }
+}
