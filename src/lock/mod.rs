@@ -396,6 +396,10 @@ pub enum Part {
     Answered(&'static str),
     /// It failed: why.
     Failed(String),
+    /// It answered, but has no vote yet (restarted within the window, a
+    /// clock off, an evicting policy): why. Routine after a restart, and
+    /// no failure of the server.
+    NoVote(String),
     /// The round stopped listening once its verdict was settled.
     NotAwaited,
 }
@@ -405,6 +409,7 @@ impl std::fmt::Display for Part {
         match self {
             Part::Answered(what) => f.write_str(what),
             Part::Failed(why) => write!(f, "error: {why}"),
+            Part::NoVote(why) => write!(f, "no vote yet: {why}"),
             Part::NotAwaited => f.write_str("not awaited"),
         }
     }
@@ -437,6 +442,7 @@ pub fn took_part(
     for r in results.iter().filter(|r| r.result != Part::Answered(main)).filter(shown) {
         let kind = match &r.result {
             Part::Failed(_) => "failed",
+            Part::NoVote(_) => "without a vote yet",
             Part::NotAwaited => "not awaited",
             Part::Answered("held") => "held by another",
             Part::Answered("queued") => "kept for a waiter ahead",
@@ -521,7 +527,9 @@ impl Holder {
     /// One line: who holds `key` and for how long.
     pub fn describe(&self, key: &str) -> String {
         let expiry = match self.remaining {
-            Some(d) => format!("expires in {}", crate::text::fmt_duration(d)),
+            Some(d) => {
+                format!("lapses {} after its holder stops renewing", crate::text::fmt_duration(d))
+            }
             None => "has no expiry".to_owned(),
         };
         let shown = crate::text::display_key(key.as_bytes());
@@ -796,7 +804,18 @@ impl Fleet {
         let count = |kind: fn(&Reply<T>) -> bool| round.replies.iter().filter(|r| kind(r)).count();
         let kinds = [
             (count(|r| matches!(r, Reply::Answered(_))), "answered"),
-            (count(|r| matches!(r, Reply::Failed(_))), "failed"),
+            (
+                count(|r| {
+                    matches!(r, Reply::Failed(ServerError { failure: Failure::NoVote(_), .. }))
+                }),
+                "without a vote yet",
+            ),
+            (
+                count(
+                    |r| matches!(r, Reply::Failed(e) if !matches!(e.failure, Failure::NoVote(_))),
+                ),
+                "failed",
+            ),
             (count(|r| matches!(r, Reply::NotAwaited)), "not awaited"),
         ];
         let total = round.replies.len();
@@ -828,6 +847,9 @@ impl Fleet {
                 server: server.name().to_owned(),
                 result: match reply {
                     Reply::Answered(v) => Part::Answered(describe(v)),
+                    Reply::Failed(ServerError { failure: Failure::NoVote(why), .. }) => {
+                        Part::NoVote(why.clone())
+                    }
                     Reply::Failed(e) => Part::Failed(e.failure.to_string()),
                     Reply::NotAwaited => Part::NotAwaited,
                 },

@@ -463,7 +463,7 @@ fn took_part(results: &[crate::lock::ServerResult]) -> crate::metrics::Servers {
     use crate::lock::Part;
     let count = |f: fn(&Part) -> bool| results.iter().filter(|r| f(&r.result)).count();
     crate::metrics::Servers {
-        answered: count(|r| matches!(r, Part::Answered(_))),
+        answered: count(|r| matches!(r, Part::Answered(_) | Part::NoVote(_))),
         failed: count(|r| matches!(r, Part::Failed(_))),
         total: results.len(),
     }

@@ -29,7 +29,7 @@ fn acquire_extend_release_on_1_3_and_5_servers() {
             .run()
             .expect(75)
             .stderr_has("is held by")
-            .stderr_has("expires in");
+            .stderr_has("after its holder stops renewing");
 
         Redlock::on(&fleet)
             .args(["extend", "--key", &key, "--token", &token, "--ttl", "60s"])
