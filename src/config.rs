@@ -137,7 +137,7 @@ impl Run {
     }
 
     /// How long before the end of validity SIGKILL must be sent at the
-    /// latest ([`kill_margin`]).
+    /// latest: a twentieth of the TTL, between 5 ms and 1 s.
     pub fn kill_margin(&self) -> Duration {
         kill_margin(self.ttl)
     }
