@@ -24,6 +24,7 @@ use crate::config::Run;
 use crate::error::Error;
 use crate::exit;
 use crate::guard::Forker;
+use crate::history::SkipKind;
 use crate::lock::{Fleet, Lock, Tick, Wait};
 use crate::output::{Level, Log};
 use crate::procs;
@@ -65,8 +66,14 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
     let lock = match crate::wait::acquire(&fleet, &request, log, Some(&mut signals)).await {
         Ok(lock) => lock,
         Err(Error::Busy { message, quiet, .. }) => {
-            report::skipped(&fleet, &cfg, &message, asked, log).await;
+            let kind = if quiet { SkipKind::Ran } else { SkipKind::Busy };
+            report::skipped(&fleet, &cfg, &message, kind, asked, log).await;
             return Err(Error::Busy { message, code: cfg.conflict_exit_code, quiet });
+        }
+        Err(e @ (Error::Unavailable { .. } | Error::Split(_))) => {
+            let kind = SkipKind::Unavailable;
+            report::skipped(&fleet, &cfg, &e.to_string(), kind, asked, log).await;
+            return Err(e);
         }
         Err(e) => return Err(e),
     };
