@@ -163,3 +163,49 @@ fn metrics_say_whether_the_last_tick_ran_and_count_runs_from_zero() {
     assert!(prom.contains(&seen), "{prom}");
     assert!(prom.contains(&format!("{} 1\n", series("redlock_skips_total"))), "not a skip: {prom}");
 }
+
+/// The two reasons a tick that hosts fired can still be missed: an
+/// earlier run held the lock past the tick (its hosts found it busy), and
+/// a host took the tick but died before recording its run (the others
+/// skipped quietly, as it ran).
+#[test]
+fn a_tick_held_by_an_earlier_run_and_a_tick_whose_holder_died_say_so() {
+    let fleet = Fleet::start(3);
+    let key = unique_key("alert-held");
+    let urls = fleet.urls();
+    let dir = tempfile::tempdir().unwrap();
+    let started = dir.path().join("started");
+    // A: a run of 3 s, into B, whose host finds the lock held by it.
+    next_tick();
+    let long = Redlock::on(&fleet)
+        .args(["run", "--once-per", "2s", "-n", "-k", &key, "--", "sleep", "3"])
+        .spawn();
+    next_tick();
+    tick_run(&urls, &key, "true", &[]).expect(0);
+    long.wait().expect(0);
+    // C: a host takes it and is killed; another skips as it runs. The
+    // lock's TTL of 1 s runs out before C ends, so nobody holds it then.
+    next_tick();
+    let job = format!("touch {}; sleep 10", started.display());
+    let doomed = Redlock::on(&fleet)
+        .args(["run", "--once-per", "2s", "--ttl", "1s", "-n", "-k", &key])
+        .args(["--", "sh", "-c", &job])
+        .spawn();
+    wait_for_file(&started);
+    tick_run(&urls, &key, "true", &[]).expect(0);
+    crate::harness::send_signal(doomed.pid(), libc::SIGKILL);
+    doomed.wait();
+    next_tick();
+    let v = check(&fleet, &key, &["--json"]).json();
+    let reasons: Vec<&str> =
+        v["missed"].as_array().unwrap().iter().map(|m| m["reason"].as_str().unwrap()).collect();
+    assert_eq!(reasons, ["lost", "held"], "{v}");
+    let out = check(&fleet, &key, &[]);
+    out.expect(1);
+    assert!(
+        out.line().contains("(hosts fired but the lock was held by an earlier run)"),
+        "{}",
+        out.line()
+    );
+    assert!(out.line().contains("(taken, but no run was recorded"), "{}", out.line());
+}
