@@ -209,3 +209,30 @@ fn a_tick_held_by_an_earlier_run_and_a_tick_whose_holder_died_say_so() {
     );
     assert!(out.line().contains("(taken, but no run was recorded"), "{}", out.line());
 }
+
+/// Skips written by an older redlock (the counter, no per-tick fields) in
+/// a missed tick: its reason is unknown, not "no host fired".
+#[test]
+fn a_tick_skipped_by_an_older_redlock_has_an_unknown_reason() {
+    let fleet = Fleet::start(3);
+    let key = unique_key("alert-legacy");
+    let urls = fleet.urls();
+    next_tick();
+    tick_run(&urls, &key, "true", &[]).expect(0);
+    let t1 = next_tick();
+    // What the skip script wrote before it counted ticks.
+    let at = (t1 * 1000 + 300).to_string();
+    let skips = format!("{}:skips", crate::harness::lock_key(&key));
+    for server in &fleet.servers {
+        let fields = ["count", "1", "since", &at, "at", &at, "host", "old", "holder", "h"];
+        let _: i64 = server.cmd(&[&["HSET", skips.as_str()][..], &fields[..]].concat());
+    }
+    next_tick();
+    tick_run(&urls, &key, "true", &[]).expect(0);
+    next_tick();
+    let out = check(&fleet, &key, &["--json"]);
+    out.expect(1);
+    let v = out.json();
+    assert_eq!(v["missed"][0]["reason"], "unknown", "{v}");
+    assert_eq!(v["missed_count"], 1, "{v}");
+}
