@@ -367,6 +367,67 @@ fn ago(d: Duration) -> String {
 mod tests {
     use super::*;
 
+    fn entry(tick: u64, exit_code: u8) -> Entry {
+        Entry {
+            token: format!("t{tick}"),
+            host: "web-3".into(),
+            pid: 1,
+            start_ms: tick * 60_000 + 100,
+            duration_ms: 5,
+            outcome: history::Outcome::Exited,
+            exit_code,
+            fence: None,
+            tick_start_ms: Some(tick * 60_000),
+            tick_ms: Some(60_000),
+            note: None,
+            job: None,
+        }
+    }
+
+    fn found(entries: Vec<Entry>) -> History {
+        History {
+            entries,
+            skips: None,
+            ticks: history::TickRecords::default(),
+            answered: 3,
+            total: 3,
+            quorum: 2,
+            failures: crate::failure::Failures::default(),
+        }
+    }
+
+    #[test]
+    fn every_rule_broken_is_named_and_the_window_bounds_them() {
+        // Ticks 10 and 12 ran (10 failed); 11 and 13 did not; now in 14.
+        let h = found(vec![entry(12, 0), entry(10, 2)]);
+        let now = std::time::UNIX_EPOCH + Duration::from_millis(14 * 60_000 + 1_000);
+        let limits = Limits {
+            max_age: Duration::from_secs(3600),
+            require_success: true,
+            ..Limits::default()
+        };
+        let a = assess("k", &h, None, &limits, now);
+        let kinds: Vec<&str> = a.problems.iter().map(Problem::kind).collect();
+        assert_eq!(kinds, ["failed", "missed"]);
+        assert_eq!(a.missed.len(), 2);
+        let text = message(&a, &limits);
+        assert!(text.contains("did not succeed (exit 2)"), "{text}");
+        assert!(text.contains("2 missed ticks, more than --max-missed 0"), "{text}");
+        // The last 2.5 minutes: tick 12 (ran) and 13 (missed), and no failure.
+        let since = Limits { since: Some(Duration::from_secs(150)), max_missed: Some(1), ..limits };
+        let a = assess("k", &h, None, &since, now);
+        assert!(a.problems.is_empty(), "{:?}", a.problems);
+        assert_eq!(a.missed.len(), 1);
+        // A window never reaches before the oldest entry.
+        let long = Limits { since: Some(Duration::from_secs(86_400)), ..since };
+        assert_eq!(assess("k", &h, None, &long, now).missed.len(), 2);
+        let stale = Limits { max_age: Duration::from_secs(60), ..since };
+        assert_eq!(
+            assess("k", &h, None, &stale, now).problems,
+            [Problem::Stale(Duration::from_millis(2 * 60_000 + 900))]
+        );
+    }
+
     #[test]
     fn ages_are_coarse() {
         assert_eq!(ago(Duration::from_secs(59)), "59s");
