@@ -283,7 +283,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__check)
-            opts="-v -q -k -h -V --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --max-ttl --trust-restarts --verbose --quiet --log-format --raw-key --key --max-age --require-success --json --help --version"
+            opts="-v -q -k -h -V --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --max-ttl --trust-restarts --verbose --quiet --log-format --raw-key --key --max-age --require-success --max-missed --since --max-runtime --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -359,6 +359,24 @@ _redlock() {
                     return 0
                     ;;
                 --max-age)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --max-missed)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --since)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --max-runtime)
                     COMPREPLY=("${cur}")
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o nospace

@@ -47,7 +47,7 @@ complete -c redlock -n "__fish_redlock_needs_command" -f -a "extend" -d 'Make a 
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "release" -d 'Give a lock back (with its token, or --force)'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "status" -d 'Show who holds a lock, on which servers, for how long (exit 0 held, 1 free)'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "history" -d 'Show the last runs of a lock, fleet-wide: host, start, duration, outcome; and the skips'
-complete -c redlock -n "__fish_redlock_needs_command" -f -a "check" -d 'For monitoring: did a run start within --max-age (exit 0 ok, 1 stale or failed, 2 unknown)'
+complete -c redlock -n "__fish_redlock_needs_command" -f -a "check" -d 'For monitoring: did a run start within --max-age, no tick missed, none failed or hung (exit 0 ok, 1 warning, 2 unknown)'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "doctor" -d 'Check that the servers are fit for Redlock (exit 0 fit, 1 warnings)'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "config" -d 'Print the effective configuration and where each value came from (flag, environment, file, default)'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -220,11 +220,14 @@ complete -c redlock -n "__fish_redlock_using_subcommand check" -l log-format -d 
 json\t'One JSON object per line'"
 complete -c redlock -n "__fish_redlock_using_subcommand check" -s k -l key -d 'The lock\'s key' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand check" -l max-age -d 'The last run must have started within DUR (e.g. 25h for a daily job)' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand check" -l max-missed -d 'For a key run with --once-per: more than N ticks of the window with no run is a warning [default: 0]' -r
+complete -c redlock -n "__fish_redlock_using_subcommand check" -l since -d 'The window that --max-missed and --require-success look at: the last DUR [default: since the oldest run kept]' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand check" -l max-runtime -d 'A run still holding the lock for longer than DUR is a warning (a hung job)' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand check" -l trust-restarts -d 'Trust every restarted server to have kept its data: it votes at once (a server with appendonly yes and appendfsync always since its start is trusted without this)'
 complete -c redlock -n "__fish_redlock_using_subcommand check" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c redlock -n "__fish_redlock_using_subcommand check" -s q -l quiet -d 'Say nothing on stderr but errors (no busy message)'
 complete -c redlock -n "__fish_redlock_using_subcommand check" -l raw-key -d 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock\'s namespace, redlock:{KEY}]'
-complete -c redlock -n "__fish_redlock_using_subcommand check" -l require-success -d 'The last run must also have exited 0'
+complete -c redlock -n "__fish_redlock_using_subcommand check" -l require-success -d 'Every run in the window (--since) must also have exited 0'
 complete -c redlock -n "__fish_redlock_using_subcommand check" -l json -d 'Print one JSON object instead of the one-line verdict'
 complete -c redlock -n "__fish_redlock_using_subcommand check" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c redlock -n "__fish_redlock_using_subcommand check" -s V -l version -d 'Print version'
@@ -271,7 +274,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_see
 complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status history check doctor config help" -f -a "release" -d 'Give a lock back (with its token, or --force)'
 complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status history check doctor config help" -f -a "status" -d 'Show who holds a lock, on which servers, for how long (exit 0 held, 1 free)'
 complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status history check doctor config help" -f -a "history" -d 'Show the last runs of a lock, fleet-wide: host, start, duration, outcome; and the skips'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status history check doctor config help" -f -a "check" -d 'For monitoring: did a run start within --max-age (exit 0 ok, 1 stale or failed, 2 unknown)'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status history check doctor config help" -f -a "check" -d 'For monitoring: did a run start within --max-age, no tick missed, none failed or hung (exit 0 ok, 1 warning, 2 unknown)'
 complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status history check doctor config help" -f -a "doctor" -d 'Check that the servers are fit for Redlock (exit 0 fit, 1 warnings)'
 complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status history check doctor config help" -f -a "config" -d 'Print the effective configuration and where each value came from (flag, environment, file, default)'
 complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status history check doctor config help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

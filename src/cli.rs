@@ -135,7 +135,7 @@ pub enum Command {
     /// Show the last runs of a lock, fleet-wide: host, start, duration, outcome; and the skips
     #[command(after_help = HISTORY_EXAMPLES)]
     History(Lazy<HistoryArgs>),
-    /// For monitoring: did a run start within --max-age (exit 0 ok, 1 stale or failed, 2 unknown)
+    /// For monitoring: did a run start within --max-age, no tick missed, none failed or hung (exit 0 ok, 1 warning, 2 unknown)
     #[command(after_help = CHECK_EXAMPLES)]
     Check(Lazy<CheckArgs>),
     /// Check that the servers are fit for Redlock (exit 0 fit, 1 warnings)
@@ -474,9 +474,18 @@ pub struct CheckArgs {
     /// The last run must have started within DUR (e.g. 25h for a daily job)
     #[arg(long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true)]
     pub max_age: String,
-    /// The last run must also have exited 0
+    /// Every run in the window (--since) must also have exited 0
     #[arg(long)]
     pub require_success: bool,
+    /// For a key run with --once-per: more than N ticks of the window with no run is a warning [default: 0]
+    #[arg(long, value_name = "N")]
+    pub max_missed: Option<u64>,
+    /// The window that --max-missed and --require-success look at: the last DUR [default: since the oldest run kept]
+    #[arg(long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true)]
+    pub since: Option<String>,
+    /// A run still holding the lock for longer than DUR is a warning (a hung job)
+    #[arg(long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true)]
+    pub max_runtime: Option<String>,
     /// Print one JSON object instead of the one-line verdict
     #[arg(long)]
     pub json: bool,
@@ -578,7 +587,8 @@ Examples:
 const CHECK_EXAMPLES: &str = "\
 Examples:
   redlock check --key nightly-report --max-age 25h --require-success
-  # prints e.g.: OK - nightly-report ran 3h ago on web-3, exit 0";
+  # prints e.g.: OK - nightly-report ran 3h ago on web-3, exit 0
+  redlock check --key nightly --max-age 15m --since 1h --max-missed 1 --max-runtime 30m";
 
 /// The clap command, for the man page and completion generators.
 pub fn command() -> clap::Command {

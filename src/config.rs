@@ -225,8 +225,14 @@ pub enum Command {
         key: String,
         /// How recently the last run must have started.
         max_age: Duration,
-        /// Whether the last run must have succeeded.
+        /// Whether every run in the window must have succeeded.
         require_success: bool,
+        /// How many ticks the window may miss (`None`: 0).
+        max_missed: Option<u64>,
+        /// How far back the window reaches (`None`: the oldest entry).
+        since: Option<Duration>,
+        /// How long a run may hold the lock before it counts as hung.
+        max_runtime: Option<Duration>,
         /// JSON output.
         json: bool,
     },
@@ -763,8 +769,18 @@ fn command(
         cli::Command::Check(cli::Lazy(a)) => {
             let key = nonempty("--key", a.key)?;
             let max_age = duration("--max-age", &a.max_age)?;
-            let require_success = a.require_success;
-            (Command::Check { key, max_age, require_success, json: a.json }, DEFAULT_TTL)
+            let (since, max_runtime) =
+                (optional("--since", &a.since)?, optional("--max-runtime", &a.max_runtime)?);
+            let check = Command::Check {
+                key,
+                max_age,
+                require_success: a.require_success,
+                max_missed: a.max_missed,
+                since,
+                max_runtime,
+                json: a.json,
+            };
+            (check, DEFAULT_TTL)
         }
         cli::Command::Doctor(cli::Lazy(a)) => {
             let ttl = ttl_or_file(&a.ttl, g)?;

@@ -25,8 +25,10 @@ pub const CANNOT_EXECUTE: u8 = 126;
 pub const NOT_FOUND: u8 = 127;
 /// `run`: the child was ended by signal N and redlock exits 128+N.
 pub const SIGNAL_BASE: u8 = 128;
-/// `check`: the last run started longer ago than `--max-age`, or (with
-/// `--require-success`) it did not succeed.
+/// `check` (WARNING): the newest run started longer ago than `--max-age`,
+/// a run of the window did not succeed (`--require-success`), more ticks
+/// were missed than `--max-missed`, or a run holds the lock past
+/// `--max-runtime`.
 pub const CHECK_STALE: u8 = 1;
 /// `check`: no run is known, or too few servers answered to say.
 pub const CHECK_UNKNOWN: u8 = 2;

@@ -11,6 +11,9 @@
 //!   when, and the last one's host, time and holder (`scripts/skip.lua`).
 //!   A counter, not an entry per skip: a thousand hosts skipping one tick
 //!   cost one HINCRBY each and leave the entries of the real runs alone.
+//!   Under a tick (`--once-per`), the same hash counts each tick's skips
+//!   by what they saw ([`SkipKind`]), for the newest [`TICKS_KEPT`] ticks:
+//!   what [`missed_ticks`] gives as the reason a tick did not run.
 //!
 //! Both expire [`RETENTION`] after their last write, like every key redlock
 //! writes. An entry is written to every server after the lock is released,
@@ -116,6 +119,13 @@ pub struct Entry {
     /// The length of that tick, ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tick_ms: Option<u64>,
+    /// The offset of the tick's zone at its start, seconds (shown so).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tick_offset_s: Option<i32>,
+    /// The tick's schedule (`crate::schedule::Schedule::identity`): what
+    /// `check` lists the expected ticks by.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<String>,
     /// Where the run ran, as its `--note` said.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -128,7 +138,8 @@ impl Entry {
     /// The tick the run belonged to (`--once-per`).
     pub fn tick(&self) -> Option<crate::lock::Tick> {
         let (start_ms, len) = (self.tick_start_ms?, self.tick_ms?);
-        Some(crate::lock::Tick { start_ms, end_ms: start_ms.checked_add(len)?, offset_s: 0 })
+        let offset_s = self.tick_offset_s.unwrap_or(0);
+        Some(crate::lock::Tick { start_ms, end_ms: start_ms.checked_add(len)?, offset_s })
     }
 
     /// When the run started.
@@ -179,6 +190,8 @@ pub struct History {
     pub entries: Vec<Entry>,
     /// The skips, when any were counted.
     pub skips: Option<Skips>,
+    /// What each tick's skips saw (`--once-per`).
+    pub ticks: TickRecords,
     /// How many servers answered.
     pub answered: usize,
     /// How many servers there are.
@@ -238,6 +251,78 @@ pub async fn record(fleet: &Fleet, key: &str, entry: &Entry) -> Result<usize, Fa
     written(fleet.ask_all(call, int).await)
 }
 
+/// What a run that did not run its command saw, as its skip records it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SkipKind {
+    /// Its tick ran, or is running, elsewhere (a quiet skip).
+    Ran,
+    /// Another holder kept the lock until the wait ended (for a tick: an
+    /// earlier run still held it when the tick ended).
+    Busy,
+    /// Too few servers answered to take the lock (exit 69): not counted
+    /// as a skip, recorded only for its tick.
+    Unavailable,
+}
+
+impl SkipKind {
+    /// Its name in the skips hash's per-tick fields (`scripts/skip.lua`).
+    fn name(self) -> &'static str {
+        match self {
+            SkipKind::Ran => "ran",
+            SkipKind::Busy => "busy",
+            SkipKind::Unavailable => "unavailable",
+        }
+    }
+}
+
+/// How many ticks keep their per-tick skip fields on each server (the
+/// newest): more than the [`MAX_ENTRIES`] runs kept, so every tick between
+/// the oldest entry and now has them unless most ticks were missed.
+pub const TICKS_KEPT: usize = 128;
+
+/// What the skips of one tick saw: how many of each [`SkipKind`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct TickSkips {
+    /// Skips that found the tick run, or running, elsewhere.
+    pub ran: u64,
+    /// Skips that found the lock held by another until their wait ended.
+    pub busy: u64,
+    /// Runs that could not reach a quorum.
+    pub unavailable: u64,
+}
+
+/// The per-tick skip fields of a lock, merged across servers.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TickRecords {
+    /// Each tick's skips, by the tick's start (ms since the epoch).
+    pub ticks: std::collections::BTreeMap<u64, TickSkips>,
+    /// When a skip first wrote a per-tick field: a tick that starts
+    /// later and has none saw no skip at all.
+    pub tracked_ms: Option<u64>,
+    /// The newest tick whose fields were dropped ([`TICKS_KEPT`]).
+    pub pruned_ms: Option<u64>,
+}
+
+impl TickRecords {
+    /// The servers' records as one: each count the largest any server
+    /// has (every skip goes to every server), tracking from the earliest
+    /// start, pruned up to the latest.
+    fn merge(servers: Vec<TickRecords>) -> TickRecords {
+        let mut all = TickRecords::default();
+        for s in servers {
+            for (tick, n) in s.ticks {
+                let m = all.ticks.entry(tick).or_default();
+                m.ran = m.ran.max(n.ran);
+                m.busy = m.busy.max(n.busy);
+                m.unavailable = m.unavailable.max(n.unavailable);
+            }
+            all.tracked_ms = all.tracked_ms.into_iter().chain(s.tracked_ms).min();
+            all.pruned_ms = all.pruned_ms.max(s.pruned_ms);
+        }
+        all
+    }
+}
+
 /// Counts one skip of `key` by `host` at `at`, while `holder` held it: a
 /// counter, the time of the first skip it counts, and the last skip's
 /// facts, in O(1) and with no entry per skip, so a thousand hosts per tick
@@ -247,14 +332,17 @@ pub async fn record(fleet: &Fleet, key: &str, entry: &Entry) -> Result<usize, Fa
 /// of another type fails the hash commands with WRONGTYPE and then has
 /// its expiry set by PEXPIRE, and that key is someone else's. The script
 /// stops at the first failure and leaves it as it was. The hash expires
-/// [`RETENTION`] after the last skip. Returns how many servers counted it.
+/// [`RETENTION`] after the last skip. Under `tick` (its start, ms), the
+/// tick's count of `kind` goes up too; a [`SkipKind::Unavailable`] counts
+/// only there. Returns how many servers counted it.
 pub async fn record_skip(
     fleet: &Fleet,
     key: &str,
-    host: &str,
-    at: SystemTime,
-    holder: &str,
+    skip: (&str, SystemTime, &str),
+    kind: SkipKind,
+    tick: Option<u64>,
 ) -> Result<usize, Failures> {
+    let (host, at, holder) = skip;
     let call = Call {
         op: Op::Record,
         key: key.to_owned(),
@@ -266,6 +354,9 @@ pub async fn record_skip(
                 epoch_ms(at).to_string().into_bytes(),
                 holder.into(),
                 crate::text::millis(RETENTION).to_string().into_bytes(),
+                kind.name().into(),
+                tick.map(|t| t.to_string()).unwrap_or_default().into_bytes(),
+                TICKS_KEPT.to_string().into_bytes(),
             ],
         },
     };
@@ -295,13 +386,16 @@ pub async fn read(fleet: &Fleet, key: &str, n: usize) -> History {
     let answered = values.len();
     let mut lists = Vec::new();
     let mut skips = Vec::new();
-    for (entries, s) in values {
+    let mut ticks = Vec::new();
+    for (entries, s, t) in values {
         lists.push(entries);
         skips.extend(s);
+        ticks.push(t);
     }
     History {
         entries: merge(lists, n),
         skips: merge_skips(&skips),
+        ticks: TickRecords::merge(ticks),
         answered,
         total: fleet.servers().len(),
         quorum: fleet.quorum(),
@@ -309,24 +403,118 @@ pub async fn read(fleet: &Fleet, key: &str, n: usize) -> History {
     }
 }
 
-/// The ticks of length `len` missed by `entries` (newest first): every
-/// tick between the oldest entry of that length and the last tick before
-/// `now` with no entry, at most `limit` of them (the newest).
-pub fn missed_ticks(entries: &[Entry], len: u64, now_ms: u64, limit: usize) -> Vec<u64> {
-    let ran: std::collections::BTreeSet<u64> =
-        entries.iter().filter(|e| e.tick_ms == Some(len)).filter_map(|e| e.tick_start_ms).collect();
-    let (Some(&first), true) = (ran.first(), len > 0) else { return Vec::new() };
-    // The tick in progress may still fire: only ticks that ended count.
-    let current = now_ms / len * len;
-    let mut missed = Vec::new();
-    let mut tick = current.saturating_sub(len);
-    while tick > first && missed.len() < limit {
-        if !ran.contains(&tick) {
-            missed.push(tick);
+/// Why a tick that ended has no run recorded, from its skips.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MissedReason {
+    /// No skip was recorded in it: no host fired (cron did not start
+    /// redlock anywhere, or every host was down).
+    NoHost,
+    /// Hosts fired, but none reached a quorum of the servers (exit 69).
+    NoQuorum,
+    /// Hosts fired, but another holder (most often the run of an earlier
+    /// tick, still going) kept the lock until the tick ended.
+    Held,
+    /// A host took the tick (others skipped as it ran), but no run was
+    /// recorded: its holder died, or lost the lock, before recording.
+    Lost,
+    /// The skips of its time say nothing per tick (written by an older
+    /// redlock, or dropped past [`TICKS_KEPT`]).
+    Unknown,
+}
+
+impl MissedReason {
+    /// For people: `no host fired`.
+    pub fn describe(self) -> &'static str {
+        match self {
+            MissedReason::NoHost => "no host fired",
+            MissedReason::NoQuorum => "hosts fired but could not reach a quorum of the servers",
+            MissedReason::Held => "hosts fired but the lock was held by an earlier run",
+            MissedReason::Lost => {
+                "taken, but no run was recorded (the holder died or lost the lock)"
+            }
+            MissedReason::Unknown => "unknown reason",
         }
-        tick -= len;
     }
-    missed
+}
+
+/// A tick that ended with no run recorded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Missed {
+    /// The tick's start, ms since the epoch.
+    pub start_ms: u64,
+    /// Why, as far as its skips tell.
+    pub reason: MissedReason,
+}
+
+/// The most ticks [`ticks_between`] enumerates (the newest): a 1 s tick
+/// over a day; a longer window with shorter ticks counts only these.
+pub const MAX_TICKS_SCANNED: usize = 100_000;
+
+/// The ticks of length `len_ms` that start at or after `from_ms` and end
+/// by `now_ms` (the tick in progress may still fire), by their start,
+/// newest first, at most [`MAX_TICKS_SCANNED`]. The one place that knows
+/// which ticks a schedule expects between two instants: ticks are the
+/// epoch-aligned slots of `--once-per` ([`crate::lock::Tick::of`]).
+pub fn ticks_between(len_ms: u64, from_ms: u64, now_ms: u64) -> impl Iterator<Item = u64> {
+    let len = len_ms.max(1);
+    // The last tick that ended by `now_ms`: the one before the current.
+    let last = (now_ms / len).checked_sub(1).map(|n| n * len);
+    let first = from_ms.div_ceil(len).saturating_mul(len);
+    let count = last.filter(|&l| l >= first).map_or(0, |l| (l - first) / len + 1);
+    let count = usize::try_from(count).unwrap_or(usize::MAX).min(MAX_TICKS_SCANNED);
+    (0..count).filter_map(move |i| last?.checked_sub(len.checked_mul(i as u64)?))
+}
+
+/// The ticks of length `len` between `from_ms` and `now_ms`
+/// ([`ticks_between`]) that no entry of that length ran, newest first,
+/// each with its reason from `found`'s skips; `running`, the start of a
+/// tick whose run still holds the lock, is not missed.
+pub fn missed_ticks(
+    found: &History,
+    len: u64,
+    from_ms: u64,
+    now_ms: u64,
+    running: Option<u64>,
+) -> Vec<Missed> {
+    let ran = found.entries.iter().filter(|e| e.tick_ms == Some(len));
+    missed_among(found, ran, ticks_between(len, from_ms, now_ms).map(|t| (t, len)), running)
+}
+
+/// The ticks of `ticks` (start and length, ms) that none of the entries
+/// `ran` ran, each with its reason from `found`'s skips; `running`, the
+/// start of a tick whose run still holds the lock, is not missed.
+pub fn missed_among<'a>(
+    found: &History,
+    ran: impl Iterator<Item = &'a Entry>,
+    ticks: impl Iterator<Item = (u64, u64)>,
+    running: Option<u64>,
+) -> Vec<Missed> {
+    let ran: std::collections::BTreeSet<u64> = ran.filter_map(|e| e.tick_start_ms).collect();
+    ticks
+        .filter(|(t, _)| !ran.contains(t) && Some(*t) != running)
+        .map(|(start_ms, len)| Missed { start_ms, reason: reason(found, start_ms, len) })
+        .collect()
+}
+
+/// Why the tick of length `len` at `start` did not run: what its skips
+/// saw, the most telling first (a take, a holder, an outage); with none,
+/// no host fired if skips were tracked per tick by then, or if no skip
+/// counted (by any version) fell within the tick.
+fn reason(found: &History, start: u64, len: u64) -> MissedReason {
+    let records = &found.ticks;
+    match records.ticks.get(&start) {
+        Some(s) if s.ran > 0 => return MissedReason::Lost,
+        Some(s) if s.busy > 0 => return MissedReason::Held,
+        Some(s) if s.unavailable > 0 => return MissedReason::NoQuorum,
+        _ => {}
+    }
+    let tracked = records.tracked_ms.is_some_and(|t| t <= start)
+        && records.pruned_ms.is_none_or(|p| p < start);
+    let end = start.saturating_add(len);
+    let untracked_skip =
+        found.skips.as_ref().is_some_and(|s| s.since_ms < end && s.last_ms >= start);
+    if tracked || !untracked_skip { MissedReason::NoHost } else { MissedReason::Unknown }
 }
 
 /// The union of the servers' entries without duplicates (same token),
@@ -356,6 +544,22 @@ pub fn merge_skips(servers: &[Skips]) -> Option<Skips> {
     })
 }
 
+/// Reads a per-tick field `t<start>:<kind>` into `ticks`; any other
+/// name (a field of a later version) is left alone.
+fn tick_field(ticks: &mut TickRecords, name: &str, value: &str) {
+    let Some((start, kind)) = name.strip_prefix('t').and_then(|n| n.split_once(':')) else {
+        return;
+    };
+    let (Ok(start), Ok(n)) = (start.parse::<u64>(), value.parse::<u64>()) else { return };
+    let counts = ticks.ticks.entry(start).or_default();
+    match kind {
+        "ran" => counts.ran = n,
+        "busy" => counts.busy = n,
+        "unavailable" => counts.unavailable = n,
+        _ => {}
+    }
+}
+
 fn int(reply: Value) -> Result<i64, String> {
     match reply {
         Value::Int(n) => Ok(n),
@@ -365,7 +569,7 @@ fn int(reply: Value) -> Result<i64, String> {
 
 /// Reads the history script's reply. Entries that do not parse (written by
 /// another version) are left out rather than failing the whole read.
-fn parse_read(reply: Value) -> Result<(Vec<Entry>, Option<Skips>), String> {
+fn parse_read(reply: Value) -> Result<(Vec<Entry>, Option<Skips>, TickRecords), String> {
     let Value::Array(parts) = reply else {
         return Err(format!("unexpected history reply {reply:?}"));
     };
@@ -384,6 +588,7 @@ fn parse_read(reply: Value) -> Result<(Vec<Entry>, Option<Skips>), String> {
         _ => String::new(),
     };
     let mut skips = Skips::default();
+    let mut ticks = TickRecords::default();
     for pair in fields.chunks(2) {
         let [name, value] = pair else { continue };
         let value = text(value);
@@ -393,10 +598,12 @@ fn parse_read(reply: Value) -> Result<(Vec<Entry>, Option<Skips>), String> {
             "at" => skips.last_ms = value.parse().unwrap_or(0),
             "host" => skips.last_host = value,
             "holder" => skips.last_holder = value,
-            _ => {}
+            "tracked" => ticks.tracked_ms = value.parse().ok(),
+            "pruned" => ticks.pruned_ms = value.parse().ok(),
+            name => tick_field(&mut ticks, name, &value),
         }
     }
-    Ok((entries, (skips.count > 0).then_some(skips)))
+    Ok((entries, (skips.count > 0).then_some(skips), ticks))
 }
 
 #[cfg(test)]
@@ -416,28 +623,102 @@ mod tests {
             fence: None,
             tick_start_ms: None,
             tick_ms: None,
+            tick_offset_s: None,
+            schedule: None,
             note: None,
             job: None,
         }
     }
 
+    fn found(entries: Vec<Entry>, ticks: TickRecords, skips: Option<Skips>) -> History {
+        History {
+            entries,
+            skips,
+            ticks,
+            answered: 3,
+            total: 3,
+            quorum: 2,
+            failures: Failures::default(),
+        }
+    }
+
     #[test]
-    fn missed_ticks_are_the_ended_ticks_since_the_oldest_with_no_run() {
+    fn the_ticks_between_two_instants_are_those_that_ended() {
+        let five = 300_000;
+        // Tick 11 is in progress at 11 * 5 min + 1 s: not expected yet.
+        let ticks: Vec<u64> = ticks_between(five, 4 * five, 11 * five + 1_000).collect();
+        assert_eq!(ticks, (4..=10).rev().map(|t| t * five).collect::<Vec<_>>());
+        // A window that starts inside a tick skips that tick.
+        assert_eq!(ticks_between(five, 4 * five + 1, 6 * five).collect::<Vec<_>>(), [5 * five]);
+        assert_eq!(ticks_between(five, 6 * five, 6 * five).count(), 0);
+        assert_eq!(ticks_between(1, 0, u64::MAX).count(), MAX_TICKS_SCANNED);
+    }
+
+    #[test]
+    fn missed_ticks_are_the_ended_ticks_with_no_run_and_say_why() {
+        let five = 300_000;
         let at = |tick: u64| Entry {
-            tick_start_ms: Some(tick * 300_000),
-            tick_ms: Some(300_000),
-            ..entry(&tick.to_string(), tick * 300_000 + 5)
+            tick_start_ms: Some(tick * five),
+            tick_ms: Some(five),
+            tick_offset_s: None,
+            schedule: None,
+            ..entry(&tick.to_string(), tick * five + 5)
         };
-        let entries = [at(10), at(8), at(7), at(4)];
-        // Tick 11 is in progress at 11 * 5 min + 1 s: not missed yet.
-        let now = 11 * 300_000 + 1_000;
+        let mut records = TickRecords { tracked_ms: Some(5 * five), ..TickRecords::default() };
+        records.ticks.insert(9 * five, TickSkips { unavailable: 2, ..TickSkips::default() });
+        records.ticks.insert(6 * five, TickSkips { ran: 1, busy: 3, unavailable: 0 });
+        records.ticks.insert(5 * five, TickSkips { busy: 1, ..TickSkips::default() });
+        let h = found(vec![at(10), at(8), at(4)], records, None);
+        let now = 11 * five + 1_000;
+        let missed = missed_ticks(&h, five, 4 * five, now, None);
+        let got: Vec<(u64, MissedReason)> =
+            missed.iter().map(|m| (m.start_ms / five, m.reason)).collect();
         assert_eq!(
-            missed_ticks(&entries, 300_000, now, 10),
-            vec![9 * 300_000, 6 * 300_000, 5 * 300_000]
+            got,
+            [
+                (9, MissedReason::NoQuorum),
+                (7, MissedReason::NoHost),
+                (6, MissedReason::Lost),
+                (5, MissedReason::Held)
+            ]
         );
-        assert_eq!(missed_ticks(&entries, 300_000, now, 1), vec![9 * 300_000]);
-        assert!(missed_ticks(&entries, 60_000, now, 10).is_empty(), "another length");
-        assert!(missed_ticks(&[entry("t", 1)], 300_000, now, 10).is_empty(), "no tick");
+        // The tick whose run still holds the lock is not missed.
+        assert_eq!(missed_ticks(&h, five, 4 * five, now, Some(9 * five)).len(), 3);
+        assert!(missed_ticks(&h, 60_000, 10 * five, now, None).len() == 5, "one-minute ticks");
+    }
+
+    #[test]
+    fn a_tick_with_no_per_tick_fields_is_unknown_only_where_old_skips_fell() {
+        let five = 300_000;
+        let old = Skips { count: 4, since_ms: 2 * five, last_ms: 3 * five + 7, ..Skips::default() };
+        let h = found(vec![], TickRecords::default(), Some(old));
+        assert_eq!(reason(&h, 3 * five, five), MissedReason::Unknown);
+        assert_eq!(reason(&h, 4 * five, five), MissedReason::NoHost, "after the last skip");
+        let tracked = TickRecords { tracked_ms: Some(3 * five), ..TickRecords::default() };
+        let h = found(vec![], tracked, h.skips.clone());
+        assert_eq!(reason(&h, 3 * five, five), MissedReason::NoHost, "tracked by then");
+        let pruned = TickRecords { pruned_ms: Some(3 * five), ..h.ticks.clone() };
+        let h = found(vec![], pruned, h.skips.clone());
+        assert_eq!(reason(&h, 3 * five, five), MissedReason::Unknown, "dropped");
+    }
+
+    #[test]
+    fn per_tick_fields_parse_and_merge_by_the_largest_count() {
+        let mut a = TickRecords::default();
+        tick_field(&mut a, "t600:busy", "3");
+        tick_field(&mut a, "t600:ran", "1");
+        tick_field(&mut a, "t600:later-kind", "1");
+        tick_field(&mut a, "tx:busy", "1");
+        a.tracked_ms = Some(500);
+        let mut b = TickRecords::default();
+        tick_field(&mut b, "t600:busy", "5");
+        tick_field(&mut b, "t900:unavailable", "2");
+        b.tracked_ms = Some(400);
+        b.pruned_ms = Some(100);
+        let m = TickRecords::merge(vec![a, b]);
+        assert_eq!(m.ticks[&600], TickSkips { ran: 1, busy: 5, unavailable: 0 });
+        assert_eq!(m.ticks[&900].unavailable, 2);
+        assert_eq!((m.tracked_ms, m.pruned_ms, m.ticks.len()), (Some(400), Some(100), 2));
     }
 
     #[test]

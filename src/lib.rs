@@ -71,7 +71,9 @@
 //! - [`metrics`]: `run --metrics-file`, a Prometheus textfile written atomically,
 //!   one series per key, updated under a lock on a sidecar file.
 //! - [`history`]: the run history and skip counter kept beside each lock
-//!   (`scripts/record.lua`, `skip.lua`, `history.lua`), merged across servers.
+//!   (`scripts/record.lua`, `skip.lua`, `history.lua`), merged across
+//!   servers; the ticks expected between two instants, and why each
+//!   missed tick did not run, from what its skips saw.
 //!
 //! ## The process supervisor
 //! - [`watchdog`]: renewal every `ttl/3` and the validity deadline; reports

@@ -6,6 +6,14 @@
 //! counters (`redlock_runs_total`, `redlock_skips_total`) and the last run's
 //! figures are carried over from the previous file: a skip updates the
 //! skip counter and `redlock_last_ran` and keeps the last run's figures.
+//! Both counters are written from a key's first invocation on, at 0 if
+//! need be, so a host that only ever skipped has `redlock_runs_total 0`
+//! (an `absent()` or per-host rule sees it). Under `--once-per`,
+//! `redlock_last_tick_ran` says whether the last tick this host saw
+//! (`redlock_last_tick_seen_timestamp_seconds`, its start) ran, here or
+//! elsewhere: 0 when the host could not take it and nobody had (the lock
+//! held by an earlier run at the tick's end, or no quorum). The tick is a
+//! value, never a label: a label per tick would be a new series per tick.
 //!
 //! One file may serve several jobs (node_exporter's habit is one textfile
 //! per host): each key has its own series (`{key="..."}`), and an update
@@ -50,14 +58,36 @@ use std::time::{Duration, SystemTime};
 pub struct Sample {
     /// The lock key (the `key` label).
     pub key: String,
-    /// `Some` when the command ran under the lock: its figures.
-    pub ran: Option<Ran>,
+    /// What the invocation did.
+    pub invocation: Invocation,
+    /// The tick it belonged to (`--once-per`), and whether that ran.
+    pub tick: Option<TickSeen>,
     /// Time spent waiting for the lock (until acquired, or until busy).
     pub wait: Duration,
     /// When this invocation ended.
     pub at: SystemTime,
     /// The servers as the last acquire attempt saw them, when one was made.
     pub servers: Option<Servers>,
+}
+
+/// What one invocation of `run` did with the lock.
+#[derive(Clone, Copy, Debug)]
+pub enum Invocation {
+    /// The command ran under the lock: its figures.
+    Ran(Ran),
+    /// The lock was busy, or its tick ran elsewhere: a skip.
+    Skipped,
+    /// Too few servers answered (exit 69): neither a run nor a skip.
+    Unavailable,
+}
+
+/// The tick an invocation belonged to, as it saw it.
+#[derive(Clone, Copy, Debug)]
+pub struct TickSeen {
+    /// The tick's start.
+    pub start: SystemTime,
+    /// Whether the tick ran: here, or (as the skip found) elsewhere.
+    pub ran: bool,
 }
 
 /// How the servers took part in an acquire attempt.
@@ -99,7 +129,7 @@ pub struct Ran {
 }
 
 /// The metrics, their type and help, in the order they are written.
-const METRICS: [(&str, &str, &str); 13] = [
+const METRICS: [(&str, &str, &str); 15] = [
     ("redlock_runs_total", "counter", "Runs that held the lock and ran the command."),
     ("redlock_skips_total", "counter", "Runs that found the lock busy and skipped."),
     ("redlock_last_ran", "gauge", "1 when the last invocation ran the command, 0 when it skipped."),
@@ -113,6 +143,16 @@ const METRICS: [(&str, &str, &str); 13] = [
         "redlock_last_tick_timestamp_seconds",
         "gauge",
         "The start of the tick the last run belonged to (run --once-per).",
+    ),
+    (
+        "redlock_last_tick_ran",
+        "gauge",
+        "1 when the last tick this host saw ran (here or elsewhere), 0 when nobody ran it as far as it saw.",
+    ),
+    (
+        "redlock_last_tick_seen_timestamp_seconds",
+        "gauge",
+        "The start of the last tick this host saw, ran or skipped (run --once-per).",
     ),
     ("redlock_last_servers", "gauge", "Servers configured, at the last invocation."),
     (
@@ -283,8 +323,12 @@ fn apply(values: &mut BTreeMap<String, f64>, sample: &Sample) {
         set("redlock_last_servers_answered", servers.answered as f64);
         set("redlock_last_servers_failed", servers.failed as f64);
     }
-    match sample.ran {
-        Some(ran) => {
+    if let Some(tick) = sample.tick {
+        set("redlock_last_tick_ran", if tick.ran { 1.0 } else { 0.0 });
+        set("redlock_last_tick_seen_timestamp_seconds", seconds(tick.start));
+    }
+    match sample.invocation {
+        Invocation::Ran(ran) => {
             set("redlock_last_ran", 1.0);
             set("redlock_last_start_timestamp_seconds", seconds(ran.start));
             set("redlock_last_end_timestamp_seconds", seconds(ran.start + ran.duration));
@@ -294,10 +338,19 @@ fn apply(values: &mut BTreeMap<String, f64>, sample: &Sample) {
                 set("redlock_last_tick_timestamp_seconds", seconds(tick));
             }
         }
-        None => set("redlock_last_ran", 0.0),
+        Invocation::Skipped | Invocation::Unavailable => set("redlock_last_ran", 0.0),
     }
-    let counter = if sample.ran.is_some() { "redlock_runs_total" } else { "redlock_skips_total" };
-    *values.entry(counter.to_owned()).or_insert(0.0) += 1.0;
+    for counter in ["redlock_runs_total", "redlock_skips_total"] {
+        values.entry(counter.to_owned()).or_insert(0.0);
+    }
+    let counter = match sample.invocation {
+        Invocation::Ran(_) => Some("redlock_runs_total"),
+        Invocation::Skipped => Some("redlock_skips_total"),
+        Invocation::Unavailable => None,
+    };
+    if let Some(counter) = counter {
+        *values.entry(counter.to_owned()).or_insert(0.0) += 1.0;
+    }
 }
 
 /// A key as a label value: `\`, `"` and newline escaped (the text format's
@@ -398,6 +451,29 @@ mod tests {
         let err = check_dir(&file).unwrap_err();
         assert!(err.contains("sticky") && err.contains("job.prom") && !err.contains('\n'), "{err}");
         assert_eq!(check_dir(&dir.path().join("missing/job.prom")), Ok(()));
+    }
+
+    #[test]
+    fn a_skip_writes_both_counters_and_what_it_saw_of_its_tick() {
+        let tick =
+            TickSeen { start: SystemTime::UNIX_EPOCH + Duration::from_secs(600), ran: false };
+        let sample = |invocation| Sample {
+            key: "k".into(),
+            invocation,
+            tick: Some(tick),
+            wait: Duration::ZERO,
+            at: SystemTime::UNIX_EPOCH,
+            servers: None,
+        };
+        let mut values = BTreeMap::new();
+        apply(&mut values, &sample(Invocation::Skipped));
+        assert_eq!(values["redlock_runs_total"], 0.0);
+        assert_eq!(values["redlock_skips_total"], 1.0);
+        assert_eq!(values["redlock_last_tick_ran"], 0.0);
+        assert_eq!(values["redlock_last_tick_seen_timestamp_seconds"], 600.0);
+        apply(&mut values, &sample(Invocation::Unavailable));
+        assert_eq!((values["redlock_runs_total"], values["redlock_skips_total"]), (0.0, 1.0));
+        assert_eq!(values["redlock_last_ran"], 0.0);
     }
 
     #[test]

@@ -1,15 +1,26 @@
 //! `redlock check`: one verdict for a monitoring system, in the
 //! monitoring-plugin form (`OK - nightly-report ran 3h ago on web-3,
-//! exit 0`): exit 0 when the last run started within `--max-age` (and
-//! succeeded, with `--require-success`), 1 when it is older or failed, 2
-//! when no run is known or fewer than a quorum of the servers answered.
-//! A run still going (the lock is held by a token newer than the last
-//! entry) that started within `--max-age` is OK: it has not failed yet.
-//! For a key run with `--once-per`, the line also names the last tick that
-//! ran and the ticks missed (none ran) since the oldest entry kept
-//! ([`history::MAX_ENTRIES`] per key); they inform, the verdict is the age.
-//! The entry's texts were written by whoever can write to the servers:
-//! they are shown through [`crate::text::printable`] and [`crate::text::json`].
+//! exit 0`), from the history and the lock's holder.
+//!
+//! The rules, each a [`Problem`]; any one makes the verdict WARNING
+//! (exit 1), and the line (and the JSON's `problems`) names every one:
+//! - **stale**: the newest run (recorded, or still holding the lock)
+//!   started longer ago than `--max-age`;
+//! - **failed** (`--require-success`): a run in the window did not succeed;
+//! - **missed** (a key run with `--once-per`): more ticks of the window
+//!   ended with no run than `--max-missed` (default 0), each with its
+//!   reason from the tick's skips ([`history::MissedReason`]); the tick
+//!   whose run still holds the lock is not missed;
+//! - **hung** (`--max-runtime`): the run still holding the lock has held
+//!   it longer than that.
+//!
+//! The window is the last `--since` (default: since the oldest entry
+//! kept, [`history::MAX_ENTRIES`] per key), and never reaches before the
+//! oldest entry: nothing says the job was scheduled before its first
+//! recorded run. UNKNOWN (exit 2): no run is known, or fewer than a quorum
+//! of the servers answered. The entry's texts were written by whoever can
+//! write to the servers: they are shown through [`crate::text::printable`]
+//! and [`crate::text::json`].
 
 use std::io::Write;
 use std::time::{Duration, SystemTime};
@@ -17,104 +28,169 @@ use std::time::{Duration, SystemTime};
 use serde_json::json;
 
 use crate::exit;
-use crate::history::{self, Entry};
-use crate::lock::Fleet;
+use crate::history::{self, Entry, History, Missed};
+use crate::lock::{Fleet, Tick};
 use crate::token::Token;
 
-/// The verdict of a check.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Verdict {
-    Ok,
-    Stale,
-    Failed,
-    Unknown,
+/// What `check` holds a lock's runs to.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Limits {
+    /// How recently the newest run must have started.
+    pub max_age: Duration,
+    /// Whether every run in the window must have succeeded.
+    pub require_success: bool,
+    /// How many ticks the window may miss (`None`: 0).
+    pub max_missed: Option<u64>,
+    /// How far back the window reaches (`None`: the oldest entry).
+    pub since: Option<Duration>,
+    /// How long a run may hold the lock before it counts as hung.
+    pub max_runtime: Option<Duration>,
 }
 
-/// Checks the last run of `key` and prints one line (or JSON); returns the exit code.
-pub async fn check(
-    fleet: &Fleet,
-    key: &str,
-    max_age: Duration,
-    require_success: bool,
-    json: bool,
-) -> u8 {
+/// Something wrong with a lock's runs: each makes the verdict WARNING.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Problem {
+    /// The newest run started this long ago, over `--max-age`.
+    Stale(Duration),
+    /// Runs in the window that did not succeed, newest first.
+    Failed(Vec<Entry>),
+    /// More missed ticks than `--max-missed` allows (how many).
+    Missed(usize),
+    /// The running holder has held the lock this long, over `--max-runtime`.
+    Hung(Duration),
+}
+
+impl Problem {
+    /// Its word in the JSON's `status` and `problems`.
+    fn kind(&self) -> &'static str {
+        match self {
+            Problem::Stale(_) => "stale",
+            Problem::Failed(_) => "failed",
+            Problem::Missed(_) => "missed",
+            Problem::Hung(_) => "hung",
+        }
+    }
+
+    /// For people, after the run's description.
+    fn describe(&self, limits: &Limits) -> String {
+        let dur = crate::text::fmt_duration;
+        match self {
+            Problem::Stale(_) => format!("older than --max-age {}", dur(limits.max_age)),
+            Problem::Failed(runs) => {
+                let last = runs.first().map(|e| {
+                    format!("at {} did not succeed ({})", time(e.start_ms), e.describe_outcome())
+                });
+                let last = last.unwrap_or_default();
+                match runs.len() {
+                    1 => format!("the run {last}"),
+                    n => format!("{n} runs of the window failed; the last {last}"),
+                }
+            }
+            Problem::Missed(n) => {
+                format!(
+                    "{n} missed ticks, more than --max-missed {}",
+                    limits.max_missed.unwrap_or(0)
+                )
+            }
+            Problem::Hung(held) => format!(
+                "the running holder has held the lock {}, longer than --max-runtime {}",
+                dur(*held),
+                dur(limits.max_runtime.unwrap_or_default())
+            ),
+        }
+    }
+}
+
+/// The run holding the lock now, with no entry yet.
+struct Running {
+    /// Its token (host, pid, when it took the lock).
+    token: Token,
+}
+
+/// What `check` found: the verdict's parts before they are printed.
+struct Assessment {
+    /// False when the runs cannot be judged (no quorum, no run known).
+    known: bool,
+    /// The first sentence: the newest run, or why nothing can be said.
+    headline: String,
+    /// The missed ticks of the window, newest first.
+    missed: Vec<Missed>,
+    /// Where the window begins (ms since the epoch), when it has ticks.
+    window_from: Option<u64>,
+    /// What is wrong.
+    problems: Vec<Problem>,
+}
+
+/// Checks the runs of `key` and prints one line (or JSON); returns the exit code.
+pub async fn check(fleet: &Fleet, key: &str, limits: &Limits, json: bool) -> u8 {
     let (found, status) =
         tokio::join!(history::read(fleet, key, history::MAX_ENTRIES), fleet.status(key));
-    let shown = crate::text::display_key(key.as_bytes());
     let last = found.entries.first();
-    let now = SystemTime::now();
-    let missed = match last.and_then(|e| e.tick_ms) {
-        Some(len) => {
-            history::missed_ticks(&found.entries, len, history::epoch_ms(now), MISSED_SHOWN)
-        }
-        None => Vec::new(),
-    };
     // A run still going has no entry yet: the lock's holder, unless it is
     // the newest entry's own lock kept on (`--keep`).
     let running = status
         .holder
         .as_ref()
-        .filter(|(value, _)| last.is_none_or(|e| e.token != *value))
-        .and_then(|(value, _)| value.parse::<Token>().ok());
-    let (verdict, text) = match last {
-        _ if !found.known() => (
-            Verdict::Unknown,
-            format!(
-                "{shown}: only {} of {} servers answered (quorum {}): {}",
-                found.answered, found.total, found.quorum, found.failures
-            ),
-        ),
-        _ if running.as_ref().is_some_and(|t| t.held_for() <= max_age) => {
-            let t = running.as_ref().map(|t| (t.held_for(), t.host.as_str(), t.pid));
-            let (age, host, pid) = t.unwrap_or_default();
-            (
-                Verdict::Ok,
-                format!("{shown} is running on {host} (pid {pid}), started {} ago", ago(age)),
-            )
-        }
-        None => (
-            Verdict::Unknown,
-            format!(
-                "{shown} has no recorded run (a history is kept {} days after the last run)",
-                history::RETENTION.as_secs() / 86_400
-            ),
-        ),
-        Some(e) => {
-            let age = now.duration_since(e.start()).unwrap_or_default();
-            let ran = describe(&shown, e, age) + &ticks(e, &missed);
-            if age > max_age {
-                let limit = crate::text::fmt_duration(max_age);
-                (Verdict::Stale, format!("{ran}; older than --max-age {limit}"))
-            } else if require_success && !e.succeeded() {
-                (Verdict::Failed, format!("{ran}; it did not succeed"))
-            } else {
-                (Verdict::Ok, ran)
-            }
-        }
+        .filter(|(value, _)| found.entries.iter().all(|e| e.token != *value))
+        .and_then(|(value, _)| value.parse::<Token>().ok())
+        .map(|token| Running { token });
+    let now = SystemTime::now();
+    let a = assess(key, &found, running.as_ref(), limits, now);
+    let code = match (a.known, a.problems.is_empty()) {
+        (false, _) => exit::CHECK_UNKNOWN,
+        (true, true) => exit::OK,
+        (true, false) => exit::CHECK_STALE,
     };
-    let (label, code) = match verdict {
-        Verdict::Ok => ("OK", exit::OK),
-        Verdict::Stale | Verdict::Failed => ("WARNING", exit::CHECK_STALE),
-        Verdict::Unknown => ("UNKNOWN", exit::CHECK_UNKNOWN),
+    let status = match (a.known, a.problems.first()) {
+        (false, _) => "unknown",
+        (true, None) => "ok",
+        (true, Some(p)) => p.kind(),
     };
+    let text = message(&a, limits);
     let line = if json {
-        let line = json!({
+        let age =
+            last.map(|e| crate::text::millis(now.duration_since(e.start()).unwrap_or_default()));
+        let problems: Vec<_> = a
+            .problems
+            .iter()
+            .map(|p| json!({ "kind": p.kind(), "message": p.describe(limits) }))
+            .collect();
+        let missed: Vec<_> = a
+            .missed
+            .iter()
+            .map(|m| {
+                json!({
+                    "tick": tick_at(m.start_ms),
+                    "reason": m.reason,
+                    "why": m.reason.describe(),
+                })
+            })
+            .collect();
+        crate::text::json(&json!({
             "key": key,
-            "status": match verdict {
-                Verdict::Ok => "ok",
-                Verdict::Stale => "stale",
-                Verdict::Failed => "failed",
-                Verdict::Unknown => "unknown",
-            },
+            "status": status,
             "code": code,
             "message": text,
-            "age_ms": last.map(|e| crate::text::millis(now.duration_since(e.start()).unwrap_or_default())),
+            "age_ms": age,
             "last": last,
             "last_tick": last.and_then(Entry::tick).map(|t| t.describe()),
-            "missed_ticks": missed.iter().map(|&ms| tick_at(ms)).collect::<Vec<_>>(),
-        });
-        crate::text::json(&line)
+            "running": running.as_ref().map(|r| json!({
+                "host": r.token.host,
+                "pid": r.token.pid,
+                "held_ms": crate::text::millis(r.token.held_for()),
+            })),
+            "problems": problems,
+            "window_from": a.window_from.map(time),
+            "missed_count": a.missed.len(),
+            "missed": missed,
+            "missed_ticks": a.missed.iter().take(MISSED_SHOWN).map(|m| tick_at(m.start_ms)).collect::<Vec<_>>(),
+        }))
     } else {
+        let label = match status {
+            "ok" => "OK",
+            "unknown" => "UNKNOWN",
+            _ => "WARNING",
+        };
         format!("{label} - {text}")
     };
     // A closed stdout loses only the line; the verdict is the exit code.
@@ -122,26 +198,197 @@ pub async fn check(
     code
 }
 
+/// Judges `found` and the `running` holder against `limits` at `now`.
+fn assess(
+    key: &str,
+    found: &History,
+    running: Option<&Running>,
+    limits: &Limits,
+    now: SystemTime,
+) -> Assessment {
+    let shown = crate::text::display_key(key.as_bytes());
+    let last = found.entries.first();
+    let unknown = |headline| Assessment {
+        known: false,
+        headline,
+        missed: Vec::new(),
+        window_from: None,
+        problems: Vec::new(),
+    };
+    if !found.known() {
+        return unknown(format!(
+            "{shown}: only {} of {} servers answered (quorum {}): {}",
+            found.answered, found.total, found.quorum, found.failures
+        ));
+    }
+    let headline = match (running, last) {
+        (Some(r), _) => format!(
+            "{shown} is running on {} (pid {}), started {} ago",
+            crate::text::printable(&r.token.host),
+            r.token.pid,
+            ago(r.token.held_for())
+        ),
+        (None, Some(e)) => {
+            describe(&shown, e, now.duration_since(e.start()).unwrap_or_default()) + &ticks(e)
+        }
+        (None, None) => {
+            return unknown(format!(
+                "{shown} has no recorded run (a history is kept {} days after the last run)",
+                history::RETENTION.as_secs() / 86_400
+            ));
+        }
+    };
+    let now_ms = history::epoch_ms(now);
+    let mut problems = Vec::new();
+    // The newest start: the running holder's, or the last entry's.
+    let age = running
+        .map(|r| r.token.held_for())
+        .or_else(|| last.map(|e| now.duration_since(e.start()).unwrap_or_default()))
+        .unwrap_or_default();
+    if age > limits.max_age {
+        problems.push(Problem::Stale(age));
+    }
+    let since_ms = limits.since.map(|d| now_ms.saturating_sub(crate::text::millis(d)));
+    if limits.require_success {
+        let failed: Vec<Entry> = found
+            .entries
+            .iter()
+            .filter(|e| since_ms.is_none_or(|s| e.start_ms >= s) && !e.succeeded())
+            .cloned()
+            .collect();
+        if !failed.is_empty() {
+            problems.push(Problem::Failed(failed));
+        }
+    }
+    let schedule = found.entries.iter().find_map(|e| e.schedule.as_deref());
+    let (missed, window_from) = match (schedule, last.and_then(|e| e.tick_ms)) {
+        (Some(schedule), _) => scheduled_missed(found, schedule, since_ms, now_ms, running),
+        (None, Some(len)) => missed(found, len, since_ms, now_ms, running),
+        (None, None) => (Vec::new(), None),
+    };
+    let allowed = usize::try_from(limits.max_missed.unwrap_or(0)).unwrap_or(usize::MAX);
+    if missed.len() > allowed {
+        problems.push(Problem::Missed(missed.len()));
+    }
+    let held = running.map(|r| r.token.held_for());
+    if let Some(held) = held.filter(|&h| limits.max_runtime.is_some_and(|limit| h > limit)) {
+        problems.push(Problem::Hung(held));
+    }
+    Assessment { known: true, headline, missed, window_from, problems }
+}
+
+/// The missed ticks of length `len` and where their window begins: from
+/// `since_ms` (or the oldest entry of that length), never before that
+/// entry's tick; the running holder's tick is not missed.
+fn missed(
+    found: &History,
+    len: u64,
+    since_ms: Option<u64>,
+    now_ms: u64,
+    running: Option<&Running>,
+) -> (Vec<Missed>, Option<u64>) {
+    let oldest = found
+        .entries
+        .iter()
+        .filter(|e| e.tick_ms == Some(len))
+        .filter_map(|e| e.tick_start_ms)
+        .min();
+    let Some(oldest) = oldest else { return (Vec::new(), None) };
+    let from = since_ms.map_or(oldest, |s| s.max(oldest));
+    let running = running.map(|r| r.token.created_ms / len.max(1) * len.max(1));
+    (history::missed_ticks(found, len, from, now_ms, running), Some(from))
+}
+
+/// [`missed`] for entries that name their schedule (`--cron`, and
+/// `--once-per` of any length): the ticks are the schedule's instants in
+/// its zone, from the window's start to the start of the tick in progress;
+/// newest first. A schedule that does not parse (a later version's) shows
+/// no missed tick.
+fn scheduled_missed(
+    found: &History,
+    identity: &str,
+    since_ms: Option<u64>,
+    now_ms: u64,
+    running: Option<&Running>,
+) -> (Vec<Missed>, Option<u64>) {
+    let at = |ms: u64| jiff::Timestamp::from_millisecond(i64::try_from(ms).unwrap_or(i64::MAX));
+    let Ok(schedule) = crate::schedule::Schedule::from_identity(identity) else {
+        return (Vec::new(), None);
+    };
+    let oldest = found
+        .entries
+        .iter()
+        .filter(|e| e.schedule.as_deref() == Some(identity))
+        .filter_map(|e| e.tick_start_ms)
+        .min();
+    let Some(oldest) = oldest else { return (Vec::new(), None) };
+    let from = since_ms.map_or(oldest, |s| s.max(oldest));
+    let (Ok(from_at), Ok(now)) = (at(from), at(now_ms)) else { return (Vec::new(), None) };
+    let (Ok(current), Ok(instants)) =
+        (schedule.tick_at(now), schedule.instants_between(from_at, now))
+    else {
+        return (Vec::new(), None);
+    };
+    let millis = |t: jiff::Timestamp| u64::try_from(t.as_millisecond()).unwrap_or(0);
+    // Each instant's tick runs to the next instant; the one in progress
+    // is not over.
+    let ends = instants.iter().skip(1).copied().chain([current.start]);
+    let mut ticks: Vec<(u64, u64)> = instants
+        .iter()
+        .zip(ends)
+        .filter(|(start, _)| **start < current.start)
+        .map(|(start, end)| (millis(*start), millis(end).saturating_sub(millis(*start))))
+        .collect();
+    ticks.reverse();
+    let running = running
+        .and_then(|r| schedule.tick_at(at(r.token.created_ms).ok()?).ok().map(|t| t.start_ms()));
+    let ran = found.entries.iter().filter(|e| e.schedule.as_deref() == Some(identity));
+    (history::missed_among(found, ran, ticks.into_iter(), running), Some(from))
+}
+
+/// The whole line after the label: the headline, the missed ticks (named
+/// even when tolerated), then every problem.
+fn message(a: &Assessment, limits: &Limits) -> String {
+    let mut text = a.headline.clone();
+    if !a.missed.is_empty() {
+        let shown: Vec<String> = a
+            .missed
+            .iter()
+            .take(MISSED_SHOWN)
+            .map(|m| format!("{} ({})", tick_at(m.start_ms), m.reason.describe()))
+            .collect();
+        let more = if a.missed.len() > MISSED_SHOWN { ", ..." } else { "" };
+        let since = a.window_from.map(|f| format!(" since {}", tick_at(f))).unwrap_or_default();
+        text += &format!(
+            "; {} earlier ticks did not run{since}: {}{more}",
+            a.missed.len(),
+            shown.join(", ")
+        );
+    }
+    for p in &a.problems {
+        text += "; ";
+        text += &p.describe(limits);
+    }
+    text
+}
+
 /// How many missed ticks `check` names at most (the newest).
 const MISSED_SHOWN: usize = 10;
 
 /// The tick that starts at `ms`, for people.
 fn tick_at(ms: u64) -> String {
-    crate::lock::Tick { start_ms: ms, end_ms: ms, offset_s: 0 }.describe()
+    Tick { start_ms: ms, end_ms: ms, offset_s: 0 }.describe()
 }
 
-/// `, for the tick of 2026-11-27T11:05Z; 2 ticks missed: ...`, or nothing
-/// for a run without `--once-per`.
-fn ticks(e: &Entry, missed: &[u64]) -> String {
-    let Some(tick) = e.tick() else { return String::new() };
-    let mut text = format!(", for the tick of {}", tick.describe());
-    if !missed.is_empty() {
-        let shown: Vec<String> = missed.iter().map(|&ms| tick_at(ms)).collect();
-        let more = if missed.len() == MISSED_SHOWN { " or more" } else { "" };
-        text +=
-            &format!("; {}{more} earlier ticks did not run: {}", missed.len(), shown.join(", "));
-    }
-    text
+/// A time for people and JSON: RFC 3339, seconds.
+fn time(ms: u64) -> String {
+    humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + Duration::from_millis(ms)).to_string()
+}
+
+/// `, for the tick of 2026-11-27T11:05Z`, or nothing for a run without
+/// `--once-per`.
+fn ticks(e: &Entry) -> String {
+    e.tick().map(|t| format!(", for the tick of {}", t.describe())).unwrap_or_default()
 }
 
 /// `nightly-report ran 3h ago on web-3, exit 0`.
@@ -164,6 +411,69 @@ fn ago(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn entry(tick: u64, exit_code: u8) -> Entry {
+        Entry {
+            token: format!("t{tick}"),
+            host: "web-3".into(),
+            pid: 1,
+            start_ms: tick * 60_000 + 100,
+            duration_ms: 5,
+            outcome: history::Outcome::Exited,
+            exit_code,
+            fence: None,
+            tick_start_ms: Some(tick * 60_000),
+            tick_ms: Some(60_000),
+            tick_offset_s: None,
+            schedule: None,
+            note: None,
+            job: None,
+        }
+    }
+
+    fn found(entries: Vec<Entry>) -> History {
+        History {
+            entries,
+            skips: None,
+            ticks: history::TickRecords::default(),
+            answered: 3,
+            total: 3,
+            quorum: 2,
+            failures: crate::failure::Failures::default(),
+        }
+    }
+
+    #[test]
+    fn every_rule_broken_is_named_and_the_window_bounds_them() {
+        // Ticks 10 and 12 ran (10 failed); 11 and 13 did not; now in 14.
+        let h = found(vec![entry(12, 0), entry(10, 2)]);
+        let now = std::time::UNIX_EPOCH + Duration::from_millis(14 * 60_000 + 1_000);
+        let limits = Limits {
+            max_age: Duration::from_secs(3600),
+            require_success: true,
+            ..Limits::default()
+        };
+        let a = assess("k", &h, None, &limits, now);
+        let kinds: Vec<&str> = a.problems.iter().map(Problem::kind).collect();
+        assert_eq!(kinds, ["failed", "missed"]);
+        assert_eq!(a.missed.len(), 2);
+        let text = message(&a, &limits);
+        assert!(text.contains("did not succeed (exit 2)"), "{text}");
+        assert!(text.contains("2 missed ticks, more than --max-missed 0"), "{text}");
+        // The last 2.5 minutes: tick 12 (ran) and 13 (missed), and no failure.
+        let since = Limits { since: Some(Duration::from_secs(150)), max_missed: Some(1), ..limits };
+        let a = assess("k", &h, None, &since, now);
+        assert!(a.problems.is_empty(), "{:?}", a.problems);
+        assert_eq!(a.missed.len(), 1);
+        // A window never reaches before the oldest entry.
+        let long = Limits { since: Some(Duration::from_secs(86_400)), ..since };
+        assert_eq!(assess("k", &h, None, &long, now).missed.len(), 2);
+        let stale = Limits { max_age: Duration::from_secs(60), ..since };
+        assert_eq!(
+            assess("k", &h, None, &stale, now).problems,
+            [Problem::Stale(Duration::from_millis(2 * 60_000 + 900))]
+        );
+    }
 
     #[test]
     fn ages_are_coarse() {

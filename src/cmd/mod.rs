@@ -88,8 +88,9 @@ pub async fn execute(config: Config) -> Result<u8, Error> {
         Command::Status { key, json, limit } => status::status(&fleet, &key, json, limit).await,
         Command::Run(run) => run::run(std::sync::Arc::clone(&fleet), run, &log).await,
         Command::History { key, count, json } => history::history(&fleet, &key, count, json).await,
-        Command::Check { key, max_age, require_success, json } => {
-            Ok(check::check(&fleet, &key, max_age, require_success, json).await)
+        Command::Check { key, max_age, require_success, max_missed, since, max_runtime, json } => {
+            let limits = check::Limits { max_age, require_success, max_missed, since, max_runtime };
+            Ok(check::check(&fleet, &key, &limits, json).await)
         }
         Command::Doctor { ttl, json, config_file } => {
             doctor::doctor(&fleet, ttl, config.drift_factor, config_file.as_deref(), json).await

@@ -8,9 +8,9 @@ use std::time::{Duration, SystemTime};
 use crate::clock::BootInstant;
 use crate::config::Run;
 use crate::error::Error;
-use crate::history::{self, Entry, Outcome};
+use crate::history::{self, Entry, Outcome, SkipKind};
 use crate::lock::{FLUSH, Fleet, Lock};
-use crate::metrics::{self, Ran, Sample};
+use crate::metrics::{self, Invocation, Ran, Sample, TickSeen};
 use crate::output::{Level, Log};
 use serde_json::json;
 
@@ -39,6 +39,8 @@ pub async fn finished(
         fence: lock.fence,
         tick_start_ms: cfg.tick.map(|t| t.start_ms),
         tick_ms: cfg.tick.map(|t| t.end_ms - t.start_ms),
+        tick_offset_s: cfg.tick.map(|t| t.offset_s),
+        schedule: cfg.schedule.clone(),
         note: cfg.note.clone(),
         job: cfg.job.clone(),
     };
@@ -48,11 +50,15 @@ pub async fn finished(
     let level = if matches!(result, Err(Error::Lost(_))) { Level::Info } else { Level::Warn };
     warn_if_short(fleet, &cfg.key, "the run", written, level, log);
     let wait = lock.since.saturating_duration_since(asked);
-    let ran = Some(Ran { start, duration: held, exit_code, tick: cfg.tick.map(|t| t.start()) });
-    write_metrics(cfg, ran, wait, log);
+    let ran = Ran { start, duration: held, exit_code, tick: cfg.tick.map(|t| t.start()) };
+    write_metrics(cfg, Invocation::Ran(ran), true, wait, log);
 }
 
-/// Counts a run that found the lock busy (`message` says who held it).
+/// Counts a run that did not run its command: found the lock busy, or its
+/// tick run (`kind`), or reached no quorum; `message` says why. An outage
+/// is recorded only for its tick (`check` names it as the reason the tick
+/// was missed), and a failure to record it is said only with `-v`: the
+/// run's own error already says the servers failed.
 ///
 /// The count waits for its servers' answers at most [`FLUSH`]: a busy
 /// `--wait DUR` ends within DUR plus a small constant, and a skip that
@@ -61,11 +67,40 @@ pub async fn finished(
 /// warning: the commands went to every server's connection when the round
 /// began, and [`Fleet::settle`] gives those still unwritten one more
 /// [`FLUSH`]; a server that answers later has counted it all the same.
-pub async fn skipped(fleet: &Fleet, cfg: &Run, message: &str, asked: BootInstant, log: &Log) {
+pub async fn skipped(
+    fleet: &Fleet,
+    cfg: &Run,
+    message: &str,
+    kind: SkipKind,
+    asked: BootInstant,
+    log: &Log,
+) {
     let host = crate::token::hostname();
-    let count = history::record_skip(fleet, &cfg.key, &host, SystemTime::now(), message);
+    let outage = kind == SkipKind::Unavailable;
+    let tick = cfg.tick.map(|t| t.start_ms);
+    // An outage of a run with no tick has nothing for `check` to read.
+    if !outage || tick.is_some() {
+        let skip = (host.as_str(), SystemTime::now(), message);
+        let count = history::record_skip(fleet, &cfg.key, skip, kind, tick);
+        record_within_flush(fleet, cfg, count, outage, log).await;
+    }
+    let invocation = if outage { Invocation::Unavailable } else { Invocation::Skipped };
+    write_metrics(cfg, invocation, kind == SkipKind::Ran, asked.elapsed(), log);
+}
+
+/// Waits for a skip's count at most [`FLUSH`] (see [`skipped`]), and warns
+/// when fewer than a quorum counted it (said only with `-v` for an
+/// `outage`).
+async fn record_within_flush(
+    fleet: &Fleet,
+    cfg: &Run,
+    count: impl std::future::Future<Output = Result<usize, crate::quorum::Failures>>,
+    outage: bool,
+    log: &Log,
+) {
+    let level = if outage { Level::Info } else { Level::Warn };
     match tokio::time::timeout(FLUSH, count).await {
-        Ok(written) => warn_if_short(fleet, &cfg.key, "the skip", written, Level::Warn, log),
+        Ok(written) => warn_if_short(fleet, &cfg.key, "the skip", written, level, log),
         Err(_) => log.event(
             Level::Debug,
             "skip_unconfirmed",
@@ -77,7 +112,6 @@ pub async fn skipped(fleet: &Fleet, cfg: &Run, message: &str, asked: BootInstant
             json!({ "key": cfg.key }),
         ),
     }
-    write_metrics(cfg, None, asked.elapsed(), log);
 }
 
 /// A warning (at `level`) when fewer than a quorum of the servers recorded
@@ -104,10 +138,14 @@ fn warn_if_short(
     log.event(level, "history_not_recorded", &message, json!({ "key": key }));
 }
 
-fn write_metrics(cfg: &Run, ran: Option<Ran>, wait: Duration, log: &Log) {
+/// Updates `--metrics-file` with what this invocation did; `tick_ran`:
+/// whether its tick (if any) ran, as it saw it (run here or elsewhere).
+fn write_metrics(cfg: &Run, invocation: Invocation, tick_ran: bool, wait: Duration, log: &Log) {
     let Some(path) = &cfg.metrics_file else { return };
     let servers = metrics::observed();
-    let sample = Sample { key: cfg.key.clone(), ran, wait, at: SystemTime::now(), servers };
+    let tick = cfg.tick.map(|t| TickSeen { start: t.start(), ran: tick_ran });
+    let sample =
+        Sample { key: cfg.key.clone(), invocation, tick, wait, at: SystemTime::now(), servers };
     if let Err(e) = metrics::write(path, &sample) {
         log.event(
             Level::Warn,

@@ -184,6 +184,28 @@ impl Schedule {
         }
     }
 
+    /// The schedule an [`Schedule::identity`] names (as a history entry or
+    /// a record keeps it), so that `check` can list the instants a key's
+    /// runs were scheduled at.
+    pub fn from_identity(identity: &str) -> Result<Schedule, String> {
+        let bad = || format!("{identity:?}: not a schedule");
+        let (what, zone) = match identity.rsplit_once(" in ") {
+            Some((what, zone)) => (what, Zone::named(zone, "the key's schedule")?),
+            None => (identity, Zone::utc()),
+        };
+        if let Some(expr) = what.strip_prefix("cron ") {
+            return Schedule::cron(expr, zone);
+        }
+        let every = what.strip_prefix("every ").ok_or_else(bad)?;
+        let duration = match every.strip_suffix('w') {
+            Some(weeks) => {
+                Duration::from_secs(weeks.parse::<u64>().map_err(|_| bad())? * 7 * 86_400)
+            }
+            None => humantime::parse_duration(every).map_err(|_| bad())?,
+        };
+        Schedule::once_per(duration, zone)
+    }
+
     /// The schedule for messages: `'30 0 * * *' in Europe/London`,
     /// `once per 1d in Europe/London`, `once per 5m`.
     pub fn describe(&self) -> String {

@@ -629,3 +629,23 @@ fn the_sweep_sees_epoch_aligned_ticks() {
     });
     assert!(caught.is_err(), "the sweep passed ticks read in the wrong zone");
 }
+
+#[test]
+fn an_identity_reads_back_as_its_schedule() {
+    let london = || zone("Europe/London");
+    for schedule in [
+        Schedule::cron("30 0 * * *", london()).unwrap(),
+        Schedule::cron("@hourly", zone("UTC")).unwrap(),
+        Schedule::once_per(Duration::from_secs(86_400), london()).unwrap(),
+        Schedule::once_per(Duration::from_secs(14 * 86_400), london()).unwrap(),
+        Schedule::once_per(Duration::from_secs(5400), Zone::utc()).unwrap(),
+        Schedule::once_per(Duration::from_millis(1500), Zone::utc()).unwrap(),
+    ] {
+        let back = Schedule::from_identity(&schedule.identity()).unwrap();
+        assert_eq!(back.identity(), schedule.identity());
+        let at = ts("2027-03-29T00:30:00Z");
+        assert_eq!(back.tick_at(at), schedule.tick_at(at), "{}", schedule.identity());
+    }
+    assert!(Schedule::from_identity("weekly on Mars").is_err());
+    assert!(Schedule::from_identity("cron 30 0 * * * in Mars/Olympus").is_err());
+}

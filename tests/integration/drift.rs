@@ -257,4 +257,60 @@ fn london_s_clock_changes_keep_one_run_per_local_day() {
             );
         }
     }
+    // A day on which no host fired is a missed tick, named by its own
+    // scheduled instant; the days around the change are not.
+    let key = unique_key("check-gap");
+    let ran = dir.path().join("check-gap");
+    let job = format!("echo \"$REDLOCK_TICK\" >> {}", ran.display());
+    for at in ["2027-03-26T00:30:01Z", "2027-03-28T00:30:01Z", "2027-03-28T23:30:01Z"] {
+        set_clock(&stamps, &host_clock, at);
+        faked(&fleet, &host_clock)
+            .args([
+                "run",
+                "-n",
+                "-E",
+                "0",
+                "-k",
+                &key,
+                "--cron",
+                "30 0 * * *",
+                "--tz",
+                "Europe/London",
+            ])
+            .args(["--", "sh", "-c", &job])
+            .run()
+            .expect(0);
+    }
+    let out = check(&fleet, &host_clock, &key, "2027-03-29T01:00:00Z", &[]);
+    assert!(out.starts_with("WARNING") && out.contains("2027-03-27T00:30:00+00:00"), "{out}");
+    assert!(out.contains("1 earlier ticks did not run"), "only the 27th: {out}");
+    let out = check(&fleet, &host_clock, &key, "2027-03-29T01:00:00Z", &["--max-missed", "1"]);
+    assert!(out.starts_with("OK"), "{out}");
+}
+
+/// Sets every clock of [`stepped_fleet`] and the hosts' to `at` (UTC).
+fn set_clock(stamps: &[std::path::PathBuf], host: &std::path::Path, at: &str) {
+    let at = at.parse::<jiff::Timestamp>().unwrap();
+    let offset = at.as_second() - jiff::Timestamp::now().as_second();
+    for stamp in stamps.iter().map(|s| s.as_path()).chain([host]) {
+        std::fs::write(stamp, format!("{offset:+}\n")).unwrap();
+    }
+}
+
+/// `redlock` on `fleet` under the clock of `host` (libfaketime).
+fn faked(fleet: &Fleet, host: &std::path::Path) -> Redlock {
+    Redlock::on(fleet)
+        .env("LD_PRELOAD", &libfaketime())
+        .env("FAKETIME_TIMESTAMP_FILE", &host.display().to_string())
+        .env("FAKETIME_NO_CACHE", "1")
+        .env("DONT_FAKE_MONOTONIC", "1")
+}
+
+/// `check`'s line for `key` at `at` (UTC), with `extra` flags.
+fn check(fleet: &Fleet, host: &std::path::Path, key: &str, at: &str, extra: &[&str]) -> String {
+    let dir = host.parent().unwrap();
+    let stamps: Vec<_> = (0..3).map(|i| dir.join(format!("clock{i}"))).collect();
+    set_clock(&stamps, host, at);
+    let out = faked(fleet, host).args(["check", "-k", key, "--max-age", "400d"]).args(extra).run();
+    out.stdout
 }

@@ -4,6 +4,7 @@
 //! `redis-server` processes started by [`harness`].
 
 mod adversarial;
+mod alerts;
 mod audit;
 mod cluster;
 mod cold_scripts;

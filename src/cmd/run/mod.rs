@@ -24,6 +24,7 @@ use crate::config::Run;
 use crate::error::Error;
 use crate::exit;
 use crate::guard::Forker;
+use crate::history::SkipKind;
 use crate::lock::{Fleet, Lock, Tick, Wait};
 use crate::output::{Level, Log};
 use crate::procs;
@@ -62,14 +63,8 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
     // the servers or the lock, rather than between the lock and the command
     // (`guard::Forker`); `-n` (a cron fleet's skips) does not pay for it.
     let forker = (request.wait != Wait::Once).then(Forker::start).flatten();
-    let lock = match crate::wait::acquire(&fleet, &request, log, Some(&mut signals)).await {
-        Ok(lock) => lock,
-        Err(Error::Busy { message, quiet, .. }) => {
-            report::skipped(&fleet, &cfg, &message, asked, log).await;
-            return Err(Error::Busy { message, code: cfg.conflict_exit_code, quiet });
-        }
-        Err(e) => return Err(e),
-    };
+    let acquired = crate::wait::acquire(&fleet, &request, log, Some(&mut signals)).await;
+    let lock = taken(&fleet, &cfg, acquired, asked, log).await?;
     if let Some(signal) = signals.try_recv() {
         release(&fleet, &lock, log).await;
         return Err(Error::Interrupted(signal, "before the command started".to_owned()));
@@ -194,6 +189,31 @@ fn passed_on(log: &Log, signal: i32, key: &str, ended: &Ended) {
         &format!("{name}: passed to the command; {then}"),
         json!({ "key": key, "signal": name }),
     );
+}
+
+/// The lock `acquired` gave, or its error, after recording a run that did
+/// not take it as a skip: busy (with `-E`'s code), its tick ran elsewhere,
+/// or an outage that a tick's record names as the reason it was missed.
+async fn taken(
+    fleet: &Fleet,
+    cfg: &Run,
+    acquired: Result<Lock, Error>,
+    asked: BootInstant,
+    log: &Log,
+) -> Result<Lock, Error> {
+    match acquired {
+        Ok(lock) => Ok(lock),
+        Err(Error::Busy { message, quiet, .. }) => {
+            let kind = if quiet { SkipKind::Ran } else { SkipKind::Busy };
+            report::skipped(fleet, cfg, &message, kind, asked, log).await;
+            Err(Error::Busy { message, code: cfg.conflict_exit_code, quiet })
+        }
+        Err(e @ (Error::Unavailable { .. } | Error::Split(_))) => {
+            report::skipped(fleet, cfg, &e.to_string(), SkipKind::Unavailable, asked, log).await;
+            Err(e)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// The line of the command's exit, by itself or by a signal.
