@@ -453,9 +453,10 @@ pub const MAX_TICKS_SCANNED: usize = 100_000;
 
 /// The ticks of length `len_ms` that start at or after `from_ms` and end
 /// by `now_ms` (the tick in progress may still fire), by their start,
-/// newest first, at most [`MAX_TICKS_SCANNED`]. The one place that knows
-/// which ticks a schedule expects between two instants: ticks are the
-/// epoch-aligned slots of `--once-per` ([`crate::lock::Tick::of`]).
+/// newest first, at most [`MAX_TICKS_SCANNED`]: the epoch-aligned slots
+/// of a `--once-per` below a day, for entries that name no schedule (an
+/// older redlock's); entries that name one are listed by it
+/// (`crate::schedule::Schedule::instants_between`).
 pub fn ticks_between(len_ms: u64, from_ms: u64, now_ms: u64) -> impl Iterator<Item = u64> {
     let len = len_ms.max(1);
     // The last tick that ended by `now_ms`: the one before the current.
