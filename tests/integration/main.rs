@@ -25,6 +25,7 @@ mod manual;
 mod messages;
 mod network;
 mod noscript;
+mod ping;
 mod ports;
 mod queue_order;
 mod readme;
