@@ -66,8 +66,8 @@ impl fmt::Display for Source {
 }
 
 /// A monitor's ping URL, validated: `http` or `https`, with a host, no
-/// fragment. Its `Display` is redacted: `https://hc-ping.com/***`.
-#[derive(Clone, Debug)]
+/// fragment. Its `Display` and `Debug` are redacted: `https://hc-ping.com/***`.
+#[derive(Clone)]
 pub struct Ping {
     /// The URL as given (less a fragment), with its secret.
     url: url::Url,
@@ -145,6 +145,36 @@ impl Outcome {
     /// True when the monitor took the ping.
     pub fn ok(&self) -> bool {
         self.error.is_none()
+    }
+
+    /// The outcome as a history entry or a JSON event records it:
+    /// `{"signal": "start" | "exit", "code": N (exit only), "tries": N,
+    /// "error": "..." (failed only)}`.
+    pub fn json(&self) -> serde_json::Value {
+        let mut value = serde_json::json!({ "tries": self.tries });
+        match self.signal {
+            Signal::Start => value["signal"] = "start".into(),
+            Signal::Exit(code) => {
+                value["signal"] = "exit".into();
+                value["code"] = code.into();
+            }
+        }
+        if let Some(error) = &self.error {
+            value["error"] = error.as_str().into();
+        }
+        value
+    }
+
+    /// The one stderr line of a failed ping to `ping`, `None` for one that
+    /// went through: `ping https://hc-ping.com/*** (start) failed after 2
+    /// tries: timed out after 5.0s`.
+    pub fn failure_line(&self, ping: &Ping) -> Option<String> {
+        let error = self.error.as_deref()?;
+        let tries = match self.tries {
+            1 => "1 try".to_owned(),
+            n => format!("{n} tries"),
+        };
+        Some(format!("ping {ping} ({}) failed after {tries}: {error}", self.signal))
     }
 }
 
@@ -299,6 +329,17 @@ impl fmt::Display for Ping {
     }
 }
 
+impl fmt::Debug for Ping {
+    /// As `Display`: a configuration printed with `{:?}` shows no secret.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Ping")
+            .field("url", &format_args!("{self}"))
+            .field("source", &self.source)
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}
+
 /// The scheme of a refused URL, as a message may show it.
 fn scheme_shown(url: &url::Url) -> std::borrow::Cow<'_, str> {
     crate::text::printable(url.scheme())
@@ -443,6 +484,21 @@ mod tests {
         let p = ping(&format!("https://user:pw@hc-ping.com:8443/{SECRET}?token=t0k#f"));
         assert_eq!(p.to_string(), "https://hc-ping.com:8443/***");
         assert_eq!(ping("http://h").to_string(), "http://h/***");
+        let debug = format!("{p:?}");
+        assert!(
+            !debug.contains(SECRET) && !debug.contains("t0k") && !debug.contains("pw"),
+            "{debug}"
+        );
+        let outcome = Outcome { signal: Signal::Exit(2), tries: 2, error: Some("HTTP 503".into()) };
+        assert_eq!(
+            outcome.failure_line(&p).unwrap(),
+            "ping https://hc-ping.com:8443/*** (exit 2) failed after 2 tries: HTTP 503"
+        );
+        assert_eq!(
+            outcome.json(),
+            serde_json::json!({"signal": "exit", "code": 2, "tries": 2, "error": "HTTP 503"})
+        );
+        assert_eq!(Outcome { error: None, ..outcome }.failure_line(&p), None);
         let e = Ping::parse(&format!("ftp://h/{SECRET}"), Source::Flag).unwrap_err();
         assert!(!e.contains(SECRET), "{e}");
         let e = Ping::parse(&format!("https://h:99999/{SECRET}"), Source::Flag).unwrap_err();
