@@ -254,6 +254,27 @@ impl Ping {
         self.send(Signal::Start, rid).await
     }
 
+    /// [`Ping::start`], waited for at most `limit` (what the lock's
+    /// validity allows before the job must start): past it the job goes
+    /// first and the outcome says the ping was given up, whatever became of
+    /// it. Its try goes on, unheard, on its thread until its own bound; a
+    /// runtime dropped before then waits for it (tokio waits for blocking
+    /// threads), so a job shorter than that bound may delay redlock's exit,
+    /// never the job's start or the lock's release.
+    pub async fn start_within(&self, rid: Rid, limit: Duration) -> Outcome {
+        match tokio::time::timeout(limit, self.start(rid)).await {
+            Ok(outcome) => outcome,
+            Err(_) => Outcome {
+                signal: Signal::Start,
+                tries: 1,
+                error: Some(format!(
+                    "given up after {}, so that the job starts in time",
+                    crate::text::fmt_duration(limit)
+                )),
+            },
+        }
+    }
+
     /// Pings the monitor that the job exited with `code` (redlock's exit
     /// code: 128+N for a signal N).
     pub async fn end(&self, rid: Rid, code: u8) -> Outcome {

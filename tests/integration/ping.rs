@@ -152,6 +152,22 @@ fn a_silent_monitor_costs_two_bounded_tries_and_no_secret() {
     assert!(!ping.to_string().contains(SECRET));
 }
 
+/// A start ping waited for within a limit (the lock's validity) gives up
+/// at the limit, not at its own bound.
+#[test]
+fn a_start_ping_within_a_limit_gives_up_at_the_limit() {
+    let monitor = Monitor::start(Answer::Never);
+    let ping = Ping::parse(&monitor.url(), Source::Flag).unwrap();
+    // Timed inside the runtime: dropping it waits for the abandoned try.
+    let (outcome, took) = block_on(async {
+        let began = Instant::now();
+        (ping.start_within(Rid::random(), Duration::from_millis(200)).await, began.elapsed())
+    });
+    assert!(took < Duration::from_secs(2), "{took:?}");
+    assert!(outcome.error.as_deref().unwrap().contains("given up after 200ms"), "{outcome:?}");
+    assert_eq!(outcome.signal, Signal::Start);
+}
+
 /// A 503 is tried again; a 404 (a wrong URL, another try gets it again)
 /// is not. Both failures name the status, not the URL.
 #[test]
