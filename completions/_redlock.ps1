@@ -83,6 +83,8 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('--on-lost', '--on-lost', [CompletionResultType]::ParameterName, 'What to do when the lock is lost: a signal (TERM, SIGINT, 9...), kill, or ignore')
             [CompletionResult]::new('--kill-after', '--kill-after', [CompletionResultType]::ParameterName, 'Grace between the --on-lost (or --max-hold) signal and SIGKILL [default: a third of the TTL, at most 10s]')
             [CompletionResult]::new('--metrics-file', '--metrics-file', [CompletionResultType]::ParameterName, 'After the run (or skip), update this Prometheus textfile (for node_exporter), atomically')
+            [CompletionResult]::new('--ping', '--ping', [CompletionResultType]::ParameterName, 'Ping this cron monitor from the host that runs the tick (healthchecks.io''s protocol) [env: REDLOCK_PING]')
+            [CompletionResult]::new('--ping-file', '--ping-file', [CompletionResultType]::ParameterName, 'Read the --ping URL from FILE (keeps its secret out of ps and the crontab)')
             [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Run this shell command through $SHELL -c (or /bin/sh -c)')
             [CompletionResult]::new('--command', '--command', [CompletionResultType]::ParameterName, 'Run this shell command through $SHELL -c (or /bin/sh -c)')
             [CompletionResult]::new('--trust-restarts', '--trust-restarts', [CompletionResultType]::ParameterName, 'Trust every restarted server to have kept its data: it votes at once (a server with appendonly yes and appendfsync always since its start is trusted without this)')

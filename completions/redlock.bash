@@ -989,7 +989,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__run)
-            opts="-v -q -k -n -w -s -x -E -c -h -V --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --max-ttl --trust-restarts --verbose --quiet --log-format --raw-key --key --ttl --no-wait --wait --unordered --no-fence --shared --exclusive --limit --note --conflict-exit-code --keep --once-per --cron --tz --max-hold --jitter --renew-every --on-lost --kill-after --metrics-file --command --help --version"
+            opts="-v -q -k -n -w -s -x -E -c -h -V --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --max-ttl --trust-restarts --verbose --quiet --log-format --raw-key --key --ttl --no-wait --wait --unordered --no-fence --shared --exclusive --limit --note --conflict-exit-code --keep --once-per --cron --tz --max-hold --jitter --renew-every --on-lost --kill-after --metrics-file --ping --ping-file --command --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1174,6 +1174,25 @@ _redlock() {
                     return 0
                     ;;
                 --metrics-file)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
+                    return 0
+                    ;;
+                --ping)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ping-file)
                     local oldifs
                     if [ -n "${IFS+x}" ]; then
                         oldifs="$IFS"

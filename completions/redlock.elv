@@ -79,6 +79,8 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand --on-lost 'What to do when the lock is lost: a signal (TERM, SIGINT, 9...), kill, or ignore'
             cand --kill-after 'Grace between the --on-lost (or --max-hold) signal and SIGKILL [default: a third of the TTL, at most 10s]'
             cand --metrics-file 'After the run (or skip), update this Prometheus textfile (for node_exporter), atomically'
+            cand --ping 'Ping this cron monitor from the host that runs the tick (healthchecks.io''s protocol) [env: REDLOCK_PING]'
+            cand --ping-file 'Read the --ping URL from FILE (keeps its secret out of ps and the crontab)'
             cand -c 'Run this shell command through $SHELL -c (or /bin/sh -c)'
             cand --command 'Run this shell command through $SHELL -c (or /bin/sh -c)'
             cand --trust-restarts 'Trust every restarted server to have kept its data: it votes at once (a server with appendonly yes and appendfsync always since its start is trusted without this)'

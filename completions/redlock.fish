@@ -85,6 +85,8 @@ kill\t''
 ignore\t''"
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l kill-after -d 'Grace between the --on-lost (or --max-hold) signal and SIGKILL [default: a third of the TTL, at most 10s]' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l metrics-file -d 'After the run (or skip), update this Prometheus textfile (for node_exporter), atomically' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l ping -d 'Ping this cron monitor from the host that runs the tick (healthchecks.io\'s protocol) [env: REDLOCK_PING]' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l ping-file -d 'Read the --ping URL from FILE (keeps its secret out of ps and the crontab)' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s c -l command -d 'Run this shell command through $SHELL -c (or /bin/sh -c)' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l trust-restarts -d 'Trust every restarted server to have kept its data: it votes at once (a server with appendonly yes and appendfsync always since its start is trusted without this)'
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s v -l verbose -d 'Say more on stderr (repeat for more)'

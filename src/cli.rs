@@ -324,6 +324,14 @@ pub struct RunArgs {
     /// After the run (or skip), update this Prometheus textfile (for node_exporter), atomically
     #[arg(long, value_name = "PATH", value_hint = ValueHint::FilePath)]
     pub metrics_file: Option<std::path::PathBuf>,
+    /// Ping this cron monitor from the host that runs the tick (healthchecks.io's protocol) [env: REDLOCK_PING]
+    ///
+    /// Ping this cron monitor from the host that runs (healthchecks.io's protocol, which Cronitor and others accept): URL/start before the command, URL when it exits 0, URL/N with its exit status otherwise, each with a run id (rid) derived from the key and the tick, the same on every host. A host that skips never pings. Each ping is bounded (5s a try, one retry), never holds the command's start past the first renewal and never changes the exit status; a failed ping is one line on stderr. The URL is never printed: give it here, in REDLOCK_PING or in a file (--ping-file).
+    #[arg(long, value_name = "URL", value_hint = ValueHint::Url, conflicts_with = "ping_file", hide_short_help = true)]
+    pub ping: Option<String>,
+    /// Read the --ping URL from FILE (keeps its secret out of ps and the crontab)
+    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath, hide_short_help = true)]
+    pub ping_file: Option<std::path::PathBuf>,
     /// Run this shell command through $SHELL -c (or /bin/sh -c)
     #[arg(
         short = 'c',
@@ -621,6 +629,8 @@ pub struct Parsed {
     /// The URL of the CI job this runs in ([`ci_job`]), as the environment
     /// says it.
     pub ci_job: Option<String>,
+    /// `REDLOCK_PING`, the cron monitor's URL (unset when empty).
+    pub ping: Option<String>,
 }
 
 /// The URL of the CI job `env` describes: GitHub Actions' run
@@ -744,7 +754,9 @@ where
             }
         }
     }
-    Ok(Parsed { cli, given, password, ci_job: ci_job(env) })
+    let ping =
+        env("REDLOCK_PING").map(|p| p.to_string_lossy().into_owned()).filter(|p| !p.is_empty());
+    Ok(Parsed { cli, given, password, ci_job: ci_job(env), ping })
 }
 
 /// The options `command` takes at the top and in the subcommand that

@@ -88,6 +88,8 @@ pub struct Run {
     pub tick: Option<Tick>,
     /// The tick's schedule as the servers' record keeps it.
     pub schedule: Option<String>,
+    /// The cron monitor to ping from the host that runs (`--ping`).
+    pub ping: Option<crate::ping::Ping>,
     /// Maximum hold.
     pub max_hold: Option<Duration>,
     /// Random delay before the first attempt, up to this.
@@ -307,7 +309,7 @@ impl Config {
         let quorum = quorum(&g, servers.len())?;
         let drift_factor = drift_factor(&g)?;
         let job = parsed.ci_job.as_deref().and_then(ci_job);
-        let (command, ttl) = command(parsed.cli.command, &g, job)?;
+        let (command, ttl) = command(parsed.cli.command, &g, job, parsed.ping)?;
         let max_ttl = max_ttl(&g)?;
         let holds =
             matches!(command, Command::Run(_) | Command::Acquire { .. } | Command::Extend { .. });
@@ -716,10 +718,11 @@ fn command(
     command: cli::Command,
     g: &config_file::Globals,
     job: Option<String>,
+    ping_env: Option<String>,
 ) -> Result<(Command, Duration), Error> {
     Ok(match command {
         cli::Command::Run(cli::Lazy(a)) => {
-            let (run, ttl) = run(*a, g, job)?;
+            let (run, ttl) = run(*a, g, job, ping_env)?;
             (Command::Run(run), ttl)
         }
         cli::Command::Acquire(cli::Lazy(a)) => {
@@ -802,6 +805,7 @@ fn run(
     a: cli::RunArgs,
     g: &config_file::Globals,
     job: Option<String>,
+    ping_env: Option<String>,
 ) -> Result<(Run, Duration), Error> {
     let (key, ttl) = key_ttl(&a.lock, g)?;
     let renew_every = match &a.renew_every {
@@ -856,6 +860,7 @@ fn run(
         keep: optional("--keep", &a.keep)?,
         tick,
         schedule: schedule.map(|s| s.identity()),
+        ping: ping(a.ping, a.ping_file, ping_env)?,
         max_hold: optional("--max-hold", &a.max_hold)?,
         jitter,
         renew_every,
@@ -935,6 +940,22 @@ fn schedule(a: &cli::RunArgs, g: &config_file::Globals) -> Result<Option<Schedul
         }
     };
     schedule.map(Some).map_err(Error::Usage)
+}
+
+/// `--ping URL`, or the URL in `--ping-file`, or `REDLOCK_PING`.
+fn ping(
+    flag: Option<String>,
+    file: Option<std::path::PathBuf>,
+    env: Option<String>,
+) -> Result<Option<crate::ping::Ping>, Error> {
+    use crate::ping::{Ping, Source};
+    let ping = match (flag, file, env) {
+        (Some(url), _, _) => Ping::parse(&url, Source::Flag),
+        (None, Some(path), _) => Ping::from_file(&path),
+        (None, None, Some(url)) => Ping::parse(&url, Source::Env("REDLOCK_PING".to_owned())),
+        (None, None, None) => return Ok(None),
+    };
+    ping.map(Some).map_err(Error::Usage)
 }
 
 /// The tick of `schedule` that holds this host's clock now.

@@ -82,6 +82,9 @@
 //!   job control, parent-death signal, leftovers, exit status to exit code.
 //! - [`guard`]: the dead-man's switch that kills the job at the lock's
 //!   deadline even while redlock is frozen, stopped or dead.
+//! - [`ping`]: `run --ping URL`: the start and end pings to a cron monitor
+//!   (healthchecks.io's protocol), a run id per tick the same on every
+//!   host, each try bounded, never failing the run; the URL never shown.
 //!
 //! ## The command-line shell
 //! - [`cli`]: the command line as typed (clap derive); [`cli::command`] feeds
@@ -113,6 +116,7 @@
 //! shared, slots, history, metrics                   modes and records over lock
 //! wait, watchdog                                    taking and keeping a lock
 //! guard, child                                      the supervised command
+//! ping                                              the cron monitor's pings
 //! cli, config_file, config                          the command line, validated
 //! docs, cmd, run                                    the commands
 //! ```
@@ -167,6 +171,7 @@ pub mod history;
 pub mod lock;
 pub mod metrics;
 pub mod output;
+pub mod ping;
 pub mod procs;
 pub mod queue;
 pub mod quorum;

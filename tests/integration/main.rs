@@ -26,6 +26,7 @@ mod manual;
 mod messages;
 mod network;
 mod noscript;
+mod ping;
 mod ports;
 mod queue_order;
 mod readme;

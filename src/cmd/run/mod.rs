@@ -27,6 +27,7 @@ use crate::guard::Forker;
 use crate::history::SkipKind;
 use crate::lock::{Fleet, Lock, Tick, Wait};
 use crate::output::{Level, Log};
+use crate::ping::Rid;
 use crate::procs;
 use crate::signals::{self, Signals};
 use crate::token::Token;
@@ -65,6 +66,7 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
     let forker = (request.wait != Wait::Once).then(Forker::start).flatten();
     let acquired = crate::wait::acquire(&fleet, &request, log, Some(&mut signals)).await;
     let lock = taken(&fleet, &cfg, acquired, asked, log).await?;
+    let ping = ping_start(&cfg, log).await;
     if let Some(signal) = signals.try_recv() {
         release(&fleet, &lock, log).await;
         return Err(Error::Interrupted(signal, "before the command started".to_owned()));
@@ -85,6 +87,7 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
         Err(e) => {
             release(&fleet, &lock, log).await;
             let result = Err(e);
+            ping_end(ping, &result, &cfg.key, log).await;
             report::finished(&fleet, &cfg, &lock, asked, &result, false, log).await;
             return result;
         }
@@ -136,10 +139,10 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
     let valid = BootInstant::now() < validity.borrow().deadline();
     // The release goes first on every server's connection; the history
     // entry follows it in the same round trip instead of a round of its own.
-    let (ended, ()) = tokio::join!(
-        finish(&fleet, &cfg, &lock, lost, log),
-        report::finished(&fleet, &cfg, &lock, asked, &result, signaled, log)
-    );
+    let (ended, ()) = tokio::join!(finish(&fleet, &cfg, &lock, lost, log), async {
+        ping_end(ping, &result, &cfg.key, log).await;
+        report::finished(&fleet, &cfg, &lock, asked, &result, signaled, log).await;
+    });
     // Reaped only now: its exit went on while the release was on its way.
     if let Some(guard) = guard {
         guard.reap();
@@ -156,6 +159,41 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
             Err(taken_away(&cfg.key, code, &why))
         }
         (_, result) => result,
+    }
+}
+
+/// `--ping`'s start, once the lock is taken and before the command starts:
+/// at most until the first renewal is due (a ping that hangs must not eat
+/// the lock's validity before anything renews it). The monitor and the
+/// run id of the pings that follow.
+async fn ping_start<'a>(cfg: &'a Run, log: &Log) -> Option<(&'a crate::ping::Ping, Rid)> {
+    let ping = cfg.ping.as_ref()?;
+    let rid = Rid::of_run(&cfg.key, cfg.tick);
+    let outcome = ping.start_within(rid, ping.bound().min(cfg.renew_every)).await;
+    ping_failed(log, &cfg.key, ping, &outcome);
+    Some((ping, rid))
+}
+
+/// `--ping`'s end, with the status redlock exits with for `result`.
+async fn ping_end(
+    ping: Option<(&crate::ping::Ping, Rid)>,
+    result: &Result<u8, Error>,
+    key: &str,
+    log: &Log,
+) {
+    let Some((ping, rid)) = ping else { return };
+    let code = match result {
+        Ok(code) => *code,
+        Err(e) => e.exit_code(),
+    };
+    ping_failed(log, key, ping, &ping.end(rid, code).await);
+}
+
+/// A failed ping's line: one warning, never the URL's secret; the run
+/// goes on, and its exit status stays its own.
+fn ping_failed(log: &Log, key: &str, ping: &crate::ping::Ping, outcome: &crate::ping::Outcome) {
+    if let Some(line) = outcome.failure_line(ping) {
+        log.event(Level::Warn, "ping_failed", &line, json!({ "key": key, "ping": outcome.json() }));
     }
 }
 
@@ -702,6 +740,7 @@ mod tests {
             keep: None,
             tick: None,
             schedule: None,
+            ping: None,
             max_hold: None,
             jitter: None,
             renew_every: ttl / 3,
