@@ -89,7 +89,7 @@ pub struct Run {
     /// The tick's schedule as the servers' record keeps it.
     pub schedule: Option<String>,
     /// The cron monitor to ping from the host that runs (`--ping`).
-    pub ping: Option<crate::ping::Ping>,
+    pub ping: Option<Box<crate::ping::Ping>>,
     /// Maximum hold.
     pub max_hold: Option<Duration>,
     /// Random delay before the first attempt, up to this.
@@ -860,7 +860,7 @@ fn run(
         keep: optional("--keep", &a.keep)?,
         tick,
         schedule: schedule.map(|s| s.identity()),
-        ping: ping(a.ping, a.ping_file, ping_env)?,
+        ping: ping(a.ping, a.ping_file, ping_env)?.map(Box::new),
         max_hold: optional("--max-hold", &a.max_hold)?,
         jitter,
         renew_every,
