@@ -129,6 +129,8 @@ struct Op {
     fence: Option<u64>,
     enter: Option<(usize, u64, Option<u64>)>,
     exit: Option<(usize, u64, String, Option<i32>)>,
+    /// What it printed on stderr, if it was to skip without a word.
+    said: Option<(usize, String)>,
 }
 
 /// How an operation's process ended.
@@ -272,11 +274,9 @@ pub fn check(events: &[(usize, Event)]) -> Summary {
                     o.enter = Some((*line, t, fence));
                     o.slot = slot;
                     o.tick_label = tick.map(|text| {
-                        humantime::parse_rfc3339(&text).ok().map(|at| {
-                            let since =
-                                at.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-                            u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
-                        })
+                        text.parse::<jiff::Timestamp>()
+                            .ok()
+                            .and_then(|at| u64::try_from(at.as_millisecond()).ok())
                     });
                 }
             }
@@ -285,6 +285,12 @@ pub fn check(events: &[(usize, Event)]) -> Summary {
                     o.exit = Some((*line, t, how, code));
                 }
             }
+            Event::Said { op, quiet: true, stderr, .. } => {
+                if let Some(o) = ops.get_mut(&op) {
+                    o.said = Some((*line, stderr));
+                }
+            }
+            Event::Said { .. } => {}
             Event::Nemesis { t, what, phase, foreign: f, servers, fleet, frozen: pids } => {
                 if let Some((key, ms)) = f {
                     foreign.push(Foreign {
@@ -335,6 +341,7 @@ pub fn check(events: &[(usize, Event)]) -> Summary {
         fences(key, list, mode, &mut summary.violations);
     }
     for o in ops.values().filter(|o| o.f == "run") {
+        loud_skip(o, &mut summary.violations);
         exit_status(o, &mut summary.violations);
         liveness(o, &mut summary.violations);
     }
@@ -739,6 +746,22 @@ fn exit_status(o: &Op, out: &mut Vec<Violation>) {
     };
     if let Some(why) = why {
         out.push(Violation { kind: "exit-status", message: format!("{}: {why}", o.key), lines });
+    }
+}
+
+/// A cron host of the fleet (`--once-per -E 0`, no `-v`) that did not run
+/// its command and exited 0 (it skipped) but printed a line that is not
+/// about the servers: a cron mail about a tick another host ran. An
+/// outage's lines (they name the servers) are what a person must see.
+fn loud_skip(o: &Op, out: &mut Vec<Violation>) {
+    let (Some((said, stderr)), None) = (&o.said, &o.enter) else { return };
+    let Some(c) = o.complete.as_ref().filter(|c| c.code == Some(0)) else { return };
+    if let Some(line) = stderr.lines().find(|l| !l.contains("server")) {
+        out.push(Violation {
+            kind: "loud-skip",
+            message: format!("{}: a host that skipped its tick printed {line:?}", o.key),
+            lines: vec![o.line, c.line, *said],
+        });
     }
 }
 
@@ -1780,6 +1803,23 @@ mod tests {
         let mut h = H::default();
         h.host(2_000, Some(6_500), None, true);
         assert_eq!(h.check(), vec![]);
+    }
+
+    #[test]
+    fn a_host_that_skipped_its_tick_says_nothing_but_an_outage() {
+        let said = |stderr: &str, quiet: bool| {
+            let mut h = H::default();
+            h.host(4_100, Some(4_110), Some(14_000), false);
+            let op = h.host(4_300, None, None, false);
+            h.push(Event::Said { t: 4_310 * 1_000_000, op, quiet, stderr: stderr.to_owned() });
+            kinds(&h.check())
+        };
+        let waiting = "redlock: waiting for t (at most 46.7s more): t is held by web-07\n";
+        assert_eq!(said(waiting, true), ["loud-skip"]);
+        assert_eq!(said(waiting, false), Vec::<&str>::new(), "a host with -v may say it");
+        assert_eq!(said("", true), Vec::<&str>::new());
+        let outage = "redlock: the servers are unavailable, retrying (at most 1.9s more): ...\n";
+        assert_eq!(said(outage, true), Vec::<&str>::new(), "an outage is said");
     }
 
     #[test]

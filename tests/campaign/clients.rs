@@ -171,6 +171,9 @@ pub struct Ask {
     /// Recorded as `-n` whatever `wait` says: a negative control, a `-n`
     /// that waits as a build ignoring `-n`'s rule would.
     pub claims_no_wait: bool,
+    /// Passes `-v` but is recorded as a host that must skip without a
+    /// word: a negative control for the `loud-skip` invariant.
+    pub loud: bool,
 }
 
 impl Ask {
@@ -196,6 +199,7 @@ impl Ask {
             node_timeout: None,
             extra: &[],
             claims_no_wait: false,
+            loud: false,
         }
     }
 }
@@ -241,6 +245,9 @@ pub fn perform(ctx: &Ctx, client: usize, ask: &Ask) -> Done {
     }
     if let Some(code) = ask.busy_code {
         args.extend(["-E".into(), code.to_string()]);
+    }
+    if ask.loud {
+        args.push("-v".into());
     }
     args.extend(ask.extra.iter().map(|a| (*a).to_owned()));
     if let Some(timeout) = ask.node_timeout {
@@ -363,6 +370,18 @@ pub fn perform(ctx: &Ctx, client: usize, ask: &Ask) -> Done {
         validity_ms: json.as_ref().and_then(|j| j["validity_ms"].as_u64()),
         pid: Some(pid),
     });
+    if ask.f == "run" {
+        let quiet = ask.once_per && ask.busy_code == Some(0) && ask.jitter.is_none();
+        let mut stderr =
+            std::fs::read_to_string(ctx.dir.join(format!("op{op}.err"))).unwrap_or_default();
+        stderr.truncate(stderr.floor_char_boundary(2000));
+        ctx.rec.record(&Event::Said {
+            t: now(),
+            op,
+            quiet: quiet && !ask.extra.contains(&"-v"),
+            stderr,
+        });
+    }
     if let Some(reader) = reader {
         // A command that never ran never opened the FIFO: open it for a
         // moment so that the reader sees an empty section. One that still
@@ -533,7 +552,7 @@ pub fn bursts(ctx: &Arc<Ctx>, first: usize, hosts: usize, seed: u64) {
 /// else a plain waiter (a host killed may have been granted its tick
 /// before its command ran, so its tick cannot be asked to run exactly
 /// once). Jobs last 0.1 s and exit 3. Until `ctx.stop`.
-pub fn fleet(ctx: &Arc<Ctx>, every: Duration, plain: bool, seed: u64) {
+pub fn fleet(ctx: &Arc<Ctx>, every: Duration, (plain, loud): (bool, bool), seed: u64) {
     let mut rng = fastrand::Rng::with_seed(seed ^ 0xF1EE);
     let every_ms = u64::try_from(every.as_millis()).unwrap();
     let mut hosts = Vec::new();
@@ -565,6 +584,7 @@ pub fn fleet(ctx: &Arc<Ctx>, every: Duration, plain: bool, seed: u64) {
                     section: (Duration::from_millis(100), 3),
                     every: host.then_some(every),
                     once_per: host && !plain,
+                    loud,
                     // The winner of the first burst holds for about 0.1 s.
                     kill_after: dead.then(|| Duration::from_millis(rng.u64(15..45))),
                     ..Ask::run("t", Mode::Exclusive, Duration::from_secs(1), wait)

@@ -156,6 +156,19 @@ pub enum Event {
         /// The command's exit code (`normal`).
         code: Option<i32>,
     },
+    /// What an operation's process printed on stderr, after its end, and
+    /// whether it was to say nothing when it skipped: a cron host of the
+    /// fleet (`--once-per -E 0`, no `-v`).
+    Said {
+        /// When.
+        t: u64,
+        /// The operation.
+        op: u64,
+        /// A cron host that must skip without a word.
+        quiet: bool,
+        /// Its stderr (at most 2,000 bytes).
+        stderr: String,
+    },
     /// A fault starts or stops.
     Nemesis {
         /// When.
@@ -192,6 +205,7 @@ impl Event {
             | Event::Complete { t, .. }
             | Event::Enter { t, .. }
             | Event::Exit { t, .. }
+            | Event::Said { t, .. }
             | Event::Nemesis { t, .. } => *t,
         }
     }

@@ -81,6 +81,9 @@ pub struct Setup {
     /// A negative control: the cron fleet runs the old recipe (`-n -E 0`
     /// without `--once-per`), so a tick runs as often as the key is free.
     pub plain_cron: bool,
+    /// A negative control: the cron fleet's hosts pass `-v` (and say why
+    /// they skip), recorded as hosts that must skip without a word.
+    pub loud_cron: bool,
     /// The stale-tick family's first fault freezes its contender past the
     /// tick's end plus the record's life (60 s), beside a host that ran
     /// the tick: the long variant (`REDLOCK_CAMPAIGN=full`).
@@ -225,8 +228,8 @@ pub fn campaign(setup: &Setup) -> Outcome {
         eprintln!("{} has no --once-per: no cron fleet in this run", ctx.bin.display());
     }
     let fleet = cron.then(|| {
-        let (ctx, seed, plain) = (Arc::clone(&ctx), setup.seed, setup.plain_cron);
-        std::thread::spawn(move || clients::fleet(&ctx, TICK, plain, seed))
+        let (ctx, seed, cron) = (Arc::clone(&ctx), setup.seed, (setup.plain_cron, setup.loud_cron));
+        std::thread::spawn(move || clients::fleet(&ctx, TICK, cron, seed))
     });
     let timer = {
         let (ctx, active) = (Arc::clone(&ctx), setup.active);
@@ -336,6 +339,7 @@ fn family(family: Family) {
             disjoint: false,
             trust_restarts: false,
             plain_cron: false,
+            loud_cron: false,
             stale_past_record: full,
             n_waits: false,
         };
@@ -504,6 +508,7 @@ fn negative_control_disjoint_server_lists_make_two_holders() {
         disjoint: true,
         trust_restarts: false,
         plain_cron: false,
+        loud_cron: false,
         stale_past_record: false,
         n_waits: false,
     };
@@ -532,6 +537,7 @@ fn negative_control_cron_without_once_per_runs_a_tick_twice() {
         disjoint: false,
         trust_restarts: false,
         plain_cron: true,
+        loud_cron: false,
         stale_past_record: false,
         n_waits: false,
     };
@@ -543,6 +549,34 @@ fn negative_control_cron_without_once_per_runs_a_tick_twice() {
         out.dir.display()
     );
     assert!(twice > 0, "the old cron recipe, and no tick ran twice (seed {})", setup.seed);
+    discard(&out.dir);
+}
+
+/// The cron fleet's hosts pass `-v`, recorded as hosts that must skip
+/// without a word: the `loud-skip` invariant sees what they say.
+#[test]
+fn negative_control_cron_hosts_that_speak_when_they_skip() {
+    if !picked(Family::Tick) {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let setup = Setup {
+        family: Family::Tick,
+        seed: seed(),
+        servers: 3,
+        active: Duration::from_secs(5),
+        clients: 2,
+        disjoint: false,
+        trust_restarts: false,
+        plain_cron: false,
+        loud_cron: true,
+        stale_past_record: false,
+        n_waits: false,
+    };
+    let out = campaign(&setup);
+    let loud = out.summary.violations.iter().filter(|v| v.kind == "loud-skip").count();
+    eprintln!("negative control, seed {}: {loud} loud skips ({})", setup.seed, out.dir.display());
+    assert!(loud > 0, "hosts with -v, and no skip said a word (seed {})", setup.seed);
     discard(&out.dir);
 }
 
@@ -564,6 +598,7 @@ fn negative_control_a_dash_n_that_waits_is_taken_meanwhile() {
         disjoint: false,
         trust_restarts: false,
         plain_cron: false,
+        loud_cron: false,
         stale_past_record: false,
         n_waits: true,
     };
@@ -599,6 +634,7 @@ fn hole(family: Family, seed: u64, active: Duration, long: bool, kind: &str) {
             disjoint: false,
             trust_restarts: false,
             plain_cron: false,
+            loud_cron: false,
             stale_past_record: long,
             n_waits: false,
         };
@@ -709,6 +745,7 @@ fn negative_control_trusted_restarts_make_two_holders() {
             disjoint: false,
             trust_restarts: true,
             plain_cron: false,
+            loud_cron: false,
             stale_past_record: false,
             n_waits: false,
         };
