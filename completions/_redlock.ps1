@@ -22,6 +22,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
     $completions = @(switch ($command) {
         'redlock' {
             [CompletionResult]::new('--servers', '--servers', [CompletionResultType]::ParameterName, 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files')
             [CompletionResult]::new('--password-file', '--password-file', [CompletionResultType]::ParameterName, 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]')
             [CompletionResult]::new('--tls-ca', '--tls-ca', [CompletionResultType]::ParameterName, 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]')
             [CompletionResult]::new('--tls-cert', '--tls-cert', [CompletionResultType]::ParameterName, 'PEM client certificate, for servers that ask for one (with --tls-key)')
@@ -55,6 +56,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
         }
         'redlock;run' {
             [CompletionResult]::new('--servers', '--servers', [CompletionResultType]::ParameterName, 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files')
             [CompletionResult]::new('--password-file', '--password-file', [CompletionResultType]::ParameterName, 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]')
             [CompletionResult]::new('--tls-ca', '--tls-ca', [CompletionResultType]::ParameterName, 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]')
             [CompletionResult]::new('--tls-cert', '--tls-cert', [CompletionResultType]::ParameterName, 'PEM client certificate, for servers that ask for one (with --tls-key)')
@@ -107,6 +109,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
         }
         'redlock;acquire' {
             [CompletionResult]::new('--servers', '--servers', [CompletionResultType]::ParameterName, 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files')
             [CompletionResult]::new('--password-file', '--password-file', [CompletionResultType]::ParameterName, 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]')
             [CompletionResult]::new('--tls-ca', '--tls-ca', [CompletionResultType]::ParameterName, 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]')
             [CompletionResult]::new('--tls-cert', '--tls-cert', [CompletionResultType]::ParameterName, 'PEM client certificate, for servers that ask for one (with --tls-key)')
@@ -146,6 +149,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
         }
         'redlock;extend' {
             [CompletionResult]::new('--servers', '--servers', [CompletionResultType]::ParameterName, 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files')
             [CompletionResult]::new('--password-file', '--password-file', [CompletionResultType]::ParameterName, 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]')
             [CompletionResult]::new('--tls-ca', '--tls-ca', [CompletionResultType]::ParameterName, 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]')
             [CompletionResult]::new('--tls-cert', '--tls-cert', [CompletionResultType]::ParameterName, 'PEM client certificate, for servers that ask for one (with --tls-key)')
@@ -174,6 +178,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
         }
         'redlock;release' {
             [CompletionResult]::new('--servers', '--servers', [CompletionResultType]::ParameterName, 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files')
             [CompletionResult]::new('--password-file', '--password-file', [CompletionResultType]::ParameterName, 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]')
             [CompletionResult]::new('--tls-ca', '--tls-ca', [CompletionResultType]::ParameterName, 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]')
             [CompletionResult]::new('--tls-cert', '--tls-cert', [CompletionResultType]::ParameterName, 'PEM client certificate, for servers that ask for one (with --tls-key)')
@@ -204,6 +209,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
         }
         'redlock;status' {
             [CompletionResult]::new('--servers', '--servers', [CompletionResultType]::ParameterName, 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files')
             [CompletionResult]::new('--password-file', '--password-file', [CompletionResultType]::ParameterName, 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]')
             [CompletionResult]::new('--tls-ca', '--tls-ca', [CompletionResultType]::ParameterName, 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]')
             [CompletionResult]::new('--tls-cert', '--tls-cert', [CompletionResultType]::ParameterName, 'PEM client certificate, for servers that ask for one (with --tls-key)')
@@ -231,6 +237,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
         }
         'redlock;history' {
             [CompletionResult]::new('--servers', '--servers', [CompletionResultType]::ParameterName, 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files')
             [CompletionResult]::new('--password-file', '--password-file', [CompletionResultType]::ParameterName, 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]')
             [CompletionResult]::new('--tls-ca', '--tls-ca', [CompletionResultType]::ParameterName, 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]')
             [CompletionResult]::new('--tls-cert', '--tls-cert', [CompletionResultType]::ParameterName, 'PEM client certificate, for servers that ask for one (with --tls-key)')
@@ -259,6 +266,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
         }
         'redlock;check' {
             [CompletionResult]::new('--servers', '--servers', [CompletionResultType]::ParameterName, 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files')
             [CompletionResult]::new('--password-file', '--password-file', [CompletionResultType]::ParameterName, 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]')
             [CompletionResult]::new('--tls-ca', '--tls-ca', [CompletionResultType]::ParameterName, 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]')
             [CompletionResult]::new('--tls-cert', '--tls-cert', [CompletionResultType]::ParameterName, 'PEM client certificate, for servers that ask for one (with --tls-key)')
@@ -287,6 +295,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
         }
         'redlock;doctor' {
             [CompletionResult]::new('--servers', '--servers', [CompletionResultType]::ParameterName, 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files')
             [CompletionResult]::new('--password-file', '--password-file', [CompletionResultType]::ParameterName, 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]')
             [CompletionResult]::new('--tls-ca', '--tls-ca', [CompletionResultType]::ParameterName, 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]')
             [CompletionResult]::new('--tls-cert', '--tls-cert', [CompletionResultType]::ParameterName, 'PEM client certificate, for servers that ask for one (with --tls-key)')
@@ -312,6 +321,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
         }
         'redlock;config' {
             [CompletionResult]::new('--servers', '--servers', [CompletionResultType]::ParameterName, 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files')
             [CompletionResult]::new('--password-file', '--password-file', [CompletionResultType]::ParameterName, 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]')
             [CompletionResult]::new('--tls-ca', '--tls-ca', [CompletionResultType]::ParameterName, 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]')
             [CompletionResult]::new('--tls-cert', '--tls-cert', [CompletionResultType]::ParameterName, 'PEM client certificate, for servers that ask for one (with --tls-key)')

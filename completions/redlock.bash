@@ -96,7 +96,7 @@ _redlock() {
 
     case "${cmd}" in
         redlock)
-            opts="-v -q -h -V --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --max-ttl --trust-restarts --verbose --quiet --log-format --raw-key --help --version run acquire extend release status history check doctor config help"
+            opts="-v -q -h -V --servers --config --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --max-ttl --trust-restarts --verbose --quiet --log-format --raw-key --help --version run acquire extend release status history check doctor config help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -107,6 +107,10 @@ _redlock() {
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o nospace
                     fi
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --password-file)
@@ -165,7 +169,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__acquire)
-            opts="-v -q -k -n -w -s -x -h -V --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --max-ttl --trust-restarts --verbose --quiet --log-format --raw-key --key --ttl --no-wait --wait --unordered --no-fence --shared --exclusive --limit --note --json --help --version"
+            opts="-v -q -k -n -w -s -x -h -V --servers --config --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --max-ttl --trust-restarts --verbose --quiet --log-format --raw-key --key --ttl --no-wait --wait --unordered --no-fence --shared --exclusive --limit --note --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -176,6 +180,10 @@ _redlock() {
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o nospace
                     fi
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --password-file)
@@ -283,7 +291,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__check)
-            opts="-v -q -k -h -V --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --max-ttl --trust-restarts --verbose --quiet --log-format --raw-key --key --max-age --require-success --json --help --version"
+            opts="-v -q -k -h -V --servers --config --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --max-ttl --trust-restarts --verbose --quiet --log-format --raw-key --key --max-age --require-success --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -294,6 +302,10 @@ _redlock() {
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o nospace
                     fi
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --password-file)
@@ -373,7 +385,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__config)
-            opts="-v -q -h -V --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --max-ttl --trust-restarts --verbose --quiet --log-format --raw-key --check --help --version"
+            opts="-v -q -h -V --servers --config --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --max-ttl --trust-restarts --verbose --quiet --log-format --raw-key --check --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -384,6 +396,10 @@ _redlock() {
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o nospace
                     fi
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --password-file)
@@ -442,7 +458,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__doctor)
-            opts="-v -q -h -V --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --max-ttl --trust-restarts --verbose --quiet --log-format --raw-key --ttl --json --help --version"
+            opts="-v -q -h -V --servers --config --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --max-ttl --trust-restarts --verbose --quiet --log-format --raw-key --ttl --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -453,6 +469,10 @@ _redlock() {
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o nospace
                     fi
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --password-file)
@@ -518,7 +538,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__extend)
-            opts="-v -q -k -t -h -V --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --max-ttl --trust-restarts --verbose --quiet --log-format --raw-key --key --ttl --token --help --version"
+            opts="-v -q -k -t -h -V --servers --config --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --max-ttl --trust-restarts --verbose --quiet --log-format --raw-key --key --ttl --token --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -529,6 +549,10 @@ _redlock() {
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o nospace
                     fi
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --password-file)
@@ -776,7 +800,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__history)
-            opts="-v -q -k -n -h -V --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --max-ttl --trust-restarts --verbose --quiet --log-format --raw-key --key --count --json --help --version"
+            opts="-v -q -k -n -h -V --servers --config --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --max-ttl --trust-restarts --verbose --quiet --log-format --raw-key --key --count --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -787,6 +811,10 @@ _redlock() {
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o nospace
                     fi
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --password-file)
@@ -867,7 +895,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__release)
-            opts="-v -q -k -t -h -V --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --max-ttl --trust-restarts --verbose --quiet --log-format --raw-key --key --token --force --force-any-value --limit --help --version"
+            opts="-v -q -k -t -h -V --servers --config --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --max-ttl --trust-restarts --verbose --quiet --log-format --raw-key --key --token --force --force-any-value --limit --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -878,6 +906,10 @@ _redlock() {
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o nospace
                     fi
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --password-file)
@@ -971,7 +1003,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__run)
-            opts="-v -q -k -n -w -s -x -E -c -h -V --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --max-ttl --trust-restarts --verbose --quiet --log-format --raw-key --key --ttl --no-wait --wait --unordered --no-fence --shared --exclusive --limit --note --conflict-exit-code --keep --once-per --cron --tz --max-hold --jitter --renew-every --on-lost --kill-after --metrics-file --command --help --version"
+            opts="-v -q -k -n -w -s -x -E -c -h -V --servers --config --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --max-ttl --trust-restarts --verbose --quiet --log-format --raw-key --key --ttl --no-wait --wait --unordered --no-fence --shared --exclusive --limit --note --conflict-exit-code --keep --once-per --cron --tz --max-hold --jitter --renew-every --on-lost --kill-after --metrics-file --command --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -982,6 +1014,10 @@ _redlock() {
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o nospace
                     fi
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --password-file)
@@ -1192,7 +1228,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__status)
-            opts="-v -q -k -h -V --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --max-ttl --trust-restarts --verbose --quiet --log-format --raw-key --key --limit --json --help --version"
+            opts="-v -q -k -h -V --servers --config --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --max-ttl --trust-restarts --verbose --quiet --log-format --raw-key --key --limit --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1203,6 +1239,10 @@ _redlock() {
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o nospace
                     fi
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --password-file)

@@ -19,6 +19,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
     var completions = [
         &'redlock'= {
             cand --servers 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file'
+            cand --config 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files'
             cand --password-file 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]'
             cand --tls-ca 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]'
             cand --tls-cert 'PEM client certificate, for servers that ask for one (with --tls-key)'
@@ -51,6 +52,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
         }
         &'redlock;run'= {
             cand --servers 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file'
+            cand --config 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files'
             cand --password-file 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]'
             cand --tls-ca 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]'
             cand --tls-cert 'PEM client certificate, for servers that ask for one (with --tls-key)'
@@ -102,6 +104,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
         }
         &'redlock;acquire'= {
             cand --servers 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file'
+            cand --config 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files'
             cand --password-file 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]'
             cand --tls-ca 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]'
             cand --tls-cert 'PEM client certificate, for servers that ask for one (with --tls-key)'
@@ -140,6 +143,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
         }
         &'redlock;extend'= {
             cand --servers 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file'
+            cand --config 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files'
             cand --password-file 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]'
             cand --tls-ca 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]'
             cand --tls-cert 'PEM client certificate, for servers that ask for one (with --tls-key)'
@@ -167,6 +171,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
         }
         &'redlock;release'= {
             cand --servers 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file'
+            cand --config 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files'
             cand --password-file 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]'
             cand --tls-ca 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]'
             cand --tls-cert 'PEM client certificate, for servers that ask for one (with --tls-key)'
@@ -196,6 +201,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
         }
         &'redlock;status'= {
             cand --servers 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file'
+            cand --config 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files'
             cand --password-file 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]'
             cand --tls-ca 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]'
             cand --tls-cert 'PEM client certificate, for servers that ask for one (with --tls-key)'
@@ -222,6 +228,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
         }
         &'redlock;history'= {
             cand --servers 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file'
+            cand --config 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files'
             cand --password-file 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]'
             cand --tls-ca 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]'
             cand --tls-cert 'PEM client certificate, for servers that ask for one (with --tls-key)'
@@ -249,6 +256,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
         }
         &'redlock;check'= {
             cand --servers 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file'
+            cand --config 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files'
             cand --password-file 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]'
             cand --tls-ca 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]'
             cand --tls-cert 'PEM client certificate, for servers that ask for one (with --tls-key)'
@@ -276,6 +284,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
         }
         &'redlock;doctor'= {
             cand --servers 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file'
+            cand --config 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files'
             cand --password-file 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]'
             cand --tls-ca 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]'
             cand --tls-cert 'PEM client certificate, for servers that ask for one (with --tls-key)'
@@ -300,6 +309,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
         }
         &'redlock;config'= {
             cand --servers 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file'
+            cand --config 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files'
             cand --password-file 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]'
             cand --tls-ca 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]'
             cand --tls-cert 'PEM client certificate, for servers that ask for one (with --tls-key)'

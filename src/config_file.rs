@@ -1,6 +1,6 @@
 //! The configuration file and the layering of the global options: a flag
 //! wins over the environment, the environment over the file, the file over
-//! the default. The file is `$REDLOCK_CONFIG`, else
+//! the default. The file is `--config FILE`, else `$REDLOCK_CONFIG`, else
 //! `$XDG_CONFIG_HOME/redlock/config.toml` (`~/.config/redlock/config.toml`),
 //! else `/etc/redlock/config.toml`; TOML, one key per global option with a
 //! flag, spelled as the flag without its dashes, and the fleet's default
@@ -252,9 +252,15 @@ fn key_on_line(text: &str, line: usize) -> Option<String> {
     Some(key.trim().to_owned()).filter(|k| !k.is_empty())
 }
 
-/// Finds and parses the configuration file: `$REDLOCK_CONFIG` (which must
-/// exist), else the user's, else the system's; `None` when neither exists.
-pub fn load() -> Result<Option<File>, Error> {
+/// Finds and parses the configuration file: `--config` (`flag`), else
+/// `$REDLOCK_CONFIG`, either of which must exist; else the user's, else the
+/// system's; `None` when neither exists. The flag is above the variable as
+/// every flag is above its variable: a crontab's `REDLOCK_CONFIG` does not
+/// override a `--config` typed on one job's line.
+pub fn load(flag: Option<&Path>) -> Result<Option<File>, Error> {
+    if let Some(path) = flag {
+        return read(path, "--config ").map(Some);
+    }
     let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
     if let Some(path) = var("REDLOCK_CONFIG") {
         return read(&path, "REDLOCK_CONFIG=").map(Some);

@@ -64,7 +64,7 @@ const ENVIRONMENT: &[(&str, &str)] = &[
     ),
     (
         "REDLOCK_CONFIG",
-        "The configuration file to read instead of the ones under FILES; it must exist.",
+        "The configuration file to read instead of the ones under FILES, when \\-\\-config is not given; it must exist.",
     ),
     ("XDG_CONFIG_HOME, HOME", "Where the user's configuration file is looked for (see FILES)."),
     (
@@ -93,7 +93,7 @@ const ENVIRONMENT: &[(&str, &str)] = &[
 const FILES: &[(&str, &str)] = &[
     (
         "$XDG_CONFIG_HOME/redlock/config.toml (default ~/.config/redlock/config.toml)",
-        "The user's configuration file, read when REDLOCK_CONFIG is not set.",
+        "The user's configuration file, read when neither \\-\\-config nor REDLOCK_CONFIG names one.",
     ),
     (
         "/etc/redlock/config.toml",

@@ -224,3 +224,36 @@ fn the_gate_refuses_a_ttl_every_run_refuses() {
     with_file().args(["config", "--check"]).run().expect(0);
     with_file().args(["run", "-k", "k", "--", "true"]).run().expect(0);
 }
+
+/// `--config FILE` names the file on the command line, above
+/// `REDLOCK_CONFIG` (as every flag is above its variable); a missing one
+/// is a usage error naming the flag and the path.
+#[test]
+fn config_flag_names_the_file_above_the_environment() {
+    let fleet = Fleet::start(1);
+    let dir = tempfile::tempdir().unwrap();
+    let flag_file = dir.path().join("flag.toml");
+    let env_file = dir.path().join("env.toml");
+    write(&flag_file, &format!("servers = \"{}\"\nquorum = 1\n", fleet.urls()));
+    write(&env_file, "servers = \"redis://from-env-file:1\"\n");
+    let flag_shown = flag_file.display().to_string();
+    let key = unique_key("config-flag");
+    Redlock::new("")
+        .env("REDLOCK_CONFIG", &env_file.display().to_string())
+        .args(["--config", &flag_shown, "run", "-k", &key, "--", "true"])
+        .run()
+        .expect(0);
+    // After the subcommand too, as every global option.
+    let out = Redlock::new("")
+        .env("REDLOCK_CONFIG", &env_file.display().to_string())
+        .args(["config", "--config", &flag_shown])
+        .run();
+    out.expect(0);
+    let row = |name: &str| out.stdout.lines().find(|l| l.starts_with(name)).unwrap().to_owned();
+    assert!(row("config-file").contains(&flag_shown), "{}", out.stdout);
+    assert!(row("servers").ends_with(&format!("{flag_shown}:1")), "{}", out.stdout);
+    let missing = dir.path().join("absent.toml").display().to_string();
+    let out = Redlock::new("").args(["--config", &missing, "status", "-k", "k"]).run();
+    out.expect(64).stderr_has(&format!("config file --config {missing}: cannot read"));
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+}
