@@ -20,6 +20,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
         &'redlock'= {
             cand --servers 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file'
             cand --config 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files'
+            cand --host 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel''s host name, the pod''s name in Kubernetes]'
             cand --password-file 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]'
             cand --tls-ca 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]'
             cand --tls-cert 'PEM client certificate, for servers that ask for one (with --tls-key)'
@@ -53,6 +54,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
         &'redlock;run'= {
             cand --servers 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file'
             cand --config 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files'
+            cand --host 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel''s host name, the pod''s name in Kubernetes]'
             cand --password-file 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]'
             cand --tls-ca 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]'
             cand --tls-cert 'PEM client certificate, for servers that ask for one (with --tls-key)'
@@ -105,6 +107,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
         &'redlock;acquire'= {
             cand --servers 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file'
             cand --config 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files'
+            cand --host 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel''s host name, the pod''s name in Kubernetes]'
             cand --password-file 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]'
             cand --tls-ca 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]'
             cand --tls-cert 'PEM client certificate, for servers that ask for one (with --tls-key)'
@@ -144,6 +147,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
         &'redlock;extend'= {
             cand --servers 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file'
             cand --config 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files'
+            cand --host 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel''s host name, the pod''s name in Kubernetes]'
             cand --password-file 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]'
             cand --tls-ca 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]'
             cand --tls-cert 'PEM client certificate, for servers that ask for one (with --tls-key)'
@@ -172,6 +176,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
         &'redlock;release'= {
             cand --servers 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file'
             cand --config 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files'
+            cand --host 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel''s host name, the pod''s name in Kubernetes]'
             cand --password-file 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]'
             cand --tls-ca 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]'
             cand --tls-cert 'PEM client certificate, for servers that ask for one (with --tls-key)'
@@ -202,6 +207,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
         &'redlock;status'= {
             cand --servers 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file'
             cand --config 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files'
+            cand --host 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel''s host name, the pod''s name in Kubernetes]'
             cand --password-file 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]'
             cand --tls-ca 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]'
             cand --tls-cert 'PEM client certificate, for servers that ask for one (with --tls-key)'
@@ -229,6 +235,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
         &'redlock;history'= {
             cand --servers 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file'
             cand --config 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files'
+            cand --host 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel''s host name, the pod''s name in Kubernetes]'
             cand --password-file 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]'
             cand --tls-ca 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]'
             cand --tls-cert 'PEM client certificate, for servers that ask for one (with --tls-key)'
@@ -257,6 +264,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
         &'redlock;check'= {
             cand --servers 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file'
             cand --config 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files'
+            cand --host 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel''s host name, the pod''s name in Kubernetes]'
             cand --password-file 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]'
             cand --tls-ca 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]'
             cand --tls-cert 'PEM client certificate, for servers that ask for one (with --tls-key)'
@@ -285,6 +293,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
         &'redlock;doctor'= {
             cand --servers 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file'
             cand --config 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files'
+            cand --host 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel''s host name, the pod''s name in Kubernetes]'
             cand --password-file 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]'
             cand --tls-ca 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]'
             cand --tls-cert 'PEM client certificate, for servers that ask for one (with --tls-key)'
@@ -310,6 +319,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
         &'redlock;config'= {
             cand --servers 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file'
             cand --config 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files'
+            cand --host 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel''s host name, the pod''s name in Kubernetes]'
             cand --password-file 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]'
             cand --tls-ca 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]'
             cand --tls-cert 'PEM client certificate, for servers that ask for one (with --tls-key)'

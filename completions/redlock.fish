@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_redlock_global_optspecs
-    string join \n servers= config= password-file= tls-ca= tls-cert= tls-key= quorum= node-timeout= drift-factor= max-ttl= trust-restarts v/verbose q/quiet log-format= raw-key h/help V/version
+    string join \n servers= config= host= password-file= tls-ca= tls-cert= tls-key= quorum= node-timeout= drift-factor= max-ttl= trust-restarts v/verbose q/quiet log-format= raw-key h/help V/version
 end
 
 function __fish_redlock_needs_command
@@ -26,6 +26,7 @@ end
 
 complete -c redlock -n "__fish_redlock_needs_command" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file' -r -f
 complete -c redlock -n "__fish_redlock_needs_command" -l config -d 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files' -r -F
+complete -c redlock -n "__fish_redlock_needs_command" -l host -d 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel\'s host name, the pod\'s name in Kubernetes]' -r -f -a "(__fish_print_hostnames)"
 complete -c redlock -n "__fish_redlock_needs_command" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
 complete -c redlock -n "__fish_redlock_needs_command" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F
 complete -c redlock -n "__fish_redlock_needs_command" -l tls-cert -d 'PEM client certificate, for servers that ask for one (with --tls-key)' -r -F
@@ -54,6 +55,7 @@ complete -c redlock -n "__fish_redlock_needs_command" -f -a "config" -d 'Print t
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l config -d 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l host -d 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel\'s host name, the pod\'s name in Kubernetes]' -r -f -a "(__fish_print_hostnames)"
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l tls-cert -d 'PEM client certificate, for servers that ask for one (with --tls-key)' -r -F
@@ -101,6 +103,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand run" -s h -l help -d 'Pr
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s V -l version -d 'Print version'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l config -d 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l host -d 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel\'s host name, the pod\'s name in Kubernetes]' -r -f -a "(__fish_print_hostnames)"
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l tls-cert -d 'PEM client certificate, for servers that ask for one (with --tls-key)' -r -F
@@ -130,6 +133,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s h -l help -d
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s V -l version -d 'Print version'
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l config -d 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand extend" -l host -d 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel\'s host name, the pod\'s name in Kubernetes]' -r -f -a "(__fish_print_hostnames)"
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l tls-cert -d 'PEM client certificate, for servers that ask for one (with --tls-key)' -r -F
@@ -151,6 +155,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand extend" -s h -l help -d 
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -s V -l version -d 'Print version'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l config -d 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand release" -l host -d 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel\'s host name, the pod\'s name in Kubernetes]' -r -f -a "(__fish_print_hostnames)"
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l tls-cert -d 'PEM client certificate, for servers that ask for one (with --tls-key)' -r -F
@@ -174,6 +179,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand release" -s h -l help -d
 complete -c redlock -n "__fish_redlock_using_subcommand release" -s V -l version -d 'Print version'
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l config -d 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand status" -l host -d 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel\'s host name, the pod\'s name in Kubernetes]' -r -f -a "(__fish_print_hostnames)"
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l tls-cert -d 'PEM client certificate, for servers that ask for one (with --tls-key)' -r -F
@@ -195,6 +201,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand status" -s h -l help -d 
 complete -c redlock -n "__fish_redlock_using_subcommand status" -s V -l version -d 'Print version'
 complete -c redlock -n "__fish_redlock_using_subcommand history" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand history" -l config -d 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand history" -l host -d 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel\'s host name, the pod\'s name in Kubernetes]' -r -f -a "(__fish_print_hostnames)"
 complete -c redlock -n "__fish_redlock_using_subcommand history" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand history" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand history" -l tls-cert -d 'PEM client certificate, for servers that ask for one (with --tls-key)' -r -F
@@ -216,6 +223,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand history" -s h -l help -d
 complete -c redlock -n "__fish_redlock_using_subcommand history" -s V -l version -d 'Print version'
 complete -c redlock -n "__fish_redlock_using_subcommand check" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand check" -l config -d 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand check" -l host -d 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel\'s host name, the pod\'s name in Kubernetes]' -r -f -a "(__fish_print_hostnames)"
 complete -c redlock -n "__fish_redlock_using_subcommand check" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand check" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand check" -l tls-cert -d 'PEM client certificate, for servers that ask for one (with --tls-key)' -r -F
@@ -238,6 +246,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand check" -s h -l help -d '
 complete -c redlock -n "__fish_redlock_using_subcommand check" -s V -l version -d 'Print version'
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l config -d 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l host -d 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel\'s host name, the pod\'s name in Kubernetes]' -r -f -a "(__fish_print_hostnames)"
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l tls-cert -d 'PEM client certificate, for servers that ask for one (with --tls-key)' -r -F
@@ -258,6 +267,7 @@ complete -c redlock -n "__fish_redlock_using_subcommand doctor" -s h -l help -d 
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -s V -l version -d 'Print version'
 complete -c redlock -n "__fish_redlock_using_subcommand config" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand config" -l config -d 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand config" -l host -d 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel\'s host name, the pod\'s name in Kubernetes]' -r -f -a "(__fish_print_hostnames)"
 complete -c redlock -n "__fish_redlock_using_subcommand config" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand config" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand config" -l tls-cert -d 'PEM client certificate, for servers that ask for one (with --tls-key)' -r -F

@@ -44,6 +44,15 @@ pub struct Global {
     /// Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<std::path::PathBuf>,
+    /// The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel's host name, the pod's name in Kubernetes]
+    #[arg(
+        long,
+        global = true,
+        value_name = "NAME",
+        env = "REDLOCK_HOST",
+        value_hint = ValueHint::Hostname
+    )]
+    pub host: Option<String>,
     /// Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]
     #[arg(long, global = true, value_name = "FILE")]
     pub password_file: Option<std::path::PathBuf>,
@@ -540,8 +549,8 @@ const CONFIG_EXAMPLES: &str = "\
 The configuration file is --config FILE, else $REDLOCK_CONFIG, else \
 ~/.config/redlock/config.toml, else \
 /etc/redlock/config.toml: TOML with one key per global option, named as the flag \
-(servers, quorum, node-timeout, drift-factor, max-ttl, trust-restarts, raw-key, password-file, \
-tls-ca, tls-cert, tls-key, log-format, verbose, quiet), and the fleet's default ttl and wait \
+(servers, quorum, node-timeout, drift-factor, max-ttl, trust-restarts, raw-key, host, \
+password-file, tls-ca, tls-cert, tls-key, log-format, verbose, quiet), and the fleet's default ttl and wait \
 (for run, acquire, extend and doctor; their --ttl, --wait and -n win). Flags win over the \
 environment, the environment over the file.
 

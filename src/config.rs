@@ -45,6 +45,9 @@ pub struct Config {
     pub tls: Tls,
     /// Where messages go.
     pub log: Log,
+    /// `--host`: this host's name in tokens and history (`None`: the
+    /// kernel's, [`crate::token::hostname`]).
+    pub host: Option<String>,
     /// The subcommand and its settings.
     pub command: Command,
 }
@@ -300,6 +303,7 @@ impl Config {
         let tls = tls(&g)?;
         let quorum = quorum(&g, servers.len())?;
         let drift_factor = drift_factor(&g)?;
+        let host = host(&g)?;
         let job = parsed.ci_job.as_deref().and_then(ci_job);
         let (command, ttl) = command(parsed.cli.command, &g, job)?;
         let max_ttl = max_ttl(&g)?;
@@ -387,6 +391,7 @@ impl Config {
             key_layout,
             tls,
             log,
+            host,
             command,
         })
     }
@@ -402,6 +407,7 @@ impl Config {
             key_layout: crate::lock::KeyLayout::Native,
             tls: Tls::default(),
             log,
+            host: None,
             command,
         }
     }
@@ -485,6 +491,14 @@ fn shown(
         row("raw-key", g.raw_key.value.to_string(), &g.raw_key.origin, ""),
         row("max-ttl", g.max_ttl.value.clone(), &g.max_ttl.origin, ""),
         row("trust-restarts", g.trust_restarts.value.to_string(), &g.trust_restarts.origin, ""),
+        match &g.host.value {
+            Some(host) => {
+                row("host", crate::text::printable(host).into_owned(), &g.host.origin, "")
+            }
+            None => {
+                row("host", crate::token::hostname(), &Origin::Default, "the kernel's host name")
+            }
+        },
         match &g.ttl.value {
             Some(ttl) => row("ttl", ttl.clone(), &g.ttl.origin, ""),
             None => row("ttl", "30s".into(), &Origin::Default, "run, acquire, extend, doctor"),
@@ -534,6 +548,17 @@ fn servers(g: &config_file::Globals, password: Option<&str>) -> Result<Vec<Serve
         None => Ok(url),
     })
     .collect()
+}
+
+/// `--host`: a key's rule ([`nonempty`]) and a token's host field's
+/// ([`crate::token::check_host`]), or `None` for the kernel's name.
+fn host(g: &config_file::Globals) -> Result<Option<String>, Error> {
+    let Some(raw) = &g.host.value else { return Ok(None) };
+    let label = g.host.label("--host");
+    let name = nonempty(&label, raw.clone())?;
+    crate::token::check_host(&name)
+        .map_err(|m| Error::Usage(format!("{label} {:?}: {m}", crate::text::printable(&name))))?;
+    Ok(Some(name))
 }
 
 /// The TLS material named by `--tls-ca`, `--tls-cert` and `--tls-key`.
@@ -656,6 +681,7 @@ fn check(g: &config_file::Globals, env_password: Option<&str>, flag_ttl: Option<
     ok.take(tls(g));
     let quorum = ok.take(quorum(g, servers.len()));
     let drift_factor = ok.take(drift_factor(g));
+    ok.take(host(g));
     let max_ttl = ok.take(max_ttl(g));
     // The file's `ttl` is every holding command's TTL where no flag gives one.
     let ttl = match (flag_ttl, &g.ttl.value) {

@@ -119,6 +119,8 @@ pub struct Globals {
     /// The file's `wait`, unparsed: the default of `--wait` (`None`: wait
     /// until acquired, or `--wait`/`-n` given).
     pub wait: Setting<Option<String>>,
+    /// `--host`, unchecked (`None`: the kernel's host name).
+    pub host: Setting<Option<String>>,
     /// The file's `tz`: the default of `--tz` (`None`: the environment's,
     /// or `--tz` given).
     pub tz: Setting<Option<String>>,
@@ -141,6 +143,7 @@ pub const KEYS: &[&str] = &[
     "log-format",
     "max-ttl",
     "trust-restarts",
+    "host",
     "ttl",
     "wait",
     "tz",
@@ -340,6 +343,7 @@ pub fn layer_all(parsed: &Parsed, file: Option<&File>) -> (Globals, Vec<Error>) 
         raw_key: l.pick(given("raw_key"), "raw-key", g.raw_key, Ok),
         max_ttl: l.pick(given("max_ttl"), "max-ttl", g.max_ttl.clone(), text),
         trust_restarts: l.pick(given("trust_restarts"), "trust-restarts", g.trust_restarts, Ok),
+        host: l.pick(given("host"), "host", g.host.clone(), |h: String| Ok(Some(h))),
         ttl: l.pick(given("ttl"), "ttl", None, |n| Ok(Some(Number::text(&n)))),
         wait: l.pick(
             // `-n` is a wait given on the command line too.

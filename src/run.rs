@@ -35,6 +35,10 @@ where
         .and_then(|file| Config::from_parsed(parsed, file.as_ref()))
         .and_then(|config| {
             log = config.log;
+            // Before any token is made: this process's only host name.
+            if let Some(host) = config.host.clone() {
+                crate::token::set_hostname(host);
+            }
             execute(config)
         });
     match result {
