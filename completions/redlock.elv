@@ -197,7 +197,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand -q 'Say nothing on stderr but errors (no busy message)'
             cand --quiet 'Say nothing on stderr but errors (no busy message)'
             cand --raw-key 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock''s namespace, redlock:{KEY}]'
-            cand --force 'Delete the lock whoever holds it (only a value redlock wrote)'
+            cand --force 'Delete the lock whoever holds it (only a value redlock wrote), and say whose it was'
             cand --force-any-value 'Like --force, and delete a value that is not a redlock lock too (another client''s, with --raw-key)'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'

@@ -438,7 +438,7 @@ pub struct ReleaseArgs {
         allow_hyphen_values = true
     )]
     pub token: Option<String>,
-    /// Delete the lock whoever holds it (only a value redlock wrote)
+    /// Delete the lock whoever holds it (only a value redlock wrote), and say whose it was
     #[arg(long)]
     pub force: bool,
     /// Like --force, and delete a value that is not a redlock lock too (another client's, with --raw-key)

@@ -63,3 +63,37 @@ fn a_host_a_token_cannot_carry_is_a_usage_error() {
     let out = Redlock::new("").env("REDLOCK_CONFIG", &shown).args(["config", "--check"]).run();
     out.expect(64).stderr_has(&format!("{shown}:2: host \"two words\": must be 1 to 64"));
 }
+
+/// `release --force` deletes another's lock: the line saying whose (host,
+/// pid, age, note) is shown without `-v`, in text and in JSON, so a CI
+/// log or a terminal keeps it; `-q` silences it.
+#[test]
+fn release_force_says_whose_lock_it_deleted_without_v() {
+    let fleet = Fleet::start(1);
+    let key = unique_key("force-whose");
+    let take = |key: &str| {
+        Redlock::on(&fleet)
+            .args(["--host", "web-9", "acquire", "-n", "--note", "deploy 42", "-k", key])
+            .run()
+            .expect(0);
+    };
+    take(&key);
+    let out = Redlock::on(&fleet).args(["release", "-k", &key, "--force"]).run();
+    out.expect(0).stderr_has("force-released").stderr_has("held by web-9 pid ");
+    out.stderr_has("note \"deploy 42\"").stderr_has(", for ");
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+
+    take(&key);
+    let out =
+        Redlock::on(&fleet).args(["--log-format", "json", "release", "-k", &key, "--force"]).run();
+    out.expect(0);
+    let event: serde_json::Value = serde_json::from_str(out.stderr.trim()).unwrap();
+    assert_eq!(event["event"], "force_released", "{}", out.stderr);
+    assert!(event["msg"].as_str().unwrap().contains("held by web-9 pid "), "{event}");
+    assert!(event["holders"][0].as_str().unwrap().contains(".web-9~note="), "{event}");
+
+    take(&key);
+    let out = Redlock::on(&fleet).args(["-q", "release", "-k", &key, "--force"]).run();
+    out.expect(0);
+    assert_eq!(out.stderr, "", "-q says nothing");
+}
