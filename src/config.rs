@@ -248,6 +248,8 @@ pub enum Command {
         rows: Vec<[String; 3]>,
         /// Every problem a command would find ([`Error::Usage`] messages).
         problems: Vec<String>,
+        /// What is allowed but unwise (a password in a private file).
+        warnings: Vec<String>,
         /// `--check`: the problems alone, no table.
         check: bool,
     },
@@ -289,7 +291,9 @@ impl Config {
             if let cli::Command::Config(cli::Lazy(a)) = parsed.cli.command {
                 let rows = shown(&g, checked.quorum, checked.node_timeout, env_password);
                 let check = a.check;
-                return Ok(Config::shown(log, Command::ShowConfig { rows, problems, check }));
+                let warnings = checked.warnings;
+                let shown = Command::ShowConfig { rows, problems, warnings, check };
+                return Ok(Config::shown(log, shown));
             }
             if !problems.is_empty() {
                 return Err(Error::Problems(problems));
@@ -532,7 +536,10 @@ fn password(g: &config_file::Globals, env_password: Option<&str>) -> Result<Opti
 fn servers(g: &config_file::Globals, password: Option<&str>) -> Result<Vec<ServerUrl>, Error> {
     let named = !(g.servers.value.is_empty() && g.servers.origin == Origin::Default);
     match parse_servers(&g.servers.label("--servers"), &g.servers.value) {
-        Ok(servers) => servers,
+        Ok(servers) => {
+            listed_once(&g.servers.label("--servers"), &g.servers.value)?;
+            servers
+        }
         // There is no default server: a Redis on this host is never a
         // lock across machines, and a host whose configuration was not
         // deployed yet would lock on its own Redis (every such host
@@ -665,6 +672,7 @@ fn node_timeout(g: &config_file::Globals, ttl: Duration) -> Result<Duration, Err
 /// far as they could be worked out (their defaults where they could not).
 struct Checked {
     problems: Vec<Error>,
+    warnings: Vec<String>,
     quorum: usize,
     node_timeout: Duration,
 }
@@ -682,6 +690,7 @@ fn check(g: &config_file::Globals, env_password: Option<&str>, flag_ttl: Option<
     let quorum = ok.take(quorum(g, servers.len()));
     let drift_factor = ok.take(drift_factor(g));
     ok.take(host(g));
+    let warnings = exposed(g, ok.0);
     let max_ttl = ok.take(max_ttl(g));
     // The file's `ttl` is every holding command's TTL where no flag gives one.
     let ttl = match (flag_ttl, &g.ttl.value) {
@@ -714,10 +723,55 @@ fn check(g: &config_file::Globals, env_password: Option<&str>, flag_ttl: Option<
         ));
     }
     Checked {
+        warnings,
         quorum: quorum.unwrap_or(servers.len() / 2 + 1),
         node_timeout: node_timeout.unwrap_or(MAX_DEFAULT_NODE_TIMEOUT),
         problems,
     }
+}
+
+/// What the docs say never to do with a password, found by the gate
+/// alone (a command still runs with it): a password in a URL of the file
+/// is a problem when others can read the file and a warning (returned)
+/// when it is private; a `password-file` others can read is a problem.
+/// "Others" is the mode's o+r: the owner and the group are the file's
+/// intended readers. Never the password itself, only where it is.
+fn exposed(g: &config_file::Globals, problems: &mut Vec<Error>) -> Vec<String> {
+    let mut warnings = Vec::new();
+    if let (Some(file), Origin::File(..)) = (&g.file, &g.servers.origin)
+        && crate::server::redact(&g.servers.value) != g.servers.value
+    {
+        let what = format!("{}: a password in a URL", g.servers.label("--servers"));
+        match others_read(file) {
+            Some(mode) => problems.push(Error::Usage(format!(
+                "{what} of a file others can read (mode {mode:03o}): move it to a password-file \
+                 of mode 0600, or chmod o-r {}",
+                file.display()
+            ))),
+            None => warnings.push(format!(
+                "{what} of a private file (a warning): a password-file of mode 0600 keeps it \
+                 out of a file that is copied, diffed and shown"
+            )),
+        }
+    }
+    if let Some(path) = &g.password_file.value
+        && let Some(mode) = others_read(path)
+    {
+        problems.push(Error::Usage(format!(
+            "{} {}: others can read it (mode {mode:03o}): chmod 600 {}",
+            g.password_file.label("--password-file"),
+            path.display(),
+            path.display()
+        )));
+    }
+    warnings
+}
+
+/// The permission bits of `path` when others (o+r) may read it.
+fn others_read(path: &std::path::Path) -> Option<u32> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(path).ok()?.permissions().mode() & 0o7777;
+    (mode & 0o004 != 0).then_some(mode)
 }
 
 /// Results whose errors are kept, not returned.
@@ -799,8 +853,12 @@ fn command(
         }
         // Checked and shown before any subcommand (`Config::from_parsed`).
         cli::Command::Config(_) => {
-            let shown =
-                Command::ShowConfig { rows: Vec::new(), problems: Vec::new(), check: false };
+            let shown = Command::ShowConfig {
+                rows: Vec::new(),
+                problems: Vec::new(),
+                warnings: Vec::new(),
+                check: false,
+            };
             (shown, DEFAULT_TTL)
         }
     })
@@ -1163,6 +1221,23 @@ fn parse_servers(label: &str, raw: &str) -> Result<Vec<ServerUrl>, Error> {
         .collect()
 }
 
+/// Each URL of the list once, as written: a server listed twice counts its
+/// vote twice (the lock refuses such a fleet when it meets its own token
+/// twice; this finds the verbatim case before any server is asked, for
+/// every command). Two spellings of one server are found only by asking.
+fn listed_once(label: &str, raw: &str) -> Result<(), Error> {
+    let entries: Vec<&str> = split_servers(raw).into_iter().map(str::trim).collect();
+    for (i, entry) in entries.iter().enumerate() {
+        if entries[..i].contains(entry) {
+            return usage(format!(
+                "{label}: {} is listed twice: list each server once (one server would vote twice)",
+                crate::server::redact(entry)
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn on_lost(raw: &str) -> Result<OnLost, Error> {
     match raw.trim().to_ascii_lowercase().as_str() {
         "ignore" => Ok(OnLost::Ignore),
@@ -1217,7 +1292,7 @@ mod tests {
     #[test]
     fn config_and_doctor_find_every_problem_a_command_would() {
         let text = "ttl = \"5m\"\nwait = \"15mn\"\nquorum = 2\nnode-timeout = \"10m\"\n";
-        let Command::ShowConfig { rows, problems, check } =
+        let Command::ShowConfig { rows, problems, check, .. } =
             file_config(&["config", "--check"], text).unwrap().command
         else {
             panic!("not config")

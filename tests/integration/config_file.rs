@@ -28,6 +28,9 @@ fn the_users_file_gives_the_servers_and_config_shows_where_from() {
         &file,
         &format!("# the fleet\nservers = [\"{}\"]\nnode-timeout = \"500ms\"\n", server.url()),
     );
+    // A password in the file: private, as the docs say (a warning line then).
+    let private = <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o600);
+    std::fs::set_permissions(&file, private).unwrap();
     let key = unique_key("config-file");
     // No REDLOCK_SERVERS: an empty one counts as unset.
     redlock_at_home(None, home.path()).args(["run", "-k", &key, "--", "true"]).run().expect(0);
