@@ -50,7 +50,8 @@ pub struct Global {
         global = true,
         value_name = "NAME",
         env = "REDLOCK_HOST",
-        value_hint = ValueHint::Hostname
+        value_hint = ValueHint::Hostname,
+        hide_env_values = true
     )]
     pub host: Option<String>,
     /// Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]
