@@ -516,8 +516,9 @@ fn shown(
 
 /// The one line for a command that needs servers when none are named.
 pub const NO_SERVERS: &str = "no servers configured: name them with --servers URL[,URL...], \
-     REDLOCK_SERVERS, or `servers = [...]` in --config FILE, $REDLOCK_CONFIG, ~/.config/redlock/config.toml or \
-     /etc/redlock/config.toml (there is no default: a local Redis is no lock across machines)";
+     REDLOCK_SERVERS, or `servers = [...]` in --config FILE, $REDLOCK_CONFIG, \
+     ~/.config/redlock/config.toml or /etc/redlock/config.toml (there is no default: a local \
+     Redis is no lock across machines)";
 
 fn usage<T>(message: String) -> Result<T, Error> {
     Err(Error::Usage(message))

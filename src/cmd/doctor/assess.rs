@@ -524,8 +524,8 @@ pub fn assess_setup(members: &[&str], quorum: usize, config_file: bool, a: &mut 
     }
     if !config_file {
         a.notes.push(format!(
-            "no configuration file (--config, $REDLOCK_CONFIG, ~/.config/redlock/config.toml or {}): \
-             every host must be given the same servers, quorum and max-ttl by hand; one file \
+            "no configuration file (--config, $REDLOCK_CONFIG, ~/.config/redlock/config.toml \
+             or {}): every host must be given the same servers, quorum and max-ttl by hand; one file \
              deployed to every host keeps them alike (`redlock config` shows where each \
              value comes from)",
             crate::config_file::SYSTEM_FILE
