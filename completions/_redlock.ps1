@@ -22,6 +22,8 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
     $completions = @(switch ($command) {
         'redlock' {
             [CompletionResult]::new('--servers', '--servers', [CompletionResultType]::ParameterName, 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files')
+            [CompletionResult]::new('--host', '--host', [CompletionResultType]::ParameterName, 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel''s host name, the pod''s name in Kubernetes]')
             [CompletionResult]::new('--password-file', '--password-file', [CompletionResultType]::ParameterName, 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]')
             [CompletionResult]::new('--tls-ca', '--tls-ca', [CompletionResultType]::ParameterName, 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]')
             [CompletionResult]::new('--tls-cert', '--tls-cert', [CompletionResultType]::ParameterName, 'PEM client certificate, for servers that ask for one (with --tls-key)')
@@ -55,6 +57,8 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
         }
         'redlock;run' {
             [CompletionResult]::new('--servers', '--servers', [CompletionResultType]::ParameterName, 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files')
+            [CompletionResult]::new('--host', '--host', [CompletionResultType]::ParameterName, 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel''s host name, the pod''s name in Kubernetes]')
             [CompletionResult]::new('--password-file', '--password-file', [CompletionResultType]::ParameterName, 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]')
             [CompletionResult]::new('--tls-ca', '--tls-ca', [CompletionResultType]::ParameterName, 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]')
             [CompletionResult]::new('--tls-cert', '--tls-cert', [CompletionResultType]::ParameterName, 'PEM client certificate, for servers that ask for one (with --tls-key)')
@@ -109,6 +113,8 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
         }
         'redlock;acquire' {
             [CompletionResult]::new('--servers', '--servers', [CompletionResultType]::ParameterName, 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files')
+            [CompletionResult]::new('--host', '--host', [CompletionResultType]::ParameterName, 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel''s host name, the pod''s name in Kubernetes]')
             [CompletionResult]::new('--password-file', '--password-file', [CompletionResultType]::ParameterName, 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]')
             [CompletionResult]::new('--tls-ca', '--tls-ca', [CompletionResultType]::ParameterName, 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]')
             [CompletionResult]::new('--tls-cert', '--tls-cert', [CompletionResultType]::ParameterName, 'PEM client certificate, for servers that ask for one (with --tls-key)')
@@ -148,6 +154,8 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
         }
         'redlock;extend' {
             [CompletionResult]::new('--servers', '--servers', [CompletionResultType]::ParameterName, 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files')
+            [CompletionResult]::new('--host', '--host', [CompletionResultType]::ParameterName, 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel''s host name, the pod''s name in Kubernetes]')
             [CompletionResult]::new('--password-file', '--password-file', [CompletionResultType]::ParameterName, 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]')
             [CompletionResult]::new('--tls-ca', '--tls-ca', [CompletionResultType]::ParameterName, 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]')
             [CompletionResult]::new('--tls-cert', '--tls-cert', [CompletionResultType]::ParameterName, 'PEM client certificate, for servers that ask for one (with --tls-key)')
@@ -176,6 +184,8 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
         }
         'redlock;release' {
             [CompletionResult]::new('--servers', '--servers', [CompletionResultType]::ParameterName, 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files')
+            [CompletionResult]::new('--host', '--host', [CompletionResultType]::ParameterName, 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel''s host name, the pod''s name in Kubernetes]')
             [CompletionResult]::new('--password-file', '--password-file', [CompletionResultType]::ParameterName, 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]')
             [CompletionResult]::new('--tls-ca', '--tls-ca', [CompletionResultType]::ParameterName, 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]')
             [CompletionResult]::new('--tls-cert', '--tls-cert', [CompletionResultType]::ParameterName, 'PEM client certificate, for servers that ask for one (with --tls-key)')
@@ -196,7 +206,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Say nothing on stderr but errors (no busy message)')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Say nothing on stderr but errors (no busy message)')
             [CompletionResult]::new('--raw-key', '--raw-key', [CompletionResultType]::ParameterName, 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock''s namespace, redlock:{KEY}]')
-            [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'Delete the lock whoever holds it (only a value redlock wrote)')
+            [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'Delete the lock whoever holds it (only a value redlock wrote), and say whose it was')
             [CompletionResult]::new('--force-any-value', '--force-any-value', [CompletionResultType]::ParameterName, 'Like --force, and delete a value that is not a redlock lock too (another client''s, with --raw-key)')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
@@ -206,6 +216,8 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
         }
         'redlock;status' {
             [CompletionResult]::new('--servers', '--servers', [CompletionResultType]::ParameterName, 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files')
+            [CompletionResult]::new('--host', '--host', [CompletionResultType]::ParameterName, 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel''s host name, the pod''s name in Kubernetes]')
             [CompletionResult]::new('--password-file', '--password-file', [CompletionResultType]::ParameterName, 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]')
             [CompletionResult]::new('--tls-ca', '--tls-ca', [CompletionResultType]::ParameterName, 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]')
             [CompletionResult]::new('--tls-cert', '--tls-cert', [CompletionResultType]::ParameterName, 'PEM client certificate, for servers that ask for one (with --tls-key)')
@@ -233,6 +245,8 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
         }
         'redlock;history' {
             [CompletionResult]::new('--servers', '--servers', [CompletionResultType]::ParameterName, 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files')
+            [CompletionResult]::new('--host', '--host', [CompletionResultType]::ParameterName, 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel''s host name, the pod''s name in Kubernetes]')
             [CompletionResult]::new('--password-file', '--password-file', [CompletionResultType]::ParameterName, 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]')
             [CompletionResult]::new('--tls-ca', '--tls-ca', [CompletionResultType]::ParameterName, 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]')
             [CompletionResult]::new('--tls-cert', '--tls-cert', [CompletionResultType]::ParameterName, 'PEM client certificate, for servers that ask for one (with --tls-key)')
@@ -261,6 +275,8 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
         }
         'redlock;check' {
             [CompletionResult]::new('--servers', '--servers', [CompletionResultType]::ParameterName, 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files')
+            [CompletionResult]::new('--host', '--host', [CompletionResultType]::ParameterName, 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel''s host name, the pod''s name in Kubernetes]')
             [CompletionResult]::new('--password-file', '--password-file', [CompletionResultType]::ParameterName, 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]')
             [CompletionResult]::new('--tls-ca', '--tls-ca', [CompletionResultType]::ParameterName, 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]')
             [CompletionResult]::new('--tls-cert', '--tls-cert', [CompletionResultType]::ParameterName, 'PEM client certificate, for servers that ask for one (with --tls-key)')
@@ -292,6 +308,8 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
         }
         'redlock;doctor' {
             [CompletionResult]::new('--servers', '--servers', [CompletionResultType]::ParameterName, 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files')
+            [CompletionResult]::new('--host', '--host', [CompletionResultType]::ParameterName, 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel''s host name, the pod''s name in Kubernetes]')
             [CompletionResult]::new('--password-file', '--password-file', [CompletionResultType]::ParameterName, 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]')
             [CompletionResult]::new('--tls-ca', '--tls-ca', [CompletionResultType]::ParameterName, 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]')
             [CompletionResult]::new('--tls-cert', '--tls-cert', [CompletionResultType]::ParameterName, 'PEM client certificate, for servers that ask for one (with --tls-key)')
@@ -317,6 +335,8 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
         }
         'redlock;config' {
             [CompletionResult]::new('--servers', '--servers', [CompletionResultType]::ParameterName, 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files')
+            [CompletionResult]::new('--host', '--host', [CompletionResultType]::ParameterName, 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel''s host name, the pod''s name in Kubernetes]')
             [CompletionResult]::new('--password-file', '--password-file', [CompletionResultType]::ParameterName, 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]')
             [CompletionResult]::new('--tls-ca', '--tls-ca', [CompletionResultType]::ParameterName, 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]')
             [CompletionResult]::new('--tls-cert', '--tls-cert', [CompletionResultType]::ParameterName, 'PEM client certificate, for servers that ask for one (with --tls-key)')

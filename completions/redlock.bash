@@ -96,7 +96,7 @@ _redlock() {
 
     case "${cmd}" in
         redlock)
-            opts="-v -q -h -V --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --max-ttl --trust-restarts --verbose --quiet --log-format --raw-key --help --version run acquire extend release status history check doctor config help"
+            opts="-v -q -h -V --servers --config --host --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --max-ttl --trust-restarts --verbose --quiet --log-format --raw-key --help --version run acquire extend release status history check doctor config help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -107,6 +107,14 @@ _redlock() {
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o nospace
                     fi
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --host)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --password-file)
@@ -165,7 +173,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__acquire)
-            opts="-v -q -k -n -w -s -x -h -V --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --max-ttl --trust-restarts --verbose --quiet --log-format --raw-key --key --ttl --no-wait --wait --unordered --no-fence --shared --exclusive --limit --note --json --help --version"
+            opts="-v -q -k -n -w -s -x -h -V --servers --config --host --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --max-ttl --trust-restarts --verbose --quiet --log-format --raw-key --key --ttl --no-wait --wait --unordered --no-fence --shared --exclusive --limit --note --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -176,6 +184,14 @@ _redlock() {
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o nospace
                     fi
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --host)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --password-file)
@@ -283,7 +299,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__check)
-            opts="-v -q -k -h -V --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --max-ttl --trust-restarts --verbose --quiet --log-format --raw-key --key --max-age --require-success --max-missed --since --max-runtime --json --help --version"
+            opts="-v -q -k -h -V --servers --config --host --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --max-ttl --trust-restarts --verbose --quiet --log-format --raw-key --key --max-age --require-success --max-missed --since --max-runtime --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -294,6 +310,14 @@ _redlock() {
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o nospace
                     fi
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --host)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --password-file)
@@ -391,7 +415,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__config)
-            opts="-v -q -h -V --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --max-ttl --trust-restarts --verbose --quiet --log-format --raw-key --check --help --version"
+            opts="-v -q -h -V --servers --config --host --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --max-ttl --trust-restarts --verbose --quiet --log-format --raw-key --check --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -402,6 +426,14 @@ _redlock() {
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o nospace
                     fi
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --host)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --password-file)
@@ -460,7 +492,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__doctor)
-            opts="-v -q -h -V --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --max-ttl --trust-restarts --verbose --quiet --log-format --raw-key --ttl --json --help --version"
+            opts="-v -q -h -V --servers --config --host --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --max-ttl --trust-restarts --verbose --quiet --log-format --raw-key --ttl --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -471,6 +503,14 @@ _redlock() {
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o nospace
                     fi
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --host)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --password-file)
@@ -536,7 +576,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__extend)
-            opts="-v -q -k -t -h -V --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --max-ttl --trust-restarts --verbose --quiet --log-format --raw-key --key --ttl --token --help --version"
+            opts="-v -q -k -t -h -V --servers --config --host --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --max-ttl --trust-restarts --verbose --quiet --log-format --raw-key --key --ttl --token --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -547,6 +587,14 @@ _redlock() {
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o nospace
                     fi
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --host)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --password-file)
@@ -794,7 +842,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__history)
-            opts="-v -q -k -n -h -V --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --max-ttl --trust-restarts --verbose --quiet --log-format --raw-key --key --count --json --help --version"
+            opts="-v -q -k -n -h -V --servers --config --host --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --max-ttl --trust-restarts --verbose --quiet --log-format --raw-key --key --count --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -805,6 +853,14 @@ _redlock() {
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o nospace
                     fi
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --host)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --password-file)
@@ -885,7 +941,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__release)
-            opts="-v -q -k -t -h -V --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --max-ttl --trust-restarts --verbose --quiet --log-format --raw-key --key --token --force --force-any-value --limit --help --version"
+            opts="-v -q -k -t -h -V --servers --config --host --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --max-ttl --trust-restarts --verbose --quiet --log-format --raw-key --key --token --force --force-any-value --limit --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -896,6 +952,14 @@ _redlock() {
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o nospace
                     fi
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --host)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --password-file)
@@ -989,7 +1053,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__run)
-            opts="-v -q -k -n -w -s -x -E -c -h -V --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --max-ttl --trust-restarts --verbose --quiet --log-format --raw-key --key --ttl --no-wait --wait --unordered --no-fence --shared --exclusive --limit --note --conflict-exit-code --keep --once-per --cron --tz --max-hold --jitter --renew-every --on-lost --kill-after --metrics-file --ping --ping-file --command --help --version"
+            opts="-v -q -k -n -w -s -x -E -c -h -V --servers --config --host --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --max-ttl --trust-restarts --verbose --quiet --log-format --raw-key --key --ttl --no-wait --wait --unordered --no-fence --shared --exclusive --limit --note --conflict-exit-code --keep --once-per --cron --tz --max-hold --jitter --renew-every --on-lost --kill-after --metrics-file --ping --ping-file --command --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1000,6 +1064,14 @@ _redlock() {
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o nospace
                     fi
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --host)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --password-file)
@@ -1229,7 +1301,7 @@ _redlock() {
             return 0
             ;;
         redlock__subcmd__status)
-            opts="-v -q -k -h -V --servers --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --max-ttl --trust-restarts --verbose --quiet --log-format --raw-key --key --limit --json --help --version"
+            opts="-v -q -k -h -V --servers --config --host --password-file --tls-ca --tls-cert --tls-key --quorum --node-timeout --drift-factor --max-ttl --trust-restarts --verbose --quiet --log-format --raw-key --key --limit --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1240,6 +1312,14 @@ _redlock() {
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o nospace
                     fi
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --host)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --password-file)

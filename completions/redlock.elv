@@ -19,6 +19,8 @@ set edit:completion:arg-completer[redlock] = {|@words|
     var completions = [
         &'redlock'= {
             cand --servers 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file'
+            cand --config 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files'
+            cand --host 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel''s host name, the pod''s name in Kubernetes]'
             cand --password-file 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]'
             cand --tls-ca 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]'
             cand --tls-cert 'PEM client certificate, for servers that ask for one (with --tls-key)'
@@ -51,6 +53,8 @@ set edit:completion:arg-completer[redlock] = {|@words|
         }
         &'redlock;run'= {
             cand --servers 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file'
+            cand --config 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files'
+            cand --host 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel''s host name, the pod''s name in Kubernetes]'
             cand --password-file 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]'
             cand --tls-ca 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]'
             cand --tls-cert 'PEM client certificate, for servers that ask for one (with --tls-key)'
@@ -104,6 +108,8 @@ set edit:completion:arg-completer[redlock] = {|@words|
         }
         &'redlock;acquire'= {
             cand --servers 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file'
+            cand --config 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files'
+            cand --host 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel''s host name, the pod''s name in Kubernetes]'
             cand --password-file 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]'
             cand --tls-ca 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]'
             cand --tls-cert 'PEM client certificate, for servers that ask for one (with --tls-key)'
@@ -142,6 +148,8 @@ set edit:completion:arg-completer[redlock] = {|@words|
         }
         &'redlock;extend'= {
             cand --servers 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file'
+            cand --config 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files'
+            cand --host 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel''s host name, the pod''s name in Kubernetes]'
             cand --password-file 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]'
             cand --tls-ca 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]'
             cand --tls-cert 'PEM client certificate, for servers that ask for one (with --tls-key)'
@@ -169,6 +177,8 @@ set edit:completion:arg-completer[redlock] = {|@words|
         }
         &'redlock;release'= {
             cand --servers 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file'
+            cand --config 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files'
+            cand --host 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel''s host name, the pod''s name in Kubernetes]'
             cand --password-file 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]'
             cand --tls-ca 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]'
             cand --tls-cert 'PEM client certificate, for servers that ask for one (with --tls-key)'
@@ -189,7 +199,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand -q 'Say nothing on stderr but errors (no busy message)'
             cand --quiet 'Say nothing on stderr but errors (no busy message)'
             cand --raw-key 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock''s namespace, redlock:{KEY}]'
-            cand --force 'Delete the lock whoever holds it (only a value redlock wrote)'
+            cand --force 'Delete the lock whoever holds it (only a value redlock wrote), and say whose it was'
             cand --force-any-value 'Like --force, and delete a value that is not a redlock lock too (another client''s, with --raw-key)'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
@@ -198,6 +208,8 @@ set edit:completion:arg-completer[redlock] = {|@words|
         }
         &'redlock;status'= {
             cand --servers 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file'
+            cand --config 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files'
+            cand --host 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel''s host name, the pod''s name in Kubernetes]'
             cand --password-file 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]'
             cand --tls-ca 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]'
             cand --tls-cert 'PEM client certificate, for servers that ask for one (with --tls-key)'
@@ -224,6 +236,8 @@ set edit:completion:arg-completer[redlock] = {|@words|
         }
         &'redlock;history'= {
             cand --servers 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file'
+            cand --config 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files'
+            cand --host 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel''s host name, the pod''s name in Kubernetes]'
             cand --password-file 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]'
             cand --tls-ca 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]'
             cand --tls-cert 'PEM client certificate, for servers that ask for one (with --tls-key)'
@@ -251,6 +265,8 @@ set edit:completion:arg-completer[redlock] = {|@words|
         }
         &'redlock;check'= {
             cand --servers 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file'
+            cand --config 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files'
+            cand --host 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel''s host name, the pod''s name in Kubernetes]'
             cand --password-file 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]'
             cand --tls-ca 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]'
             cand --tls-cert 'PEM client certificate, for servers that ask for one (with --tls-key)'
@@ -281,6 +297,8 @@ set edit:completion:arg-completer[redlock] = {|@words|
         }
         &'redlock;doctor'= {
             cand --servers 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file'
+            cand --config 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files'
+            cand --host 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel''s host name, the pod''s name in Kubernetes]'
             cand --password-file 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]'
             cand --tls-ca 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]'
             cand --tls-cert 'PEM client certificate, for servers that ask for one (with --tls-key)'
@@ -305,6 +323,8 @@ set edit:completion:arg-completer[redlock] = {|@words|
         }
         &'redlock;config'= {
             cand --servers 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file'
+            cand --config 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files'
+            cand --host 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel''s host name, the pod''s name in Kubernetes]'
             cand --password-file 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]'
             cand --tls-ca 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]'
             cand --tls-cert 'PEM client certificate, for servers that ask for one (with --tls-key)'

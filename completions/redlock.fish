@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_redlock_global_optspecs
-    string join \n servers= password-file= tls-ca= tls-cert= tls-key= quorum= node-timeout= drift-factor= max-ttl= trust-restarts v/verbose q/quiet log-format= raw-key h/help V/version
+    string join \n servers= config= host= password-file= tls-ca= tls-cert= tls-key= quorum= node-timeout= drift-factor= max-ttl= trust-restarts v/verbose q/quiet log-format= raw-key h/help V/version
 end
 
 function __fish_redlock_needs_command
@@ -25,6 +25,8 @@ function __fish_redlock_using_subcommand
 end
 
 complete -c redlock -n "__fish_redlock_needs_command" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file' -r -f
+complete -c redlock -n "__fish_redlock_needs_command" -l config -d 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files' -r -F
+complete -c redlock -n "__fish_redlock_needs_command" -l host -d 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel\'s host name, the pod\'s name in Kubernetes]' -r -f -a "(__fish_print_hostnames)"
 complete -c redlock -n "__fish_redlock_needs_command" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
 complete -c redlock -n "__fish_redlock_needs_command" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F
 complete -c redlock -n "__fish_redlock_needs_command" -l tls-cert -d 'PEM client certificate, for servers that ask for one (with --tls-key)' -r -F
@@ -52,6 +54,8 @@ complete -c redlock -n "__fish_redlock_needs_command" -f -a "doctor" -d 'Check t
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "config" -d 'Print the effective configuration and where each value came from (flag, environment, file, default)'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l config -d 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand run" -l host -d 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel\'s host name, the pod\'s name in Kubernetes]' -r -f -a "(__fish_print_hostnames)"
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand run" -l tls-cert -d 'PEM client certificate, for servers that ask for one (with --tls-key)' -r -F
@@ -100,6 +104,8 @@ complete -c redlock -n "__fish_redlock_using_subcommand run" -s x -l exclusive -
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c redlock -n "__fish_redlock_using_subcommand run" -s V -l version -d 'Print version'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l config -d 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l host -d 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel\'s host name, the pod\'s name in Kubernetes]' -r -f -a "(__fish_print_hostnames)"
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l tls-cert -d 'PEM client certificate, for servers that ask for one (with --tls-key)' -r -F
@@ -128,6 +134,8 @@ complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l json -d 'Pri
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s V -l version -d 'Print version'
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand extend" -l config -d 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand extend" -l host -d 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel\'s host name, the pod\'s name in Kubernetes]' -r -f -a "(__fish_print_hostnames)"
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l tls-cert -d 'PEM client certificate, for servers that ask for one (with --tls-key)' -r -F
@@ -148,6 +156,8 @@ complete -c redlock -n "__fish_redlock_using_subcommand extend" -l raw-key -d 'U
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -s V -l version -d 'Print version'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand release" -l config -d 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand release" -l host -d 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel\'s host name, the pod\'s name in Kubernetes]' -r -f -a "(__fish_print_hostnames)"
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l tls-cert -d 'PEM client certificate, for servers that ask for one (with --tls-key)' -r -F
@@ -165,11 +175,13 @@ complete -c redlock -n "__fish_redlock_using_subcommand release" -l trust-restar
 complete -c redlock -n "__fish_redlock_using_subcommand release" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -s q -l quiet -d 'Say nothing on stderr but errors (no busy message)'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l raw-key -d 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock\'s namespace, redlock:{KEY}]'
-complete -c redlock -n "__fish_redlock_using_subcommand release" -l force -d 'Delete the lock whoever holds it (only a value redlock wrote)'
+complete -c redlock -n "__fish_redlock_using_subcommand release" -l force -d 'Delete the lock whoever holds it (only a value redlock wrote), and say whose it was'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -l force-any-value -d 'Like --force, and delete a value that is not a redlock lock too (another client\'s, with --raw-key)'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c redlock -n "__fish_redlock_using_subcommand release" -s V -l version -d 'Print version'
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand status" -l config -d 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand status" -l host -d 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel\'s host name, the pod\'s name in Kubernetes]' -r -f -a "(__fish_print_hostnames)"
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand status" -l tls-cert -d 'PEM client certificate, for servers that ask for one (with --tls-key)' -r -F
@@ -190,6 +202,8 @@ complete -c redlock -n "__fish_redlock_using_subcommand status" -l json -d 'Prin
 complete -c redlock -n "__fish_redlock_using_subcommand status" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c redlock -n "__fish_redlock_using_subcommand status" -s V -l version -d 'Print version'
 complete -c redlock -n "__fish_redlock_using_subcommand history" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand history" -l config -d 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand history" -l host -d 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel\'s host name, the pod\'s name in Kubernetes]' -r -f -a "(__fish_print_hostnames)"
 complete -c redlock -n "__fish_redlock_using_subcommand history" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand history" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand history" -l tls-cert -d 'PEM client certificate, for servers that ask for one (with --tls-key)' -r -F
@@ -210,6 +224,8 @@ complete -c redlock -n "__fish_redlock_using_subcommand history" -l json -d 'Pri
 complete -c redlock -n "__fish_redlock_using_subcommand history" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c redlock -n "__fish_redlock_using_subcommand history" -s V -l version -d 'Print version'
 complete -c redlock -n "__fish_redlock_using_subcommand check" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand check" -l config -d 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand check" -l host -d 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel\'s host name, the pod\'s name in Kubernetes]' -r -f -a "(__fish_print_hostnames)"
 complete -c redlock -n "__fish_redlock_using_subcommand check" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand check" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand check" -l tls-cert -d 'PEM client certificate, for servers that ask for one (with --tls-key)' -r -F
@@ -234,6 +250,8 @@ complete -c redlock -n "__fish_redlock_using_subcommand check" -l json -d 'Print
 complete -c redlock -n "__fish_redlock_using_subcommand check" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c redlock -n "__fish_redlock_using_subcommand check" -s V -l version -d 'Print version'
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l config -d 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l host -d 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel\'s host name, the pod\'s name in Kubernetes]' -r -f -a "(__fish_print_hostnames)"
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l tls-cert -d 'PEM client certificate, for servers that ask for one (with --tls-key)' -r -F
@@ -253,6 +271,8 @@ complete -c redlock -n "__fish_redlock_using_subcommand doctor" -l json -d 'Prin
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c redlock -n "__fish_redlock_using_subcommand doctor" -s V -l version -d 'Print version'
 complete -c redlock -n "__fish_redlock_using_subcommand config" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand config" -l config -d 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand config" -l host -d 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel\'s host name, the pod\'s name in Kubernetes]' -r -f -a "(__fish_print_hostnames)"
 complete -c redlock -n "__fish_redlock_using_subcommand config" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand config" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand config" -l tls-cert -d 'PEM client certificate, for servers that ask for one (with --tls-key)' -r -F

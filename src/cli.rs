@@ -41,6 +41,19 @@ pub struct Global {
         hide_env_values = true
     )]
     pub servers: Option<String>,
+    /// Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<std::path::PathBuf>,
+    /// The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel's host name, the pod's name in Kubernetes]
+    #[arg(
+        long,
+        global = true,
+        value_name = "NAME",
+        env = "REDLOCK_HOST",
+        value_hint = ValueHint::Hostname,
+        hide_env_values = true
+    )]
+    pub host: Option<String>,
     /// Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]
     #[arg(long, global = true, value_name = "FILE")]
     pub password_file: Option<std::path::PathBuf>,
@@ -434,7 +447,7 @@ pub struct ReleaseArgs {
         allow_hyphen_values = true
     )]
     pub token: Option<String>,
-    /// Delete the lock whoever holds it (only a value redlock wrote)
+    /// Delete the lock whoever holds it (only a value redlock wrote), and say whose it was
     #[arg(long)]
     pub force: bool,
     /// Like --force, and delete a value that is not a redlock lock too (another client's, with --raw-key)
@@ -540,7 +553,8 @@ anyone else can take it. 'acquire', 'extend', 'release' and 'status' serve \
 scripts and humans; 'doctor' checks the servers.
 
 Global options come from flags, then the environment, then the configuration \
-file ($REDLOCK_CONFIG, ~/.config/redlock/config.toml or /etc/redlock/config.toml); \
+file (--config FILE, $REDLOCK_CONFIG, ~/.config/redlock/config.toml or \
+/etc/redlock/config.toml); \
 'config' shows the result and where each value came from. Durations are 500ms, \
 30s, 1h30m, or a bare number of seconds.";
 
@@ -550,16 +564,18 @@ Examples:
   redlock doctor --ttl 5s --json";
 
 const CONFIG_EXAMPLES: &str = "\
-The configuration file is $REDLOCK_CONFIG, else ~/.config/redlock/config.toml, else \
+The configuration file is --config FILE, else $REDLOCK_CONFIG, else \
+~/.config/redlock/config.toml, else \
 /etc/redlock/config.toml: TOML with one key per global option, named as the flag \
-(servers, quorum, node-timeout, drift-factor, max-ttl, trust-restarts, raw-key, password-file, \
-tls-ca, tls-cert, tls-key, log-format, verbose, quiet), and the fleet's default ttl and wait \
-(for run, acquire, extend and doctor; their --ttl, --wait and -n win). Flags win over the \
+(servers, quorum, node-timeout, drift-factor, max-ttl, trust-restarts, raw-key, host, \
+password-file, tls-ca, tls-cert, tls-key, log-format, verbose, quiet), and the fleet's \
+default ttl and wait (for run, acquire, extend and doctor; their --ttl, --wait and -n win). \
+Flags win over the \
 environment, the environment over the file.
 
 Examples:
   redlock config
-  REDLOCK_CONFIG=/etc/redlock/ci.toml redlock config";
+  redlock --config /etc/redlock/ci.toml config --check";
 
 const RUN_EXAMPLES: &str = "\
 Examples:

@@ -45,6 +45,9 @@ pub struct Config {
     pub tls: Tls,
     /// Where messages go.
     pub log: Log,
+    /// `--host`: this host's name in tokens and history (`None`: the
+    /// kernel's, [`crate::token::hostname`]).
+    pub host: Option<String>,
     /// The subcommand and its settings.
     pub command: Command,
 }
@@ -253,6 +256,8 @@ pub enum Command {
         rows: Vec<[String; 3]>,
         /// Every problem a command would find ([`Error::Usage`] messages).
         problems: Vec<String>,
+        /// What is allowed but unwise (a password in a private file).
+        warnings: Vec<String>,
         /// `--check`: the problems alone, no table.
         check: bool,
     },
@@ -294,7 +299,9 @@ impl Config {
             if let cli::Command::Config(cli::Lazy(a)) = parsed.cli.command {
                 let rows = shown(&g, checked.quorum, checked.node_timeout, env_password);
                 let check = a.check;
-                return Ok(Config::shown(log, Command::ShowConfig { rows, problems, check }));
+                let warnings = checked.warnings;
+                let shown = Command::ShowConfig { rows, problems, warnings, check };
+                return Ok(Config::shown(log, shown));
             }
             if !problems.is_empty() {
                 return Err(Error::Problems(problems));
@@ -308,6 +315,7 @@ impl Config {
         let tls = tls(&g)?;
         let quorum = quorum(&g, servers.len())?;
         let drift_factor = drift_factor(&g)?;
+        let host = host(&g)?;
         let job = parsed.ci_job.as_deref().and_then(ci_job);
         let (command, ttl) = command(parsed.cli.command, &g, job, parsed.ping)?;
         let max_ttl = max_ttl(&g)?;
@@ -395,6 +403,7 @@ impl Config {
             key_layout,
             tls,
             log,
+            host,
             command,
         })
     }
@@ -410,6 +419,7 @@ impl Config {
             key_layout: crate::lock::KeyLayout::Native,
             tls: Tls::default(),
             log,
+            host: None,
             command,
         }
     }
@@ -493,6 +503,14 @@ fn shown(
         row("raw-key", g.raw_key.value.to_string(), &g.raw_key.origin, ""),
         row("max-ttl", g.max_ttl.value.clone(), &g.max_ttl.origin, ""),
         row("trust-restarts", g.trust_restarts.value.to_string(), &g.trust_restarts.origin, ""),
+        match &g.host.value {
+            Some(host) => {
+                row("host", crate::text::printable(host).into_owned(), &g.host.origin, "")
+            }
+            None => {
+                row("host", crate::token::hostname(), &Origin::Default, "the kernel's host name")
+            }
+        },
         match &g.ttl.value {
             Some(ttl) => row("ttl", ttl.clone(), &g.ttl.origin, ""),
             None => row("ttl", "30s".into(), &Origin::Default, "run, acquire, extend, doctor"),
@@ -506,8 +524,9 @@ fn shown(
 
 /// The one line for a command that needs servers when none are named.
 pub const NO_SERVERS: &str = "no servers configured: name them with --servers URL[,URL...], \
-     REDLOCK_SERVERS, or `servers = [...]` in $REDLOCK_CONFIG, ~/.config/redlock/config.toml or \
-     /etc/redlock/config.toml (there is no default: a local Redis is no lock across machines)";
+     REDLOCK_SERVERS, or `servers = [...]` in --config FILE, $REDLOCK_CONFIG, \
+     ~/.config/redlock/config.toml or /etc/redlock/config.toml (there is no default: a local \
+     Redis is no lock across machines)";
 
 fn usage<T>(message: String) -> Result<T, Error> {
     Err(Error::Usage(message))
@@ -526,7 +545,10 @@ fn password(g: &config_file::Globals, env_password: Option<&str>) -> Result<Opti
 fn servers(g: &config_file::Globals, password: Option<&str>) -> Result<Vec<ServerUrl>, Error> {
     let named = !(g.servers.value.is_empty() && g.servers.origin == Origin::Default);
     match parse_servers(&g.servers.label("--servers"), &g.servers.value) {
-        Ok(servers) => servers,
+        Ok(servers) => {
+            listed_once(&g.servers.label("--servers"), &g.servers.value)?;
+            servers
+        }
         // There is no default server: a Redis on this host is never a
         // lock across machines, and a host whose configuration was not
         // deployed yet would lock on its own Redis (every such host
@@ -542,6 +564,17 @@ fn servers(g: &config_file::Globals, password: Option<&str>) -> Result<Vec<Serve
         None => Ok(url),
     })
     .collect()
+}
+
+/// `--host`: a key's rule ([`nonempty`]) and a token's host field's
+/// ([`crate::token::check_host`]), or `None` for the kernel's name.
+fn host(g: &config_file::Globals) -> Result<Option<String>, Error> {
+    let Some(raw) = &g.host.value else { return Ok(None) };
+    let label = g.host.label("--host");
+    let name = nonempty(&label, raw.clone())?;
+    crate::token::check_host(&name)
+        .map_err(|m| Error::Usage(format!("{label} {:?}: {m}", crate::text::printable(&name))))?;
+    Ok(Some(name))
 }
 
 /// The TLS material named by `--tls-ca`, `--tls-cert` and `--tls-key`.
@@ -648,6 +681,7 @@ fn node_timeout(g: &config_file::Globals, ttl: Duration) -> Result<Duration, Err
 /// far as they could be worked out (their defaults where they could not).
 struct Checked {
     problems: Vec<Error>,
+    warnings: Vec<String>,
     quorum: usize,
     node_timeout: Duration,
 }
@@ -664,6 +698,8 @@ fn check(g: &config_file::Globals, env_password: Option<&str>, flag_ttl: Option<
     ok.take(tls(g));
     let quorum = ok.take(quorum(g, servers.len()));
     let drift_factor = ok.take(drift_factor(g));
+    ok.take(host(g));
+    let warnings = exposed(g, ok.0);
     let max_ttl = ok.take(max_ttl(g));
     // The file's `ttl` is every holding command's TTL where no flag gives one.
     let ttl = match (flag_ttl, &g.ttl.value) {
@@ -696,10 +732,55 @@ fn check(g: &config_file::Globals, env_password: Option<&str>, flag_ttl: Option<
         ));
     }
     Checked {
+        warnings,
         quorum: quorum.unwrap_or(servers.len() / 2 + 1),
         node_timeout: node_timeout.unwrap_or(MAX_DEFAULT_NODE_TIMEOUT),
         problems,
     }
+}
+
+/// What the docs say never to do with a password, found by the gate
+/// alone (a command still runs with it): a password in a URL of the file
+/// is a problem when others can read the file and a warning (returned)
+/// when it is private; a `password-file` others can read is a problem.
+/// "Others" is the mode's o+r: the owner and the group are the file's
+/// intended readers. Never the password itself, only where it is.
+fn exposed(g: &config_file::Globals, problems: &mut Vec<Error>) -> Vec<String> {
+    let mut warnings = Vec::new();
+    if let (Some(file), Origin::File(..)) = (&g.file, &g.servers.origin)
+        && crate::server::redact(&g.servers.value) != g.servers.value
+    {
+        let what = format!("{}: a password in a URL", g.servers.label("--servers"));
+        match others_read(file) {
+            Some(mode) => problems.push(Error::Usage(format!(
+                "{what} of a file others can read (mode {mode:03o}): move it to a password-file \
+                 of mode 0600, or chmod o-r {}",
+                file.display()
+            ))),
+            None => warnings.push(format!(
+                "{what} of a private file (a warning): a password-file of mode 0600 keeps it \
+                 out of a file that is copied, diffed and shown"
+            )),
+        }
+    }
+    if let Some(path) = &g.password_file.value
+        && let Some(mode) = others_read(path)
+    {
+        problems.push(Error::Usage(format!(
+            "{} {}: others can read it (mode {mode:03o}): chmod 600 {}",
+            g.password_file.label("--password-file"),
+            path.display(),
+            path.display()
+        )));
+    }
+    warnings
+}
+
+/// The permission bits of `path` when others (o+r) may read it.
+fn others_read(path: &std::path::Path) -> Option<u32> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(path).ok()?.permissions().mode() & 0o7777;
+    (mode & 0o004 != 0).then_some(mode)
 }
 
 /// Results whose errors are kept, not returned.
@@ -792,8 +873,12 @@ fn command(
         }
         // Checked and shown before any subcommand (`Config::from_parsed`).
         cli::Command::Config(_) => {
-            let shown =
-                Command::ShowConfig { rows: Vec::new(), problems: Vec::new(), check: false };
+            let shown = Command::ShowConfig {
+                rows: Vec::new(),
+                problems: Vec::new(),
+                warnings: Vec::new(),
+                check: false,
+            };
             (shown, DEFAULT_TTL)
         }
     })
@@ -1174,6 +1259,23 @@ fn parse_servers(label: &str, raw: &str) -> Result<Vec<ServerUrl>, Error> {
         .collect()
 }
 
+/// Each URL of the list once, as written: a server listed twice counts its
+/// vote twice (the lock refuses such a fleet when it meets its own token
+/// twice; this finds the verbatim case before any server is asked, for
+/// every command). Two spellings of one server are found only by asking.
+fn listed_once(label: &str, raw: &str) -> Result<(), Error> {
+    let entries: Vec<&str> = split_servers(raw).into_iter().map(str::trim).collect();
+    for (i, entry) in entries.iter().enumerate() {
+        if entries[..i].contains(entry) {
+            return usage(format!(
+                "{label}: {} is listed twice: list each server once (one server would vote twice)",
+                crate::server::redact(entry)
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn on_lost(raw: &str) -> Result<OnLost, Error> {
     match raw.trim().to_ascii_lowercase().as_str() {
         "ignore" => Ok(OnLost::Ignore),
@@ -1228,7 +1330,7 @@ mod tests {
     #[test]
     fn config_and_doctor_find_every_problem_a_command_would() {
         let text = "ttl = \"5m\"\nwait = \"15mn\"\nquorum = 2\nnode-timeout = \"10m\"\n";
-        let Command::ShowConfig { rows, problems, check } =
+        let Command::ShowConfig { rows, problems, check, .. } =
             file_config(&["config", "--check"], text).unwrap().command
         else {
             panic!("not config")

@@ -1,6 +1,6 @@
 //! The configuration file and the layering of the global options: a flag
 //! wins over the environment, the environment over the file, the file over
-//! the default. The file is `$REDLOCK_CONFIG`, else
+//! the default. The file is `--config FILE`, else `$REDLOCK_CONFIG`, else
 //! `$XDG_CONFIG_HOME/redlock/config.toml` (`~/.config/redlock/config.toml`),
 //! else `/etc/redlock/config.toml`; TOML, one key per global option with a
 //! flag, spelled as the flag without its dashes, and the fleet's default
@@ -119,6 +119,8 @@ pub struct Globals {
     /// The file's `wait`, unparsed: the default of `--wait` (`None`: wait
     /// until acquired, or `--wait`/`-n` given).
     pub wait: Setting<Option<String>>,
+    /// `--host`, unchecked (`None`: the kernel's host name).
+    pub host: Setting<Option<String>>,
     /// The file's `tz`: the default of `--tz` (`None`: the environment's,
     /// or `--tz` given).
     pub tz: Setting<Option<String>>,
@@ -141,6 +143,7 @@ pub const KEYS: &[&str] = &[
     "log-format",
     "max-ttl",
     "trust-restarts",
+    "host",
     "ttl",
     "wait",
     "tz",
@@ -252,9 +255,15 @@ fn key_on_line(text: &str, line: usize) -> Option<String> {
     Some(key.trim().to_owned()).filter(|k| !k.is_empty())
 }
 
-/// Finds and parses the configuration file: `$REDLOCK_CONFIG` (which must
-/// exist), else the user's, else the system's; `None` when neither exists.
-pub fn load() -> Result<Option<File>, Error> {
+/// Finds and parses the configuration file: `--config` (`flag`), else
+/// `$REDLOCK_CONFIG`, either of which must exist; else the user's, else the
+/// system's; `None` when neither exists. The flag is above the variable as
+/// every flag is above its variable: a crontab's `REDLOCK_CONFIG` does not
+/// override a `--config` typed on one job's line.
+pub fn load(flag: Option<&Path>) -> Result<Option<File>, Error> {
+    if let Some(path) = flag {
+        return read(path, "--config ").map(Some);
+    }
     let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
     if let Some(path) = var("REDLOCK_CONFIG") {
         return read(&path, "REDLOCK_CONFIG=").map(Some);
@@ -334,6 +343,7 @@ pub fn layer_all(parsed: &Parsed, file: Option<&File>) -> (Globals, Vec<Error>) 
         raw_key: l.pick(given("raw_key"), "raw-key", g.raw_key, Ok),
         max_ttl: l.pick(given("max_ttl"), "max-ttl", g.max_ttl.clone(), text),
         trust_restarts: l.pick(given("trust_restarts"), "trust-restarts", g.trust_restarts, Ok),
+        host: l.pick(given("host"), "host", g.host.clone(), |h: String| Ok(Some(h))),
         ttl: l.pick(given("ttl"), "ttl", None, |n| Ok(Some(Number::text(&n)))),
         wait: l.pick(
             // `-n` is a wait given on the command line too.

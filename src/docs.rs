@@ -63,8 +63,12 @@ const ENVIRONMENT: &[(&str, &str)] = &[
         "As \\-\\-tls\\-ca, \\-\\-tls\\-cert and \\-\\-tls\\-key: PEM files for rediss:// servers.",
     ),
     (
+        "REDLOCK_HOST",
+        "As \\-\\-host: the name of this host in tokens, status and history, instead of the kernel's host name.",
+    ),
+    (
         "REDLOCK_CONFIG",
-        "The configuration file to read instead of the ones under FILES; it must exist.",
+        "The configuration file to read instead of the ones under FILES, when \\-\\-config is not given; it must exist.",
     ),
     ("XDG_CONFIG_HOME, HOME", "Where the user's configuration file is looked for (see FILES)."),
     (
@@ -93,11 +97,11 @@ const ENVIRONMENT: &[(&str, &str)] = &[
 const FILES: &[(&str, &str)] = &[
     (
         "$XDG_CONFIG_HOME/redlock/config.toml (default ~/.config/redlock/config.toml)",
-        "The user's configuration file, read when REDLOCK_CONFIG is not set.",
+        "The user's configuration file, read when neither \\-\\-config nor REDLOCK_CONFIG names one.",
     ),
     (
         "/etc/redlock/config.toml",
-        "The system's configuration file, read when neither of the above exists. TOML, one key per global option named as its flag without dashes: servers (a string or an array), quorum, node\\-timeout, drift\\-factor, max\\-ttl, trust\\-restarts, raw\\-key, password\\-file, tls\\-ca, tls\\-cert, tls\\-key, log\\-format, verbose, quiet; and a default ttl and wait for the fleet, for run, acquire, extend and doctor (their \\-\\-ttl, \\-\\-wait and \\-n win). Flags win over the environment, the environment over the file. An unknown key (with the key meant, when one is near) or a bad value is a usage error (64) naming the file, line and key; \\fBredlock config\\fR shows each setting and its source. The package installs an example as /usr/share/doc/redlock/config.toml.example.",
+        "The system's configuration file, read when neither of the above exists. TOML, one key per global option named as its flag without dashes: servers (a string or an array), quorum, node\\-timeout, drift\\-factor, max\\-ttl, trust\\-restarts, raw\\-key, host, password\\-file, tls\\-ca, tls\\-cert, tls\\-key, log\\-format, verbose, quiet; and a default ttl and wait for the fleet, for run, acquire, extend and doctor (their \\-\\-ttl, \\-\\-wait and \\-n win). Flags win over the environment, the environment over the file. An unknown key (with the key meant, when one is near) or a bad value is a usage error (64) naming the file, line and key; \\fBredlock config\\fR shows each setting and its source. The package installs an example as /usr/share/doc/redlock/config.toml.example.",
     ),
 ];
 

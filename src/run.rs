@@ -31,10 +31,14 @@ where
     // Until the configuration is known, messages follow the flags alone.
     let mut log =
         Log::new(parsed.cli.global.verbose, parsed.cli.global.quiet, parsed.cli.global.log_format);
-    let result = crate::config_file::load()
+    let result = crate::config_file::load(parsed.cli.global.config.as_deref())
         .and_then(|file| Config::from_parsed(parsed, file.as_ref()))
         .and_then(|config| {
             log = config.log;
+            // Before any token is made: this process's only host name.
+            if let Some(host) = config.host.clone() {
+                crate::token::set_hostname(host);
+            }
             execute(config)
         });
     match result {

@@ -327,11 +327,16 @@ fn parse_place(raw: &str) -> Result<(u32, u32), ()> {
     Ok((slot, limit))
 }
 
-/// This machine's host name as tokens carry it: reduced to characters that
-/// are safe in a token, read once per process (every token and history
-/// entry of a run names it).
+/// The host name of this process's tokens, history entries and status
+/// lines: [`set_hostname`]'s, else the kernel's.
+static HOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// This machine's host name as tokens carry it: `--host` when it was given
+/// ([`set_hostname`]), else the kernel's (`/proc/sys/kernel/hostname`: in
+/// Kubernetes the pod's name, on some images `localhost`) reduced to
+/// characters that are safe in a token; fixed once per process (every
+/// token and history entry of a run names it).
 pub fn hostname() -> String {
-    static HOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     HOST.get_or_init(|| {
         let raw = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
         let host = sanitize_host(raw.trim());
@@ -340,10 +345,33 @@ pub fn hostname() -> String {
     .clone()
 }
 
+/// Makes `name` this process's host name ([`hostname`]) in place of the
+/// kernel's: once, before any token is made. `name` must pass
+/// [`check_host`]. False when the host name was fixed already.
+pub fn set_hostname(name: String) -> bool {
+    HOST.set(name).is_ok()
+}
+
+/// The longest host name a token carries, in bytes.
+pub const MAX_HOST: usize = 64;
+
+/// Whether `name` can be a token's host as given: 1 to [`MAX_HOST`] ASCII
+/// letters, digits, `-`, `.` and `_`; anything else (a space, `~`, a
+/// control character) would be the token's next field or no token. The
+/// message says what is wrong.
+pub fn check_host(name: &str) -> Result<(), String> {
+    if name.is_empty() || name.len() > MAX_HOST || sanitize_host(name) != name {
+        return Err(format!(
+            "must be 1 to {MAX_HOST} letters, digits, `-`, `.` and `_` (a token's host field)"
+        ));
+    }
+    Ok(())
+}
+
 fn sanitize_host(raw: &str) -> String {
     raw.chars()
         .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'))
-        .take(64)
+        .take(MAX_HOST)
         .collect()
 }
 
@@ -359,6 +387,18 @@ mod tests {
         assert_eq!(a.to_string().parse::<Token>(), Ok(a.clone()));
         assert_eq!(a.pid, std::process::id());
         assert!(a.to_string().starts_with(&format!("{:032x}.", a.random)));
+    }
+
+    #[test]
+    fn a_host_given_is_one_a_token_reads_back() {
+        for good in ["web-1", "ci_runner.7", &"h".repeat(MAX_HOST)] {
+            assert_eq!(check_host(good), Ok(()), "{good}");
+            let t = Token { host: good.to_owned(), ..Token::new() };
+            assert_eq!(t.to_string().parse::<Token>().map(|t| t.host), Ok(good.to_owned()));
+        }
+        for bad in ["", "web 1", "a~note=x", "a\u{1b}b", "h\u{e9}", &"h".repeat(MAX_HOST + 1)] {
+            assert!(check_host(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

@@ -95,7 +95,10 @@ pub async fn execute(config: Config) -> Result<u8, Error> {
         Command::Doctor { ttl, json, config_file } => {
             doctor::doctor(&fleet, ttl, config.drift_factor, config_file.as_deref(), json).await
         }
-        Command::ShowConfig { rows, problems, check } => {
+        Command::ShowConfig { rows, problems, warnings, check } => {
+            for warning in &warnings {
+                log.event(Level::Warn, "config_warning", warning, json!({}));
+            }
             Ok(show_config(&rows, problems, check, &log))
         }
     };

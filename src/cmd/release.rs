@@ -34,9 +34,10 @@ pub async fn release(
 
 /// `release --force`: the shared holders and every place deleted at once
 /// (a server that does not answer costs one node timeout, not one per
-/// round; two with `--force-any-value`), then one line saying on how many servers, how many answered,
-/// and whose lock it was. A server that did not answer may keep the lock
-/// until it expires there: then the line is a warning, shown without `-v`.
+/// round; two with `--force-any-value`), then one line saying on how many
+/// servers, how many answered, and whose lock it was, shown without `-v`
+/// when it names a holder. A server that did not answer may keep the lock
+/// until it expires there: then the line is a warning.
 async fn forced(
     fleet: &Fleet,
     key: &str,
@@ -109,7 +110,14 @@ async fn forced(
         let whose = if per_place.len() > 1 { "place 1" } else { "it" };
         message += &format!("; {whose} was held by {}", named.join(" and by "));
     }
-    let level = if shared.answered < total { Level::Warn } else { Level::Info };
+    // Deleting a holder's lock is a destructive act on another's work:
+    // whose it was (host, pid, age, note) is shown without `-v` (Notice),
+    // so that the CI log or the terminal keeps it; only `-q` hides it.
+    let level = match (shared.answered < total, holders.is_empty()) {
+        (true, _) => Level::Warn,
+        (false, false) => Level::Notice,
+        (false, true) => Level::Info,
+    };
     log.event(
         level,
         "force_released",

@@ -28,6 +28,9 @@ fn the_users_file_gives_the_servers_and_config_shows_where_from() {
         &file,
         &format!("# the fleet\nservers = [\"{}\"]\nnode-timeout = \"500ms\"\n", server.url()),
     );
+    // A password in the file: private, as the docs say (a warning line then).
+    let private = <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o600);
+    std::fs::set_permissions(&file, private).unwrap();
     let key = unique_key("config-file");
     // No REDLOCK_SERVERS: an empty one counts as unset.
     redlock_at_home(None, home.path()).args(["run", "-k", &key, "--", "true"]).run().expect(0);
@@ -223,4 +226,37 @@ fn the_gate_refuses_a_ttl_every_run_refuses() {
     write(&file, "ttl = \"2s\"\n");
     with_file().args(["config", "--check"]).run().expect(0);
     with_file().args(["run", "-k", "k", "--", "true"]).run().expect(0);
+}
+
+/// `--config FILE` names the file on the command line, above
+/// `REDLOCK_CONFIG` (as every flag is above its variable); a missing one
+/// is a usage error naming the flag and the path.
+#[test]
+fn config_flag_names_the_file_above_the_environment() {
+    let fleet = Fleet::start(1);
+    let dir = tempfile::tempdir().unwrap();
+    let flag_file = dir.path().join("flag.toml");
+    let env_file = dir.path().join("env.toml");
+    write(&flag_file, &format!("servers = \"{}\"\nquorum = 1\n", fleet.urls()));
+    write(&env_file, "servers = \"redis://from-env-file:1\"\n");
+    let flag_shown = flag_file.display().to_string();
+    let key = unique_key("config-flag");
+    Redlock::new("")
+        .env("REDLOCK_CONFIG", &env_file.display().to_string())
+        .args(["--config", &flag_shown, "run", "-k", &key, "--", "true"])
+        .run()
+        .expect(0);
+    // After the subcommand too, as every global option.
+    let out = Redlock::new("")
+        .env("REDLOCK_CONFIG", &env_file.display().to_string())
+        .args(["config", "--config", &flag_shown])
+        .run();
+    out.expect(0);
+    let row = |name: &str| out.stdout.lines().find(|l| l.starts_with(name)).unwrap().to_owned();
+    assert!(row("config-file").contains(&flag_shown), "{}", out.stdout);
+    assert!(row("servers").ends_with(&format!("{flag_shown}:1")), "{}", out.stdout);
+    let missing = dir.path().join("absent.toml").display().to_string();
+    let out = Redlock::new("").args(["--config", &missing, "status", "-k", "k"]).run();
+    out.expect(64).stderr_has(&format!("config file --config {missing}: cannot read"));
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
 }

@@ -20,6 +20,7 @@ mod harness;
 mod held_up;
 mod history;
 mod hostile;
+mod hosts;
 mod keys;
 mod limit;
 mod manual;

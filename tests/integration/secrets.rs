@@ -79,6 +79,9 @@ fn no_output_of_any_subcommand_shows_the_password() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("password");
     std::fs::write(&file, format!("{secret}\n")).unwrap();
+    // As the docs say: others cannot read it (the gate refuses a file they can).
+    let private = <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o600);
+    std::fs::set_permissions(&file, private).unwrap();
     let file = file.display().to_string();
     let key = unique_key("secret");
     let mut outputs = Vec::new();
@@ -311,4 +314,68 @@ fn a_ci_job_url_carries_only_scheme_host_and_path() {
             assert_eq!(shown, job, "{env:?}");
         }
     }
+}
+
+/// The gate (`config --check`, and `doctor` before it asks a server)
+/// refuses what the docs say never to do, each a line naming the file and
+/// line, never the password: a password in a URL in a file others can
+/// read (a warning line when the file is private), a `password-file`
+/// others can read, and one URL listed twice (which every command then
+/// refuses with 64, `status` too).
+#[test]
+fn the_gate_refuses_exposed_passwords_and_a_server_listed_twice() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("redlock.toml");
+    let shown = file.display().to_string();
+    let secret = "gate-secret-5150";
+    let chmod = |path: &std::path::Path, mode: u32| {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    };
+    let gate = |args: &[&str]| {
+        Redlock::new("").env("REDLOCK_CONFIG", &shown).args(args.iter().copied()).run()
+    };
+    // A password in a URL of a file others can read: a problem.
+    std::fs::write(&file, format!("quorum = 1\nservers = \"redis://:{secret}@127.0.0.1:1\"\n"))
+        .unwrap();
+    chmod(&file, 0o644);
+    for args in [&["config", "--check"][..], &["--log-format", "json", "config", "--check"]] {
+        let out = gate(args);
+        out.expect(64).stderr_has(&format!("{shown}:2: servers: a password in a URL"));
+        assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+        assert_no_secret(std::slice::from_ref(&out), secret);
+    }
+    let out = gate(&["doctor"]);
+    out.expect(64).stderr_has(&format!("{shown}:2: servers: a password in a URL"));
+    assert_no_secret(std::slice::from_ref(&out), secret);
+    // The same file private: a warning line, exit 0.
+    chmod(&file, 0o600);
+    let out = gate(&["config", "--check"]);
+    out.expect(0).stderr_has(&format!("{shown}:2: servers: a password in a URL of a private file"));
+    assert_no_secret(std::slice::from_ref(&out), secret);
+
+    // A password file others can read.
+    let password = dir.path().join("password");
+    std::fs::write(&password, format!("{secret}\n")).unwrap();
+    chmod(&password, 0o644);
+    std::fs::write(
+        &file,
+        format!("servers = \"redis://127.0.0.1:1\"\npassword-file = \"{}\"\n", password.display()),
+    )
+    .unwrap();
+    let out = gate(&["config", "--check"]);
+    out.expect(64).stderr_has(&format!(
+        "{shown}:2: password-file {}: others can read it",
+        password.display()
+    ));
+    assert_no_secret(std::slice::from_ref(&out), secret);
+    chmod(&password, 0o600);
+    gate(&["config", "--check"]).expect(0);
+
+    // One URL listed twice, verbatim: the gate and every command refuse it.
+    std::fs::write(&file, "servers = [\"redis://127.0.0.1:1\",\n  \"redis://127.0.0.1:1\"]\n")
+        .unwrap();
+    let out = gate(&["config", "--check"]);
+    out.expect(64).stderr_has(&format!("{shown}:1: servers: redis://127.0.0.1:1 is listed twice"));
+    gate(&["status", "-k", "k"]).expect(64).stderr_has("listed twice");
 }

@@ -24,6 +24,10 @@ pub struct Assessment {
     /// Members that can never vote as configured: a Sentinel group whose
     /// Sentinels do not agree, or without a replica; seeds of two clusters.
     pub errors: Vec<String>,
+    /// Whether an error is the server list's own mistake (a server listed
+    /// twice under two spellings): a usage error (64), as the lock's round
+    /// says it; the other errors are the servers' state (69).
+    pub misconfigured: bool,
     /// Problems that can break mutual exclusion or availability.
     pub warnings: Vec<String>,
     /// Advice that needs no change when followed.
@@ -39,7 +43,8 @@ pub struct Assessment {
 pub enum Verdict {
     /// Fewer than a quorum of servers answered (exit 69).
     Unavailable,
-    /// A member can never vote as configured (exit 69).
+    /// A member can never vote as configured (exit 69; 64 when the list
+    /// is the mistake, [`Assessment::misconfigured`]).
     Errors,
     /// The servers work, with warnings (exit 1).
     Warnings,
@@ -313,6 +318,7 @@ fn assess_voter(earlier: &[Probe], p: &Probe, a: &mut Assessment) {
              are not independent, and renewals would count it twice)",
             first.server, p.server, p.run_id
         ));
+        a.misconfigured = true;
     }
     if p.role != "master" {
         a.warnings.push(format!(
@@ -518,8 +524,8 @@ pub fn assess_setup(members: &[&str], quorum: usize, config_file: bool, a: &mut 
     }
     if !config_file {
         a.notes.push(format!(
-            "no configuration file ($REDLOCK_CONFIG, ~/.config/redlock/config.toml or {}): \
-             every host must be given the same servers, quorum and max-ttl by hand; one file \
+            "no configuration file (--config, $REDLOCK_CONFIG, ~/.config/redlock/config.toml \
+             or {}): every host must be given the same servers, quorum and max-ttl by hand; one file \
              deployed to every host keeps them alike (`redlock config` shows where each \
              value comes from)",
             crate::config_file::SYSTEM_FILE

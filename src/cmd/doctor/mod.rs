@@ -13,9 +13,12 @@
 //!   assumptions) and notes (advice), and the verdict.
 //! - [`render`]: the report, as a table and lines, or as JSON.
 //!
-//! Exit 0 fit, 1 warnings, 69 when fewer than a quorum of servers answer
-//! or there is an error. A cluster's row in the table is the master of
-//! the probe key's slot, where the status round went.
+//! Exit 0 fit, 1 warnings, 64 for an error of the configuration (found
+//! by the gate before any server is asked, or one server listed twice), 69
+//! when fewer than a quorum of servers answer or a member cannot vote as
+//! the servers are (a Sentinel group without a replica). A cluster's
+//! row in the table is the master of the probe key's slot, where the
+//! status round went.
 //!
 //! Which command path redlock takes with each server ([`probe::Path`]:
 //! scripts, or WATCH/MULTI/EXEC on a server that refuses them) is not
@@ -157,13 +160,14 @@ pub async fn doctor(
         Verdict::Warnings => Ok(exit::FREE_OR_WARNINGS),
         // No lock can be taken as the servers are (a member that can
         // never vote, or too few that can vote now): as unavailable as
-        // servers that answer with errors, though they all answered.
+        // servers that answer with errors, though they all answered; but
+        // a server listed twice is the list's mistake, 64 as `run` says.
         Verdict::Errors => {
             let mut what = format!("doctor: {}", assessment.errors.join("; "));
             if !failures.is_empty() {
                 what = format!("{what}: {}", Failures(failures));
             }
-            Err(Error::Unfit(what))
+            Err(if assessment.misconfigured { Error::Usage(what) } else { Error::Unfit(what) })
         }
         Verdict::Unavailable => Err(Error::Unavailable {
             what: format!("doctor: {} of {total} servers answered, quorum {quorum}", probes.len()),
