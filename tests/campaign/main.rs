@@ -524,38 +524,19 @@ fn negative_control_disjoint_server_lists_make_two_holders() {
 /// has released the key, and the checker must say so.
 #[test]
 fn negative_control_cron_without_once_per_runs_a_tick_twice() {
-    if !picked(Family::Tick) {
-        return;
-    }
-    let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    let setup = Setup {
-        family: Family::Tick,
-        seed: seed(),
-        servers: 3,
-        active: Duration::from_secs(5),
-        clients: 2,
-        disjoint: false,
-        trust_restarts: false,
-        plain_cron: true,
-        loud_cron: false,
-        stale_past_record: false,
-        n_waits: false,
-    };
-    let out = campaign(&setup);
-    let twice = out.summary.violations.iter().filter(|v| v.kind == "tick-twice").count();
-    eprintln!(
-        "negative control, seed {}: {twice} ticks run twice or more ({})",
-        setup.seed,
-        out.dir.display()
-    );
-    assert!(twice > 0, "the old cron recipe, and no tick ran twice (seed {})", setup.seed);
-    discard(&out.dir);
+    cron_negative_control((true, false), "tick-twice");
 }
 
 /// The cron fleet's hosts pass `-v`, recorded as hosts that must skip
 /// without a word: the `loud-skip` invariant sees what they say.
 #[test]
 fn negative_control_cron_hosts_that_speak_when_they_skip() {
+    cron_negative_control((false, true), "loud-skip");
+}
+
+/// The tick family's cron fleet as `(plain_cron, loud_cron)` say, which
+/// must break the invariant `kind` at least once.
+fn cron_negative_control((plain_cron, loud_cron): (bool, bool), kind: &str) {
     if !picked(Family::Tick) {
         return;
     }
@@ -568,15 +549,15 @@ fn negative_control_cron_hosts_that_speak_when_they_skip() {
         clients: 2,
         disjoint: false,
         trust_restarts: false,
-        plain_cron: false,
-        loud_cron: true,
+        plain_cron,
+        loud_cron,
         stale_past_record: false,
         n_waits: false,
     };
     let out = campaign(&setup);
-    let loud = out.summary.violations.iter().filter(|v| v.kind == "loud-skip").count();
-    eprintln!("negative control, seed {}: {loud} loud skips ({})", setup.seed, out.dir.display());
-    assert!(loud > 0, "hosts with -v, and no skip said a word (seed {})", setup.seed);
+    let found = out.summary.violations.iter().filter(|v| v.kind == kind).count();
+    eprintln!("negative control, seed {}: {found} {kind} ({})", setup.seed, out.dir.display());
+    assert!(found > 0, "the control broke no {kind} (seed {})", setup.seed);
     discard(&out.dir);
 }
 

@@ -4,10 +4,11 @@
 //! grant records it relies on.
 
 use std::io::{BufRead, BufReader, Read};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use crate::harness::redis::{Build, NO_SCRIPTS};
 use crate::harness::{Fleet, RedisServer, Redlock, lock_key, send_signal, unique_key};
+use crate::tick::next_tick;
 
 /// Three servers with scripting, and three without it
 /// (src/lock/noscript.rs): whether each has it.
@@ -16,16 +17,6 @@ fn fleets() -> [(Fleet, bool); 2] {
         (Fleet::start(3), true),
         (Fleet::start_build_with(Build::default_build(), 3, NO_SCRIPTS), false),
     ]
-}
-
-/// The start of the next tick of `every` plus `offset`, slept until.
-fn next_tick(every: Duration, offset: Duration) -> SystemTime {
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
-    let every_ms = every.as_millis();
-    let start = (now.as_millis() / every_ms + 1) * every_ms;
-    let at = UNIX_EPOCH + Duration::from_millis(u64::try_from(start).unwrap()) + offset;
-    std::thread::sleep(at.duration_since(SystemTime::now()).unwrap_or_default());
-    at
 }
 
 /// Keeps `server` busy in a Lua loop for `busy`, from another connection

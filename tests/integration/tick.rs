@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use crate::harness::{Fleet, Redlock, Running, unique_key};
 
 /// Sleeps until `offset` past the start of the next tick of `every`.
-fn next_tick(every: Duration, offset: Duration) -> SystemTime {
+pub fn next_tick(every: Duration, offset: Duration) -> SystemTime {
     let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
     let every_ms = every.as_millis();
     let start = (now.as_millis() / every_ms + 1) * every_ms;
