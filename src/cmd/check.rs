@@ -117,6 +117,9 @@ struct Assessment {
     missed: Vec<Missed>,
     /// Where the window begins (ms since the epoch), when it has ticks.
     window_from: Option<u64>,
+    /// The zone the key's schedule is read in, where its entries name one:
+    /// ticks are shown at its offset, as `REDLOCK_TICK` shows them.
+    zone: Option<crate::schedule::Zone>,
     /// What is wrong.
     problems: Vec<Problem>,
 }
@@ -160,7 +163,7 @@ pub async fn check(fleet: &Fleet, key: &str, limits: &Limits, json: bool) -> u8 
             .iter()
             .map(|m| {
                 json!({
-                    "tick": tick_at(m.start_ms),
+                    "tick": tick_at(m.start_ms, a.zone.as_ref()),
                     "reason": m.reason,
                     "why": m.reason.describe(),
                 })
@@ -183,7 +186,7 @@ pub async fn check(fleet: &Fleet, key: &str, limits: &Limits, json: bool) -> u8 
             "window_from": a.window_from.map(time),
             "missed_count": a.missed.len(),
             "missed": missed,
-            "missed_ticks": a.missed.iter().take(MISSED_SHOWN).map(|m| tick_at(m.start_ms)).collect::<Vec<_>>(),
+            "missed_ticks": a.missed.iter().take(MISSED_SHOWN).map(|m| tick_at(m.start_ms, a.zone.as_ref())).collect::<Vec<_>>(),
         }))
     } else {
         let label = match status {
@@ -213,6 +216,7 @@ fn assess(
         headline,
         missed: Vec::new(),
         window_from: None,
+        zone: None,
         problems: Vec::new(),
     };
     if !found.known() {
@@ -274,7 +278,10 @@ fn assess(
     if let Some(held) = held.filter(|&h| limits.max_runtime.is_some_and(|limit| h > limit)) {
         problems.push(Problem::Hung(held));
     }
-    Assessment { known: true, headline, missed, window_from, problems }
+    let zone = schedule
+        .and_then(|s| crate::schedule::Schedule::from_identity(s).ok())
+        .map(|s| s.zone().clone());
+    Assessment { known: true, headline, missed, window_from, zone, problems }
 }
 
 /// The missed ticks of length `len` and where their window begins: from
@@ -355,10 +362,13 @@ fn message(a: &Assessment, limits: &Limits) -> String {
             .missed
             .iter()
             .take(MISSED_SHOWN)
-            .map(|m| format!("{} ({})", tick_at(m.start_ms), m.reason.describe()))
+            .map(|m| format!("{} ({})", tick_at(m.start_ms, a.zone.as_ref()), m.reason.describe()))
             .collect();
         let more = if a.missed.len() > MISSED_SHOWN { ", ..." } else { "" };
-        let since = a.window_from.map(|f| format!(" since {}", tick_at(f))).unwrap_or_default();
+        let since = a
+            .window_from
+            .map(|f| format!(" since {}", tick_at(f, a.zone.as_ref())))
+            .unwrap_or_default();
         text += &format!(
             "; {} earlier ticks did not run{since}: {}{more}",
             a.missed.len(),
@@ -375,9 +385,14 @@ fn message(a: &Assessment, limits: &Limits) -> String {
 /// How many missed ticks `check` names at most (the newest).
 const MISSED_SHOWN: usize = 10;
 
-/// The tick that starts at `ms`, for people.
-fn tick_at(ms: u64) -> String {
-    Tick { start_ms: ms, end_ms: ms, offset_s: 0 }.describe()
+/// The tick that starts at `ms`, for people: at its offset in `zone`,
+/// the key's schedule's (UTC for entries that name none).
+fn tick_at(ms: u64, zone: Option<&crate::schedule::Zone>) -> String {
+    let at = i64::try_from(ms).ok().and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok());
+    match (at, zone) {
+        (Some(at), Some(zone)) => crate::schedule::format_instant(at, zone),
+        _ => Tick { start_ms: ms, end_ms: ms, offset_s: 0 }.describe(),
+    }
 }
 
 /// A time for people and JSON: RFC 3339, seconds.
@@ -473,6 +488,38 @@ mod tests {
             assess("k", &h, None, &stale, now).problems,
             [Problem::Stale(Duration::from_millis(2 * 60_000 + 900))]
         );
+    }
+
+    /// A key with a schedule names its missed ticks in the schedule's zone,
+    /// as `REDLOCK_TICK` and `history` do: the 2nd of June's 00:30 in
+    /// London is `+01:00`, not the UTC instant at `+00:00`.
+    #[test]
+    fn missed_ticks_are_named_at_their_zones_offset() {
+        let zone = crate::schedule::Zone::named("Europe/London", "test").unwrap();
+        let schedule = crate::schedule::Schedule::cron("30 0 * * *", zone).unwrap();
+        let at = |s: &str| s.parse::<jiff::Timestamp>().unwrap();
+        let ran = |day: &str| {
+            let tick = schedule.tick_at(at(day)).unwrap();
+            Entry {
+                start_ms: tick.start_ms() + 100,
+                tick_start_ms: Some(tick.start_ms()),
+                tick_ms: Some(tick.end_ms() - tick.start_ms()),
+                tick_offset_s: Some(tick.offset_s),
+                schedule: Some(schedule.identity()),
+                ..entry(0, 0)
+            }
+        };
+        let h = found(vec![ran("2027-06-03T00:00:00Z"), ran("2027-06-01T00:00:00Z")]);
+        let now = std::time::UNIX_EPOCH
+            + Duration::from_secs(at("2027-06-03T12:00:00Z").as_second() as u64);
+        let limits = Limits { max_age: Duration::from_secs(86_400), ..Limits::default() };
+        let a = assess("k", &h, None, &limits, now);
+        let text = message(&a, &limits);
+        assert!(
+            text.contains("1 earlier ticks did not run since 2027-06-01T00:30:00+01:00"),
+            "{text}"
+        );
+        assert!(text.contains(": 2027-06-02T00:30:00+01:00 ("), "{text}");
     }
 
     #[test]
