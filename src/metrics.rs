@@ -40,12 +40,14 @@
 //! allowed.
 //!
 //! Server health comes from the last acquire attempt of the invocation
-//! ([`observe`]): how many servers answered it and how many failed, of how
-//! many. A server the attempt did not wait for (the verdict was settled
-//! without it) is neither: on a healthy fleet of 3, 2 answered, 0 failed
-//! is normal. `redlock_last_servers_failed > 0` is the alert: the lock was
-//! taken (or found busy) with a server refusing, timing out or erring, so
-//! fewer failures than before would stop the job.
+//! ([`observe`]): how many servers answered it with a vote, how many
+//! answered without one yet (in their restart window, or a clock too far
+//! off: routine after a restart, and it passes), and how many failed, of
+//! how many. A server the attempt did not wait for (the verdict was
+//! settled without it) is none of these: on a healthy fleet of 3, 2
+//! answered, 0 failed is normal. `redlock_last_servers_failed > 0` is the
+//! alert: the lock was taken (or found busy) with a server refusing,
+//! timing out or erring, so fewer failures than before would stop the job.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -93,8 +95,10 @@ pub struct TickSeen {
 /// How the servers took part in an acquire attempt.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Servers {
-    /// Servers that answered (granted, or held by another).
+    /// Servers that answered with a vote (granted, or held by another).
     pub answered: usize,
+    /// Servers that answered but may not vote yet (`Part::NoVote`).
+    pub no_vote: usize,
     /// Servers that failed (refused, timed out, answered an error).
     pub failed: usize,
     /// Servers configured.
@@ -129,7 +133,7 @@ pub struct Ran {
 }
 
 /// The metrics, their type and help, in the order they are written.
-const METRICS: [(&str, &str, &str); 15] = [
+const METRICS: [(&str, &str, &str); 16] = [
     ("redlock_runs_total", "counter", "Runs that held the lock and ran the command."),
     ("redlock_skips_total", "counter", "Runs that found the lock busy and skipped."),
     ("redlock_last_ran", "gauge", "1 when the last invocation ran the command, 0 when it skipped."),
@@ -158,7 +162,12 @@ const METRICS: [(&str, &str, &str); 15] = [
     (
         "redlock_last_servers_answered",
         "gauge",
-        "Servers that answered the last invocation's last acquire attempt.",
+        "Servers that answered the last invocation's last acquire attempt with a vote.",
+    ),
+    (
+        "redlock_last_servers_no_vote",
+        "gauge",
+        "Servers that answered the last invocation's last acquire attempt without a vote yet (restarted within the longest TTL, or a clock too far off).",
     ),
     (
         "redlock_last_servers_failed",
@@ -322,6 +331,7 @@ fn apply(values: &mut BTreeMap<String, f64>, sample: &Sample) {
         set("redlock_last_servers", servers.total as f64);
         set("redlock_last_servers_answered", servers.answered as f64);
         set("redlock_last_servers_failed", servers.failed as f64);
+        set("redlock_last_servers_no_vote", servers.no_vote as f64);
     }
     if let Some(tick) = sample.tick {
         set("redlock_last_tick_ran", if tick.ran { 1.0 } else { 0.0 });

@@ -458,12 +458,14 @@ async fn pause_until(
 }
 
 /// How the servers took part in an attempt, as the metrics count them:
-/// answered (granted, or held by another), failed, configured.
+/// answered with a vote (granted, or held by another), without one yet,
+/// failed, configured.
 fn took_part(results: &[crate::lock::ServerResult]) -> crate::metrics::Servers {
     use crate::lock::Part;
     let count = |f: fn(&Part) -> bool| results.iter().filter(|r| f(&r.result)).count();
     crate::metrics::Servers {
-        answered: count(|r| matches!(r, Part::Answered(_) | Part::NoVote(_))),
+        answered: count(|r| matches!(r, Part::Answered(_))),
+        no_vote: count(|r| matches!(r, Part::NoVote(_))),
         failed: count(|r| matches!(r, Part::Failed(_))),
         total: results.len(),
     }

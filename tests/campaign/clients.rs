@@ -153,8 +153,10 @@ pub struct Ask {
     pub token: Option<String>,
     /// A cron host: the tick's length.
     pub every: Option<Duration>,
-    /// Pass `--once-per` (`every`).
+    /// Pass `--once-per` (`every`), or [`CRON_LINE`] when `cron`.
     pub once_per: bool,
+    /// Its tick is [`CRON_LINE`]'s (`every` is then a minute).
+    pub cron: bool,
     /// SIGKILL redlock this long after its start unless its command has
     /// begun: a waiter that dies while queued.
     pub kill_after: Option<Duration>,
@@ -193,6 +195,7 @@ impl Ask {
             token: None,
             every: None,
             once_per: false,
+            cron: false,
             kill_after: None,
             jitter: None,
             hang: harness::HANG,
@@ -240,8 +243,12 @@ pub fn perform(ctx: &Ctx, client: usize, ask: &Ask) -> Done {
             args.push("--shared".into());
         }
     }
-    if let (true, Some(every)) = (ask.once_per, ask.every) {
-        args.extend(["--once-per".into(), format!("{}ms", every.as_millis())]);
+    match (ask.once_per, ask.every) {
+        (true, Some(_)) if ask.cron => args.extend(CRON_LINE.map(String::from)),
+        (true, Some(every)) => {
+            args.extend(["--once-per".into(), format!("{}ms", every.as_millis())]);
+        }
+        _ => {}
     }
     if let Some(code) = ask.busy_code {
         args.extend(["-E".into(), code.to_string()]);
@@ -543,8 +550,21 @@ pub fn bursts(ctx: &Arc<Ctx>, first: usize, hosts: usize, seed: u64) {
     }
 }
 
-/// The cron fleet on key `t`: hosts of `run -n -E 0` for the tick of
-/// `every` (with `--once-per` unless `plain`, the old recipe), each fired
+/// How often a fleet's sleep looks whether the run is over.
+const STOP_POLL: Duration = Duration::from_millis(200);
+
+/// The crontab line of the fleet on key `u` (`REDLOCK_CAMPAIGN=full`):
+/// every minute, read in a zone whose offset (+05:45) is no whole hour,
+/// so its ticks are the UTC minutes the checker counts (`every` 60 s), and
+/// a host that read the line in another zone would be refused.
+pub const CRON_LINE: [&str; 4] = ["--cron", "* * * * *", "--tz", "Asia/Kathmandu"];
+
+/// The tick of [`CRON_LINE`].
+pub const CRON_TICK: Duration = Duration::from_secs(60);
+
+/// The cron fleet on `key`: hosts of `run -n -E 0` for the tick of
+/// `every` (with `--once-per` unless `plain`, the old recipe; with
+/// [`CRON_LINE`] when `cron`, `every` being its minute), each fired
 /// at its own moment of the tick, as hosts whose crons drift do: a burst at
 /// the tick's start, one or two early, one mid-tick, a burst late in it;
 /// and, after the first burst, a `--wait` waiter SIGKILLed while it is
@@ -552,7 +572,12 @@ pub fn bursts(ctx: &Arc<Ctx>, first: usize, hosts: usize, seed: u64) {
 /// else a plain waiter (a host killed may have been granted its tick
 /// before its command ran, so its tick cannot be asked to run exactly
 /// once). Jobs last 0.1 s and exit 3. Until `ctx.stop`.
-pub fn fleet(ctx: &Arc<Ctx>, every: Duration, (plain, loud): (bool, bool), seed: u64) {
+pub fn fleet(
+    ctx: &Arc<Ctx>,
+    (key, every, cron): (&'static str, Duration, bool),
+    (plain, loud): (bool, bool),
+    seed: u64,
+) {
     let mut rng = fastrand::Rng::with_seed(seed ^ 0xF1EE);
     let every_ms = u64::try_from(every.as_millis()).unwrap();
     let mut hosts = Vec::new();
@@ -571,7 +596,11 @@ pub fn fleet(ctx: &Arc<Ctx>, every: Duration, (plain, loud): (bool, bool), seed:
         waves.sort_unstable_by_key(|w| w.0);
         for (offset, n, dead) in waves {
             let at = start + offset;
-            std::thread::sleep(Duration::from_millis(at.saturating_sub(wall_ms())));
+            // In steps: a fleet waiting for a minute's tick stops with the run.
+            while wall_ms() < at && !ctx.stop.load(Ordering::Relaxed) {
+                let left = Duration::from_millis(at.saturating_sub(wall_ms()));
+                std::thread::sleep(left.min(STOP_POLL));
+            }
             if ctx.stop.load(Ordering::Relaxed) {
                 break;
             }
@@ -584,10 +613,11 @@ pub fn fleet(ctx: &Arc<Ctx>, every: Duration, (plain, loud): (bool, bool), seed:
                     section: (Duration::from_millis(100), 3),
                     every: host.then_some(every),
                     once_per: host && !plain,
+                    cron,
                     loud,
                     // The winner of the first burst holds for about 0.1 s.
                     kill_after: dead.then(|| Duration::from_millis(rng.u64(15..45))),
-                    ..Ask::run("t", Mode::Exclusive, Duration::from_secs(1), wait)
+                    ..Ask::run(key, Mode::Exclusive, Duration::from_secs(1), wait)
                 };
                 let ctx = Arc::clone(ctx);
                 hosts.push(std::thread::spawn(move || {

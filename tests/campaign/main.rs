@@ -30,7 +30,9 @@
 //!
 //! Every run has a cron fleet besides the random clients
 //! ([`clients::fleet`]): `--once-per` hosts of a 2 s tick fired early,
-//! late and in bursts, with waiters killed while queued.
+//! late and in bursts, with waiters killed while queued; the long
+//! campaign runs a second on a crontab line (`--cron` and `--tz`,
+//! [`clients::CRON_LINE`]), whose minute a short run would not see end.
 
 mod checker;
 mod clients;
@@ -88,6 +90,9 @@ pub struct Setup {
     /// tick's end plus the record's life (60 s), beside a host that ran
     /// the tick: the long variant (`REDLOCK_CAMPAIGN=full`).
     pub stale_past_record: bool,
+    /// A second cron fleet on key `u` fires hosts of a crontab line
+    /// ([`clients::CRON_LINE`], a minute's tick): the long campaign.
+    pub cron_line: bool,
     /// A negative control: the stall family's `-n` runs wait (`--wait 3s`)
     /// while recorded as `-n`, so they enter after holders invoked after
     /// them.
@@ -227,10 +232,19 @@ pub fn campaign(setup: &Setup) -> Outcome {
     if !cron {
         eprintln!("{} has no --once-per: no cron fleet in this run", ctx.bin.display());
     }
-    let fleet = cron.then(|| {
-        let (ctx, seed, cron) = (Arc::clone(&ctx), setup.seed, (setup.plain_cron, setup.loud_cron));
-        std::thread::spawn(move || clients::fleet(&ctx, TICK, cron, seed))
-    });
+    let control = (setup.plain_cron, setup.loud_cron);
+    let mut fleets: Vec<_> = cron
+        .then(|| {
+            let (ctx, seed) = (Arc::clone(&ctx), setup.seed);
+            std::thread::spawn(move || clients::fleet(&ctx, ("t", TICK, false), control, seed))
+        })
+        .into_iter()
+        .collect();
+    if setup.cron_line && clients::run_takes(&ctx.bin, "--cron") {
+        let (ctx, seed) = (Arc::clone(&ctx), setup.seed ^ 1);
+        let line = ("u", clients::CRON_TICK, true);
+        fleets.push(std::thread::spawn(move || clients::fleet(&ctx, line, control, seed)));
+    }
     let timer = {
         let (ctx, active) = (Arc::clone(&ctx), setup.active);
         std::thread::spawn(move || {
@@ -244,7 +258,7 @@ pub fn campaign(setup: &Setup) -> Outcome {
         w.join().unwrap();
     }
     burster.join().unwrap();
-    if let Some(fleet) = fleet {
+    for fleet in fleets {
         fleet.join().unwrap();
     }
     // Faults over: every client must get in, in every mode.
@@ -341,6 +355,7 @@ fn family(family: Family) {
             plain_cron: false,
             loud_cron: false,
             stale_past_record: full,
+            cron_line: full,
             n_waits: false,
         };
         let out = campaign(&setup);
@@ -510,6 +525,7 @@ fn negative_control_disjoint_server_lists_make_two_holders() {
         plain_cron: false,
         loud_cron: false,
         stale_past_record: false,
+        cron_line: false,
         n_waits: false,
     };
     let out = campaign(&Setup { family: Family::Foreign, ..setup });
@@ -552,6 +568,7 @@ fn cron_negative_control((plain_cron, loud_cron): (bool, bool), kind: &str) {
         plain_cron,
         loud_cron,
         stale_past_record: false,
+        cron_line: false,
         n_waits: false,
     };
     let out = campaign(&setup);
@@ -581,6 +598,7 @@ fn negative_control_a_dash_n_that_waits_is_taken_meanwhile() {
         plain_cron: false,
         loud_cron: false,
         stale_past_record: false,
+        cron_line: false,
         n_waits: true,
     };
     let out = campaign(&setup);
@@ -617,6 +635,7 @@ fn hole(family: Family, seed: u64, active: Duration, long: bool, kind: &str) {
             plain_cron: false,
             loud_cron: false,
             stale_past_record: long,
+            cron_line: false,
             n_waits: false,
         };
         let out = campaign(&setup);
@@ -728,6 +747,7 @@ fn negative_control_trusted_restarts_make_two_holders() {
             plain_cron: false,
             loud_cron: false,
             stale_past_record: false,
+            cron_line: false,
             n_waits: false,
         };
         let out = campaign(&setup);

@@ -356,6 +356,41 @@ fn the_metrics_file_says_how_many_servers_answered_and_failed() {
     assert_eq!((m["redlock_last_servers"], m["redlock_last_servers_failed"]), (2.0, 0.0), "{m:?}");
 }
 
+/// A server in its restart window answers but may not vote yet: the
+/// textfile counts it apart, as `redlock_last_servers_no_vote`, neither
+/// answered nor failed, so the failing-server alert does not fire for a
+/// routine restart (issue 52 item 4).
+#[test]
+fn the_metrics_file_counts_a_server_without_a_vote_yet_apart_from_failures() {
+    use crate::harness::proxy::{Mode, Proxy};
+    let fleet = Fleet::start(2);
+    // The two old servers are out of their window (--max-ttl 3s plus 1 s).
+    std::thread::sleep(Duration::from_millis(4_500));
+    let young = RedisServer::start();
+    // The young server's answer comes first, so the verdict waits for it.
+    let slow: Vec<Proxy> = fleet.servers.iter().map(|s| Proxy::start(s.port)).collect();
+    for proxy in &slow {
+        proxy.set(Mode::Delay(Duration::from_millis(50)));
+    }
+    let servers = format!("{},{},{}", slow[0].url(), slow[1].url(), young.url());
+    let key = unique_key("metrics-no-vote");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("job.prom");
+    let file = path.display().to_string();
+    Redlock::new(&servers)
+        .distrust_restarts()
+        .args(["-q", "--max-ttl", "3s", "run", "--wait", "2s", "--ttl", "3s"])
+        .args(["--metrics-file", &file])
+        .args(["--key", &key, "--", "true"])
+        .run()
+        .expect(0);
+    let m = metrics(&path);
+    assert_eq!(m["redlock_last_servers"], 3.0, "{m:?}");
+    assert_eq!(m["redlock_last_servers_no_vote"], 1.0, "{m:?}");
+    assert_eq!(m["redlock_last_servers_failed"], 0.0, "{m:?}");
+    assert_eq!(m["redlock_last_servers_answered"], 2.0, "{m:?}");
+}
+
 /// A history or skip key of another type is no history of ours: the run
 /// keeps its exit status, the write is refused (WRONGTYPE, in a warning),
 /// and the value is left as it was, its expiry included (a PEXPIRE after a
