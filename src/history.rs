@@ -13,7 +13,7 @@
 //!   cost one HINCRBY each and leave the entries of the real runs alone.
 //!   Under a tick (`--once-per`), the same hash counts each tick's skips
 //!   by what they saw ([`SkipKind`]), for the newest [`TICKS_KEPT`] ticks:
-//!   what [`missed_ticks`] gives as the reason a tick did not run.
+//!   what [`missed_among`] gives as the reason a tick did not run.
 //!
 //! Both expire [`RETENTION`] after their last write, like every key redlock
 //! writes. An entry is written to every server after the lock is released,
@@ -140,6 +140,23 @@ impl Entry {
         let (start_ms, len) = (self.tick_start_ms?, self.tick_ms?);
         let offset_s = self.tick_offset_s.unwrap_or(0);
         Some(crate::lock::Tick { start_ms, end_ms: start_ms.checked_add(len)?, offset_s })
+    }
+
+    /// The identity of the schedule the run's tick came from
+    /// ([`crate::schedule::Schedule::identity`]). An older redlock's entry
+    /// names none, only its `--once-per` length: epoch-aligned slots, the
+    /// same as `--once-per` of that length in UTC below a day or in whole
+    /// days (days count from 1970-01-01 too); its weeks began on a
+    /// Thursday, not a Monday, so those (and other lengths) name none.
+    pub fn schedule_identity(&self) -> Option<String> {
+        if let Some(identity) = &self.schedule {
+            return Some(identity.clone());
+        }
+        let len = self.tick_ms.filter(|ms| *ms < DAY_MS || ms % (7 * DAY_MS) != 0)?;
+        let utc = crate::schedule::Zone::utc();
+        crate::schedule::Schedule::once_per(Duration::from_millis(len), utc)
+            .ok()
+            .map(|s| s.identity())
     }
 
     /// When the run started.
@@ -438,6 +455,9 @@ impl MissedReason {
     }
 }
 
+/// A day in milliseconds.
+const DAY_MS: u64 = 86_400_000;
+
 /// A tick that ended with no run recorded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Missed {
@@ -445,41 +465,6 @@ pub struct Missed {
     pub start_ms: u64,
     /// Why, as far as its skips tell.
     pub reason: MissedReason,
-}
-
-/// The most ticks [`ticks_between`] enumerates (the newest): a 1 s tick
-/// over a day; a longer window with shorter ticks counts only these.
-pub const MAX_TICKS_SCANNED: usize = 100_000;
-
-/// The ticks of length `len_ms` that start at or after `from_ms` and end
-/// by `now_ms` (the tick in progress may still fire), by their start,
-/// newest first, at most [`MAX_TICKS_SCANNED`]: the epoch-aligned slots
-/// of a `--once-per` below a day, for entries that name no schedule (an
-/// older redlock's); entries that name one are listed by it
-/// (`crate::schedule::Schedule::instants_between`).
-pub fn ticks_between(len_ms: u64, from_ms: u64, now_ms: u64) -> impl Iterator<Item = u64> {
-    let len = len_ms.max(1);
-    // The last tick that ended by `now_ms`: the one before the current.
-    let last = (now_ms / len).checked_sub(1).map(|n| n * len);
-    let first = from_ms.div_ceil(len).saturating_mul(len);
-    let count = last.filter(|&l| l >= first).map_or(0, |l| (l - first) / len + 1);
-    let count = usize::try_from(count).unwrap_or(usize::MAX).min(MAX_TICKS_SCANNED);
-    (0..count).filter_map(move |i| last?.checked_sub(len.checked_mul(i as u64)?))
-}
-
-/// The ticks of length `len` between `from_ms` and `now_ms`
-/// ([`ticks_between`]) that no entry of that length ran, newest first,
-/// each with its reason from `found`'s skips; `running`, the start of a
-/// tick whose run still holds the lock, is not missed.
-pub fn missed_ticks(
-    found: &History,
-    len: u64,
-    from_ms: u64,
-    now_ms: u64,
-    running: Option<u64>,
-) -> Vec<Missed> {
-    let ran = found.entries.iter().filter(|e| e.tick_ms == Some(len));
-    missed_among(found, ran, ticks_between(len, from_ms, now_ms).map(|t| (t, len)), running)
 }
 
 /// The ticks of `ticks` (start and length, ms) that none of the entries
@@ -644,18 +629,6 @@ mod tests {
     }
 
     #[test]
-    fn the_ticks_between_two_instants_are_those_that_ended() {
-        let five = 300_000;
-        // Tick 11 is in progress at 11 * 5 min + 1 s: not expected yet.
-        let ticks: Vec<u64> = ticks_between(five, 4 * five, 11 * five + 1_000).collect();
-        assert_eq!(ticks, (4..=10).rev().map(|t| t * five).collect::<Vec<_>>());
-        // A window that starts inside a tick skips that tick.
-        assert_eq!(ticks_between(five, 4 * five + 1, 6 * five).collect::<Vec<_>>(), [5 * five]);
-        assert_eq!(ticks_between(five, 6 * five, 6 * five).count(), 0);
-        assert_eq!(ticks_between(1, 0, u64::MAX).count(), MAX_TICKS_SCANNED);
-    }
-
-    #[test]
     fn missed_ticks_are_the_ended_ticks_with_no_run_and_say_why() {
         let five = 300_000;
         let at = |tick: u64| Entry {
@@ -670,8 +643,8 @@ mod tests {
         records.ticks.insert(6 * five, TickSkips { ran: 1, busy: 3, unavailable: 0 });
         records.ticks.insert(5 * five, TickSkips { busy: 1, ..TickSkips::default() });
         let h = found(vec![at(10), at(8), at(4)], records, None);
-        let now = 11 * five + 1_000;
-        let missed = missed_ticks(&h, five, 4 * five, now, None);
+        let ticks = || (4..=10).rev().map(|t| (t * five, five));
+        let missed = missed_among(&h, h.entries.iter(), ticks(), None);
         let got: Vec<(u64, MissedReason)> =
             missed.iter().map(|m| (m.start_ms / five, m.reason)).collect();
         assert_eq!(
@@ -684,8 +657,7 @@ mod tests {
             ]
         );
         // The tick whose run still holds the lock is not missed.
-        assert_eq!(missed_ticks(&h, five, 4 * five, now, Some(9 * five)).len(), 3);
-        assert!(missed_ticks(&h, 60_000, 10 * five, now, None).len() == 5, "one-minute ticks");
+        assert_eq!(missed_among(&h, h.entries.iter(), ticks(), Some(9 * five)).len(), 3);
     }
 
     #[test]

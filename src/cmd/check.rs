@@ -264,11 +264,10 @@ fn assess(
             problems.push(Problem::Failed(failed));
         }
     }
-    let schedule = found.entries.iter().find_map(|e| e.schedule.as_deref());
-    let (missed, window_from) = match (schedule, last.and_then(|e| e.tick_ms)) {
-        (Some(schedule), _) => scheduled_missed(found, schedule, since_ms, now_ms, running),
-        (None, Some(len)) => missed(found, len, since_ms, now_ms, running),
-        (None, None) => (Vec::new(), None),
+    let schedule = found.entries.iter().find_map(Entry::schedule_identity);
+    let (missed, window_from) = match &schedule {
+        Some(schedule) => scheduled_missed(found, schedule, since_ms, now_ms, running),
+        None => (Vec::new(), None),
     };
     let allowed = usize::try_from(limits.max_missed.unwrap_or(0)).unwrap_or(usize::MAX);
     if missed.len() > allowed {
@@ -279,38 +278,17 @@ fn assess(
         problems.push(Problem::Hung(held));
     }
     let zone = schedule
-        .and_then(|s| crate::schedule::Schedule::from_identity(s).ok())
+        .and_then(|s| crate::schedule::Schedule::from_identity(&s).ok())
         .map(|s| s.zone().clone());
     Assessment { known: true, headline, missed, window_from, zone, problems }
 }
 
-/// The missed ticks of length `len` and where their window begins: from
-/// `since_ms` (or the oldest entry of that length), never before that
-/// entry's tick; the running holder's tick is not missed.
-fn missed(
-    found: &History,
-    len: u64,
-    since_ms: Option<u64>,
-    now_ms: u64,
-    running: Option<&Running>,
-) -> (Vec<Missed>, Option<u64>) {
-    let oldest = found
-        .entries
-        .iter()
-        .filter(|e| e.tick_ms == Some(len))
-        .filter_map(|e| e.tick_start_ms)
-        .min();
-    let Some(oldest) = oldest else { return (Vec::new(), None) };
-    let from = since_ms.map_or(oldest, |s| s.max(oldest));
-    let running = running.map(|r| r.token.created_ms / len.max(1) * len.max(1));
-    (history::missed_ticks(found, len, from, now_ms, running), Some(from))
-}
-
-/// [`missed`] for entries that name their schedule (`--cron`, and
-/// `--once-per` of any length): the ticks are the schedule's instants in
-/// its zone, from the window's start to the start of the tick in progress;
-/// newest first. A schedule that does not parse (a later version's) shows
-/// no missed tick.
+/// The missed ticks of the entries of the schedule `identity`
+/// ([`Entry::schedule_identity`]) and where their window begins: the
+/// schedule's instants in its zone from `since_ms` (or the oldest such
+/// entry's tick, never before it) to the start of the tick in progress,
+/// newest first; the running holder's tick is not missed. A schedule that
+/// does not parse (a later version's) shows no missed tick.
 fn scheduled_missed(
     found: &History,
     identity: &str,
@@ -325,7 +303,7 @@ fn scheduled_missed(
     let oldest = found
         .entries
         .iter()
-        .filter(|e| e.schedule.as_deref() == Some(identity))
+        .filter(|e| e.schedule_identity().as_deref() == Some(identity))
         .filter_map(|e| e.tick_start_ms)
         .min();
     let Some(oldest) = oldest else { return (Vec::new(), None) };
@@ -349,7 +327,7 @@ fn scheduled_missed(
     ticks.reverse();
     let running = running
         .and_then(|r| schedule.tick_at(at(r.token.created_ms).ok()?).ok().map(|t| t.start_ms()));
-    let ran = found.entries.iter().filter(|e| e.schedule.as_deref() == Some(identity));
+    let ran = found.entries.iter().filter(|e| e.schedule_identity().as_deref() == Some(identity));
     (history::missed_among(found, ran, ticks.into_iter(), running), Some(from))
 }
 

@@ -82,6 +82,11 @@ pub use zone::{Zone, format_at_offset, format_instant};
 /// A day in milliseconds.
 const DAY_MS: u128 = 86_400_000;
 
+/// The most instants [`Schedule::instants_between`] lists (the newest):
+/// a 1 s tick over a day; a longer window of shorter ticks lists only
+/// these, so `check` on any key ends in bounded time and memory.
+pub const MAX_INSTANTS: usize = 100_000;
+
 /// The tick a run belongs to: `[start, end)`, the scheduled instant at or
 /// before the run's start and the next one.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -239,12 +244,32 @@ impl Schedule {
     }
 
     /// The schedule's instants (the starts of its ticks) in `[from, to)`,
-    /// in order: the ticks a `check` finds missed between two moments.
+    /// in order: the ticks a `check` finds missed between two moments. At
+    /// most [`MAX_INSTANTS`], the newest; a window is first cut to the
+    /// last [`MAX_INSTANTS`] slots of `--once-per` below a day, or minutes
+    /// of a crontab line (no two of its instants are closer), so the work
+    /// is bounded too.
     pub fn instants_between(
         &self,
         from: Timestamp,
         to: Timestamp,
     ) -> Result<Vec<Timestamp>, String> {
+        let closest = match &self.kind {
+            Kind::Every(ms) => Some(*ms),
+            Kind::Cron(_) => Some(60_000),
+            Kind::Days(_) | Kind::Weeks(_) => None,
+        };
+        let span = closest.map(|ms| ms.saturating_mul(MAX_INSTANTS as u64 + 1));
+        let cut =
+            span.and_then(|ms| to.checked_sub(jiff::SignedDuration::from_millis(ms as i64)).ok());
+        let from = cut.map_or(from, |cut| from.max(cut));
+        let mut out = self.all_between(from, to)?;
+        out.drain(..out.len().saturating_sub(MAX_INSTANTS));
+        Ok(out)
+    }
+
+    /// Every instant of the schedule in `[from, to)`, in order.
+    fn all_between(&self, from: Timestamp, to: Timestamp) -> Result<Vec<Timestamp>, String> {
         let mut out = Vec::new();
         if from >= to {
             return Ok(out);

@@ -63,6 +63,25 @@ fn once_per_counts_local_days_and_weeks_from_monday() {
     assert_eq!(tick(&s, "2027-03-28T01:07:00Z").0, "2027-03-28T02:05:00+01:00");
 }
 
+/// `check` lists a key's instants from its oldest entry on: however
+/// short the ticks and long the window, at most [`MAX_INSTANTS`], the
+/// newest, so a week of a `--once-per 1ms` key neither hangs nor fills
+/// memory. The newest are the window's last, every one of them.
+#[test]
+fn instants_between_lists_at_most_the_newest_bound() {
+    let (from, to) = (ts("2027-01-01T00:00:00Z"), ts("2027-01-01T00:10:00Z"));
+    let every = Schedule::once_per(Duration::from_millis(1), Zone::utc()).unwrap();
+    let got = every.instants_between(from, to).unwrap();
+    assert_eq!(got.len(), MAX_INSTANTS);
+    assert_eq!(got.last(), Some(&(to - jiff::SignedDuration::from_millis(1))));
+    let minutely = Schedule::cron("* * * * *", Zone::utc()).unwrap();
+    let got = minutely.instants_between(ts("2020-01-01T00:00:00Z"), to).unwrap();
+    assert_eq!(got.len(), MAX_INSTANTS);
+    assert_eq!(got.last(), Some(&(to - jiff::SignedDuration::from_mins(1))));
+    // Under the bound, every instant.
+    assert_eq!(minutely.instants_between(from, to).unwrap().len(), 10);
+}
+
 #[test]
 fn errors_name_the_input() {
     let london = || zone("Europe/London");
