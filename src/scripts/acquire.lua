@@ -99,6 +99,7 @@ if queued then
     redis.call('ZREM', KEYS[4], m)
   end
 end
+-- `token::SHARED_MARKER` (src/lock/scripts_tests.rs checks every script's).
 local marker = 'redlock-shared'
 -- The grant record's terms, only where the key is free (a key held here is
 -- refused below as held): the tick is over, the tick ran, or another token
@@ -248,8 +249,9 @@ if record then
   -- The grant record: this grant (server ms, token) and the tick it runs
   -- (or the last tick, carried), with the record it replaces, which a
   -- withdrawal of this grant puts back (withdraw.lua). It lives
-  -- RECORD_LIFE (src/lock/record.rs, the same number) and, while it holds
-  -- a tick, until TICK_MARGIN after the tick's end.
+  -- `lock::RECORD_LIFE` and, while it holds a tick, until
+  -- `lock::TICK_MARGIN` after the tick's end (the numbers below;
+  -- src/lock/scripts_tests.rs fails when they differ from record.rs's).
   local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
   local cur = redis.call('HMGET', record, 'at', 'tok', 'ts', 'te', 'tt')
   replaced = cur
