@@ -44,7 +44,7 @@
 -- one is served first, so neither kind starves the other.
 -- (Eleven words with EVALSHA, its SHA and the key count: Redis answers an
 -- unauthenticated command of more than ten with a protocol error instead of
--- NOAUTH; src/server/failure.rs reads it as the NOAUTH it stands for.)
+-- NOAUTH; src/failure.rs reads it as the NOAUTH it stands for.)
 -- Returns {1, fence, score, deadline, seconds, microseconds, at, token}
 -- when granted (fence -1 without fencing; score and deadline are the
 -- waiter's entry, removed here because it is served, or -1 when it had
