@@ -62,34 +62,14 @@ pub async fn timeout_at<F: std::future::Future>(
 /// task would wake the process some twenty times a second.
 const WARM_MIN: Duration = Duration::from_millis(100);
 
-/// A task that keeps one timer registered, `period` ahead at most, so that
-/// calls bounded by `period` or more register theirs without a system
-/// call; `None` for a period under 100 ms. Dropped, it ends.
-///
-/// Why: tokio's timer driver writes its eventfd (an `unpark`) for every
-/// timer registered earlier than the wake-up it last planned, and with no
-/// timer at all it planned none, so every timer counts as earlier. A round
-/// on five servers registers a timeout per call, and between rounds none is
-/// left: five `write(2)`s per round, each also ending the next
-/// `epoll_wait` early (measured: 4.8 to 8.9 per acquire+release).
-/// With this timer due at most `period` ahead, the wake-up planned at the
-/// driver's last park is never later than a call's deadline (now plus a
-/// node timeout of at least `period`; the wheel plans a slot's start, which
-/// is earlier still), and the registration is a memory write.
-/// Where it spares nothing: before the driver's first park with this timer
-/// (the keeper's own registration and the first round still write), and
-/// between this timer firing and the next park (the driver then plans by
-/// the timers left, mostly none): once per `period`.
-/// The assumption: tokio 1's `reregister` and `next_wake`
-/// (runtime/time/mod.rs); a tokio that plans differently makes the test
-/// below fail. What breaks it: such a tokio, or a node timeout shorter than
-/// `period`; either only brings the writes back, and no lock's safety
-/// rests on it. The bound, and its cost while nothing else runs (a `run`
-/// holding its lock): per `period`, two timed wake-ups (the slot's start,
-/// then the deadline) and one eventfd write: 1.0 ms more CPU in a 20 s
-/// `run -- sleep 20` with a 1 s node timeout (6.1 against 7.1 ms).
-/// A runtime whose clock is paused (tokio's `test-util`) jumps from one
-/// `period` to the next whenever it is idle, as it does for any timer.
+/// A task that keeps one timer registered at most `period` ahead (`None`
+/// under `WARM_MIN`; dropped, it ends), so that a call bounded by
+/// `period` or more registers its timeout without a system call: tokio's
+/// driver writes its eventfd for a timer due before the wake-up it planned,
+/// and with no timer it planned none. Rests on tokio 1's `reregister` and
+/// `next_wake` (the test below fails otherwise); a shorter node timeout or
+/// another tokio only brings the writes back, never a safety loss. The
+/// cost, a wake-up per `period` while idle: docs/performance.md.
 pub fn warm_timers(period: Duration) -> Option<tokio_util::task::AbortOnDropHandle<()>> {
     (period >= WARM_MIN).then(|| {
         tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {

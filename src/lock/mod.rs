@@ -21,6 +21,7 @@ mod keys;
 pub mod noscript;
 mod ops;
 pub mod record;
+mod scripts_tests;
 mod status;
 
 pub use acquire::{

@@ -44,7 +44,7 @@
 -- one is served first, so neither kind starves the other.
 -- (Eleven words with EVALSHA, its SHA and the key count: Redis answers an
 -- unauthenticated command of more than ten with a protocol error instead of
--- NOAUTH; src/server/failure.rs reads it as the NOAUTH it stands for.)
+-- NOAUTH; src/failure.rs reads it as the NOAUTH it stands for.)
 -- Returns {1, fence, score, deadline, seconds, microseconds, at, token}
 -- when granted (fence -1 without fencing; score and deadline are the
 -- waiter's entry, removed here because it is served, or -1 when it had
@@ -99,6 +99,7 @@ if queued then
     redis.call('ZREM', KEYS[4], m)
   end
 end
+-- `token::SHARED_MARKER` (src/lock/scripts_tests.rs checks every script's).
 local marker = 'redlock-shared'
 -- The grant record's terms, only where the key is free (a key held here is
 -- refused below as held): the tick is over, the tick ran, or another token
@@ -248,8 +249,9 @@ if record then
   -- The grant record: this grant (server ms, token) and the tick it runs
   -- (or the last tick, carried), with the record it replaces, which a
   -- withdrawal of this grant puts back (withdraw.lua). It lives
-  -- RECORD_LIFE (src/lock/record.rs, the same number) and, while it holds
-  -- a tick, until TICK_MARGIN after the tick's end.
+  -- `lock::RECORD_LIFE` and, while it holds a tick, until
+  -- `lock::TICK_MARGIN` after the tick's end (the numbers below;
+  -- src/lock/scripts_tests.rs fails when they differ from record.rs's).
   local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
   local cur = redis.call('HMGET', record, 'at', 'tok', 'ts', 'te', 'tt')
   replaced = cur

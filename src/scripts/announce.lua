@@ -1,12 +1,12 @@
 -- The announcement of a release, shared by release.lua, withdraw.lua (a
--- shared holder's release) and shared_force.lua: src/lock/mod.rs and
--- src/shared.rs put this file in front of each of them.
+-- shared holder's release) and shared_force.lua: build.rs puts this file
+-- in front of each of them.
 -- announce(channel, order, deadlines, released) publishes "FIRST\nRELEASED"
 -- on `channel`: FIRST is the waiter this release calls (below), '' when
 -- none, so that only it attempts; RELEASED lets a waiter that hears the
 -- same release from every server wake once. The waiter called also hears
 -- it on `channel` .. '\n' .. the first 8 characters of its entry
--- (src/lock/keys.rs, wake_channel): an ordered waiter listens there only,
+-- (src/lock/keys.rs, `wake_channel`): an ordered waiter listens there only,
 -- so that a release wakes one waiter, not all of them. Best effort
 -- (redis.pcall): a user the ACL denies the channel (Redis 7's default for a
 -- new user) still releases; its waiters fall back on their backoff.
@@ -27,7 +27,7 @@
 -- a called waiter slower than CALL_GRACE to attempt (a host starved for a
 -- second) loses its place and joins again at the back; order, never
 -- exclusion, depends on it. src/queue.rs names the same number
--- (queue::CALL_GRACE).
+-- (`queue::CALL_GRACE`).
 local CALL_GRACE = 1000
 local function announce(channel, order, deadlines, released)
   local first = ''

@@ -4,7 +4,7 @@
 -- deadlines (src/queue.rs); KEYS[4], only for the release of a vote that
 -- landed after its round was won: the grant record, which goes back to the
 -- record that vote replaced while it still names the token (put_back.lua, in
--- front of this file; why: src/lock/mod.rs, Call::on).
+-- front of this file; why: src/lock/mod.rs, `Call::on`).
 -- ARGV[1]: the holder's token (for release --force, the value just read
 -- there); ARGV[2]: the release channel of the key.
 -- Returns 1 when the key was deleted, 0 when it is absent or held by another
