@@ -168,7 +168,6 @@ fn comments_name_paths_and_items_that_exist() {
 const KNOWN: &[(&str, &str)] = &[
     ("src/wait/mod.rs", "`lock::contend`"),
     ("src/wait/state.rs", "`lock::patience`"),
-    ("src/cmd/doctor/assess.rs", "`crate::noscript`"),
 ];
 
 /// The check sees what it claims to: a fixture naming a missing file, a

@@ -340,7 +340,7 @@ fn assess_voter(earlier: &[Probe], p: &Probe, a: &mut Assessment) {
     }
     match &p.path {
         Path::Scripts => {}
-        // What crate::noscript does not do (README, "Servers without
+        // What crate::lock::noscript does not do (README, "Servers without
         // scripting"): works, so a note.
         Path::Transaction => a.notes.push(format!(
             "{}: refuses scripts: redlock locks there with WATCH/MULTI/EXEC (a connection \
