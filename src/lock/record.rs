@@ -64,10 +64,15 @@
 //! majority of servers losing their data at once (no quorum is left to
 //! remember), or hosts whose clocks disagree by more than the allowance
 //! near a tick's boundary (each computes its own tick).
+//!
+//! A refusal the record gives is a verdict of its own: the tick ran
+//! ([`TickRan`]), is over ([`TickOver`]), or ran under another schedule
+//! ([`Schedules`]); [`ran_by`] names the holder a record names.
 
 use std::time::{Duration, SystemTime};
 
 use crate::clock::BootInstant;
+use crate::token::Token;
 
 /// How long a grant record lives after its grant when it holds no tick
 /// (`scripts/acquire.lua`, the same number): longer than any `-n` looks
@@ -224,6 +229,83 @@ pub struct Terms<'a> {
     /// server whose record says another schedule ran the key's ticks
     /// refuses, as hosts that read two schedules compute two ticks.
     pub schedule: Option<&'a str>,
+}
+
+/// Two schedules for one key's ticks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Schedules {
+    /// The token of the run whose record names the other schedule.
+    pub token: String,
+    /// Its schedule.
+    pub theirs: String,
+    /// This host's.
+    pub ours: String,
+}
+
+impl Schedules {
+    /// One line: this host's schedule for `key`, and the one its ticks ran
+    /// under.
+    pub fn describe(&self, key: &str) -> String {
+        format!(
+            "{}: this host reads its ticks as `{}`; {} ran them as `{}`: every host of a key must \
+             give the same --cron or --once-per and --tz",
+            crate::text::display_key(key.as_bytes()),
+            self.ours,
+            ran_by(&self.token),
+            crate::text::printable(&self.theirs),
+        )
+    }
+}
+
+/// A tick that already ran, as the servers recorded it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TickRan {
+    /// The token that ran it.
+    pub token: String,
+    /// The tick it ran.
+    pub tick: Tick,
+}
+
+impl TickRan {
+    /// One line: the tick of `key` already ran, where.
+    pub fn describe(&self, key: &str) -> String {
+        format!(
+            "{}: the tick of {} already ran on {}",
+            crate::text::display_key(key.as_bytes()),
+            self.tick.describe(),
+            ran_by(&self.token)
+        )
+    }
+}
+
+/// A tick that is over by a server's clock ([`Tick::last_grant_ms`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TickOver {
+    /// The tick.
+    pub tick: Tick,
+    /// How long ago it ended by that server's clock.
+    pub ended: Duration,
+}
+
+impl TickOver {
+    /// One line: the tick of `key` is over, by how much.
+    pub fn describe(&self, key: &str) -> String {
+        format!(
+            "{}: the tick of {} ended {} ago by the servers' clocks (this host was held up \
+             since it began); skipped",
+            crate::text::display_key(key.as_bytes()),
+            self.tick.describe(),
+            crate::text::fmt_duration(self.ended),
+        )
+    }
+}
+
+/// Who a token's holder was, for "ran on" and "taken by": host and pid.
+pub fn ran_by(token: &str) -> String {
+    match token.parse::<Token>() {
+        Ok(t) => format!("{} (pid {})", t.host, t.pid),
+        Err(_) => format!("another client (value {})", crate::text::display_key(token.as_bytes())),
+    }
 }
 
 #[cfg(test)]
