@@ -5,7 +5,7 @@
 
 use super::granted::{Granted, parse_acquire};
 use super::ops::Untaken;
-use super::vote::{OWN_TOKEN, evicting, no_vote, restarted};
+use super::vote::{OWN_TOKEN, RestartWindow, evicting, no_vote, restarted};
 use super::*;
 
 /// How long a `-n` contender that lost before a server answered waits for
@@ -44,7 +44,7 @@ pub(super) async fn contend(
     call: Arc<Call>,
     answer: Answer<Granted>,
     mut verdict: watch::Receiver<Option<bool>>,
-    restart_window: Option<Duration>,
+    restart_window: Option<RestartWindow>,
     twin: Arc<std::sync::Mutex<Option<ServerError>>>,
     exit: Option<tokio_util::sync::CancellationToken>,
 ) {
@@ -254,7 +254,7 @@ async fn attempt_here(
     call: &Call,
     op: &AcquireOp,
     deadline: tokio::time::Instant,
-    restart_window: Option<Duration>,
+    restart_window: Option<RestartWindow>,
 ) -> Answered {
     let key = call.key();
     // When the attempt was sent and answered, on this host's clock:

@@ -46,7 +46,7 @@ pub use record::{
     TickRan, ran_by,
 };
 pub use status::{ServerView, Status};
-pub use vote::{CLOCK_ALLOWANCE, clock_too_far, votes_again_in};
+pub use vote::{CLOCK_ALLOWANCE, base_restart_window, clock_too_far, votes_again_in};
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -873,9 +873,9 @@ impl Fleet {
     }
 }
 
-/// The restart window of a [`Fleet`] unless set: the default `--max-ttl`
-/// (1 minute) plus the fences' linger ([`fence::LINGER`]).
-pub const DEFAULT_RESTART_WINDOW: Duration = Duration::from_secs(60).saturating_add(fence::LINGER);
+/// The restart window of a [`Fleet`] unless set: for the default
+/// `--max-ttl`, 1 minute ([`base_restart_window`]).
+pub const DEFAULT_RESTART_WINDOW: Duration = base_restart_window(Duration::from_secs(60));
 
 /// How long a process that holds nothing lets its stragglers' writes reach
 /// their connections before it exits ([`Fleet::settle`]): a few turns of the

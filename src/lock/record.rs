@@ -58,7 +58,7 @@
 //! lives until [`TICK_MARGIN`] past the tick's end, and a server that
 //! restarted after the tick began (and does not keep every write) gets no
 //! vote for that tick (the restart window, from the tick's start:
-//! [`Tick::restart_window`]). A host whose clock is off by more than
+//! `vote::restart_window`). A host whose clock is off by more than
 //! [`super::CLOCK_ALLOWANCE`] from the servers gets no vote from them at
 //! all, so it cannot run a tick its clock misplaced. What breaks it: a
 //! majority of servers losing their data at once (no quorum is left to
@@ -165,15 +165,6 @@ impl Tick {
     /// When the tick began.
     pub fn start(&self) -> SystemTime {
         std::time::UNIX_EPOCH + Duration::from_millis(self.start_ms)
-    }
-
-    /// The restart window for this tick: a server that started since the
-    /// tick began (give or take the clock allowance) may have lost its
-    /// record, so it gets no vote for it, on top of the lock's `window`
-    /// (`None`: restarts are trusted).
-    pub fn restart_window(&self, window: Option<Duration>) -> Option<Duration> {
-        let since = SystemTime::now().duration_since(self.start()).unwrap_or_default();
-        window.map(|w| w.max(since + super::CLOCK_ALLOWANCE))
     }
 
     /// The tick for people, the one format everywhere (`REDLOCK_TICK`,
@@ -320,18 +311,5 @@ mod tests {
         assert_eq!(tick(3600).describe(), "2026-11-25T16:45:00+01:00");
         assert_eq!(tick(-5 * 3600).describe(), "2026-11-25T10:45:00-05:00");
         assert_eq!(tick(0).end(), tick(0).start() + Duration::from_secs(300));
-    }
-
-    #[test]
-    fn a_tick_widens_the_restart_window_to_its_start() {
-        let start_ms = crate::text::millis(
-            (SystemTime::now() - Duration::from_secs(3600))
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap(),
-        );
-        let tick = Tick { start_ms, end_ms: start_ms + 86_400_000 * 7, offset_s: 0 };
-        let window = tick.restart_window(Some(Duration::from_secs(61))).unwrap();
-        assert!(window >= Duration::from_secs(3600), "{window:?}");
-        assert_eq!(tick.restart_window(None), None, "--trust-restarts");
     }
 }

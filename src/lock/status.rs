@@ -75,8 +75,12 @@ impl Fleet {
             let answered = std::time::SystemTime::now();
             let clock = super::vote::server_time(Some(time.0), Some(time.1))?;
             let facts = server.current_facts(server.deadline()).await;
-            super::vote::no_vote(Some(clock), (sent, answered))
-                .or_else(|| super::vote::restarted(facts.as_ref(), window))
+            super::vote::no_vote(Some(clock), (sent, answered)).or_else(|| {
+                super::vote::restarted(
+                    facts.as_ref(),
+                    super::vote::restart_window(window, None, None),
+                )
+            })
         });
         futures_util::future::join_all(asks).await
     }

@@ -62,6 +62,79 @@ pub(super) fn server_time(secs: Option<u64>, micros: Option<u64>) -> Option<Dura
     Duration::from_secs(secs?).checked_add(Duration::from_micros(micros?))
 }
 
+/// How long a server that may have restarted without its data gets no
+/// vote ([`restarted`]), and what its restart may have lost, which sets
+/// that length. Computed by [`restart_window`] alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct RestartWindow {
+    /// How long after its start a server gets no vote.
+    pub(super) length: Duration,
+    /// What a restart within it may have lost.
+    pub(super) lost: Lost,
+}
+
+/// What a restart may have lost, for the longest time: the reason for a
+/// [`RestartWindow`]'s length.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Lost {
+    /// A holder's key, which lives at most the longest TTL after its last
+    /// write ([`base_restart_window`]).
+    Key,
+    /// The grant record of a run of this tick, which began `begun` ago.
+    Tick {
+        /// How long ago the tick began, by this host's clock.
+        begun: Duration,
+    },
+    /// The grant record of a take since this `-n` began, `began` ago
+    /// ([`super::record`]).
+    Take {
+        /// How long ago the `-n` began.
+        began: Duration,
+    },
+}
+
+/// A fleet's restart window for a longest TTL of `max_ttl` (`--max-ttl`,
+/// which `run`, `acquire` and `extend` never exceed): a key lives at most
+/// that long after its last write, and the fences need their linger more
+/// ([`crate::fence`]). What `restart_window` widens for an attempt.
+pub const fn base_restart_window(max_ttl: Duration) -> Duration {
+    max_ttl.saturating_add(fence::LINGER)
+}
+
+/// The restart window, the one computation of it: `base`, a fleet's
+/// ([`base_restart_window`]; `None`: restarts are trusted, and there is no
+/// window), widened for an attempt on `tick` and for a `-n` that began at
+/// `began`, to whichever is longest.
+///
+/// A tick's record may be lost by a server restarted since the tick
+/// began: no vote from it for the tick. So may the record of a take since
+/// a `-n` began ([`super::record`]): no vote from a server restarted since
+/// then either, for a `-n` that began longer ago than `base` allows for
+/// (up to `record::STARTUP` and the wait's settle bound: a `--max-ttl`
+/// under 12 s). Each widening is the time since its start plus
+/// [`CLOCK_ALLOWANCE`]: the tick's start is read by this host's clock,
+/// which may be that far from the servers'.
+pub(super) fn restart_window(
+    base: Option<Duration>,
+    tick: Option<Tick>,
+    began: Option<BootInstant>,
+) -> Option<RestartWindow> {
+    let base = RestartWindow { length: base?, lost: Lost::Key };
+    let tick = tick.map(|tick| {
+        let begun = SystemTime::now().duration_since(tick.start()).unwrap_or_default();
+        RestartWindow { length: begun + CLOCK_ALLOWANCE, lost: Lost::Tick { begun } }
+    });
+    let take = began.map(|began| {
+        let began = began.elapsed();
+        RestartWindow { length: began + CLOCK_ALLOWANCE, lost: Lost::Take { began } }
+    });
+    Some(
+        tick.into_iter()
+            .chain(take)
+            .fold(base, |w, wider| if wider.length >= w.length { wider } else { w }),
+    )
+}
+
 /// Why a grant counts towards no quorum, if it does not: the server
 /// (`facts`, its own account) started less than `window` ago.
 ///
@@ -73,9 +146,11 @@ pub(super) fn server_time(secs: Option<u64>, micros: Option<u64>) -> Option<Dura
 /// still rely on a key the server forgot. A key lives at most the longest
 /// TTL (`--max-ttl`, which `run`, `acquire` and `extend` never exceed)
 /// after its last write, and the fences need their linger more
-/// ([`crate::fence`]): that sum is `window`. The grant is kept (the server
+/// ([`crate::fence`]): that sum is the window, widened for a tick's or a
+/// `-n`'s record ([`restart_window`]). The grant is kept (the server
 /// rejoins with the key), but not counted. A fleet restarted at once takes
-/// no lock for `window`, and the error says when each server votes again.
+/// no lock for the window, and the error says what it is, why that long,
+/// and when each server votes again.
 ///
 /// What it assumes, and the cases that break it (none can be told from
 /// what a server says of itself):
@@ -99,20 +174,53 @@ pub(super) fn server_time(secs: Option<u64>, micros: Option<u64>) -> Option<Dura
 /// one share.
 pub(super) fn restarted(
     facts: Option<&crate::server::Facts>,
-    window: Option<Duration>,
+    window: Option<RestartWindow>,
 ) -> Option<String> {
     let (facts, window) = (facts?, window?);
     let up = facts.started.elapsed();
-    votes_again_in(up, facts.keeps_data, Some(window)).map(|rest| {
+    let rest = votes_again_in(up, facts.keeps_data, Some(window.length))?;
+    let ago = crate::text::fmt_duration;
+    // A window widened for a record grows with the time since its start:
+    // the server votes again for a tick or a `-n` begun after its start,
+    // not in `rest`.
+    let (within, lost, again) = match window.lost {
+        Lost::Key => (
+            format!("within the longest TTL plus 1s ({})", ago(window.length)),
+            "a holder's key",
+            format!("it votes in {}", ago(rest)),
+        ),
+        Lost::Tick { begun } => (
+            since(up, begun, "this tick"),
+            "the record of a run of this tick",
+            "it votes for a tick begun after its start".to_owned(),
+        ),
+        Lost::Take { began } => (
+            since(up, began, "this -n"),
+            "the record of a take since this -n began",
+            "it votes for a -n begun after its start".to_owned(),
+        ),
+    };
+    Some(format!(
+        "it started {} ago, {within}: a restart may have lost {lost}; {again} (at once if it \
+         keeps every write: start it with appendonly yes and appendfsync always; or \
+         --trust-restarts)",
+        ago(up),
+    ))
+}
+
+/// Where a server's start, `up` ago, lies from the start of `what`,
+/// `begun` ago: within it, or less than the clock allowance before it.
+fn since(up: Duration, begun: Duration, what: &str) -> String {
+    let ago = crate::text::fmt_duration;
+    if up <= begun {
+        format!("within {what} (begun {} ago)", ago(begun))
+    } else {
+        let allowance = ago(CLOCK_ALLOWANCE);
         format!(
-            "it started {} ago, within the longest TTL plus 1s ({}): a restart may have lost a \
-             holder's key; it votes in {} (at once if it keeps every write: start it with \
-             appendonly yes and appendfsync always; or --trust-restarts)",
-            crate::text::fmt_duration(up),
-            crate::text::fmt_duration(window),
-            crate::text::fmt_duration(rest)
+            "less than the clock allowance ({allowance}) before {what} began ({} ago)",
+            ago(begun)
         )
-    })
+    }
 }
 
 /// How long until a server up for `up` votes again, if it has no vote
@@ -143,24 +251,9 @@ pub(super) fn evicting(facts: Option<&crate::server::Facts>) -> Option<String> {
 }
 
 impl Fleet {
-    /// The restart window of an attempt on `terms`: no vote from a server
-    /// that started within it ([`restarted`]; `None`: restarts are
-    /// trusted). A tick's record may be lost by a server restarted since
-    /// the tick began: no vote from it for the tick. So may the record of
-    /// a take since a `-n` began ([`super::record`]): no vote from a
-    /// server restarted since then either (give or take the clock
-    /// allowance), for a `-n` that began longer ago than the window allows
-    /// for (up to `record::STARTUP` and the wait's settle bound: a
-    /// `--max-ttl` under 12 s).
-    pub(super) fn restart_window_for(&self, terms: Terms<'_>) -> Option<Duration> {
-        let mut restart = match terms.tick {
-            Some(tick) => tick.restart_window(self.restart_window),
-            None => self.restart_window,
-        };
-        if let Some(since) = terms.untaken {
-            restart = restart.map(|w| w.max(since.began().elapsed() + CLOCK_ALLOWANCE));
-        }
-        restart
+    /// The restart window of an attempt on `terms` ([`restart_window`]).
+    pub(super) fn restart_window_for(&self, terms: Terms<'_>) -> Option<RestartWindow> {
+        restart_window(self.restart_window, terms.tick, terms.untaken.map(|s| s.began()))
     }
 
     /// Two members that are one server (the same `run_id`, however their
@@ -252,6 +345,64 @@ pub(super) const OWN_TOKEN: &str = "already holds this attempt's own token: the 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_function_computes_every_restart_window_and_the_message_says_why() {
+        let base = Some(Duration::from_secs(61));
+        assert_eq!(restart_window(None, None, None), None, "--trust-restarts");
+        let keys = restart_window(base, None, None).unwrap();
+        assert_eq!(keys, RestartWindow { length: Duration::from_secs(61), lost: Lost::Key });
+        // A tick that began 4 minutes ago: the window reaches back to its
+        // start, and the allowance before it.
+        let ms =
+            |t: SystemTime| crate::text::millis(t.duration_since(std::time::UNIX_EPOCH).unwrap());
+        let now = SystemTime::now();
+        let start_ms = ms(now - Duration::from_secs(240));
+        let tick = Tick { start_ms, end_ms: ms(now + Duration::from_secs(60)), offset_s: 0 };
+        let ticked = restart_window(base, Some(tick), None).unwrap();
+        let Lost::Tick { begun } = ticked.lost else { panic!("{ticked:?}") };
+        assert!(begun >= Duration::from_secs(240), "{ticked:?}");
+        assert_eq!(ticked.length, begun + CLOCK_ALLOWANCE);
+        // A `-n` that began 8 s ago, under a 4 s window; a tick shorter
+        // than the base changes nothing.
+        let began = BootInstant::now() - Duration::from_secs(8);
+        let short = Some(Duration::from_secs(4));
+        let taken = restart_window(short, None, Some(began)).unwrap();
+        assert!(matches!(taken.lost, Lost::Take { began } if began >= Duration::from_secs(8)));
+        let late = Tick { start_ms: ms(now), ..tick };
+        assert_eq!(restart_window(base, Some(late), None).unwrap().lost, Lost::Key);
+        // The message names the window and why it is that long.
+        let facts = |up: u64, keeps_data| crate::server::Facts {
+            run_id: String::new(),
+            started: tokio::time::Instant::now() - Duration::from_secs(up),
+            keeps_data,
+            evicts: None,
+        };
+        let why = restarted(Some(&facts(27, false)), Some(ticked)).unwrap();
+        assert!(
+            why.starts_with(
+                "it started 27.0s ago, within this tick (begun 4m ago): a restart may have lost \
+                 the record of a run of this tick; it votes for a tick begun after its start (at \
+                 once if"
+            ),
+            "{why}"
+        );
+        let why = restarted(Some(&facts(27, false)), Some(keys)).unwrap();
+        assert!(
+            why.starts_with(
+                "it started 27.0s ago, within the longest TTL plus 1s (1m 1s): a restart may \
+                 have lost a holder's key; it votes in 34.0s"
+            ),
+            "{why}"
+        );
+        let why = restarted(Some(&facts(6, false)), Some(taken)).unwrap();
+        assert!(why.contains("within this -n (begun 8.0s ago)"), "{why}");
+        // Started just before the tick, within the clock allowance.
+        let before = Duration::from_secs(240) + CLOCK_ALLOWANCE / 2;
+        assert!(since(before, Duration::from_secs(240), "this tick").starts_with("less than"));
+        // One that keeps every write votes at once.
+        assert_eq!(restarted(Some(&facts(27, true)), Some(ticked)), None);
+    }
 
     #[test]
     fn a_grant_from_a_clock_too_far_from_ours_is_no_vote() {
