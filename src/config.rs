@@ -54,7 +54,7 @@ pub struct Config {
 
 pub use crate::server::Tls;
 
-use crate::lock::{Request, Tick, Wait};
+use crate::lock::{Request, Tick, Wait, base_restart_window};
 use crate::schedule::{Schedule, Zone};
 
 /// What `run` does to its child when the lock is lost.
@@ -331,7 +331,7 @@ impl Config {
         }
         // How long a restarted server gets no vote: the longest TTL a
         // holder may have plus the fences' linger (src/fence.rs).
-        let restart_window = (!g.trust_restarts.value).then_some(max_ttl + crate::fence::LINGER);
+        let restart_window = (!g.trust_restarts.value).then_some(base_restart_window(max_ttl));
         let drift = crate::quorum::drift_allowance(ttl, drift_factor);
         validity_budget(ttl, drift)?;
         let node_timeout = node_timeout(&g, ttl)?;

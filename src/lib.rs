@@ -55,12 +55,16 @@
 //!   the CI job).
 //! - [`lock`]: the Redlock operations over a [`lock::Fleet`] of servers and
 //!   the lock a command asks for ([`lock::Request`]): the acquire round and
-//!   its withdrawal (with the clock check that refuses a server's vote
-//!   when its clock is off), extend/release, status, where a lock's keys
-//!   live ([`lock::KeyLayout`]); each server operation is a typed value
-//!   (`lock::ops`) that runs as a script or, through [`lock::noscript`],
-//!   as plain commands (`WATCH`/`MULTI`/`EXEC` on a connection of its
-//!   own) for servers that refuse scripts.
+//!   its verdict (`lock::acquire`; who holds how many servers:
+//!   `lock::tally`), one server's part in it from the attempt to the
+//!   withdrawal (`lock::contend`; its reply: `lock::granted`), who may vote
+//!   (`lock::vote`: a server's clock, a restart, a twin, an evicting
+//!   policy), `-n`'s steps in a round (`lock::untaken`; the rule, with the
+//!   tick's: [`lock::record`]), extend/release (`lock::hold`), status,
+//!   where a lock's keys live ([`lock::KeyLayout`]); each server operation
+//!   is a typed value (`lock::ops`) that runs as a script or, through
+//!   [`lock::noscript`], as plain commands (`WATCH`/`MULTI`/`EXEC` on a
+//!   connection of its own) for servers that refuse scripts.
 //! - [`shared`]: `--shared`: many shared holders or one exclusive, and why
 //!   a shared quorum and an exclusive one are never both granted.
 //! - [`slots`]: `--limit N`: N places, each an ordinary lock, and why that

@@ -11,11 +11,21 @@
 //! and the argument in [`crate::fence`].
 //!
 //! This module holds the [`Fleet`], the script calls and the lock a
-//! command asks for ([`Request`]); by concept, the acquire round, its
-//! verdict and withdrawal are in `acquire`, extend/release/force in
-//! `hold`, `status` in `status`, and the key names in `keys`.
+//! command asks for ([`Request`]); by concept:
+//! - `acquire`: the acquire round and its verdict; `tally`: who holds how
+//!   many servers in it, and when it may stop listening;
+//! - `contend`: one server's part in the round, from the attempt to the
+//!   withdrawal; `granted`: its reply, read once;
+//! - `vote`: who may vote (a server's clock, a restart, a twin, an
+//!   evicting policy);
+//! - `untaken`: `-n`'s steps in a round; [`record`]: its rule and the
+//!   tick's, kept by the grant record;
+//! - `hold`: extend/release/force; `status`; `ops`: the operations as
+//!   types; `keys`: the key names.
 
 mod acquire;
+mod contend;
+mod granted;
 mod hold;
 mod keys;
 pub mod noscript;
@@ -23,17 +33,21 @@ mod ops;
 pub mod record;
 mod scripts_tests;
 mod status;
+mod tally;
+mod untaken;
+mod vote;
 
-pub use acquire::{
-    Attempt, AttemptReport, CLOCK_ALLOWANCE, Held, Place, Split, TickOver, TickRan, clock_too_far,
-    ran_by, votes_again_in,
-};
+pub use acquire::{Attempt, AttemptReport, Held, Place, Split};
 pub use keys::{KeyLayout, WAKE_TAG, release_channel, wake_channel};
 pub(crate) use ops::{
     AcquireOp, ExtendOp, Operation, RaiseFenceOp, ReleaseOp, SetTtlOp, StatusOp, WithdrawOp,
 };
-pub use record::{LOOK_BACK_NODE_TIMEOUT, MAX_TICK, RECORD_LIFE, Since, TICK_MARGIN, Terms, Tick};
+pub use record::{
+    LOOK_BACK_NODE_TIMEOUT, MAX_TICK, RECORD_LIFE, Since, TICK_MARGIN, Terms, Tick, TickOver,
+    TickRan, ran_by,
+};
 pub use status::{ServerView, Status};
+pub use vote::{CLOCK_ALLOWANCE, base_restart_window, clock_too_far, votes_again_in};
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -271,7 +285,7 @@ impl Call {
     /// window of a server that does not read within a few rounds, and a
     /// withdrawal still queued behind them when its deadline passed would
     /// never be written while its attempt was, to land later and stay for
-    /// its TTL ([`acquire`]'s `withdraw`). Two cases take a second round trip,
+    /// its TTL (`contend`'s `withdraw`). Two cases take a second round trip,
     /// when `EVALSHA` answers NOSCRIPT and the pipeline follows: a script
     /// flushed since (`SCRIPT FLUSH`), and a pipeline given up before the
     /// connection wrote it (redis-rs drops a queued request whose caller
@@ -473,11 +487,11 @@ pub struct Fleet {
     /// stragglers may be the release of a lock it held ([`Fleet::settle`]).
     won: std::sync::atomic::AtomicBool,
     /// A member that answered a won round late with the round's own token:
-    /// the same server as another member (`acquire::contend`).
+    /// the same server as another member (`contend::contend`).
     twin: Arc<std::sync::Mutex<Option<ServerError>>>,
     /// Cancelled when the process settles before its exit
     /// ([`Fleet::settle`]): a `-n` loser's withdrawal that waits for a slow
-    /// server's answer goes at once (`acquire::contend`).
+    /// server's answer goes at once (`contend::contend`).
     exiting: tokio_util::sync::CancellationToken,
     /// Started by the first round: from the next round on, keeps the timer
     /// driver from a system call per server call, for as long as the fleet
@@ -691,7 +705,7 @@ impl Fleet {
     /// otherwise at most [`FLUSH`] of it.
     ///
     /// First it tells the calls still waiting to withdraw (a `-n` loser's,
-    /// on a server slower than the verdict: `acquire::contend`) to withdraw
+    /// on a server slower than the verdict: `contend::contend`) to withdraw
     /// now, before [`FLUSH`]'s timer exists. The argument: the runtime runs
     /// on one thread, and after the cancel the future that awaits the flush
     /// is polled again only after a park, which comes once every task ready
@@ -709,7 +723,7 @@ impl Fleet {
     /// a withdrawal that needs more than its connection (a server without
     /// scripts takes its own connection and round trips; a broken
     /// connection, a fresh one); a socket that takes no more bytes (see
-    /// `withdraw` in `lock::acquire`). A library program that settles and
+    /// `withdraw` in `lock::contend`). A library program that settles and
     /// goes on using the fleet keeps the token cancelled: its `-n` losers
     /// then withdraw without the grace, which costs scripts, not safety.
     pub async fn settle(&self) {
@@ -860,9 +874,9 @@ impl Fleet {
     }
 }
 
-/// The restart window of a [`Fleet`] unless set: the default `--max-ttl`
-/// (1 minute) plus the fences' linger ([`fence::LINGER`]).
-pub const DEFAULT_RESTART_WINDOW: Duration = Duration::from_secs(60).saturating_add(fence::LINGER);
+/// The restart window of a [`Fleet`] unless set: for the default
+/// `--max-ttl`, 1 minute ([`base_restart_window`]).
+pub const DEFAULT_RESTART_WINDOW: Duration = base_restart_window(Duration::from_secs(60));
 
 /// How long a process that holds nothing lets its stragglers' writes reach
 /// their connections before it exits ([`Fleet::settle`]): a few turns of the

@@ -364,3 +364,65 @@ impl Operation {
         self.keys().first().copied().unwrap_or("")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lock::CLOCK_ALLOWANCE;
+
+    #[test]
+    fn the_numbers_are_packed_as_sixteen_little_endian_doubles() {
+        let numbers = Numbers {
+            ttl_ms: 30_000,
+            proposal: Some(1_795_621_712_435_565),
+            window_us: 500_000,
+            life_ms: 31_000,
+            join: true,
+            order: false,
+            queue_life_ms: 60_000,
+            since_ms: 1_795_621_712_435,
+            skew_ms: 100,
+            places: 3,
+            shared: false,
+            untaken: Untaken::Since(1_795_621_712_000),
+            tick: Some(Tick {
+                start_ms: 1_795_621_500_000,
+                end_ms: 1_795_621_800_000,
+                offset_s: 0,
+            }),
+        };
+        let packed = numbers.pack();
+        let read: Vec<f64> =
+            packed.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().unwrap())).collect();
+        #[allow(clippy::cast_precision_loss)]
+        let expected = [
+            30_000.0,
+            1_795_621_712_435_565.0,
+            500_000.0,
+            31_000.0,
+            1.0,
+            0.0,
+            60_000.0,
+            1_795_621_712_435.0,
+            100.0,
+            3.0,
+            0.0,
+            1_795_621_712_000.0,
+            -1.0,
+            1_795_621_500_000.0,
+            1_795_621_800_000.0,
+            1_795_621_800_000.0 + CLOCK_ALLOWANCE.as_millis() as f64,
+        ];
+        assert_eq!(read, expected);
+        // A start in the future: no time since it, only `more`.
+        let began = crate::clock::BootInstant::now() + Duration::from_secs(3600);
+        let untaken = Untaken::For { began, more: Duration::from_millis(7) };
+        let unfenced = Numbers { proposal: None, untaken, ..numbers }.pack();
+        assert_eq!(f64::from_le_bytes(unfenced[8..16].try_into().unwrap()), -1.0);
+        let untaken: Vec<f64> = unfenced[88..104]
+            .chunks_exact(8)
+            .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        assert_eq!(untaken, [-1.0, 7.0], "untaken for: since -1, for 7");
+    }
+}

@@ -58,16 +58,21 @@
 //! lives until [`TICK_MARGIN`] past the tick's end, and a server that
 //! restarted after the tick began (and does not keep every write) gets no
 //! vote for that tick (the restart window, from the tick's start:
-//! [`Tick::restart_window`]). A host whose clock is off by more than
+//! `vote::restart_window`). A host whose clock is off by more than
 //! [`super::CLOCK_ALLOWANCE`] from the servers gets no vote from them at
 //! all, so it cannot run a tick its clock misplaced. What breaks it: a
 //! majority of servers losing their data at once (no quorum is left to
 //! remember), or hosts whose clocks disagree by more than the allowance
 //! near a tick's boundary (each computes its own tick).
+//!
+//! A refusal the record gives is a verdict of its own: the tick ran
+//! ([`TickRan`]), is over ([`TickOver`]), or ran under another schedule
+//! ([`Schedules`]); [`ran_by`] names the holder a record names.
 
 use std::time::{Duration, SystemTime};
 
 use crate::clock::BootInstant;
+use crate::token::Token;
 
 /// How long a grant record lives after its grant when it holds no tick
 /// (`scripts/acquire.lua`, the same number): longer than any `-n` looks
@@ -162,15 +167,6 @@ impl Tick {
         std::time::UNIX_EPOCH + Duration::from_millis(self.start_ms)
     }
 
-    /// The restart window for this tick: a server that started since the
-    /// tick began (give or take the clock allowance) may have lost its
-    /// record, so it gets no vote for it, on top of the lock's `window`
-    /// (`None`: restarts are trusted).
-    pub fn restart_window(&self, window: Option<Duration>) -> Option<Duration> {
-        let since = SystemTime::now().duration_since(self.start()).unwrap_or_default();
-        window.map(|w| w.max(since + super::CLOCK_ALLOWANCE))
-    }
-
     /// The tick for people, the one format everywhere (`REDLOCK_TICK`,
     /// messages): its start with its offset, `2027-03-29T00:30:00+01:00`.
     pub fn describe(&self) -> String {
@@ -226,6 +222,83 @@ pub struct Terms<'a> {
     pub schedule: Option<&'a str>,
 }
 
+/// Two schedules for one key's ticks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Schedules {
+    /// The token of the run whose record names the other schedule.
+    pub token: String,
+    /// Its schedule.
+    pub theirs: String,
+    /// This host's.
+    pub ours: String,
+}
+
+impl Schedules {
+    /// One line: this host's schedule for `key`, and the one its ticks ran
+    /// under.
+    pub fn describe(&self, key: &str) -> String {
+        format!(
+            "{}: this host reads its ticks as `{}`; {} ran them as `{}`: every host of a key must \
+             give the same --cron or --once-per and --tz",
+            crate::text::display_key(key.as_bytes()),
+            self.ours,
+            ran_by(&self.token),
+            crate::text::printable(&self.theirs),
+        )
+    }
+}
+
+/// A tick that already ran, as the servers recorded it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TickRan {
+    /// The token that ran it.
+    pub token: String,
+    /// The tick it ran.
+    pub tick: Tick,
+}
+
+impl TickRan {
+    /// One line: the tick of `key` already ran, where.
+    pub fn describe(&self, key: &str) -> String {
+        format!(
+            "{}: the tick of {} already ran on {}",
+            crate::text::display_key(key.as_bytes()),
+            self.tick.describe(),
+            ran_by(&self.token)
+        )
+    }
+}
+
+/// A tick that is over by a server's clock ([`Tick::last_grant_ms`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TickOver {
+    /// The tick.
+    pub tick: Tick,
+    /// How long ago it ended by that server's clock.
+    pub ended: Duration,
+}
+
+impl TickOver {
+    /// One line: the tick of `key` is over, by how much.
+    pub fn describe(&self, key: &str) -> String {
+        format!(
+            "{}: the tick of {} ended {} ago by the servers' clocks (this host was held up \
+             since it began); skipped",
+            crate::text::display_key(key.as_bytes()),
+            self.tick.describe(),
+            crate::text::fmt_duration(self.ended),
+        )
+    }
+}
+
+/// Who a token's holder was, for "ran on" and "taken by": host and pid.
+pub fn ran_by(token: &str) -> String {
+    match token.parse::<Token>() {
+        Ok(t) => format!("{} (pid {})", t.host, t.pid),
+        Err(_) => format!("another client (value {})", crate::text::display_key(token.as_bytes())),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -238,18 +311,5 @@ mod tests {
         assert_eq!(tick(3600).describe(), "2026-11-25T16:45:00+01:00");
         assert_eq!(tick(-5 * 3600).describe(), "2026-11-25T10:45:00-05:00");
         assert_eq!(tick(0).end(), tick(0).start() + Duration::from_secs(300));
-    }
-
-    #[test]
-    fn a_tick_widens_the_restart_window_to_its_start() {
-        let start_ms = crate::text::millis(
-            (SystemTime::now() - Duration::from_secs(3600))
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap(),
-        );
-        let tick = Tick { start_ms, end_ms: start_ms + 86_400_000 * 7, offset_s: 0 };
-        let window = tick.restart_window(Some(Duration::from_secs(61))).unwrap();
-        assert!(window >= Duration::from_secs(3600), "{window:?}");
-        assert_eq!(tick.restart_window(None), None, "--trust-restarts");
     }
 }

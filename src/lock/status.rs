@@ -62,7 +62,7 @@ impl Status {
 impl Fleet {
     /// Why each server's grant would count towards no quorum now (it
     /// restarted too recently, or its clock is too far from this host's:
-    /// `acquire::restarted`, `acquire::no_vote`), `None` where it would
+    /// `vote::restarted`, `vote::no_vote`), `None` where it would
     /// count or cannot be asked; one `TIME` per server.
     pub async fn votes(&self) -> Vec<Option<String>> {
         let window = self.restart_window;
@@ -73,10 +73,14 @@ impl Fleet {
                 .await
                 .ok()?;
             let answered = std::time::SystemTime::now();
-            let clock = super::acquire::server_time(Some(time.0), Some(time.1))?;
+            let clock = super::vote::server_time(Some(time.0), Some(time.1))?;
             let facts = server.current_facts(server.deadline()).await;
-            super::acquire::no_vote(Some(clock), (sent, answered))
-                .or_else(|| super::acquire::restarted(facts.as_ref(), window))
+            super::vote::no_vote(Some(clock), (sent, answered)).or_else(|| {
+                super::vote::restarted(
+                    facts.as_ref(),
+                    super::vote::restart_window(window, None, None),
+                )
+            })
         });
         futures_util::future::join_all(asks).await
     }

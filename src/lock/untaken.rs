@@ -1,0 +1,136 @@
+//! `-n`'s steps in an acquire round; [`super::record`] states the rule and
+//! its argument. The term each server's call carries, when the contender
+//! began by each answering server's clock, and the grants judged by it
+//! after the fact.
+
+use super::granted::{Grant, Granted};
+use super::ops::Untaken;
+use super::*;
+
+/// `-n`'s term for an acquire call (`None`: off). Where no answer said
+/// when the contender began by a server's clock: the time since it began,
+/// plus on a later attempt one node timeout of `servers`, the longest a
+/// call may run after it was sent ([`super::record`]).
+pub(super) fn term(untaken: Option<Since<'_>>, servers: &[Arc<Server>]) -> Untaken {
+    match untaken {
+        None => Untaken::Off,
+        Some(Since::First { began }) => Untaken::For { began, more: Duration::ZERO },
+        Some(Since::Later { began, .. }) => {
+            let now = tokio::time::Instant::now();
+            let call = servers.iter().map(|s| s.deadline()).max();
+            let more = call.map(|d| d.saturating_duration_since(now)).unwrap_or_default();
+            Untaken::For { began, more }
+        }
+    }
+}
+
+/// The acquire `call` as `server` gets it: on a later attempt, with the
+/// start by its clock that an earlier answer of it said ([`Since::Later`]).
+pub(super) fn call_for(call: &Arc<Call>, server: &Server, untaken: Option<Since<'_>>) -> Arc<Call> {
+    match untaken {
+        Some(Since::Later { starts, .. }) => {
+            match starts.iter().find(|(name, _)| name == server.name()) {
+                Some(&(_, ms)) => Arc::new(call.untaken_since(ms)),
+                None => Arc::clone(call),
+            }
+        }
+        _ => Arc::clone(call),
+    }
+}
+
+/// When a contender that began at `began` did so by each server's clock
+/// (ms, in server order; `None` where the server gave no clock): its clock
+/// in the answer less the time from the start to the answer's arrival
+/// (the round's start plus the latency, both taken by the round itself),
+/// as the call ran within that time ([`record`]). Rounded down to the
+/// records' whole milliseconds: never later than the start.
+pub(super) fn starts(round: &Round<Granted>, began: BootInstant) -> Vec<Option<u64>> {
+    round
+        .replies
+        .iter()
+        .zip(&round.latency)
+        .map(|(reply, latency)| {
+            let (
+                Reply::Answered(
+                    Granted::Yes(Grant { clock: Some(c), .. }) | Granted::No { clock: Some(c), .. },
+                ),
+                Some(latency),
+            ) = (reply, latency)
+            else {
+                return None;
+            };
+            let since = round.start.saturating_duration_since(began) + *latency;
+            Some(crate::text::millis(c.saturating_sub(since)))
+        })
+        .collect()
+}
+
+/// `-n`'s rule, judged after the fact: a grant that replaced the record of
+/// another token's grant made at or after the contender began (`starts`,
+/// by that server's clock) is a take meanwhile, and counts as the refusal
+/// that names it, so that the round is lost and withdrawn.
+///
+/// Why after the fact: the script refuses a take since the start as far
+/// as the server's clock when it runs the call tells, less the time from
+/// the start to the request's making ([`record`]); a call that waited in
+/// the server's queue (a slow script ahead of it, a server stalled) runs
+/// later than that says, and a take made and released meanwhile is missed
+/// there. The answer's clock less the time to its arrival is never later
+/// than the start whatever the call waited for. A take since the start
+/// held a quorum, which shares a server with any quorum this contender
+/// won; that server's grant replaced the take's record (or a later one),
+/// so one of the winning grants shows it. Breaks as the rule does: a
+/// record lost (a restart, an expiry past [`super::RECORD_LIFE`]) or a
+/// clock stepped back between the take and the grant.
+pub(super) fn judge_takes(replies: &mut [Reply<Granted>], starts: &[Option<u64>], token: &str) {
+    for (reply, start) in replies.iter_mut().zip(starts) {
+        if let (Reply::Answered(Granted::Yes(Grant { replaced: Some((at, by)), .. })), Some(start)) =
+            (&*reply, start)
+            && at >= start
+            && by != token
+        {
+            *reply = Reply::Answered(Granted::Taken(by.clone()));
+        }
+    }
+}
+
+/// `starts` by the name of each server that said its clock, for the next
+/// attempt ([`Since::Later`]).
+pub(super) fn by_name(servers: &[Arc<Server>], starts: Vec<Option<u64>>) -> Vec<(String, u64)> {
+    servers
+        .iter()
+        .zip(starts)
+        .filter_map(|(server, start)| Some((server.name().to_owned(), start?)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_grant_that_replaced_a_take_since_the_start_is_a_take() {
+        let grant = |replaced: Option<(u64, &str)>| {
+            Reply::Answered(Granted::Yes(Grant {
+                fence: None,
+                entry: None,
+                clock: Some(Duration::from_millis(10_000)),
+                replaced: replaced.map(|(at, by)| (at, by.to_owned())),
+            }))
+        };
+        // Started at 9,000 by servers 0 and 1's clocks; server 2 said none.
+        let starts = [Some(9_000), Some(9_000), None, Some(9_000), Some(9_000)];
+        let mut replies = vec![
+            grant(Some((9_000, "taker"))),
+            grant(Some((8_999, "before"))),
+            grant(Some((9_500, "unknown start"))),
+            grant(Some((9_500, "mine"))),
+            grant(None),
+        ];
+        judge_takes(&mut replies, &starts, "mine");
+        assert!(matches!(&replies[0], Reply::Answered(Granted::Taken(t)) if t == "taker"));
+        for (i, reply) in replies.iter().enumerate().skip(1) {
+            assert!(matches!(reply, Reply::Answered(Granted::Yes(_))), "{i}: {reply:?}");
+        }
+    }
+}
