@@ -242,7 +242,7 @@ end
 -- The server's clock goes back with every grant: a server whose clock is
 -- far from this client's (stepped, restored from a snapshot) may have let
 -- a holder's key expire early, and its grant counts towards no quorum
--- (src/lock/acquire.rs, `no_vote`).
+-- (src/lock/vote.rs, `no_vote`).
 local time = redis.call('TIME')
 local replaced
 if record then

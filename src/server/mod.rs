@@ -370,7 +370,7 @@ impl Server {
     /// drops; [`Server::after_attempts`] waits for it.
     ///
     /// Why: an attempt whose round was won without this server still lets
-    /// its vote land here (src/lock/acquire.rs, `contend`), possibly after
+    /// its vote land here (src/lock/contend.rs, `contend`), possibly after
     /// the holder is done and releasing (`run -- true`). A release that
     /// overtook it (another connection, as the no-script path uses, or the
     /// same one while the attempt is still connecting) would leave the key

@@ -319,7 +319,7 @@ pub async fn acquire(
     let mut starts: Vec<(String, u64)> = Vec::new();
     // A `--wait DUR` ends at its deadline, even in the middle of an
     // attempt whose servers hang: the attempt is dropped there, and its
-    // server tasks withdraw whatever it set (`lock::contend`). `-n` and
+    // server tasks withdraw whatever it set (`lock::contend::contend`). `-n` and
     // `--wait 0` make their one attempt whole.
     let cut = match wait {
         Wait::For(d) if !d.is_zero() => Some(start + *d),

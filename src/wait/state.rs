@@ -148,7 +148,7 @@ pub struct WaitState {
     /// Attempts made so far.
     pub attempts: u32,
     /// Split rounds in a row: each makes the next attempt more patient
-    /// with slow servers (`lock::patience`).
+    /// with slow servers (`lock::tally::patience`).
     pub splits: u32,
     /// False for the one attempt after the queue proved disordered.
     order: bool,

@@ -913,7 +913,7 @@ const LONGEST_TTL_NS: u64 = 2_000_000_000;
 
 /// How long after its tick's end a `--once-per` grant may still come, in
 /// ms: the clock allowance between a host and the servers (900 ms,
-/// `CLOCK_ALLOWANCE` in src/lock/acquire.rs), rounded up.
+/// `CLOCK_ALLOWANCE` in src/lock/vote.rs), rounded up.
 const TICK_ALLOWANCE_MS: u64 = 1_000;
 
 /// How long after its tick ended the section of `o` (labelled with that

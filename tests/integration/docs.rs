@@ -165,10 +165,7 @@ fn comments_name_paths_and_items_that_exist() {
 /// being rewritten on other branches; once they merge, the comment is
 /// fixed and its entry goes (the test fails while an entry finds
 /// nothing). Keep this empty.
-const KNOWN: &[(&str, &str)] = &[
-    ("src/wait/mod.rs", "`lock::contend`"),
-    ("src/wait/state.rs", "`lock::patience`"),
-];
+const KNOWN: &[(&str, &str)] = &[];
 
 /// The check sees what it claims to: a fixture naming a missing file, a
 /// missing item in each form, and an item in the wrong file fails it, once
