@@ -81,7 +81,10 @@ pub(super) fn starts(round: &Round<Granted>, began: BootInstant) -> Vec<Option<u
 /// won; that server's grant replaced the take's record (or a later one),
 /// so one of the winning grants shows it. Breaks as the rule does: a
 /// record lost (a restart, an expiry past [`super::RECORD_LIFE`]) or a
-/// clock stepped back between the take and the grant.
+/// clock stepped back between the take and the grant. Costs a false busy
+/// only where the start is unknown: a take made less than one answer's
+/// latency (its fsync, the host's scheduling) before the start, by a
+/// holder that took, ran and released within that time.
 pub(super) fn judge_takes(replies: &mut [Reply<Granted>], starts: &[Option<u64>], token: &str) {
     for (reply, start) in replies.iter_mut().zip(starts) {
         if let (Reply::Answered(Granted::Yes(Grant { replaced: Some((at, by)), .. })), Some(start)) =

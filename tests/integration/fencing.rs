@@ -4,8 +4,13 @@ use std::time::{Duration, Instant};
 
 use crate::harness::{Fleet, RedisServer, Redlock, fence_key, unique_key, wait_for_file};
 
+/// Takes and releases `key`: its fence. With `--wait`, not `-n`: `-n`
+/// counts a take made within one answer's latency before its start as
+/// made meanwhile (the start by a server's clock is known to within that),
+/// and the previous iteration's take, a few ms old, can be (an fsync of
+/// `appendfsync always` on a loaded machine delays the answer).
 fn acquire_fence(fleet: &Fleet, key: &str) -> u64 {
-    let out = Redlock::on(fleet).args(["acquire", "-n", "--json", "--key", key]).run();
+    let out = Redlock::on(fleet).args(["acquire", "--wait", "10s", "--json", "--key", key]).run();
     out.expect(0);
     let json = out.json();
     let token = json["token"].as_str().unwrap().to_owned();
