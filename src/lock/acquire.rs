@@ -6,10 +6,9 @@
 
 use super::contend::contend;
 use super::granted::{Grant, Granted};
-use super::ops::Numbers;
+use super::ops::{Numbers, Untaken};
 use super::record::Schedules;
 use super::tally::{After, Votes, patience};
-use super::untaken;
 use super::*;
 
 /// The result of one acquire round, with each server's part in it.
@@ -194,7 +193,8 @@ impl Fleet {
             (Op::Acquire, key),
             |server, answer| {
                 let restart = self.restart_window_for(terms);
-                let call = untaken::call_for(&call, &server, terms.untaken);
+                let call =
+                    terms.untaken.map_or_else(|| Arc::clone(&call), |s| s.call_for(&call, &server));
                 let twin = Arc::clone(&self.twin);
                 // A `-n` contender's last attempt: its withdrawals may wait
                 // for slow servers' answers until the process exits.
@@ -205,11 +205,11 @@ impl Fleet {
             |tally, replies, elapsed| patience(tally, replies, elapsed, quorum, splits, after),
         )
         .await;
-        // When the contender began by each answering server's clock, and
-        // `-n`'s judgment of its grants by it ([`record`]).
-        let began = terms.untaken.map(|s| s.began());
-        let starts = began.map(|began| untaken::starts(&round, began)).unwrap_or_default();
-        untaken::judge_takes(&mut round.replies, &starts, held.token);
+        // `-n`'s judgment of its grants ([`record`]).
+        let starts = terms
+            .untaken
+            .map(|s| s.judge(&mut round, held.token, &self.servers))
+            .unwrap_or_default();
         let servers = self.results(&round, Granted::describe);
         let views: Vec<queue::View> = round
             .replies
@@ -223,7 +223,6 @@ impl Fleet {
         let attempt = self.final_verdict(key, attempt, terms, &round, &views).await;
         verdict.send_replace(Some(matches!(attempt, Attempt::Acquired(_))));
         let ahead = terms.place.and_then(|p| queue::ahead(&views, self.quorum, p.member));
-        let starts = untaken::by_name(&self.servers, starts);
         AttemptReport { attempt, servers, ahead, starts }
     }
 
@@ -251,7 +250,7 @@ impl Fleet {
             skew_ms: crate::text::millis(queue::SKEW),
             places: place.map_or(1, |p| p.places),
             shared,
-            untaken: untaken::term(terms.untaken, &self.servers),
+            untaken: terms.untaken.map_or(Untaken::Off, |s| s.term(&self.servers)),
             tick: terms.tick,
         };
         Call {

@@ -1,40 +1,57 @@
-//! `-n`'s steps in an acquire round; [`super::record`] states the rule and
-//! its argument. The term each server's call carries, when the contender
-//! began by each answering server's clock, and the grants judged by it
-//! after the fact.
+//! `-n`'s steps in an acquire round, each a method of its rule for the
+//! attempt ([`Since`]); [`super::record`] states the rule and its
+//! argument. The term each server's call carries, and after the round,
+//! when the contender began by each answering server's clock and the
+//! grants judged by it.
 
 use super::granted::{Grant, Granted};
 use super::ops::Untaken;
 use super::*;
 
-/// `-n`'s term for an acquire call (`None`: off). Where no answer said
-/// when the contender began by a server's clock: the time since it began,
-/// plus on a later attempt one node timeout of `servers`, the longest a
-/// call may run after it was sent ([`super::record`]).
-pub(super) fn term(untaken: Option<Since<'_>>, servers: &[Arc<Server>]) -> Untaken {
-    match untaken {
-        None => Untaken::Off,
-        Some(Since::First { began }) => Untaken::For { began, more: Duration::ZERO },
-        Some(Since::Later { began, .. }) => {
-            let now = tokio::time::Instant::now();
-            let call = servers.iter().map(|s| s.deadline()).max();
-            let more = call.map(|d| d.saturating_duration_since(now)).unwrap_or_default();
-            Untaken::For { began, more }
-        }
-    }
-}
-
-/// The acquire `call` as `server` gets it: on a later attempt, with the
-/// start by its clock that an earlier answer of it said ([`Since::Later`]).
-pub(super) fn call_for(call: &Arc<Call>, server: &Server, untaken: Option<Since<'_>>) -> Arc<Call> {
-    match untaken {
-        Some(Since::Later { starts, .. }) => {
-            match starts.iter().find(|(name, _)| name == server.name()) {
-                Some(&(_, ms)) => Arc::new(call.untaken_since(ms)),
-                None => Arc::clone(call),
+impl Since<'_> {
+    /// The term of an acquire call. Where no answer said when the
+    /// contender began by a server's clock: the time since it began, plus
+    /// on a later attempt one node timeout of `servers`, the longest a call
+    /// may run after it was sent ([`super::record`]).
+    pub(super) fn term(self, servers: &[Arc<Server>]) -> Untaken {
+        match self {
+            Since::First { began } => Untaken::For { began, more: Duration::ZERO },
+            Since::Later { began, .. } => {
+                let now = tokio::time::Instant::now();
+                let call = servers.iter().map(|s| s.deadline()).max();
+                let more = call.map(|d| d.saturating_duration_since(now)).unwrap_or_default();
+                Untaken::For { began, more }
             }
         }
-        _ => Arc::clone(call),
+    }
+
+    /// The acquire `call` as `server` gets it: on a later attempt, with the
+    /// start by its clock that an earlier answer of it said.
+    pub(super) fn call_for(self, call: &Arc<Call>, server: &Server) -> Arc<Call> {
+        let Since::Later { starts, .. } = self else { return Arc::clone(call) };
+        match starts.iter().find(|(name, _)| name == server.name()) {
+            Some(&(_, ms)) => Arc::new(call.untaken_since(ms)),
+            None => Arc::clone(call),
+        }
+    }
+
+    /// Judges the grants of `round` (of `token`) after the fact
+    /// ([`judge_takes`]) by when the contender began by each answering
+    /// server's clock ([`starts`]), and returns those starts by server
+    /// name for the next attempt.
+    pub(super) fn judge(
+        self,
+        round: &mut Round<Granted>,
+        token: &str,
+        servers: &[Arc<Server>],
+    ) -> Vec<(String, u64)> {
+        let starts = starts(round, self.began());
+        judge_takes(&mut round.replies, &starts, token);
+        servers
+            .iter()
+            .zip(starts)
+            .filter_map(|(server, start)| Some((server.name().to_owned(), start?)))
+            .collect()
     }
 }
 
@@ -44,7 +61,7 @@ pub(super) fn call_for(call: &Arc<Call>, server: &Server, untaken: Option<Since<
 /// (the round's start plus the latency, both taken by the round itself),
 /// as the call ran within that time ([`record`]). Rounded down to the
 /// records' whole milliseconds: never later than the start.
-pub(super) fn starts(round: &Round<Granted>, began: BootInstant) -> Vec<Option<u64>> {
+fn starts(round: &Round<Granted>, began: BootInstant) -> Vec<Option<u64>> {
     round
         .replies
         .iter()
@@ -85,7 +102,7 @@ pub(super) fn starts(round: &Round<Granted>, began: BootInstant) -> Vec<Option<u
 /// only where the start is unknown: a take made less than one answer's
 /// latency (its fsync, the host's scheduling) before the start, by a
 /// holder that took, ran and released within that time.
-pub(super) fn judge_takes(replies: &mut [Reply<Granted>], starts: &[Option<u64>], token: &str) {
+fn judge_takes(replies: &mut [Reply<Granted>], starts: &[Option<u64>], token: &str) {
     for (reply, start) in replies.iter_mut().zip(starts) {
         if let (Reply::Answered(Granted::Yes(Grant { replaced: Some((at, by)), .. })), Some(start)) =
             (&*reply, start)
@@ -95,16 +112,6 @@ pub(super) fn judge_takes(replies: &mut [Reply<Granted>], starts: &[Option<u64>]
             *reply = Reply::Answered(Granted::Taken(by.clone()));
         }
     }
-}
-
-/// `starts` by the name of each server that said its clock, for the next
-/// attempt ([`Since::Later`]).
-pub(super) fn by_name(servers: &[Arc<Server>], starts: Vec<Option<u64>>) -> Vec<(String, u64)> {
-    servers
-        .iter()
-        .zip(starts)
-        .filter_map(|(server, start)| Some((server.name().to_owned(), start?)))
-        .collect()
 }
 
 #[cfg(test)]
