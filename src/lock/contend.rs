@@ -242,12 +242,11 @@ fn counted(server: &Server, key: &str, result: Answered) -> Result<Granted, Serv
 /// since you began", "the tick ran") is not counted either: X could not
 /// win with that server, so X's quorum, which every quorum this contender
 /// could win shares a server with, is made of voting servers, and one of
-/// those refuses too. Counted, it made a burst's hosts all skip as busy
-/// behind a holder that had only the restarted server and one other, and
-/// then lost its round: a tick that nobody ran (campaign `persist`, seed
-/// 3209046234). The cost: such a refusal is a failure, so a round that
-/// needed it ends "unavailable" (retried by a wait, and by `-n` while the
-/// rest only timed out), not "busy".
+/// those refuses too. Counted, it could make a burst's hosts all skip as
+/// busy behind a holder that then loses its round: a tick nobody runs.
+/// The cost: such a refusal is a failure, so a round that needed it ends
+/// "unavailable" (retried by a wait, and by `-n` while the rest only
+/// timed out), not "busy".
 async fn attempt_here(
     server: &Server,
     conn: &Conn,

@@ -699,33 +699,24 @@ impl Fleet {
     }
 
     /// Before the process exits: [`Fleet::drain`] when this process ever
-    /// held a lock (whatever its result: a command not found, a lost lock
-    /// or a token it could not print all end in an error after a hold, and
-    /// a release cut off would leave the lock on a server for its TTL),
-    /// otherwise at most [`FLUSH`] of it.
+    /// held a lock (any error after a hold: a release cut off would leave
+    /// the lock on a server for its TTL), otherwise at most [`FLUSH`] of it.
     ///
     /// First it tells the calls still waiting to withdraw (a `-n` loser's,
     /// on a server slower than the verdict: `contend::contend`) to withdraw
-    /// now, before [`FLUSH`]'s timer exists. The argument: the runtime runs
-    /// on one thread, and after the cancel the future that awaits the flush
-    /// is polled again only after a park, which comes once every task ready
-    /// then has run: the woken withdrawals, and the connection tasks they
-    /// hand their requests to, which write them. A timer is seen expired
-    /// only at a park. Before, each withdrawal waited for its own timer
-    /// (`ANSWER_GRACE`, 50 ms): a process descheduled past both that and
-    /// the flush (200 processes on 2 CPUs) saw both expire at one park, and
-    /// `block_on` polls its own future before ready tasks, so the process
-    /// exited with the withdrawal unsent and its vote on the slow server
-    /// for the TTL (CI, `two_hundred_at_once_run_each_tick_exactly_once`).
-    /// What breaks it: more ready tasks than the scheduler runs between
-    /// two parks (61, all of them counted: the woken withdrawals, their
-    /// connections' tasks and any already ready, about 30 servers' worth);
-    /// a withdrawal that needs more than its connection (a server without
-    /// scripts takes its own connection and round trips; a broken
-    /// connection, a fresh one); a socket that takes no more bytes (see
-    /// `withdraw` in `lock::contend`). A library program that settles and
-    /// goes on using the fleet keeps the token cancelled: its `-n` losers
-    /// then withdraw without the grace, which costs scripts, not safety.
+    /// now, before [`FLUSH`]'s timer exists. The rule: on the one-thread
+    /// runtime the future awaiting the flush is polled again only after a
+    /// park, which comes once every task ready then has run (the woken
+    /// withdrawals, and the connection tasks that write them), and a timer
+    /// is seen expired only at a park; so however long the process is
+    /// descheduled, no withdrawal is cut off unsent. The bound: the 61
+    /// tasks the scheduler runs between two parks (about 30 servers'
+    /// worth). What breaks it: more; a withdrawal that needs more than its
+    /// connection (a server without scripts, a broken connection); a socket
+    /// that takes no more bytes (`withdraw` in `lock::contend`). A library
+    /// program that settles and goes on keeps the token cancelled: its `-n`
+    /// losers then withdraw without the grace, which costs scripts, not
+    /// safety.
     pub async fn settle(&self) {
         self.exiting.cancel();
         if self.won.load(std::sync::atomic::Ordering::Relaxed) {
