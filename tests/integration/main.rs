@@ -34,6 +34,7 @@ mod readme;
 mod recipes;
 mod release;
 mod restart;
+mod review_cron;
 mod run;
 mod secrets;
 mod sentinel;
