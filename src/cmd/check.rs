@@ -183,7 +183,7 @@ pub async fn check(fleet: &Fleet, key: &str, limits: &Limits, json: bool) -> u8 
                 "held_ms": crate::text::millis(r.token.held_for()),
             })),
             "problems": problems,
-            "window_from": a.window_from.map(time),
+            "window_from": a.window_from.map(|f| tick_at(f, a.zone.as_ref())),
             "missed_count": a.missed.len(),
             "missed": missed,
             "missed_ticks": a.missed.iter().take(MISSED_SHOWN).map(|m| tick_at(m.start_ms, a.zone.as_ref())).collect::<Vec<_>>(),

@@ -101,7 +101,7 @@ fn render_json(key: &str, found: &History) -> serde_json::Value {
             let mut v = json!(e);
             v["start"] = json!(time(e.start_ms));
             if let Some(tick) = e.tick() {
-                v["tick"] = json!(time(tick.start_ms));
+                v["tick"] = json!(tick.describe());
             }
             v["succeeded"] = json!(e.succeeded());
             v

@@ -58,7 +58,6 @@ fn hosts_of_two_zones_firing_at_once_run_the_tick_once() {
 /// `render_json` formats `tick.start_ms` with `time()` instead of
 /// `tick.describe()`.
 #[test]
-#[ignore = "bug: history --json shows the tick in UTC (Z), not at its zone's offset as REDLOCK_TICK"]
 fn history_json_names_the_tick_as_redlock_tick_does() {
     let fleet = Fleet::start(1);
     let key = unique_key("review-history-json");
