@@ -222,6 +222,36 @@ fn fits(label: &str, timing: crate::watchdog::Timing) -> Result<(), Error> {
     })
 }
 
+/// Whether the renewal of the lock `command` keeps fits its `ttl`
+/// ([`fits`]), for the commands that renew one.
+fn renewal_fits(
+    command: &Command,
+    ttl: Duration,
+    node_timeout: Duration,
+    drift: Duration,
+) -> Result<(), Error> {
+    let timing = |renew_every, grace, margin| crate::watchdog::Timing {
+        ttl,
+        renew_every,
+        node_timeout,
+        grace,
+        margin,
+        drift,
+    };
+    match command {
+        // With --on-lost ignore no stop is planned on a failing renewal.
+        Command::Run(run) if run.on_lost != OnLost::Ignore => {
+            fits("run --ttl", timing(run.renew_every, run.grace(), run.kill_margin()))
+        }
+        // A freeze stops no command, so no grace or margin: only renewal
+        // must come before the validity ends.
+        Command::Hold(hold) => {
+            fits("hold: the TTL", timing(hold.renew_every, Duration::ZERO, Duration::ZERO))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// The subcommands, validated.
 #[derive(Debug)]
 pub enum Command {
@@ -406,37 +436,7 @@ impl Config {
                 crate::text::fmt_duration(crate::lock::LOOK_BACK_NODE_TIMEOUT),
             ));
         }
-        // With --on-lost ignore no stop is planned on a failing renewal.
-        if let Command::Run(run) = &command
-            && run.on_lost != OnLost::Ignore
-        {
-            fits(
-                "run --ttl",
-                crate::watchdog::Timing {
-                    ttl,
-                    renew_every: run.renew_every,
-                    node_timeout,
-                    grace: run.grace(),
-                    margin: run.kill_margin(),
-                    drift,
-                },
-            )?;
-        }
-        // A freeze stops no command, so no grace or margin: only renewal
-        // must come before the validity ends.
-        if let Command::Hold(hold) = &command {
-            fits(
-                "hold: the TTL",
-                crate::watchdog::Timing {
-                    ttl,
-                    renew_every: hold.renew_every,
-                    node_timeout,
-                    grace: Duration::ZERO,
-                    margin: Duration::ZERO,
-                    drift,
-                },
-            )?;
-        }
+        renewal_fits(&command, ttl, node_timeout, drift)?;
         let command = match command {
             Command::Doctor { ttl, json, .. } => {
                 Command::Doctor { ttl, json, config_file: g.file.clone() }

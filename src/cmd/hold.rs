@@ -53,6 +53,32 @@ use crate::watchdog::{self, Health};
 /// only if its run left a history entry.
 const LOOK_EVERY: Duration = Duration::from_millis(200);
 
+/// One freeze: what every step of it needs.
+struct Freeze<'a> {
+    /// The servers.
+    fleet: Arc<Fleet>,
+    /// Its settings.
+    cfg: &'a Hold,
+    /// The boot clock its end and the lock's validity are measured on.
+    clock: Arc<Clock>,
+    /// Its end, on the boot clock.
+    end: BootInstant,
+    /// Its end, as the wall-clock time it was at the start.
+    until: SystemTime,
+    /// The key for messages.
+    shown: String,
+    /// Where messages go.
+    log: &'a Log,
+}
+
+/// How a loss ended ([`Freeze::take_back`]).
+enum Back {
+    /// Taken back: keep it.
+    Taken(Lock),
+    /// The freeze is over, with this result.
+    Over(Result<u8, Error>),
+}
+
 /// Holds the freeze; `Ok` is the exit code.
 pub async fn hold(fleet: Arc<Fleet>, cfg: Hold, log: &Log) -> Result<u8, Error> {
     let mut signals = Signals::install().map_err(|e| Error::CannotRun {
@@ -62,62 +88,97 @@ pub async fn hold(fleet: Arc<Fleet>, cfg: Hold, log: &Log) -> Result<u8, Error> 
     let clock = Arc::new(Clock::new());
     let end = clock.now() + cfg.length;
     let until = SystemTime::now() + cfg.length;
-    let until_ms = history::epoch_ms(until);
     let shown = crate::text::display_key(cfg.key.as_bytes());
-    let mut lock =
-        crate::wait::acquire(&fleet, &cfg.request(cfg.wait, until_ms), log, Some(&mut signals))
-            .await?;
-    let note = cfg.note.as_ref().map_or_else(String::new, |n| format!(": {n:?}"));
-    log.event(
-        Level::Notice,
-        "hold_started",
-        &format!(
-            "hold: froze {shown} until {}{note} (renewed every {}; ends early on SIGTERM, SIGINT \
-             or SIGHUP)",
-            instant(until),
-            crate::text::fmt_duration(cfg.renew_every)
-        ),
-        json!({ "key": cfg.key, "until": instant(until), "until_ms": until_ms, "note": cfg.note }),
-    );
+    let freeze = Freeze { fleet, cfg: &cfg, clock, end, until, shown, log };
+    let mut lock = freeze.take(cfg.wait, &mut signals).await?;
+    freeze.started();
     loop {
-        let (health, renewing) =
-            watchdog::start(Arc::clone(&fleet), lock.clone(), cfg.renew_every, Arc::clone(&clock));
-        let kept = keep(health, &mut signals, &clock, end, &cfg.key, log).await;
+        let (health, renewing) = watchdog::start(
+            Arc::clone(&freeze.fleet),
+            lock.clone(),
+            cfg.renew_every,
+            Arc::clone(&freeze.clock),
+        );
+        let kept = keep(health, &mut signals, &freeze.clock, end, &cfg.key, log).await;
         renewing.abort();
-        let (deadline, reason) = match kept {
-            Kept::Over => {
-                let then = release(&fleet, &lock).await;
-                say(log, "hold_ended", &format!("hold: the freeze of {shown} ended; {then}"), &cfg);
-                return Ok(exit::OK);
+        lock = match kept {
+            Kept::Over => return Ok(freeze.ended(&lock, None).await),
+            Kept::Signal(signal) => return Ok(freeze.ended(&lock, Some(signal)).await),
+            Kept::Lost { deadline, reason } => {
+                match freeze.take_back(&lock, deadline, &reason, &mut signals).await {
+                    Back::Taken(lock) => lock,
+                    Back::Over(result) => return result,
+                }
             }
-            Kept::Signal(signal) => {
-                let then = release(&fleet, &lock).await;
-                let name = signals::name(signal);
-                say(
-                    log,
-                    "hold_ended",
-                    &format!(
-                        "hold: {name}: ended the freeze of {shown} early (it was to last until \
-                         {}); {then}",
-                        instant(until)
-                    ),
-                    &cfg,
-                );
-                return Ok(exit::OK);
-            }
-            Kept::Lost { deadline, reason } => (deadline, reason),
         };
-        let probe = probe(&fleet, &cfg.key).await;
-        if judge(clock.now() < deadline, probe.no_vote) == Verdict::Forced {
+    }
+}
+
+impl Freeze<'_> {
+    /// Takes the key for the freeze, waiting at most `wait` (a signal ends
+    /// the wait: [`Error::Interrupted`]).
+    async fn take(&self, wait: Wait, signals: &mut Signals) -> Result<Lock, Error> {
+        let request = self.cfg.request(wait, history::epoch_ms(self.until));
+        crate::wait::acquire(&self.fleet, &request, self.log, Some(signals)).await
+    }
+
+    /// The line of a freeze taken.
+    fn started(&self) {
+        let cfg = self.cfg;
+        let note = cfg.note.as_ref().map_or_else(String::new, |n| format!(": {n:?}"));
+        let until = instant(self.until);
+        self.log.event(
+            Level::Notice,
+            "hold_started",
+            &format!(
+                "hold: froze {} until {until}{note} (renewed every {}; ends early on SIGTERM, \
+                 SIGINT or SIGHUP)",
+                self.shown,
+                crate::text::fmt_duration(cfg.renew_every)
+            ),
+            json!({ "key": cfg.key, "until": until, "note": cfg.note }),
+        );
+    }
+
+    /// Ends a held freeze at its end (`signal` `None`) or on `signal`:
+    /// releases it, says so; exit 0.
+    async fn ended(&self, lock: &Lock, signal: Option<i32>) -> u8 {
+        let then = release(&self.fleet, lock).await;
+        let (shown, until) = (&self.shown, instant(self.until));
+        let line = match signal {
+            None => format!("hold: the freeze of {shown} ended at {until}; {then}"),
+            Some(signal) => format!(
+                "hold: {}: ended the freeze of {shown} early (it was to last until {until}); \
+                 {then}",
+                signals::name(signal)
+            ),
+        };
+        say(self.log, "hold_ended", &line, self.cfg);
+        exit::OK
+    }
+
+    /// After the watchdog reported `lock` lost (its validity ends at
+    /// `deadline`, for `reason`): ends the freeze if it was released by
+    /// force ([`judge`]), else says so and takes it back, recording the gap.
+    async fn take_back(
+        &self,
+        lock: &Lock,
+        deadline: BootInstant,
+        reason: &str,
+        signals: &mut Signals,
+    ) -> Back {
+        let (cfg, shown, log) = (self.cfg, &self.shown, self.log);
+        let probe = probe(&self.fleet, &cfg.key).await;
+        if judge(self.clock.now() < deadline, probe.no_vote) == Verdict::Forced {
             // Nothing to release: the token is gone on a quorum.
-            return Err(Error::Lost(format!(
+            return Back::Over(Err(Error::Lost(format!(
                 "hold: {shown} was released by force (release --force) at {}, before the \
                  freeze's end at {}; not taken back: {reason}",
                 instant(SystemTime::now()),
-                instant(until)
-            )));
+                instant(self.until)
+            ))));
         }
-        let lost_at = wall_at(deadline, &clock);
+        let lost_at = wall_at(deadline, &self.clock);
         log.event(
             Level::Warn,
             "hold_lost",
@@ -135,19 +196,9 @@ pub async fn hold(fleet: Arc<Fleet>, cfg: Hold, log: &Log) -> Result<u8, Error> 
                 "reason": reason,
             }),
         );
-        let (taken, seen) = retake(&fleet, &cfg, end, until_ms, &clock, &mut signals, log).await;
+        let (taken, seen) = self.retake(signals).await;
         let back_at = SystemTime::now();
-        let meanwhile = meanwhile(&fleet, &cfg.key, (lost_at, back_at), seen).await;
-        let gap = gap_entry(&cfg, &lock.token, (lost_at, back_at), meanwhile);
-        let written = history::record(&fleet, &cfg.key, &gap).await;
-        if written.is_err() {
-            log.event(
-                Level::Warn,
-                "history_not_recorded",
-                &format!("history {shown}: could not record the freeze's gap"),
-                json!({ "key": cfg.key }),
-            );
-        }
+        let gap = self.record_gap(&lock.token, (lost_at, back_at), seen).await;
         let length = crate::text::fmt_duration(back_at.duration_since(lost_at).unwrap_or_default());
         match taken {
             Ok(new) => {
@@ -160,31 +211,65 @@ pub async fn hold(fleet: Arc<Fleet>, cfg: Hold, log: &Log) -> Result<u8, Error> 
                     ),
                     json!({ "key": cfg.key, "gap_ms": gap.duration_ms, "meanwhile": gap.meanwhile }),
                 );
-                lock = new;
+                Back::Taken(new)
             }
             Err(Error::Interrupted(signal, _)) => {
-                say(
-                    log,
-                    "hold_ended",
-                    &format!(
-                        "hold: {}: ended the freeze of {shown}, lost since {}; nothing to release",
-                        signals::name(signal),
-                        instant(lost_at)
-                    ),
-                    &cfg,
-                );
-                return Ok(exit::OK);
-            }
-            Err(e) => {
-                // The freeze ran out (or hit what waiting cannot cure)
-                // while lost: it did not hold to its end, and says so.
-                return Err(Error::Lost(format!(
-                    "hold: {shown}: the freeze ended while lost since {} (a gap of {length}, \
-                     recorded): {e}",
+                let line = format!(
+                    "hold: {}: ended the freeze of {shown}, lost since {}; nothing to release",
+                    signals::name(signal),
                     instant(lost_at)
-                )));
+                );
+                say(log, "hold_ended", &line, cfg);
+                Back::Over(Ok(exit::OK))
             }
+            // The freeze ran out (or hit what waiting cannot cure) while
+            // lost: it did not hold to its end, and says so.
+            Err(e) => Back::Over(Err(Error::Lost(format!(
+                "hold: {shown}: the freeze ended while lost since {} (a gap of {length}, \
+                 recorded): {e}",
+                instant(lost_at)
+            )))),
         }
+    }
+
+    /// Waits in the queue for the key until the freeze's end, while a
+    /// task looks at who holds it every [`LOOK_EVERY`]. The lock (or the
+    /// wait's error) and the other holders seen.
+    async fn retake(&self, signals: &mut Signals) -> (Result<Lock, Error>, Vec<String>) {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let looking =
+            tokio::spawn(look(Arc::clone(&self.fleet), self.cfg.key.clone(), Arc::clone(&seen)));
+        let left = self.end.saturating_duration_since(self.clock.now());
+        let taken = if left.is_zero() {
+            Err(Error::Lost("its end came".to_owned()))
+        } else {
+            self.take(Wait::For(left), signals).await
+        };
+        looking.abort();
+        let seen = seen.lock().map(|s| s.clone()).unwrap_or_default();
+        (taken, seen)
+    }
+
+    /// Records the gap from `lost` to `back` of the lock `token` in the
+    /// history, with the holders `seen` meanwhile and the runs that
+    /// overlap it ([`meanwhile`]); a failure is a warning.
+    async fn record_gap(
+        &self,
+        token: &str,
+        (lost, back): (SystemTime, SystemTime),
+        seen: Vec<String>,
+    ) -> Entry {
+        let meanwhile = meanwhile(&self.fleet, &self.cfg.key, (lost, back), seen).await;
+        let gap = gap_entry(self.cfg, token, (lost, back), meanwhile);
+        if history::record(&self.fleet, &self.cfg.key, &gap).await.is_err() {
+            self.log.event(
+                Level::Warn,
+                "history_not_recorded",
+                &format!("history {}: could not record the freeze's gap", self.shown),
+                json!({ "key": self.cfg.key }),
+            );
+        }
+        gap
     }
 }
 
@@ -296,32 +381,6 @@ async fn probe(fleet: &Fleet, key: &str) -> Probe {
         answered.iter().zip(&votes).filter(|(up, vote)| **up && vote.is_none() == has_vote).count()
     };
     Probe { voting: count(true), no_vote: count(false), total: status.servers.len() }
-}
-
-/// Takes a lost freeze back: waits in the queue until its `end`, while a
-/// task looks at who holds the key every [`LOOK_EVERY`]. The lock (or the
-/// wait's error) and the other holders seen.
-async fn retake(
-    fleet: &Arc<Fleet>,
-    cfg: &Hold,
-    end: BootInstant,
-    until_ms: u64,
-    clock: &Clock,
-    signals: &mut Signals,
-    log: &Log,
-) -> (Result<Lock, Error>, Vec<String>) {
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let looking = tokio::spawn(look(Arc::clone(fleet), cfg.key.clone(), Arc::clone(&seen)));
-    let left = end.saturating_duration_since(clock.now());
-    let taken = if left.is_zero() {
-        Err(Error::Lost("its end came".to_owned()))
-    } else {
-        let request = cfg.request(Wait::For(left), until_ms);
-        crate::wait::acquire(fleet, &request, log, Some(signals)).await
-    };
-    looking.abort();
-    let seen = seen.lock().map(|s| s.clone()).unwrap_or_default();
-    (taken, seen)
 }
 
 /// Adds to `seen` every holder of `key` a quorum shows, but this

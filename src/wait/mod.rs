@@ -287,7 +287,7 @@ pub async fn acquire(
     log: &Log,
     mut signals: Option<&mut Signals>,
 ) -> Result<Lock, Error> {
-    let Request { key, wait, ordered, .. } = request;
+    let Request { key, wait, ordered, note, job, .. } = request;
     let key = key.as_str();
     let shown = crate::text::display_key(key.as_bytes());
     let start = Instant::now();
@@ -297,8 +297,7 @@ pub async fn acquire(
     // This wait's entry in the queue ([`crate::queue`]), kept by the
     // attempts themselves. A shared wait's member says so, for the queue's
     // turn of shared waiters (`scripts/acquire.lua`).
-    let member =
-        queue::entry(request.shared, request.note.clone(), request.job.clone()).to_string();
+    let member = queue::entry(request.shared, note.clone(), job.clone()).to_string();
     let mut state = WaitState::new(asked(request, start, &member), Backoff::new());
     let since_ms = crate::text::millis(
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default(),
