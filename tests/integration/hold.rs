@@ -296,3 +296,26 @@ fn bad_input_is_a_usage_error_and_writes_nothing() {
     }
     assert_eq!(fleet.servers[0].dbsize(), 0, "nothing written");
 }
+
+/// A key held by someone else when the freeze starts: the freeze waits in
+/// the queue, naming the holder, and gives up with the busy exit after
+/// `--wait`; nothing of it is left on the servers.
+#[test]
+fn a_freeze_that_finds_the_key_held_waits_then_is_busy() {
+    let fleet = Fleet::start(1);
+    let urls = fleet.urls();
+    let key = unique_key("hold-busy");
+    let deploy = Redlock::new(&urls)
+        .args(["run", "--note", "deploy 2.4.1", "-k", &key, "--", "sleep", "30"])
+        .spawn();
+    let start = Instant::now();
+    while Redlock::new(&urls).args(["status", "-k", &key]).run().code() != 0 {
+        assert!(start.elapsed() < REACT, "the deploy never took {key}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = Redlock::new(&urls).args(["hold", "-k", &key, "--for", "1h", "--wait", "1s"]).run();
+    out.expect(75).stderr_has("note \"deploy 2.4.1\"").stderr_lacks("froze");
+    assert!(out.elapsed < Duration::from_secs(10), "{:?}", out.elapsed);
+    send_signal(deploy.pid(), libc::SIGTERM);
+    let _ = deploy.wait();
+}
