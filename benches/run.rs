@@ -426,6 +426,7 @@ fn worker(spec: &str) {
                 schedule: None,
                 note: None,
                 job: None,
+                until: None,
                 began: None,
             };
             let Ok(lock) = redlock::wait::acquire(&fleet, &request, &log, None).await else {

@@ -45,6 +45,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('run', 'run', [CompletionResultType]::ParameterValue, 'Run a command while holding the lock, renewing it until the command exits')
             [CompletionResult]::new('acquire', 'acquire', [CompletionResultType]::ParameterValue, 'Take the lock and print its token on stdout')
+            [CompletionResult]::new('hold', 'hold', [CompletionResultType]::ParameterValue, 'Hold a lock as a freeze for --for: renewed, taken back after a loss, shown to every waiter; ends early on SIGTERM, SIGINT, SIGHUP or release --force')
             [CompletionResult]::new('extend', 'extend', [CompletionResultType]::ParameterValue, 'Make a lock held with a token last at least --ttl from now (never shortens it)')
             [CompletionResult]::new('release', 'release', [CompletionResultType]::ParameterValue, 'Give a lock back (with its token, or --force)')
             [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show who holds a lock, on which servers, for how long (exit 0 held, 1 free)')
@@ -146,6 +147,37 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             [CompletionResult]::new('-x', '-x', [CompletionResultType]::ParameterName, 'Hold the lock exclusive, the default: one holder and no --shared one (as flock''s -x)')
             [CompletionResult]::new('--exclusive', '--exclusive', [CompletionResultType]::ParameterName, 'Hold the lock exclusive, the default: one holder and no --shared one (as flock''s -x)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print {"token", "fence", "validity_ms", "slot"} instead of the token alone')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'redlock;hold' {
+            [CompletionResult]::new('--servers', '--servers', [CompletionResultType]::ParameterName, 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files')
+            [CompletionResult]::new('--host', '--host', [CompletionResultType]::ParameterName, 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel''s host name, the pod''s name in Kubernetes]')
+            [CompletionResult]::new('--password-file', '--password-file', [CompletionResultType]::ParameterName, 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]')
+            [CompletionResult]::new('--tls-ca', '--tls-ca', [CompletionResultType]::ParameterName, 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]')
+            [CompletionResult]::new('--tls-cert', '--tls-cert', [CompletionResultType]::ParameterName, 'PEM client certificate, for servers that ask for one (with --tls-key)')
+            [CompletionResult]::new('--tls-key', '--tls-key', [CompletionResultType]::ParameterName, 'PEM private key of --tls-cert')
+            [CompletionResult]::new('--quorum', '--quorum', [CompletionResultType]::ParameterName, 'Servers that must agree [default: more than half of them]')
+            [CompletionResult]::new('--node-timeout', '--node-timeout', [CompletionResultType]::ParameterName, 'Time limit for each server call [default: a tenth of the TTL, at most 1s]')
+            [CompletionResult]::new('--drift-factor', '--drift-factor', [CompletionResultType]::ParameterName, 'Clock drift allowance as a fraction of the TTL')
+            [CompletionResult]::new('--max-ttl', '--max-ttl', [CompletionResultType]::ParameterName, 'The longest TTL any holder on these servers uses (a longer --ttl is refused): a server restarted less than this (plus 1s) ago, which may have lost a holder''s key, counts towards no quorum')
+            [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Format of the messages on stderr')
+            [CompletionResult]::new('-k', '-k', [CompletionResultType]::ParameterName, 'The lock''s key (stored as redlock:{KEY}, or as given with --raw-key)')
+            [CompletionResult]::new('--key', '--key', [CompletionResultType]::ParameterName, 'The lock''s key (stored as redlock:{KEY}, or as given with --raw-key)')
+            [CompletionResult]::new('--for', '--for', [CompletionResultType]::ParameterName, 'How long the freeze lasts, from now (at most 31 days); its end is shown to every waiter')
+            [CompletionResult]::new('--note', '--note', [CompletionResultType]::ParameterName, 'Why the freeze: waiters, status and history show it (at most 200 bytes, no control characters)')
+            [CompletionResult]::new('-w', '-w', [CompletionResultType]::ParameterName, 'Wait at most DUR for the lock when someone holds it at the start; 0 tries once [default: the whole --for]')
+            [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Wait at most DUR for the lock when someone holds it at the start; 0 tries once [default: the whole --for]')
+            [CompletionResult]::new('--trust-restarts', '--trust-restarts', [CompletionResultType]::ParameterName, 'Trust every restarted server to have kept its data: it votes at once (a server with appendonly yes and appendfsync always since its start is trusted without this)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Say more on stderr (repeat for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Say more on stderr (repeat for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Say nothing on stderr but errors (no busy message)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Say nothing on stderr but errors (no busy message)')
+            [CompletionResult]::new('--raw-key', '--raw-key', [CompletionResultType]::ParameterName, 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock''s namespace, redlock:{KEY}]')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
@@ -362,6 +394,7 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
         'redlock;help' {
             [CompletionResult]::new('run', 'run', [CompletionResultType]::ParameterValue, 'Run a command while holding the lock, renewing it until the command exits')
             [CompletionResult]::new('acquire', 'acquire', [CompletionResultType]::ParameterValue, 'Take the lock and print its token on stdout')
+            [CompletionResult]::new('hold', 'hold', [CompletionResultType]::ParameterValue, 'Hold a lock as a freeze for --for: renewed, taken back after a loss, shown to every waiter; ends early on SIGTERM, SIGINT, SIGHUP or release --force')
             [CompletionResult]::new('extend', 'extend', [CompletionResultType]::ParameterValue, 'Make a lock held with a token last at least --ttl from now (never shortens it)')
             [CompletionResult]::new('release', 'release', [CompletionResultType]::ParameterValue, 'Give a lock back (with its token, or --force)')
             [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show who holds a lock, on which servers, for how long (exit 0 held, 1 free)')
@@ -376,6 +409,9 @@ Register-ArgumentCompleter -Native -CommandName 'redlock' -ScriptBlock {
             break
         }
         'redlock;help;acquire' {
+            break
+        }
+        'redlock;help;hold' {
             break
         }
         'redlock;help;extend' {

@@ -42,6 +42,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand --version 'Print version'
             cand run 'Run a command while holding the lock, renewing it until the command exits'
             cand acquire 'Take the lock and print its token on stdout'
+            cand hold 'Hold a lock as a freeze for --for: renewed, taken back after a loss, shown to every waiter; ends early on SIGTERM, SIGINT, SIGHUP or release --force'
             cand extend 'Make a lock held with a token last at least --ttl from now (never shortens it)'
             cand release 'Give a lock back (with its token, or --force)'
             cand status 'Show who holds a lock, on which servers, for how long (exit 0 held, 1 free)'
@@ -141,6 +142,36 @@ set edit:completion:arg-completer[redlock] = {|@words|
             cand -x 'Hold the lock exclusive, the default: one holder and no --shared one (as flock''s -x)'
             cand --exclusive 'Hold the lock exclusive, the default: one holder and no --shared one (as flock''s -x)'
             cand --json 'Print {"token", "fence", "validity_ms", "slot"} instead of the token alone'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'redlock;hold'= {
+            cand --servers 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file'
+            cand --config 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files'
+            cand --host 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel''s host name, the pod''s name in Kubernetes]'
+            cand --password-file 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]'
+            cand --tls-ca 'PEM file of the CA that signed the servers'' TLS certificates (rediss://) [default: the public web roots]'
+            cand --tls-cert 'PEM client certificate, for servers that ask for one (with --tls-key)'
+            cand --tls-key 'PEM private key of --tls-cert'
+            cand --quorum 'Servers that must agree [default: more than half of them]'
+            cand --node-timeout 'Time limit for each server call [default: a tenth of the TTL, at most 1s]'
+            cand --drift-factor 'Clock drift allowance as a fraction of the TTL'
+            cand --max-ttl 'The longest TTL any holder on these servers uses (a longer --ttl is refused): a server restarted less than this (plus 1s) ago, which may have lost a holder''s key, counts towards no quorum'
+            cand --log-format 'Format of the messages on stderr'
+            cand -k 'The lock''s key (stored as redlock:{KEY}, or as given with --raw-key)'
+            cand --key 'The lock''s key (stored as redlock:{KEY}, or as given with --raw-key)'
+            cand --for 'How long the freeze lasts, from now (at most 31 days); its end is shown to every waiter'
+            cand --note 'Why the freeze: waiters, status and history show it (at most 200 bytes, no control characters)'
+            cand -w 'Wait at most DUR for the lock when someone holds it at the start; 0 tries once [default: the whole --for]'
+            cand --wait 'Wait at most DUR for the lock when someone holds it at the start; 0 tries once [default: the whole --for]'
+            cand --trust-restarts 'Trust every restarted server to have kept its data: it votes at once (a server with appendonly yes and appendfsync always since its start is trusted without this)'
+            cand -v 'Say more on stderr (repeat for more)'
+            cand --verbose 'Say more on stderr (repeat for more)'
+            cand -q 'Say nothing on stderr but errors (no busy message)'
+            cand --quiet 'Say nothing on stderr but errors (no busy message)'
+            cand --raw-key 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock''s namespace, redlock:{KEY}]'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
             cand -V 'Print version'
@@ -349,6 +380,7 @@ set edit:completion:arg-completer[redlock] = {|@words|
         &'redlock;help'= {
             cand run 'Run a command while holding the lock, renewing it until the command exits'
             cand acquire 'Take the lock and print its token on stdout'
+            cand hold 'Hold a lock as a freeze for --for: renewed, taken back after a loss, shown to every waiter; ends early on SIGTERM, SIGINT, SIGHUP or release --force'
             cand extend 'Make a lock held with a token last at least --ttl from now (never shortens it)'
             cand release 'Give a lock back (with its token, or --force)'
             cand status 'Show who holds a lock, on which servers, for how long (exit 0 held, 1 free)'
@@ -361,6 +393,8 @@ set edit:completion:arg-completer[redlock] = {|@words|
         &'redlock;help;run'= {
         }
         &'redlock;help;acquire'= {
+        }
+        &'redlock;help;hold'= {
         }
         &'redlock;help;extend'= {
         }

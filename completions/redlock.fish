@@ -45,6 +45,7 @@ complete -c redlock -n "__fish_redlock_needs_command" -s h -l help -d 'Print hel
 complete -c redlock -n "__fish_redlock_needs_command" -s V -l version -d 'Print version'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "run" -d 'Run a command while holding the lock, renewing it until the command exits'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "acquire" -d 'Take the lock and print its token on stdout'
+complete -c redlock -n "__fish_redlock_needs_command" -f -a "hold" -d 'Hold a lock as a freeze for --for: renewed, taken back after a loss, shown to every waiter; ends early on SIGTERM, SIGINT, SIGHUP or release --force'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "extend" -d 'Make a lock held with a token last at least --ttl from now (never shortens it)'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "release" -d 'Give a lock back (with its token, or --force)'
 complete -c redlock -n "__fish_redlock_needs_command" -f -a "status" -d 'Show who holds a lock, on which servers, for how long (exit 0 held, 1 free)'
@@ -133,6 +134,29 @@ complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s x -l exclusi
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -l json -d 'Print {"token", "fence", "validity_ms", "slot"} instead of the token alone'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c redlock -n "__fish_redlock_using_subcommand acquire" -s V -l version -d 'Print version'
+complete -c redlock -n "__fish_redlock_using_subcommand hold" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand hold" -l config -d 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand hold" -l host -d 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel\'s host name, the pod\'s name in Kubernetes]' -r -f -a "(__fish_print_hostnames)"
+complete -c redlock -n "__fish_redlock_using_subcommand hold" -l password-file -d 'Read the password for servers whose URL has none from FILE [env: REDLOCK_PASSWORD holds it directly]' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand hold" -l tls-ca -d 'PEM file of the CA that signed the servers\' TLS certificates (rediss://) [default: the public web roots]' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand hold" -l tls-cert -d 'PEM client certificate, for servers that ask for one (with --tls-key)' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand hold" -l tls-key -d 'PEM private key of --tls-cert' -r -F
+complete -c redlock -n "__fish_redlock_using_subcommand hold" -l quorum -d 'Servers that must agree [default: more than half of them]' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand hold" -l node-timeout -d 'Time limit for each server call [default: a tenth of the TTL, at most 1s]' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand hold" -l drift-factor -d 'Clock drift allowance as a fraction of the TTL' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand hold" -l max-ttl -d 'The longest TTL any holder on these servers uses (a longer --ttl is refused): a server restarted less than this (plus 1s) ago, which may have lost a holder\'s key, counts towards no quorum' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand hold" -l log-format -d 'Format of the messages on stderr' -r -f -a "text\t'One line of text per message'
+json\t'One JSON object per line'"
+complete -c redlock -n "__fish_redlock_using_subcommand hold" -s k -l key -d 'The lock\'s key (stored as redlock:{KEY}, or as given with --raw-key)' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand hold" -l for -d 'How long the freeze lasts, from now (at most 31 days); its end is shown to every waiter' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand hold" -l note -d 'Why the freeze: waiters, status and history show it (at most 200 bytes, no control characters)' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand hold" -s w -l wait -d 'Wait at most DUR for the lock when someone holds it at the start; 0 tries once [default: the whole --for]' -r -f
+complete -c redlock -n "__fish_redlock_using_subcommand hold" -l trust-restarts -d 'Trust every restarted server to have kept its data: it votes at once (a server with appendonly yes and appendfsync always since its start is trusted without this)'
+complete -c redlock -n "__fish_redlock_using_subcommand hold" -s v -l verbose -d 'Say more on stderr (repeat for more)'
+complete -c redlock -n "__fish_redlock_using_subcommand hold" -s q -l quiet -d 'Say nothing on stderr but errors (no busy message)'
+complete -c redlock -n "__fish_redlock_using_subcommand hold" -l raw-key -d 'Use the key as given on the servers, for interop with other Redlock clients (redsync, node-redlock, SET NX scripts) [default: redlock\'s namespace, redlock:{KEY}]'
+complete -c redlock -n "__fish_redlock_using_subcommand hold" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c redlock -n "__fish_redlock_using_subcommand hold" -s V -l version -d 'Print version'
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l servers -d 'Redis servers, comma-separated: redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path; redis+sentinel://S1,S2/SERVICE and redis+cluster://NODE1,NODE2 are one member each. No default: name them here, in the environment or in the configuration file' -r -f
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l config -d 'Read the configuration file FILE (it must exist) instead of $REDLOCK_CONFIG or the default files' -r -F
 complete -c redlock -n "__fish_redlock_using_subcommand extend" -l host -d 'The name this host goes by in tokens, status and history (letters, digits, `-`, `.`, `_`; at most 64) [default: the kernel\'s host name, the pod\'s name in Kubernetes]' -r -f -a "(__fish_print_hostnames)"
@@ -290,13 +314,14 @@ complete -c redlock -n "__fish_redlock_using_subcommand config" -l raw-key -d 'U
 complete -c redlock -n "__fish_redlock_using_subcommand config" -l check -d 'Print nothing but the problems, each on a line of its own (exit 64 if any): a gate for configuration management'
 complete -c redlock -n "__fish_redlock_using_subcommand config" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c redlock -n "__fish_redlock_using_subcommand config" -s V -l version -d 'Print version'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status history check doctor config help" -f -a "run" -d 'Run a command while holding the lock, renewing it until the command exits'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status history check doctor config help" -f -a "acquire" -d 'Take the lock and print its token on stdout'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status history check doctor config help" -f -a "extend" -d 'Make a lock held with a token last at least --ttl from now (never shortens it)'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status history check doctor config help" -f -a "release" -d 'Give a lock back (with its token, or --force)'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status history check doctor config help" -f -a "status" -d 'Show who holds a lock, on which servers, for how long (exit 0 held, 1 free)'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status history check doctor config help" -f -a "history" -d 'Show the last runs of a lock, fleet-wide: host, start, duration, outcome; and the skips'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status history check doctor config help" -f -a "check" -d 'For monitoring: did a run start within --max-age, no tick missed, none failed or hung (exit 0 ok, 1 warning, 2 unknown)'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status history check doctor config help" -f -a "doctor" -d 'Check that the servers are fit for Redlock (exit 0 fit, 1 warnings)'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status history check doctor config help" -f -a "config" -d 'Print the effective configuration and where each value came from (flag, environment, file, default)'
-complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire extend release status history check doctor config help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire hold extend release status history check doctor config help" -f -a "run" -d 'Run a command while holding the lock, renewing it until the command exits'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire hold extend release status history check doctor config help" -f -a "acquire" -d 'Take the lock and print its token on stdout'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire hold extend release status history check doctor config help" -f -a "hold" -d 'Hold a lock as a freeze for --for: renewed, taken back after a loss, shown to every waiter; ends early on SIGTERM, SIGINT, SIGHUP or release --force'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire hold extend release status history check doctor config help" -f -a "extend" -d 'Make a lock held with a token last at least --ttl from now (never shortens it)'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire hold extend release status history check doctor config help" -f -a "release" -d 'Give a lock back (with its token, or --force)'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire hold extend release status history check doctor config help" -f -a "status" -d 'Show who holds a lock, on which servers, for how long (exit 0 held, 1 free)'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire hold extend release status history check doctor config help" -f -a "history" -d 'Show the last runs of a lock, fleet-wide: host, start, duration, outcome; and the skips'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire hold extend release status history check doctor config help" -f -a "check" -d 'For monitoring: did a run start within --max-age, no tick missed, none failed or hung (exit 0 ok, 1 warning, 2 unknown)'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire hold extend release status history check doctor config help" -f -a "doctor" -d 'Check that the servers are fit for Redlock (exit 0 fit, 1 warnings)'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire hold extend release status history check doctor config help" -f -a "config" -d 'Print the effective configuration and where each value came from (flag, environment, file, default)'
+complete -c redlock -n "__fish_redlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire hold extend release status history check doctor config help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

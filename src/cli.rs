@@ -136,6 +136,9 @@ pub enum Command {
     /// Take the lock and print its token on stdout
     #[command(after_help = ACQUIRE_EXAMPLES)]
     Acquire(Lazy<AcquireArgs>),
+    /// Hold a lock as a freeze for --for: renewed, taken back after a loss, shown to every waiter; ends early on SIGTERM, SIGINT, SIGHUP or release --force
+    #[command(after_help = HOLD_EXAMPLES)]
+    Hold(Lazy<HoldArgs>),
     /// Make a lock held with a token last at least --ttl from now (never shortens it)
     #[command(after_help = EXTEND_EXAMPLES)]
     Extend(Lazy<ExtendArgs>),
@@ -413,6 +416,23 @@ pub struct AcquireArgs {
     pub json: bool,
 }
 
+/// `redlock hold`.
+#[derive(Debug, Args)]
+pub struct HoldArgs {
+    /// The lock's key (stored as redlock:{KEY}, or as given with --raw-key)
+    #[arg(long, short = 'k', allow_hyphen_values = true, value_hint = ValueHint::Other)]
+    pub key: String,
+    /// How long the freeze lasts, from now (at most 31 days); its end is shown to every waiter
+    #[arg(long = "for", value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true)]
+    pub for_: String,
+    /// Why the freeze: waiters, status and history show it (at most 200 bytes, no control characters)
+    #[arg(long, value_name = "TEXT", value_hint = ValueHint::Other, allow_hyphen_values = true)]
+    pub note: Option<String>,
+    /// Wait at most DUR for the lock when someone holds it at the start; 0 tries once [default: the whole --for]
+    #[arg(short = 'w', long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true)]
+    pub wait: Option<String>,
+}
+
 /// `redlock extend`.
 #[derive(Debug, Args)]
 pub struct ExtendArgs {
@@ -588,6 +608,22 @@ Examples:
   TOKEN=$(redlock acquire --key maint --ttl 1h)
   redlock acquire -n --key maint || echo 'someone else is in maintenance'
   redlock acquire --key maint --json | jq .fence";
+
+const HOLD_EXAMPLES: &str = "\
+The lock's TTL is the configuration's ttl, at most --max-ttl: the freeze \
+renews it, so no host's --max-ttl changes. After a loss (a quorum that could \
+not renew in time) it is taken back as soon as a quorum can vote, and the \
+gap is recorded in the history, naming whoever held the key meanwhile. A \
+--cron or --once-per run of the key skips its tick while the freeze outlasts \
+it ('check' reports the tick paused). Exit 0 at the end, or on SIGTERM, \
+SIGINT or SIGHUP (released at once); 70 when 'release --force' deleted it; \
+75 when it is still held elsewhere after --wait.
+
+Examples:
+  redlock hold --key deploy-prod --for 2h --note 'Black Friday, ask alice'
+  nohup redlock hold --key deploy-prod --for 2h --note 'release freeze' >>freeze.log 2>&1 &
+  systemd-run --unit freeze-deploy-prod redlock hold --key deploy-prod --for 2h --note 'incident 42'
+  systemctl stop freeze-deploy-prod    # ends it early";
 
 const EXTEND_EXAMPLES: &str = "\
 Examples:

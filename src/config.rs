@@ -113,6 +113,54 @@ pub struct Run {
     pub job: Option<String>,
 }
 
+/// `hold`'s settings: a freeze of `key` for `length`.
+#[derive(Debug)]
+pub struct Hold {
+    /// The lock key.
+    pub key: String,
+    /// The lock's TTL: the configuration's `ttl`, at most `--max-ttl`, so
+    /// that no host's restart window changes; renewal keeps it alive.
+    pub ttl: Duration,
+    /// How long the freeze lasts from its start (`--for`).
+    pub length: Duration,
+    /// How long the first take may wait for another holder (`--wait`,
+    /// at most `length`).
+    pub wait: Wait,
+    /// Renewal period: a third of the TTL.
+    pub renew_every: Duration,
+    /// Why the freeze (`--note`).
+    pub note: Option<String>,
+    /// The CI job it runs in.
+    pub job: Option<String>,
+}
+
+/// The longest `hold --for`: a freeze longer than a month is more likely
+/// a typo (`--for 2000h`) than a plan, and would block every deploy and
+/// cron job of the key unseen.
+pub const MAX_FREEZE: Duration = Duration::from_secs(31 * 24 * 3600);
+
+impl Hold {
+    /// The lock a take of the freeze asks for: wait `wait`, for a freeze
+    /// that ends at `until_ms` (ms since the Unix epoch), in the queue.
+    pub fn request(&self, wait: Wait, until_ms: u64) -> Request {
+        Request {
+            key: self.key.clone(),
+            ttl: self.ttl,
+            wait,
+            fence: true,
+            ordered: true,
+            limit: 1,
+            shared: false,
+            tick: None,
+            schedule: None,
+            note: self.note.clone(),
+            job: self.job.clone(),
+            until: Some(until_ms),
+            began: None,
+        }
+    }
+}
+
 /// The longest default grace between the lost-lock signal and SIGKILL.
 pub const MAX_DEFAULT_GRACE: Duration = Duration::from_secs(10);
 
@@ -131,6 +179,7 @@ impl Run {
             schedule: self.schedule.clone(),
             note: self.note.clone(),
             job: self.job.clone(),
+            until: None,
             began: crate::clock::BootInstant::process_start(),
         }
     }
@@ -173,11 +222,43 @@ fn fits(label: &str, timing: crate::watchdog::Timing) -> Result<(), Error> {
     })
 }
 
+/// Whether the renewal of the lock `command` keeps fits its `ttl`
+/// ([`fits`]), for the commands that renew one.
+fn renewal_fits(
+    command: &Command,
+    ttl: Duration,
+    node_timeout: Duration,
+    drift: Duration,
+) -> Result<(), Error> {
+    let timing = |renew_every, grace, margin| crate::watchdog::Timing {
+        ttl,
+        renew_every,
+        node_timeout,
+        grace,
+        margin,
+        drift,
+    };
+    match command {
+        // With --on-lost ignore no stop is planned on a failing renewal.
+        Command::Run(run) if run.on_lost != OnLost::Ignore => {
+            fits("run --ttl", timing(run.renew_every, run.grace(), run.kill_margin()))
+        }
+        // A freeze stops no command, so no grace or margin: only renewal
+        // must come before the validity ends.
+        Command::Hold(hold) => {
+            fits("hold: the TTL", timing(hold.renew_every, Duration::ZERO, Duration::ZERO))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// The subcommands, validated.
 #[derive(Debug)]
 pub enum Command {
     /// `run`.
     Run(Run),
+    /// `hold`.
+    Hold(Hold),
     /// `acquire`.
     Acquire {
         /// What to take.
@@ -268,6 +349,7 @@ impl Command {
     pub fn key(&self) -> Option<&str> {
         match self {
             Command::Run(run) => Some(&run.key),
+            Command::Hold(hold) => Some(&hold.key),
             Command::Acquire { request, .. } => Some(&request.key),
             Command::Extend { key, .. }
             | Command::Release { key, .. }
@@ -319,8 +401,10 @@ impl Config {
         let job = parsed.ci_job.as_deref().and_then(ci_job);
         let (command, ttl) = command(parsed.cli.command, &g, job, parsed.ping)?;
         let max_ttl = max_ttl(&g)?;
-        let holds =
-            matches!(command, Command::Run(_) | Command::Acquire { .. } | Command::Extend { .. });
+        let holds = matches!(
+            command,
+            Command::Run(_) | Command::Hold(_) | Command::Acquire { .. } | Command::Extend { .. }
+        );
         if holds {
             within_max_ttl(&ttl_label(&g), ttl, &g, max_ttl)?;
         }
@@ -352,22 +436,7 @@ impl Config {
                 crate::text::fmt_duration(crate::lock::LOOK_BACK_NODE_TIMEOUT),
             ));
         }
-        // With --on-lost ignore no stop is planned on a failing renewal.
-        if let Command::Run(run) = &command
-            && run.on_lost != OnLost::Ignore
-        {
-            fits(
-                "run --ttl",
-                crate::watchdog::Timing {
-                    ttl,
-                    renew_every: run.renew_every,
-                    node_timeout,
-                    grace: run.grace(),
-                    margin: run.kill_margin(),
-                    drift,
-                },
-            )?;
-        }
+        renewal_fits(&command, ttl, node_timeout, drift)?;
         let command = match command {
             Command::Doctor { ttl, json, .. } => {
                 Command::Doctor { ttl, json, config_file: g.file.clone() }
@@ -820,9 +889,15 @@ fn command(
                 schedule: None,
                 note: note(a.note)?,
                 job,
+                until: None,
                 began: crate::clock::BootInstant::process_start(),
             };
             (Command::Acquire { request, json: a.json }, ttl)
+        }
+        cli::Command::Hold(cli::Lazy(a)) => {
+            let hold = hold(a, g, job)?;
+            let ttl = hold.ttl;
+            (Command::Hold(hold), ttl)
         }
         cli::Command::Extend(cli::Lazy(a)) => {
             let (key, ttl) = key_ttl(&a.lock, g)?;
@@ -961,6 +1036,36 @@ fn run(
         argv,
     };
     Ok((run, ttl))
+}
+
+/// `hold`'s settings. `--for` is required, above zero and at most
+/// [`MAX_FREEZE`]; `--wait` (default and at most the whole `--for`: a
+/// wait past the freeze's end would take a freeze that is over). The TTL
+/// is the file's `ttl` (or the default), at most `--max-ttl`: renewal
+/// keeps the freeze, not a long TTL, so a restarted server still votes
+/// again after `--max-ttl`.
+fn hold(a: cli::HoldArgs, g: &config_file::Globals, job: Option<String>) -> Result<Hold, Error> {
+    let key = nonempty("--key", a.key)?;
+    let length = duration("--for", &a.for_)?;
+    if length > MAX_FREEZE {
+        return usage(format!(
+            "--for {}: longer than the {} days a freeze may last",
+            a.for_,
+            MAX_FREEZE.as_secs() / 86_400
+        ));
+    }
+    let note = note(a.note)?;
+    let wait = match a.wait.as_deref().map(|raw| wait_for("--wait", raw)).transpose()? {
+        None | Some(Wait::Forever) => Wait::For(length),
+        Some(Wait::For(d)) => Wait::For(d.min(length)),
+        Some(Wait::Once) => Wait::Once,
+    };
+    let ttl = match &g.ttl.value {
+        Some(file) => ttl_named(&ttl_label(g), file)?,
+        None => DEFAULT_TTL,
+    };
+    let ttl = ttl.min(max_ttl(g)?);
+    Ok(Hold { key, ttl, length, wait, renew_every: ttl / 3, note, job })
 }
 
 /// `--limit N`: 1 to [`crate::slots::MAX_LIMIT`].

@@ -20,9 +20,12 @@ pub const EXIT_CODES: &[(&str, &str)] = &[
     ("the child's", "run: the command exited by itself with that status."),
     (
         "128+N",
-        "run: the command was ended by signal N (not by redlock's lost-lock action); run or acquire: signal N came while waiting for the lock (nothing is left held).",
+        "run: the command was ended by signal N (not by redlock's lost-lock action); run, acquire or hold: signal N came while waiting for the lock (nothing is left held).",
     ),
-    ("0", "Success. status: the lock is held. doctor: the servers are fit."),
+    (
+        "0",
+        "Success. hold: the freeze ended (its end came, or SIGTERM, SIGINT or SIGHUP). status: the lock is held. doctor: the servers are fit.",
+    ),
     (
         "1",
         "status: the lock is free. doctor: the servers work, with warnings (it says which). check: the last run is older than \\-\\-max\\-age, or failed (with \\-\\-require\\-success).",
@@ -38,7 +41,7 @@ pub const EXIT_CODES: &[(&str, &str)] = &[
     ),
     (
         "70",
-        "Lost: run stopped the command because the lock could no longer be renewed, or found the lock gone when the command exited (the line names the command's status); extend or release found the lock not held by that token.",
+        "Lost: run stopped the command because the lock could no longer be renewed, or found the lock gone when the command exited (the line names the command's status); extend or release found the lock not held by that token; hold: the freeze was deleted by release \\-\\-force, or its end came while it was lost.",
     ),
     (
         "75",

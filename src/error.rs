@@ -27,6 +27,18 @@ pub enum Error {
         /// run's tick ran, or is running, elsewhere (`--once-per`).
         quiet: bool,
     },
+    /// A run of a tick (`--once-per`, `--cron`) found its key held by a
+    /// freeze (`redlock hold`) that outlasts the tick: the job is paused
+    /// on purpose, so the skip is said only with `-v`.
+    #[error("{message}")]
+    Paused {
+        /// The skip, naming the freeze and the tick.
+        message: String,
+        /// The exit code (75, or `-E/--conflict-exit-code`).
+        code: u8,
+        /// The freeze's holder, one line ([`crate::lock::describe_freeze`]).
+        freeze: String,
+    },
     /// Not enough servers answered usefully to reach or deny a quorum.
     #[error("{what}: {failures}")]
     Unavailable {
@@ -71,12 +83,13 @@ pub enum Error {
 
 impl Error {
     /// A word for what went wrong, for the JSON `error` event: `usage`,
-    /// `busy`, `unavailable`, `split`, `lost`, `cannot_run`, `max_hold`,
+    /// `busy`, `paused`, `unavailable`, `split`, `lost`, `cannot_run`, `max_hold`,
     /// `interrupted`.
     pub fn kind(&self) -> &'static str {
         match self {
             Error::Usage(_) | Error::Problems(_) => "usage",
             Error::Busy { .. } => "busy",
+            Error::Paused { .. } => "paused",
             Error::Unavailable { .. } | Error::Unfit(_) => "unavailable",
             Error::Split(_) => "split",
             Error::Lost(_) => "lost",
@@ -90,7 +103,7 @@ impl Error {
     pub fn exit_code(&self) -> u8 {
         match self {
             Error::Usage(_) | Error::Problems(_) => exit::USAGE,
-            Error::Busy { code, .. } => *code,
+            Error::Busy { code, .. } | Error::Paused { code, .. } => *code,
             Error::Unavailable { .. } | Error::Unfit(_) | Error::Split(_) => exit::UNAVAILABLE,
             Error::Lost(_) => exit::LOST,
             Error::CannotRun { code, .. } => *code,

@@ -74,6 +74,10 @@ pub enum Outcome {
     MaxHold,
     /// The command could not be executed (126) or was not found (127).
     CannotExecute,
+    /// No run: a freeze (`redlock hold`) lost the lock at the entry's
+    /// start and took it back `duration_ms` later; the entry's
+    /// `meanwhile` names whoever held the key in between.
+    Gap,
 }
 
 impl Outcome {
@@ -132,9 +136,73 @@ pub struct Entry {
     /// The CI job the run ran in (its URL).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job: Option<String>,
+    /// A freeze's gap ([`Outcome::Gap`]): who held the key while the
+    /// freeze did not.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub meanwhile: Vec<Meanwhile>,
+}
+
+/// A holder of a key during a freeze's gap, from its token.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Meanwhile {
+    /// Its token (another client's value, for one that is no redlock token).
+    pub token: String,
+    /// Its host, when the token says.
+    pub host: Option<String>,
+    /// Its process, when the token says.
+    pub pid: Option<u32>,
+    /// Its `--note`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// Its CI job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<String>,
+}
+
+impl Meanwhile {
+    /// The holder that `value` (a lock's value) names.
+    pub fn of(value: &str) -> Meanwhile {
+        let token = value.parse::<crate::token::Token>().ok();
+        Meanwhile {
+            token: value.to_owned(),
+            host: token.as_ref().map(|t| t.host.clone()),
+            pid: token.as_ref().map(|t| t.pid),
+            note: token.as_ref().and_then(|t| t.note.clone()),
+            job: token.and_then(|t| t.job),
+        }
+    }
+
+    /// For people: `web-2 pid 4242 (note "hotfix")`, or another client's.
+    pub fn describe(&self) -> String {
+        let printable = |t: &str| crate::text::printable(t).into_owned();
+        let mut out = match (&self.host, self.pid) {
+            (Some(host), Some(pid)) => format!("{} pid {pid}", printable(host)),
+            _ => format!(
+                "another client (value {:?})",
+                crate::text::display_key(self.token.as_bytes())
+            ),
+        };
+        let mut more = Vec::new();
+        if let Some(job) = &self.job {
+            more.push(format!("CI job {}", printable(job)));
+        }
+        if let Some(note) = &self.note {
+            more.push(format!("note \"{}\"", printable(note)));
+        }
+        if !more.is_empty() {
+            out += &format!(" ({})", more.join(", "));
+        }
+        out
+    }
 }
 
 impl Entry {
+    /// True for a run's entry; false for a freeze's gap ([`Outcome::Gap`]),
+    /// which `check` does not judge as a run.
+    pub fn is_run(&self) -> bool {
+        self.outcome != Outcome::Gap
+    }
+
     /// The tick the run belonged to (`--once-per`).
     pub fn tick(&self) -> Option<crate::lock::Tick> {
         let (start_ms, len) = (self.tick_start_ms?, self.tick_ms?);
@@ -181,6 +249,17 @@ impl Entry {
             Outcome::Lost => "lost the lock".to_owned(),
             Outcome::MaxHold => "--max-hold ran out".to_owned(),
             Outcome::CannotExecute => format!("could not execute ({})", self.exit_code),
+            Outcome::Gap => {
+                let end = self.start_ms.saturating_add(self.duration_ms);
+                let who = match self.meanwhile.as_slice() {
+                    [] => "nobody held it meanwhile".to_owned(),
+                    held => format!(
+                        "held meanwhile by {}",
+                        held.iter().map(Meanwhile::describe).collect::<Vec<_>>().join(" and by ")
+                    ),
+                };
+                format!("a freeze's gap, taken back at {}: {who}", crate::lock::freeze_instant(end))
+            }
         }
     }
 }
@@ -279,6 +358,10 @@ pub enum SkipKind {
     /// Too few servers answered to take the lock (exit 69): not counted
     /// as a skip, recorded only for its tick.
     Unavailable,
+    /// A freeze (`redlock hold`) held the key past the tick's end: the
+    /// job is paused fleet-wide, deliberately. Its tick keeps the
+    /// freeze's line (the skip's holder), which `check` shows.
+    Paused,
 }
 
 impl SkipKind {
@@ -288,6 +371,7 @@ impl SkipKind {
             SkipKind::Ran => "ran",
             SkipKind::Busy => "busy",
             SkipKind::Unavailable => "unavailable",
+            SkipKind::Paused => "paused",
         }
     }
 }
@@ -306,6 +390,8 @@ pub struct TickSkips {
     pub busy: u64,
     /// Runs that could not reach a quorum.
     pub unavailable: u64,
+    /// Runs that found a freeze holding the key past the tick's end.
+    pub paused: u64,
 }
 
 /// The per-tick skip fields of a lock, merged across servers.
@@ -318,6 +404,8 @@ pub struct TickRecords {
     pub tracked_ms: Option<u64>,
     /// The newest tick whose fields were dropped ([`TICKS_KEPT`]).
     pub pruned_ms: Option<u64>,
+    /// The freeze that paused each paused tick, one line, by the tick's start.
+    pub freezes: std::collections::BTreeMap<u64, String>,
 }
 
 impl TickRecords {
@@ -332,6 +420,10 @@ impl TickRecords {
                 m.ran = m.ran.max(n.ran);
                 m.busy = m.busy.max(n.busy);
                 m.unavailable = m.unavailable.max(n.unavailable);
+                m.paused = m.paused.max(n.paused);
+            }
+            for (tick, freeze) in s.freezes {
+                all.freezes.entry(tick).or_insert(freeze);
             }
             all.tracked_ms = all.tracked_ms.into_iter().chain(s.tracked_ms).min();
             all.pruned_ms = all.pruned_ms.max(s.pruned_ms);
@@ -438,6 +530,9 @@ pub enum MissedReason {
     /// The skips of its time say nothing per tick (written by an older
     /// redlock, or dropped past [`TICKS_KEPT`]).
     Unknown,
+    /// Not missed: a freeze (`redlock hold`) paused the job for the whole
+    /// tick, on purpose ([`SkipKind::Paused`]).
+    Paused,
 }
 
 impl MissedReason {
@@ -451,6 +546,7 @@ impl MissedReason {
                 "taken, but no run was recorded (the holder died or lost the lock)"
             }
             MissedReason::Unknown => "unknown reason",
+            MissedReason::Paused => "paused by a freeze",
         }
     }
 }
@@ -490,6 +586,9 @@ pub fn missed_among<'a>(
 fn reason(found: &History, start: u64, len: u64) -> MissedReason {
     let records = &found.ticks;
     match records.ticks.get(&start) {
+        // A freeze outlasted the tick: the hosts that fired skipped on
+        // purpose, and no other run could take the key meanwhile.
+        Some(s) if s.paused > 0 => return MissedReason::Paused,
         Some(s) if s.ran > 0 => return MissedReason::Lost,
         Some(s) if s.busy > 0 => return MissedReason::Held,
         Some(s) if s.unavailable > 0 => return MissedReason::NoQuorum,
@@ -536,12 +635,19 @@ fn tick_field(ticks: &mut TickRecords, name: &str, value: &str) {
     let Some((start, kind)) = name.strip_prefix('t').and_then(|n| n.split_once(':')) else {
         return;
     };
+    if kind == "freeze"
+        && let Ok(start) = start.parse::<u64>()
+    {
+        ticks.freezes.insert(start, value.to_owned());
+        return;
+    }
     let (Ok(start), Ok(n)) = (start.parse::<u64>(), value.parse::<u64>()) else { return };
     let counts = ticks.ticks.entry(start).or_default();
     match kind {
         "ran" => counts.ran = n,
         "busy" => counts.busy = n,
         "unavailable" => counts.unavailable = n,
+        "paused" => counts.paused = n,
         _ => {}
     }
 }
@@ -613,6 +719,7 @@ mod tests {
             schedule: None,
             note: None,
             job: None,
+            meanwhile: Vec::new(),
         }
     }
 
@@ -640,7 +747,7 @@ mod tests {
         };
         let mut records = TickRecords { tracked_ms: Some(5 * five), ..TickRecords::default() };
         records.ticks.insert(9 * five, TickSkips { unavailable: 2, ..TickSkips::default() });
-        records.ticks.insert(6 * five, TickSkips { ran: 1, busy: 3, unavailable: 0 });
+        records.ticks.insert(6 * five, TickSkips { ran: 1, busy: 3, unavailable: 0, paused: 0 });
         records.ticks.insert(5 * five, TickSkips { busy: 1, ..TickSkips::default() });
         let h = found(vec![at(10), at(8), at(4)], records, None);
         let ticks = || (4..=10).rev().map(|t| (t * five, five));
@@ -689,9 +796,53 @@ mod tests {
         b.tracked_ms = Some(400);
         b.pruned_ms = Some(100);
         let m = TickRecords::merge(vec![a, b]);
-        assert_eq!(m.ticks[&600], TickSkips { ran: 1, busy: 5, unavailable: 0 });
+        assert_eq!(m.ticks[&600], TickSkips { ran: 1, busy: 5, unavailable: 0, paused: 0 });
         assert_eq!(m.ticks[&900].unavailable, 2);
         assert_eq!((m.tracked_ms, m.pruned_ms, m.ticks.len()), (Some(400), Some(100), 2));
+    }
+
+    #[test]
+    fn a_paused_tick_is_no_missed_tick_and_keeps_its_freeze() {
+        let five = 300_000;
+        let mut records = TickRecords { tracked_ms: Some(0), ..TickRecords::default() };
+        tick_field(&mut records, &format!("t{}:paused", 6 * five), "4");
+        tick_field(&mut records, &format!("t{}:freeze", 6 * five), "a freeze until x");
+        tick_field(&mut records, &format!("t{}:busy", 5 * five), "1");
+        let merged = TickRecords::merge(vec![records, TickRecords::default()]);
+        assert_eq!(merged.ticks[&(6 * five)].paused, 4);
+        assert_eq!(merged.freezes[&(6 * five)], "a freeze until x");
+        let h = found(vec![], merged, None);
+        assert_eq!(reason(&h, 6 * five, five), MissedReason::Paused);
+        assert_eq!(reason(&h, 5 * five, five), MissedReason::Held);
+    }
+
+    #[test]
+    fn a_freeze_s_gap_names_who_held_the_key_and_is_no_run() {
+        let other = crate::token::Token::new().with_note(Some("hotfix".into()), None);
+        let gap = Entry {
+            outcome: Outcome::Gap,
+            duration_ms: 4_000,
+            meanwhile: vec![Meanwhile::of(&other.to_string()), Meanwhile::of("raw")],
+            ..entry("t", 1_795_975_200_000)
+        };
+        assert!(!gap.is_run() && entry("r", 1).is_run());
+        let text = gap.describe_outcome();
+        assert!(
+            text.starts_with(
+                "a freeze's gap, taken back at 2026-11-29T18:00:04+00:00: held meanwhile by "
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("{} pid {} (note \"hotfix\")", other.host, other.pid)),
+            "{text}"
+        );
+        assert!(text.contains("and by another client (value \"raw\")"), "{text}");
+        let json = serde_json::to_string(&gap).unwrap();
+        assert!(json.contains(r#""outcome":"gap""#) && json.contains(r#""meanwhile":["#), "{json}");
+        assert_eq!(serde_json::from_str::<Entry>(&json).unwrap(), gap);
+        // A run's entry is written as before: no `meanwhile`.
+        assert!(!serde_json::to_string(&entry("r", 1)).unwrap().contains("meanwhile"));
     }
 
     #[test]

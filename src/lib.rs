@@ -52,7 +52,7 @@
 //!   waiters go in arrival order.
 //! - [`token`]: the lock token (128 random bits + host, pid, time; the
 //!   pid of the caller for `acquire`; where the holder runs: `--note` and
-//!   the CI job).
+//!   the CI job; when a freeze ends).
 //! - [`lock`]: the Redlock operations over a [`lock::Fleet`] of servers and
 //!   the lock a command asks for ([`lock::Request`]): the acquire round and
 //!   its verdict (`lock::acquire`; who holds how many servers:
@@ -101,7 +101,9 @@
 //! - [`cmd`]: the [`lock::Fleet`] built from the configuration, and one
 //!   module per subcommand over it (`doctor` in a folder of its own:
 //!   probe, assess, render; `run` with its supervisor, whose decisions are
-//!   one pure transition, `cmd::run::state`, that its loop only performs).
+//!   one pure transition, `cmd::run::state`, that its loop only performs;
+//!   `hold`, a freeze kept by the watchdog's renewal and taken back after
+//!   a loss, its gaps recorded in the history).
 //! - [`run()`]: the whole program from its arguments to its exit code
 //!   (parse, configure, run the subcommand, report a failure); `main.rs`
 //!   only sets up the process and calls it.

@@ -125,13 +125,16 @@ impl Log {
     /// `kind` ([`crate::error::Error::kind`]) and `exit_code`; a signal
     /// that ended a wait is the `interrupted` warning; a busy lock is the
     /// `busy` warning (with `-E 0`, or for a tick that ran elsewhere, a
-    /// `-v` message: cron mails nothing).
+    /// `-v` message: cron mails nothing); a tick paused by a freeze is a
+    /// `-v` message too.
     pub fn failed(&self, e: &crate::error::Error) {
         let code = e.exit_code();
         let fields = serde_json::json!({ "kind": e.kind(), "exit_code": code });
         let (level, event) = match e {
             crate::error::Error::Busy { code: 0, .. }
             | crate::error::Error::Busy { quiet: true, .. } => (Level::Info, "busy"),
+            // A freeze paused the job on purpose: nobody need be mailed.
+            crate::error::Error::Paused { .. } => (Level::Info, "paused"),
             crate::error::Error::Busy { .. } => (Level::Warn, "busy"),
             crate::error::Error::Interrupted(..) => (Level::Warn, "interrupted"),
             crate::error::Error::Problems(problems) => {

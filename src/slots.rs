@@ -98,9 +98,9 @@ pub async fn attempt(
     splits: u32,
     terms: Terms<'_>,
 ) -> AttemptReport {
-    let Request { key, ttl, fence, limit, shared, note, job, .. } = request;
+    let Request { key, ttl, fence, limit, shared, note, job, until, .. } = request;
     let limit = (*limit).max(1);
-    let base = Token::new().with_note(note.clone(), job.clone());
+    let base = Token::new().with_note(note.clone(), job.clone()).with_until(*until);
     let try_place = async |i: u32| {
         let token = if *shared { base.clone().for_shared() } else { base.clone().at(i + 1, limit) };
         let value = token.to_string();

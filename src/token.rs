@@ -35,6 +35,12 @@
 //! fixed when the token is made, since the servers compare tokens byte for
 //! byte; a token without them reads as before, and a tag whose encoding is
 //! not exactly that is no token.
+//!
+//! A freeze (`redlock hold`) says when it ends: `~until=MILLIS`, the Unix
+//! time in milliseconds, in decimal without leading zeros (so that the
+//! token written again is the same), after the note and the job. Every
+//! waiter's busy line and `status` show it ([`Token::until`]). A token
+//! without it is no freeze and reads as before.
 
 use std::fmt;
 use std::str::FromStr;
@@ -63,6 +69,9 @@ pub struct Token {
     /// The CI job the holder runs in (its URL's scheme, host and path; as
     /// bounded as the note).
     pub job: Option<String>,
+    /// When the freeze this token holds ends (`redlock hold`), in
+    /// milliseconds since the Unix epoch; `None`: no freeze.
+    pub until: Option<u64>,
 }
 
 /// The longest `--note` (and CI job URL) a token carries, in bytes: the
@@ -122,7 +131,19 @@ impl Token {
             caller,
             note: None,
             job: None,
+            until: None,
         }
+    }
+
+    /// The same token holding a freeze that ends at `until` (ms since the
+    /// Unix epoch; `None`: no freeze).
+    pub fn with_until(self, until: Option<u64>) -> Token {
+        Token { until, ..self }
+    }
+
+    /// When the freeze this token holds ends, as a wall-clock time.
+    pub fn freeze_end(&self) -> Option<SystemTime> {
+        self.until.map(|ms| UNIX_EPOCH + Duration::from_millis(ms))
     }
 
     /// The same token saying where its holder runs (`--note`, the CI job):
@@ -201,6 +222,9 @@ impl fmt::Display for Token {
                 write!(f, "~{tag}={}", escape(text))?;
             }
         }
+        if let Some(until) = self.until {
+            write!(f, "~until={until}")?;
+        }
         Ok(())
     }
 }
@@ -241,16 +265,25 @@ impl FromStr for Token {
         if host.is_empty() || host != sanitize_host(host) {
             return Err(());
         }
-        let (mut note, mut job) = (None, None);
+        let (mut note, mut job, mut until) = (None, None, None);
+        // Each tag at most once, in the order they are written: note, job, until.
         for tag in rest {
+            if until.is_some() {
+                return Err(());
+            }
             let slot = match tag.split_once('=') {
+                Some(("until", ms)) => {
+                    until = Some(parse_millis(ms)?);
+                    continue;
+                }
                 Some(("note", text)) if note.is_none() && job.is_none() => (&mut note, text),
                 Some(("job", text)) if job.is_none() => (&mut job, text),
                 _ => return Err(()),
             };
             *slot.0 = Some(unescape(slot.1)?);
         }
-        Ok(Token { random, pid, created_ms, host: host.to_owned(), mode, caller, note, job })
+        let host = host.to_owned();
+        Ok(Token { random, pid, created_ms, host, mode, caller, note, job, until })
     }
 }
 
@@ -311,6 +344,14 @@ fn unescape(raw: &str) -> Result<String, ()> {
         return Err(());
     }
     if escape(&text) != raw { Err(()) } else { Ok(text) }
+}
+
+/// Reads a freeze's end (`~until=`): decimal milliseconds, above zero,
+/// without a sign or leading zeros, so that the token written again is
+/// the same.
+fn parse_millis(raw: &str) -> Result<u64, ()> {
+    let ms: u64 = raw.parse().map_err(|_| ())?;
+    if ms == 0 || ms.to_string() != raw { Err(()) } else { Ok(ms) }
 }
 
 /// Reads `SofN` (`1 <= S <= N`, `N >= 2`): a place in a token.
@@ -464,6 +505,38 @@ mod tests {
     }
 
     #[test]
+    fn a_freeze_says_when_it_ends_and_old_tokens_still_read() {
+        let plain = Token::new().with_note(Some("Black Friday, ask alice".into()), None);
+        let t = plain.clone().with_until(Some(1_795_975_200_000));
+        let text = t.to_string();
+        assert!(text.ends_with("~until=1795975200000"), "{text}");
+        assert!(text.starts_with(&plain.to_string()), "{text}");
+        assert_eq!(text.parse::<Token>(), Ok(t.clone()));
+        assert_eq!(t.freeze_end(), Some(UNIX_EPOCH + Duration::from_millis(1_795_975_200_000)));
+        let bare = Token::new().with_until(Some(7));
+        assert_eq!(bare.to_string().parse::<Token>(), Ok(bare.clone()));
+        // A token without it is no freeze, as it always was.
+        assert_eq!(plain.to_string().parse::<Token>().map(|t| t.until), Ok(None));
+        let head = Token::new().to_string();
+        for bad in [
+            "~until=",
+            "~until=0",
+            "~until=012",
+            "~until=+12",
+            "~until=-1",
+            "~until=1.5",
+            "~until=99999999999999999999",
+            "~until=1~until=2",
+            "~until=1~note=a",
+            "~until=1~job=a",
+            "~until",
+        ] {
+            let s = format!("{head}{bad}");
+            assert!(s.parse::<Token>().is_err(), "{s}");
+        }
+    }
+
+    #[test]
     fn no_field_carries_a_control_or_formatting_character() {
         let head = Token::new().to_string();
         // Written by another client: a bidi override, an isolate, ESC, C1.
@@ -527,13 +600,13 @@ mod properties {
 
         #[test]
         fn tokens_round_trip(random: u128, pid: u32, created_ms: u64, host in "[a-z0-9][a-z0-9.-]{0,40}", limit in 1u32..200, slot in 1u32..200, caller: bool) {
-            let t = Token { random, pid, created_ms, host, mode: Mode::Exclusive, caller, note: None, job: None }.at(slot.min(limit), limit);
+            let t = Token { random, pid, created_ms, host, mode: Mode::Exclusive, caller, note: None, job: None, until: None }.at(slot.min(limit), limit);
             prop_assert_eq!(t.to_string().parse::<Token>(), Ok(t));
         }
 
         #[test]
-        fn notes_round_trip_as_one_printable_word(note in "[^\\p{Cc}]{1,60}", job in proptest::option::of("[ -~]{1,80}")) {
-            let t = Token::new().with_note(Some(note), job);
+        fn notes_round_trip_as_one_printable_word(note in "[^\\p{Cc}]{1,60}", job in proptest::option::of("[ -~]{1,80}"), until in proptest::option::of(1u64..)) {
+            let t = Token::new().with_note(Some(note), job).with_until(until);
             let text = t.to_string();
             prop_assert!(text.bytes().all(|b| b.is_ascii_graphic()), "{}", text);
             prop_assert_eq!(text.matches('.').count(), 3 + t.host.matches('.').count());

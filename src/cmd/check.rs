@@ -14,6 +14,13 @@
 //! - **hung** (`--max-runtime`): the run still holding the lock has held
 //!   it longer than that.
 //!
+//! A tick paused by a freeze (`redlock hold` held the key past the tick's
+//! end, [`history::SkipKind::Paused`]) is no missed tick: it is listed as
+//! paused with the freeze's line and never counts towards `--max-missed`.
+//! While a freeze holds the key, the job cannot run, on purpose: the line
+//! says so and the age is not stale. A freeze's gap in the history
+//! ([`history::Outcome::Gap`]) is no run.
+//!
 //! The window is the last `--since` (default: since the oldest entry
 //! kept, [`history::MAX_ENTRIES`] per key), and never reaches before the
 //! oldest entry: nothing says the job was scheduled before its first
@@ -30,6 +37,7 @@ use serde_json::json;
 use crate::exit;
 use crate::history::{self, Entry, History, Missed};
 use crate::lock::{Fleet, Tick};
+use crate::text::printable;
 use crate::token::Token;
 
 /// What `check` holds a lock's runs to.
@@ -115,6 +123,8 @@ struct Assessment {
     headline: String,
     /// The missed ticks of the window, newest first.
     missed: Vec<Missed>,
+    /// The ticks of the window a freeze paused, newest first, with its line.
+    paused: Vec<(u64, String)>,
     /// Where the window begins (ms since the epoch), when it has ticks.
     window_from: Option<u64>,
     /// The zone the key's schedule is read in, where its entries name one:
@@ -126,19 +136,24 @@ struct Assessment {
 
 /// Checks the runs of `key` and prints one line (or JSON); returns the exit code.
 pub async fn check(fleet: &Fleet, key: &str, limits: &Limits, json: bool) -> u8 {
-    let (found, status) =
+    let (mut found, status) =
         tokio::join!(history::read(fleet, key, history::MAX_ENTRIES), fleet.status(key));
+    // A freeze's gaps are no runs.
+    found.entries.retain(Entry::is_run);
     let last = found.entries.first();
     // A run still going has no entry yet: the lock's holder, unless it is
-    // the newest entry's own lock kept on (`--keep`).
-    let running = status
+    // the newest entry's own lock kept on (`--keep`), or a freeze.
+    let holder = status
         .holder
         .as_ref()
         .filter(|(value, _)| found.entries.iter().all(|e| e.token != *value))
-        .and_then(|(value, _)| value.parse::<Token>().ok())
-        .map(|token| Running { token });
+        .and_then(|(value, _)| value.parse::<Token>().ok());
+    let (frozen, running) = match holder {
+        Some(token) if token.until.is_some() => (Some(token), None),
+        token => (None, token.map(|token| Running { token })),
+    };
     let now = SystemTime::now();
-    let a = assess(key, &found, running.as_ref(), limits, now);
+    let a = assess(key, &found, (running.as_ref(), frozen.as_ref()), limits, now);
     let code = match (a.known, a.problems.is_empty()) {
         (false, _) => exit::CHECK_UNKNOWN,
         (true, true) => exit::OK,
@@ -187,6 +202,12 @@ pub async fn check(fleet: &Fleet, key: &str, limits: &Limits, json: bool) -> u8 
             "missed_count": a.missed.len(),
             "missed": missed,
             "missed_ticks": a.missed.iter().take(MISSED_SHOWN).map(|m| tick_at(m.start_ms, a.zone.as_ref())).collect::<Vec<_>>(),
+            "paused_count": a.paused.len(),
+            "paused": a.paused.iter().map(|(start, freeze)| json!({
+                "tick": tick_at(*start, a.zone.as_ref()),
+                "freeze": freeze,
+            })).collect::<Vec<_>>(),
+            "frozen": frozen.as_ref().map(crate::lock::describe_freeze),
         }))
     } else {
         let label = match status {
@@ -201,11 +222,12 @@ pub async fn check(fleet: &Fleet, key: &str, limits: &Limits, json: bool) -> u8 
     code
 }
 
-/// Judges `found` and the `running` holder against `limits` at `now`.
+/// Judges `found` and the holder now, a `running` run or a freeze
+/// (`frozen`), against `limits` at `now`.
 fn assess(
     key: &str,
     found: &History,
-    running: Option<&Running>,
+    (running, frozen): (Option<&Running>, Option<&Token>),
     limits: &Limits,
     now: SystemTime,
 ) -> Assessment {
@@ -215,6 +237,7 @@ fn assess(
         known: false,
         headline,
         missed: Vec::new(),
+        paused: Vec::new(),
         window_from: None,
         zone: None,
         problems: Vec::new(),
@@ -242,6 +265,10 @@ fn assess(
             ));
         }
     };
+    let headline = match frozen {
+        Some(t) => format!("{headline}; paused now by {}", crate::lock::describe_freeze(t)),
+        None => headline,
+    };
     let now_ms = history::epoch_ms(now);
     let mut problems = Vec::new();
     // The newest start: the running holder's, or the last entry's.
@@ -249,7 +276,8 @@ fn assess(
         .map(|r| r.token.held_for())
         .or_else(|| last.map(|e| now.duration_since(e.start()).unwrap_or_default()))
         .unwrap_or_default();
-    if age > limits.max_age {
+    // A freeze holds the job back on purpose: no run is due while it lasts.
+    if age > limits.max_age && frozen.is_none() {
         problems.push(Problem::Stale(age));
     }
     let since_ms = limits.since.map(|d| now_ms.saturating_sub(crate::text::millis(d)));
@@ -269,6 +297,16 @@ fn assess(
         Some(schedule) => scheduled_missed(found, schedule, since_ms, now_ms, running),
         None => (Vec::new(), None),
     };
+    // A paused tick did not run on purpose: shown, never counted as missed.
+    let (paused, missed): (Vec<Missed>, Vec<Missed>) =
+        missed.into_iter().partition(|m| m.reason == history::MissedReason::Paused);
+    let paused: Vec<(u64, String)> = paused
+        .iter()
+        .map(|m| {
+            let freeze = found.ticks.freezes.get(&m.start_ms).cloned();
+            (m.start_ms, freeze.unwrap_or_else(|| "a freeze".to_owned()))
+        })
+        .collect();
     let allowed = usize::try_from(limits.max_missed.unwrap_or(0)).unwrap_or(usize::MAX);
     if missed.len() > allowed {
         problems.push(Problem::Missed(missed.len()));
@@ -280,7 +318,7 @@ fn assess(
     let zone = schedule
         .and_then(|s| crate::schedule::Schedule::from_identity(&s).ok())
         .map(|s| s.zone().clone());
-    Assessment { known: true, headline, missed, window_from, zone, problems }
+    Assessment { known: true, headline, missed, paused, window_from, zone, problems }
 }
 
 /// The missed ticks of the entries of the schedule `identity`
@@ -353,6 +391,22 @@ fn message(a: &Assessment, limits: &Limits) -> String {
             shown.join(", ")
         );
     }
+    if !a.paused.is_empty() {
+        let shown: Vec<String> = a
+            .paused
+            .iter()
+            .take(MISSED_SHOWN)
+            .map(|(start, freeze)| {
+                format!("{} (held by {})", tick_at(*start, a.zone.as_ref()), printable(freeze))
+            })
+            .collect();
+        let more = if a.paused.len() > MISSED_SHOWN { ", ..." } else { "" };
+        text += &format!(
+            "; {} earlier ticks paused by a freeze (not missed): {}{more}",
+            a.paused.len(),
+            shown.join(", ")
+        );
+    }
     for p in &a.problems {
         text += "; ";
         text += &p.describe(limits);
@@ -421,6 +475,7 @@ mod tests {
             schedule: None,
             note: None,
             job: None,
+            meanwhile: Vec::new(),
         }
     }
 
@@ -446,7 +501,7 @@ mod tests {
             require_success: true,
             ..Limits::default()
         };
-        let a = assess("k", &h, None, &limits, now);
+        let a = assess("k", &h, (None, None), &limits, now);
         let kinds: Vec<&str> = a.problems.iter().map(Problem::kind).collect();
         assert_eq!(kinds, ["failed", "missed"]);
         assert_eq!(a.missed.len(), 2);
@@ -455,15 +510,15 @@ mod tests {
         assert!(text.contains("2 missed ticks, more than --max-missed 0"), "{text}");
         // The last 2.5 minutes: tick 12 (ran) and 13 (missed), and no failure.
         let since = Limits { since: Some(Duration::from_secs(150)), max_missed: Some(1), ..limits };
-        let a = assess("k", &h, None, &since, now);
+        let a = assess("k", &h, (None, None), &since, now);
         assert!(a.problems.is_empty(), "{:?}", a.problems);
         assert_eq!(a.missed.len(), 1);
         // A window never reaches before the oldest entry.
         let long = Limits { since: Some(Duration::from_secs(86_400)), ..since };
-        assert_eq!(assess("k", &h, None, &long, now).missed.len(), 2);
+        assert_eq!(assess("k", &h, (None, None), &long, now).missed.len(), 2);
         let stale = Limits { max_age: Duration::from_secs(60), ..since };
         assert_eq!(
-            assess("k", &h, None, &stale, now).problems,
+            assess("k", &h, (None, None), &stale, now).problems,
             [Problem::Stale(Duration::from_millis(2 * 60_000 + 900))]
         );
     }
@@ -491,13 +546,36 @@ mod tests {
         let now = std::time::UNIX_EPOCH
             + Duration::from_secs(at("2027-06-03T12:00:00Z").as_second() as u64);
         let limits = Limits { max_age: Duration::from_secs(86_400), ..Limits::default() };
-        let a = assess("k", &h, None, &limits, now);
+        let a = assess("k", &h, (None, None), &limits, now);
         let text = message(&a, &limits);
         assert!(
             text.contains("1 earlier ticks did not run since 2027-06-01T00:30:00+01:00"),
             "{text}"
         );
         assert!(text.contains(": 2027-06-02T00:30:00+01:00 ("), "{text}");
+    }
+
+    #[test]
+    fn a_paused_tick_is_named_and_not_missed_and_a_freeze_is_not_stale() {
+        // Tick 10 ran; 11 was paused by a freeze, 12 missed; now in 13.
+        let mut h = found(vec![entry(10, 0)]);
+        h.ticks.tracked_ms = Some(0);
+        h.ticks.ticks.insert(11 * 60_000, history::TickSkips { paused: 3, ..Default::default() });
+        h.ticks.freezes.insert(11 * 60_000, "a freeze until x: \"Black Friday\"".into());
+        let now = std::time::UNIX_EPOCH + Duration::from_millis(13 * 60_000 + 1_000);
+        let limits = Limits { max_age: Duration::from_secs(60), ..Limits::default() };
+        let a = assess("k", &h, (None, None), &limits, now);
+        assert_eq!(a.missed.len(), 1);
+        assert_eq!(a.paused, [(11 * 60_000, "a freeze until x: \"Black Friday\"".to_owned())]);
+        let text = message(&a, &limits);
+        assert!(text.contains("1 earlier ticks paused by a freeze (not missed): 1970-01-01T00:11:00+00:00 (held by a freeze until x: \"Black Friday\")"), "{text}");
+        let kinds: Vec<&str> = a.problems.iter().map(Problem::kind).collect();
+        assert_eq!(kinds, ["stale", "missed"]);
+        let tolerant = Limits { max_missed: Some(1), ..limits };
+        let freeze = Token::new().with_until(Some(99 * 60_000));
+        let a = assess("k", &h, (None, Some(&freeze)), &tolerant, now);
+        assert!(a.problems.is_empty(), "{:?}", a.problems);
+        assert!(a.headline.contains("; paused now by a freeze until"), "{}", a.headline);
     }
 
     #[test]

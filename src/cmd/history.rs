@@ -104,6 +104,10 @@ fn render_json(key: &str, found: &History) -> serde_json::Value {
                 v["tick"] = json!(tick.describe());
             }
             v["succeeded"] = json!(e.succeeded());
+            // A freeze's gap: when the freeze took the key back.
+            if !e.is_run() {
+                v["end"] = json!(time(e.start_ms.saturating_add(e.duration_ms)));
+            }
             v
         })
         .collect();

@@ -8,6 +8,7 @@ mod check;
 mod doctor;
 mod extend;
 mod history;
+mod hold;
 mod release;
 mod report;
 mod run;
@@ -87,6 +88,7 @@ pub async fn execute(config: Config) -> Result<u8, Error> {
         }
         Command::Status { key, json, limit } => status::status(&fleet, &key, json, limit).await,
         Command::Run(run) => run::run(std::sync::Arc::clone(&fleet), run, &log).await,
+        Command::Hold(hold) => hold::hold(std::sync::Arc::clone(&fleet), hold, &log).await,
         Command::History { key, count, json } => history::history(&fleet, &key, count, json).await,
         Command::Check { key, max_age, require_success, max_missed, since, max_runtime, json } => {
             let limits = check::Limits { max_age, require_success, max_missed, since, max_runtime };

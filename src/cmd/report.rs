@@ -43,6 +43,7 @@ pub async fn finished(
         schedule: cfg.schedule.clone(),
         note: cfg.note.clone(),
         job: cfg.job.clone(),
+        meanwhile: Vec::new(),
     };
     let written = history::record(fleet, &cfg.key, &entry).await;
     // After a lost lock the final error already says what failed (most

@@ -171,9 +171,16 @@ fn holder_json(slot: u32, status: &Status) -> Option<serde_json::Value> {
         "acquired_at": token.as_ref().map(|t| humantime::format_rfc3339_millis(t.created()).to_string()),
         "note": token.as_ref().and_then(|t| t.note.clone()),
         "job": token.as_ref().and_then(|t| t.job.clone()),
+        "freeze_until": token.as_ref().and_then(freeze_until),
         "fence": status.fence,
         "ttl_ms": ttl_ms(*ttl),
     }))
+}
+
+/// When the freeze a token holds ends (`redlock hold`), as every line
+/// shows it ([`crate::lock::freeze_instant`]); `None`: no freeze.
+fn freeze_until(t: &Token) -> Option<String> {
+    t.until.map(crate::lock::freeze_instant)
 }
 
 /// One shared holder for `--json`.
@@ -260,13 +267,18 @@ fn render_places(key: &str, places: &[(u32, Status)], queue: &[Waiter]) -> Strin
     out
 }
 
-/// A line for each queued waiter, each after a newline.
+/// A line for each queued waiter, each after a newline: who waits, where
+/// it runs (its CI job, its note), since when.
 fn queue_lines(queue: &[Waiter]) -> String {
     let mut out = String::new();
     for (i, w) in queue.iter().enumerate() {
         let (host, pid, since) = waiter_facts(w);
+        let whereabouts = w
+            .member
+            .parse::<Token>()
+            .map_or_else(|_| String::new(), |t| crate::lock::whereabouts(&t));
         out.push_str(&format!(
-            "\nqueued {}: {} pid {}, waiting since {since}",
+            "\nqueued {}: {} pid {}{whereabouts}, waiting since {since}",
             i + 1,
             host.as_deref().unwrap_or("?"),
             pid.map_or_else(|| "?".to_owned(), |p| p.to_string())
@@ -417,6 +429,9 @@ fn render_json(
             // Where it runs: its `--note`, its CI job.
             "note": token.as_ref().and_then(|t| t.note.clone()),
             "job": token.as_ref().and_then(|t| t.job.clone()),
+            // A freeze's end (`redlock hold`), null for any other holder.
+            "freeze_until": token.as_ref().and_then(freeze_until),
+            "freeze_until_ms": token.as_ref().and_then(|t| t.until),
             "fence": status.fence,
             // The run the lock outlives (`--keep`), and until when.
             "run_ended": ended.map(|run| json!({
@@ -445,7 +460,15 @@ fn render_json(
         "servers": servers,
         "queue": queue.iter().enumerate().map(|(i, w)| {
             let (host, pid, since) = waiter_facts(w);
-            json!({ "position": i + 1, "host": host, "pid": pid, "waiting_since": since })
+            let token = w.member.parse::<Token>().ok();
+            json!({
+                "position": i + 1,
+                "host": host,
+                "pid": pid,
+                "waiting_since": since,
+                "note": token.as_ref().and_then(|t| t.note.clone()),
+                "job": token.and_then(|t| t.job),
+            })
         }).collect::<Vec<_>>(),
     })
 }

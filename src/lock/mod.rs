@@ -181,6 +181,9 @@ pub struct Request {
     pub note: Option<String>,
     /// The CI job the holder runs in ([`Token::job`]).
     pub job: Option<String>,
+    /// The end of the freeze this holds (`redlock hold`), ms since the
+    /// Unix epoch ([`Token::until`]); `None`: no freeze.
+    pub until: Option<u64>,
     /// When the contender began, if before the wait: `-n` refuses a lock
     /// taken since ([`record`]). The process's start for a command line
     /// ([`crate::clock::BootInstant::process_start`]); `None`: when the
@@ -566,6 +569,7 @@ pub fn describe_value(value: &str) -> String {
         return "shared holders (--shared)".to_owned();
     }
     match value.parse::<Token>() {
+        Ok(t) if t.until.is_some() => describe_freeze(&t),
         Ok(t) => format!(
             "{} pid {} ({}since {}, for {}{}){}",
             t.host,
@@ -580,6 +584,26 @@ pub fn describe_value(value: &str) -> String {
             format!("another client (value {:?})", crate::text::display_key(value.as_bytes()))
         }
     }
+}
+
+/// An instant of a freeze (its end, a gap's) for people: `ms` since the
+/// Unix epoch to the second, in the one format of instants
+/// ([`crate::schedule::format_at_offset`], UTC): a freeze ends at the
+/// second a person named, and a fraction only hides it.
+pub fn freeze_instant(ms: u64) -> String {
+    crate::schedule::format_at_offset(ms / 1000 * 1000, 0)
+}
+
+/// A freeze's holder (`redlock hold`): `a freeze until
+/// 2026-11-29T18:00:00+00:00: "Black Friday, ask alice" (host web-1, pid
+/// 4242)`, the end as [`freeze_instant`] shows it, then its note, its CI
+/// job, and whether its process has ended on this host.
+pub fn describe_freeze(t: &Token) -> String {
+    let until = t.until.map_or_else(String::new, |ms| format!(" until {}", freeze_instant(ms)));
+    let note = t.note.as_ref().map_or_else(String::new, |n| format!(": {n:?}"));
+    let job = t.job.as_ref().map_or_else(String::new, |j| format!(", CI job {j}"));
+    let ended = if process_ended(t) { "; that process has ended" } else { "" };
+    format!("a freeze{until}{note} (host {}, pid {}{job}{ended})", t.host, t.pid)
 }
 
 /// Where a token's holder runs, as it said when it took the lock: `, CI

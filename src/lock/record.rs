@@ -157,6 +157,21 @@ impl Tick {
             .is_ok_and(|t| t.created_ms + allowance >= self.start_ms)
     }
 
+    /// The freeze (`redlock hold`) that pauses this tick, if `value` (a
+    /// lock's value, as a waiter sees it) is one that ends at or after
+    /// the tick's end: waiting would only wait the tick out, so the run
+    /// skips at once. A freeze that ends within the tick is waited for
+    /// like any holder, and the run goes on after it, if the tick has not
+    /// ended by then. What breaks it: a freeze released early (a signal,
+    /// `release --force`) after hosts skipped; those hosts do not come
+    /// back for the rest of the tick, and `check` reports it paused.
+    pub fn paused_by(&self, value: &str) -> Option<crate::token::Token> {
+        value
+            .parse::<crate::token::Token>()
+            .ok()
+            .filter(|t| t.until.is_some_and(|until| until >= self.end_ms))
+    }
+
     /// When the tick ended (the next tick's start).
     pub fn end(&self) -> SystemTime {
         std::time::UNIX_EPOCH + Duration::from_millis(self.end_ms)
@@ -311,5 +326,15 @@ mod tests {
         assert_eq!(tick(3600).describe(), "2026-11-25T16:45:00+01:00");
         assert_eq!(tick(-5 * 3600).describe(), "2026-11-25T10:45:00-05:00");
         assert_eq!(tick(0).end(), tick(0).start() + Duration::from_secs(300));
+    }
+
+    #[test]
+    fn a_freeze_that_outlasts_the_tick_pauses_it() {
+        let tick = Tick { start_ms: 60_000, end_ms: 120_000, offset_s: 0 };
+        let freeze = |until| crate::token::Token::new().with_until(until).to_string();
+        assert!(tick.paused_by(&freeze(Some(120_000))).is_some());
+        assert!(tick.paused_by(&freeze(Some(119_999))).is_none(), "ends within the tick");
+        assert!(tick.paused_by(&freeze(None)).is_none(), "no freeze");
+        assert!(tick.paused_by("another client").is_none());
     }
 }

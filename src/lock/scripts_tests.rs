@@ -146,9 +146,9 @@ fn shared_waiter_tag() -> String {
 #[test]
 fn the_shared_waiter_tag_is_in_shared_members_only() {
     let tag = shared_waiter_tag();
-    assert!(crate::queue::entry(true).to_string().contains(&tag), "{tag:?}");
+    assert!(crate::queue::entry(true, None, None).to_string().contains(&tag), "{tag:?}");
     for member in [
-        crate::queue::entry(false),
+        crate::queue::entry(false, None, None),
         Token::new(),
         Token::new().at(2, 3),
         Token::new().with_note(Some(format!("x{tag}y")), None),

@@ -10,7 +10,9 @@
 -- ARGV[3]: who held the lock, one line; ARGV[4]: the retention in
 -- milliseconds (the hash expires that long after the last skip);
 -- ARGV[5]: the kind: `ran` (the tick ran or runs elsewhere), `busy` (held
--- by another), `unavailable` (no quorum answered; not counted as a skip);
+-- by another), `unavailable` (no quorum answered; not counted as a skip),
+-- `paused` (a freeze held the key past the tick's end; the tick also keeps
+-- ARGV[3], the freeze's line, in `t<start ms>:freeze`);
 -- ARGV[6]: the tick's start in ms, or empty; ARGV[7]: how many ticks keep
 -- their fields (the oldest go first, once a new tick passes the bound).
 -- Returns the count after this skip. A key of another type fails with WRONGTYPE.
@@ -23,10 +25,13 @@ end
 if ARGV[6] ~= '' then
   redis.call('HSETNX', KEYS[1], 'tracked', ARGV[2])
   local first = redis.call('HINCRBY', KEYS[1], 't' .. ARGV[6] .. ':' .. ARGV[5], 1)
+  if ARGV[5] == 'paused' then
+    redis.call('HSET', KEYS[1], 't' .. ARGV[6] .. ':freeze', ARGV[3])
+  end
   -- Only a tick's first skip of a kind can pass the bound: the scan below
   -- runs once per tick and kind, not once per host.
   local keep = tonumber(ARGV[7])
-  if first == 1 and redis.call('HLEN', KEYS[1]) > 3 * keep + 8 then
+  if first == 1 and redis.call('HLEN', KEYS[1]) > 5 * keep + 8 then
     local ticks, seen = {}, {}
     for _, field in ipairs(redis.call('HKEYS', KEYS[1])) do
       local start = string.match(field, '^t(%d+):')
@@ -38,7 +43,7 @@ if ARGV[6] ~= '' then
     table.sort(ticks, function(a, b) return tonumber(a) < tonumber(b) end)
     local pruned = nil
     for i = 1, #ticks - keep do
-      for _, kind in ipairs({'ran', 'busy', 'unavailable'}) do
+      for _, kind in ipairs({'ran', 'busy', 'unavailable', 'paused', 'freeze'}) do
         redis.call('HDEL', KEYS[1], 't' .. ticks[i] .. ':' .. kind)
       end
       pruned = ticks[i]

@@ -287,7 +287,7 @@ pub async fn acquire(
     log: &Log,
     mut signals: Option<&mut Signals>,
 ) -> Result<Lock, Error> {
-    let Request { key, wait, ordered, .. } = request;
+    let Request { key, wait, ordered, note, job, .. } = request;
     let key = key.as_str();
     let shown = crate::text::display_key(key.as_bytes());
     let start = Instant::now();
@@ -297,7 +297,7 @@ pub async fn acquire(
     // This wait's entry in the queue ([`crate::queue`]), kept by the
     // attempts themselves. A shared wait's member says so, for the queue's
     // turn of shared waiters (`scripts/acquire.lua`).
-    let member = queue::entry(request.shared).to_string();
+    let member = queue::entry(request.shared, note.clone(), job.clone()).to_string();
     let mut state = WaitState::new(asked(request, start, &member), Backoff::new());
     let since_ms = crate::text::millis(
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default(),
@@ -356,7 +356,7 @@ pub async fn acquire(
                 joined |= place.is_some() && join;
                 log_attempt(log, key, state.attempts + 1, &report);
                 crate::metrics::observe(took_part(&report.servers));
-                let seen = seen(&report.attempt);
+                let seen = seen(&report.attempt, request.tick);
                 let ahead = report.ahead;
                 match report.attempt {
                     Attempt::Acquired(lock) => {
@@ -517,6 +517,17 @@ fn refusal(attempt: Attempt, key: &str, quorum: usize, tick: Option<Tick>) -> Op
         // Taken: the caller holds it.
         Attempt::Acquired(_) | Attempt::Disordered => None,
         Attempt::Busy(holder) => match tick {
+            Some(tick) if let Some(freeze) = tick.paused_by(&holder.value) => {
+                let freeze = crate::lock::describe_freeze(&freeze);
+                Some(Error::Paused {
+                    message: format!(
+                        "{shown}: the tick of {} is paused: held by {freeze}",
+                        tick.describe()
+                    ),
+                    code: exit::BUSY,
+                    freeze,
+                })
+            }
             Some(tick) if tick.held_by(&holder.value) => skip(format!(
                 "{shown}: the tick of {} is running on {}",
                 tick.describe(),
@@ -546,6 +557,8 @@ fn refusal(attempt: Attempt, key: &str, quorum: usize, tick: Option<Tick>) -> Op
 /// error is one waiting cannot cure.
 fn wait_over(last: Error, wait: &Wait, tick: Option<Tick>, waited: Duration) -> Error {
     match (last, wait) {
+        // Ended at its first sight of the freeze: no time waited to say.
+        (paused @ Error::Paused { .. }, _) => paused,
         (Error::Busy { message, code, quiet: true }, _) => Error::Busy {
             message: format!("{message}; skipped after {}", crate::text::fmt_duration(waited)),
             code,
@@ -600,10 +613,13 @@ fn late(e: &Error) -> bool {
 }
 
 /// What an attempt showed, for the wait's decisions ([`WaitState`]).
-fn seen(attempt: &Attempt) -> Seen {
+/// Under a `tick`, a freeze that outlasts it ([`Tick::paused_by`]) ends
+/// the wait as a tick that ran does: there is nothing to wait for.
+fn seen(attempt: &Attempt, tick: Option<Tick>) -> Seen {
     match attempt {
         Attempt::Acquired(_) => Seen::Acquired,
         Attempt::Disordered => Seen::Disordered,
+        Attempt::Busy(h) if tick.is_some_and(|t| t.paused_by(&h.value).is_some()) => Seen::Ran,
         Attempt::Busy(h) => Seen::Busy { holder: h.value.clone(), remaining: h.remaining },
         Attempt::Queued { .. } => Seen::Queued,
         Attempt::Split(s) => Seen::Split { expires: s.expires },

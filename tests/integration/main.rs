@@ -19,6 +19,7 @@ mod found;
 mod harness;
 mod held_up;
 mod history;
+mod hold;
 mod hostile;
 mod hosts;
 mod keys;

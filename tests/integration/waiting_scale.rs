@@ -209,6 +209,7 @@ fn a_process_keeps_one_pubsub_connection_per_server_however_often_it_waits() {
         schedule: None,
         note: None,
         job: None,
+        until: None,
         began: None,
     };
     for _ in 0..3 {

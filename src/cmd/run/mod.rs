@@ -246,6 +246,12 @@ async fn taken(
             report::skipped(fleet, cfg, &message, kind, asked, log).await;
             Err(Error::Busy { message, code: cfg.conflict_exit_code, quiet })
         }
+        // A freeze pauses the job fleet-wide: the tick is recorded paused,
+        // with the freeze's line, so that `check` does not call it missed.
+        Err(Error::Paused { message, freeze, .. }) => {
+            report::skipped(fleet, cfg, &freeze, SkipKind::Paused, asked, log).await;
+            Err(Error::Paused { message, code: cfg.conflict_exit_code, freeze })
+        }
         Err(e @ (Error::Unavailable { .. } | Error::Split(_))) => {
             report::skipped(fleet, cfg, &e.to_string(), SkipKind::Unavailable, asked, log).await;
             Err(e)
