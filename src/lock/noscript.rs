@@ -297,6 +297,18 @@ async fn acquire(c: &mut MultiplexedConnection, op: &AcquireOp) -> RedisResult<V
         let (value, pttl) = watch_lock(c, lock, &watched).await?;
         if let Some(holder) = value {
             unwatch(c).await?;
+            // Another schedule is refused while a holder runs too, as
+            // acquire.lua does.
+            if let (Some(record), Some(schedule)) = (record, op.schedule.as_deref()) {
+                let rec: Vec<Option<String>> =
+                    redis::cmd("HMGET").arg(record).arg(&["tt", "sch"]).query_async(c).await?;
+                let field = |i: usize| rec.get(i).cloned().flatten().unwrap_or_default();
+                let recorded = field(1);
+                if !recorded.is_empty() && recorded != schedule {
+                    let text = |s: String| Value::BulkString(s.into_bytes());
+                    return Ok(Value::Array(vec![Value::Int(5), text(field(0)), text(recorded)]));
+                }
+            }
             return Ok(refused(holder, pttl));
         }
         let mut tx = redis::pipe();

@@ -62,8 +62,8 @@
 -- the key is free but token was granted it at `at` (server ms), since the
 -- untaken term; or {4, start, end, now} when the key is free but this
 -- server's clock (now, ms) is past the tick's last moment: the tick is
--- over; or {5, token, schedule} when the key is free but the record says
--- its ticks ran under another schedule (token ran the last one). None of
+-- over; or {5, token, schedule} when the record says the key's ticks ran
+-- under another schedule (token ran the last one), free or held. None of
 -- those writes anything. With an untaken term, a {0, ...}
 -- refusal ends with this server's TIME (seconds, microseconds).
 -- The fence draw, only where this server grants the lock:
@@ -199,6 +199,16 @@ elseif not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ttl) then
   holder, pttl = redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1])
 end
 if holder then
+  -- Two schedules for one key, met while a holder runs: refused as on a
+  -- free key, so that a host of another schedule is told (64) at every
+  -- firing, not only at those that find the key free (with a job longer
+  -- than the hosts' spread, never).
+  if record and ARGV[4] and holder ~= '' then
+    local rec = redis.call('HMGET', record, 'tt', 'sch')
+    if rec[2] and rec[2] ~= ARGV[4] then
+      return {5, rec[1] or '', rec[2]}
+    end
+  end
   -- Not granted: a waiter takes or refreshes its place.
   if not queued and join and member ~= '' then
     local t = redis.call('TIME')
