@@ -12,6 +12,11 @@ pub enum Error {
     /// A bad flag, value or combination; nothing was sent to any server.
     #[error("{0}")]
     Usage(String),
+    /// The key's record names another schedule than this host's (`--cron`,
+    /// `--once-per`, `--tz`): a usage error (64) found at the servers, which
+    /// a run records for its tick ([`crate::history::SkipKind::Elsewhere`]).
+    #[error("{0}")]
+    Schedules(String),
     /// Several usage errors found at once (`config`, `doctor`): each its own
     /// line; nothing was sent to any server.
     #[error("{}", .0.join("; "))]
@@ -87,7 +92,7 @@ impl Error {
     /// `interrupted`.
     pub fn kind(&self) -> &'static str {
         match self {
-            Error::Usage(_) | Error::Problems(_) => "usage",
+            Error::Usage(_) | Error::Problems(_) | Error::Schedules(_) => "usage",
             Error::Busy { .. } => "busy",
             Error::Paused { .. } => "paused",
             Error::Unavailable { .. } | Error::Unfit(_) => "unavailable",
@@ -102,7 +107,7 @@ impl Error {
     /// The process exit code for this error ([`crate::exit`]).
     pub fn exit_code(&self) -> u8 {
         match self {
-            Error::Usage(_) | Error::Problems(_) => exit::USAGE,
+            Error::Usage(_) | Error::Problems(_) | Error::Schedules(_) => exit::USAGE,
             Error::Busy { code, .. } | Error::Paused { code, .. } => *code,
             Error::Unavailable { .. } | Error::Unfit(_) | Error::Split(_) => exit::UNAVAILABLE,
             Error::Lost(_) => exit::LOST,

@@ -362,6 +362,11 @@ pub enum SkipKind {
     /// job is paused fleet-wide, deliberately. Its tick keeps the
     /// freeze's line (the skip's holder), which `check` shows.
     Paused,
+    /// The key's record names another schedule (exit 64): a crontab line
+    /// changed, or hosts that disagree. Not counted as a skip; recorded
+    /// for its tick, so that `check` lists the ticks of the new line from
+    /// the first one refused.
+    Elsewhere,
 }
 
 impl SkipKind {
@@ -372,6 +377,7 @@ impl SkipKind {
             SkipKind::Busy => "busy",
             SkipKind::Unavailable => "unavailable",
             SkipKind::Paused => "paused",
+            SkipKind::Elsewhere => "elsewhere",
         }
     }
 }
@@ -392,6 +398,8 @@ pub struct TickSkips {
     pub unavailable: u64,
     /// Runs that found a freeze holding the key past the tick's end.
     pub paused: u64,
+    /// Runs refused because the key's record names another schedule.
+    pub elsewhere: u64,
 }
 
 /// The per-tick skip fields of a lock, merged across servers.
@@ -421,6 +429,7 @@ impl TickRecords {
                 m.busy = m.busy.max(n.busy);
                 m.unavailable = m.unavailable.max(n.unavailable);
                 m.paused = m.paused.max(n.paused);
+                m.elsewhere = m.elsewhere.max(n.elsewhere);
             }
             for (tick, freeze) in s.freezes {
                 all.freezes.entry(tick).or_insert(freeze);
@@ -533,6 +542,9 @@ pub enum MissedReason {
     /// Not missed: a freeze (`redlock hold`) paused the job for the whole
     /// tick, on purpose ([`SkipKind::Paused`]).
     Paused,
+    /// Hosts fired, but the key's record named another schedule
+    /// ([`SkipKind::Elsewhere`]): the line changed, or hosts disagree.
+    Elsewhere,
 }
 
 impl MissedReason {
@@ -547,6 +559,9 @@ impl MissedReason {
             }
             MissedReason::Unknown => "unknown reason",
             MissedReason::Paused => "paused by a freeze",
+            MissedReason::Elsewhere => {
+                "hosts fired but were refused: the key's record names another schedule"
+            }
         }
     }
 }
@@ -592,6 +607,7 @@ fn reason(found: &History, start: u64, len: u64) -> MissedReason {
         Some(s) if s.ran > 0 => return MissedReason::Lost,
         Some(s) if s.busy > 0 => return MissedReason::Held,
         Some(s) if s.unavailable > 0 => return MissedReason::NoQuorum,
+        Some(s) if s.elsewhere > 0 => return MissedReason::Elsewhere,
         _ => {}
     }
     let tracked = records.tracked_ms.is_some_and(|t| t <= start)
@@ -648,6 +664,7 @@ fn tick_field(ticks: &mut TickRecords, name: &str, value: &str) {
         "busy" => counts.busy = n,
         "unavailable" => counts.unavailable = n,
         "paused" => counts.paused = n,
+        "elsewhere" => counts.elsewhere = n,
         _ => {}
     }
 }
@@ -747,7 +764,7 @@ mod tests {
         };
         let mut records = TickRecords { tracked_ms: Some(5 * five), ..TickRecords::default() };
         records.ticks.insert(9 * five, TickSkips { unavailable: 2, ..TickSkips::default() });
-        records.ticks.insert(6 * five, TickSkips { ran: 1, busy: 3, unavailable: 0, paused: 0 });
+        records.ticks.insert(6 * five, TickSkips { ran: 1, busy: 3, ..TickSkips::default() });
         records.ticks.insert(5 * five, TickSkips { busy: 1, ..TickSkips::default() });
         let h = found(vec![at(10), at(8), at(4)], records, None);
         let ticks = || (4..=10).rev().map(|t| (t * five, five));
@@ -796,7 +813,7 @@ mod tests {
         b.tracked_ms = Some(400);
         b.pruned_ms = Some(100);
         let m = TickRecords::merge(vec![a, b]);
-        assert_eq!(m.ticks[&600], TickSkips { ran: 1, busy: 5, unavailable: 0, paused: 0 });
+        assert_eq!(m.ticks[&600], TickSkips { ran: 1, busy: 5, ..TickSkips::default() });
         assert_eq!(m.ticks[&900].unavailable, 2);
         assert_eq!((m.tracked_ms, m.pruned_ms, m.ticks.len()), (Some(400), Some(100), 2));
     }

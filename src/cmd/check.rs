@@ -324,7 +324,8 @@ fn assess(
 /// The missed ticks of the entries of the schedule `identity`
 /// ([`Entry::schedule_identity`]) and where their window begins: the
 /// schedule's instants in its zone from `since_ms` (or the oldest such
-/// entry's tick, never before it) to the start of the tick in progress,
+/// entry's tick or refused tick, never before it) to the start of the tick
+/// in progress,
 /// newest first; the running holder's tick is not missed. A schedule that
 /// does not parse (a later version's) shows no missed tick.
 fn scheduled_missed(
@@ -338,11 +339,16 @@ fn scheduled_missed(
     let Ok(schedule) = crate::schedule::Schedule::from_identity(identity) else {
         return (Vec::new(), None);
     };
+    // From its oldest run, or the first tick refused for another schedule
+    // (a line changed: the ticks the old line's record refused are the
+    // new line's too, and missed).
+    let refused = found.ticks.ticks.iter().filter(|(_, s)| s.elsewhere > 0).map(|(t, _)| *t);
     let oldest = found
         .entries
         .iter()
         .filter(|e| e.schedule_identity().as_deref() == Some(identity))
         .filter_map(|e| e.tick_start_ms)
+        .chain(refused)
         .min();
     let Some(oldest) = oldest else { return (Vec::new(), None) };
     let from = since_ms.map_or(oldest, |s| s.max(oldest));

@@ -56,10 +56,11 @@ pub async fn finished(
 }
 
 /// Counts a run that did not run its command: found the lock busy, or its
-/// tick run (`kind`), or reached no quorum; `message` says why. An outage
-/// is recorded only for its tick (`check` names it as the reason the tick
-/// was missed), and a failure to record it is said only with `-v`: the
-/// run's own error already says the servers failed.
+/// tick run (`kind`), or reached no quorum, or was refused for another
+/// schedule; `message` says why. An outage or a refusal is recorded only
+/// for its tick (`check` names it as the reason the tick was missed), and
+/// a failure to record it is said only with `-v`: the run's own error
+/// already says what failed.
 ///
 /// The count waits for its servers' answers at most [`FLUSH`]: a busy
 /// `--wait DUR` ends within DUR plus a small constant, and a skip that
@@ -77,7 +78,7 @@ pub async fn skipped(
     log: &Log,
 ) {
     let host = crate::token::hostname();
-    let outage = kind == SkipKind::Unavailable;
+    let outage = matches!(kind, SkipKind::Unavailable | SkipKind::Elsewhere);
     let tick = cfg.tick.map(|t| t.start_ms);
     // An outage of a run with no tick has nothing for `check` to read.
     if !outage || tick.is_some() {

@@ -139,11 +139,12 @@ pub(super) fn parse_acquire(reply: Value) -> Result<Granted, String> {
             };
             Ok(Granted::Ran(TickRan { token: String::from_utf8_lossy(token).into_owned(), tick }))
         }
-        [Value::Int(5), Value::BulkString(token), Value::BulkString(schedule)] => {
+        [Value::Int(5), Value::BulkString(token), Value::BulkString(schedule), Value::Int(end)] => {
             Ok(Granted::Elsewhere(Schedules {
                 token: String::from_utf8_lossy(token).into_owned(),
                 theirs: String::from_utf8_lossy(schedule).into_owned(),
                 ours: String::new(),
+                ends_ms: u64::try_from(*end).ok(),
             }))
         }
         [Value::Int(3), Value::BulkString(token), Value::Int(_)] => {

@@ -300,13 +300,22 @@ async fn acquire(c: &mut MultiplexedConnection, op: &AcquireOp) -> RedisResult<V
             // Another schedule is refused while a holder runs too, as
             // acquire.lua does.
             if let (Some(record), Some(schedule)) = (record, op.schedule.as_deref()) {
-                let rec: Vec<Option<String>> =
-                    redis::cmd("HMGET").arg(record).arg(&["tt", "sch"]).query_async(c).await?;
+                let rec: Vec<Option<String>> = redis::cmd("HMGET")
+                    .arg(record)
+                    .arg(&["tt", "sch", "te"])
+                    .query_async(c)
+                    .await?;
                 let field = |i: usize| rec.get(i).cloned().flatten().unwrap_or_default();
                 let recorded = field(1);
                 if !recorded.is_empty() && recorded != schedule {
                     let text = |s: String| Value::BulkString(s.into_bytes());
-                    return Ok(Value::Array(vec![Value::Int(5), text(field(0)), text(recorded)]));
+                    let end = field(2).parse().unwrap_or(-1);
+                    return Ok(Value::Array(vec![
+                        Value::Int(5),
+                        text(field(0)),
+                        text(recorded),
+                        Value::Int(end),
+                    ]));
                 }
             }
             return Ok(refused(holder, pttl));
@@ -403,7 +412,13 @@ impl Record {
             && !recorded.is_empty()
             && recorded != schedule
         {
-            return Some(Value::Array(vec![Value::Int(5), text(&self.fields[4]), text(recorded)]));
+            let end = self.number(3).unwrap_or(-1);
+            return Some(Value::Array(vec![
+                Value::Int(5),
+                text(&self.fields[4]),
+                text(recorded),
+                Value::Int(end),
+            ]));
         }
         if let Some(tick) = numbers.tick
             && now_ms > tick.last_grant_ms()

@@ -246,19 +246,34 @@ pub struct Schedules {
     pub theirs: String,
     /// This host's.
     pub ours: String,
+    /// The end of the tick the record's schedule ran (ms since the epoch),
+    /// where it holds one: its record, and the refusal, last until
+    /// [`TICK_MARGIN`] after it.
+    pub ends_ms: Option<u64>,
 }
 
 impl Schedules {
-    /// One line: this host's schedule for `key`, and the one its ticks ran
-    /// under.
+    /// One line: this host's schedule for `key`, the one its ticks ran
+    /// under, and until when that one's record refuses this host (a line
+    /// changed on purpose takes over then).
     pub fn describe(&self, key: &str) -> String {
+        let until = self.ends_ms.map(|end| {
+            let until = end.saturating_add(crate::text::millis(TICK_MARGIN));
+            format!(
+                "; its record refuses other schedules until {} (its tick's end plus {}), when a \
+                 line changed on purpose takes over",
+                crate::schedule::format_at_offset(until, 0),
+                crate::text::fmt_duration(TICK_MARGIN),
+            )
+        });
         format!(
-            "{}: this host reads its ticks as `{}`; {} ran them as `{}`: every host of a key must \
-             give the same --cron or --once-per and --tz",
+            "{}: this host reads its ticks as `{}`; {} ran them as `{}`{}: every host of a key \
+             must give the same --cron or --once-per and --tz",
             crate::text::display_key(key.as_bytes()),
             self.ours,
             ran_by(&self.token),
             crate::text::printable(&self.theirs),
+            until.unwrap_or_default(),
         )
     }
 }

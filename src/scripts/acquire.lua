@@ -62,8 +62,9 @@
 -- the key is free but token was granted it at `at` (server ms), since the
 -- untaken term; or {4, start, end, now} when the key is free but this
 -- server's clock (now, ms) is past the tick's last moment: the tick is
--- over; or {5, token, schedule} when the record says the key's ticks ran
--- under another schedule (token ran the last one), free or held. None of
+-- over; or {5, token, schedule, end} when the record says the key's ticks
+-- ran under another schedule (token ran the last one, whose tick ends at
+-- end, -1: none), free or held. None of
 -- those writes anything. With an untaken term, a {0, ...}
 -- refusal ends with this server's TIME (seconds, microseconds).
 -- The fence draw, only where this server grants the lock:
@@ -121,7 +122,7 @@ if record and (untaken or tick_end >= 0) and redis.call('EXISTS', KEYS[1]) == 0 
   local rec = redis.call('HMGET', record, 'at', 'tok', 'ts', 'te', 'tt', 'sch')
   -- Two schedules for one key compute two ticks: refused, never run twice.
   if ARGV[4] and rec[6] and rec[6] ~= ARGV[4] then
-    return {5, rec[5] or '', rec[6]}
+    return {5, rec[5] or '', rec[6], tonumber(rec[4]) or -1}
   end
   if tick_end >= 0 and rec[4] and tonumber(rec[4]) > tick_start then
     return {2, rec[5], tonumber(rec[3]), tonumber(rec[4])}
@@ -204,9 +205,9 @@ if holder then
   -- firing, not only at those that find the key free (with a job longer
   -- than the hosts' spread, never).
   if record and ARGV[4] and holder ~= '' then
-    local rec = redis.call('HMGET', record, 'tt', 'sch')
+    local rec = redis.call('HMGET', record, 'tt', 'sch', 'te')
     if rec[2] and rec[2] ~= ARGV[4] then
-      return {5, rec[1] or '', rec[2]}
+      return {5, rec[1] or '', rec[2], tonumber(rec[3]) or -1}
     end
   end
   -- Not granted: a waiter takes or refreshes its place.

@@ -12,12 +12,13 @@
 -- ARGV[5]: the kind: `ran` (the tick ran or runs elsewhere), `busy` (held
 -- by another), `unavailable` (no quorum answered; not counted as a skip),
 -- `paused` (a freeze held the key past the tick's end; the tick also keeps
--- ARGV[3], the freeze's line, in `t<start ms>:freeze`);
+-- ARGV[3], the freeze's line, in `t<start ms>:freeze`), `elsewhere` (the
+-- key's record names another schedule; not counted as a skip);
 -- ARGV[6]: the tick's start in ms, or empty; ARGV[7]: how many ticks keep
 -- their fields (the oldest go first, once a new tick passes the bound).
 -- Returns the count after this skip. A key of another type fails with WRONGTYPE.
 local count = 0
-if ARGV[5] ~= 'unavailable' then
+if ARGV[5] ~= 'unavailable' and ARGV[5] ~= 'elsewhere' then
   count = redis.call('HINCRBY', KEYS[1], 'count', 1)
   redis.call('HSETNX', KEYS[1], 'since', ARGV[2])
   redis.call('HSET', KEYS[1], 'at', ARGV[2], 'host', ARGV[1], 'holder', ARGV[3])
@@ -31,7 +32,7 @@ if ARGV[6] ~= '' then
   -- Only a tick's first skip of a kind can pass the bound: the scan below
   -- runs once per tick and kind, not once per host.
   local keep = tonumber(ARGV[7])
-  if first == 1 and redis.call('HLEN', KEYS[1]) > 5 * keep + 8 then
+  if first == 1 and redis.call('HLEN', KEYS[1]) > 6 * keep + 8 then
     local ticks, seen = {}, {}
     for _, field in ipairs(redis.call('HKEYS', KEYS[1])) do
       local start = string.match(field, '^t(%d+):')
@@ -43,7 +44,7 @@ if ARGV[6] ~= '' then
     table.sort(ticks, function(a, b) return tonumber(a) < tonumber(b) end)
     local pruned = nil
     for i = 1, #ticks - keep do
-      for _, kind in ipairs({'ran', 'busy', 'unavailable', 'paused', 'freeze'}) do
+      for _, kind in ipairs({'ran', 'busy', 'unavailable', 'paused', 'freeze', 'elsewhere'}) do
         redis.call('HDEL', KEYS[1], 't' .. ticks[i] .. ':' .. kind)
       end
       pruned = ticks[i]

@@ -542,7 +542,7 @@ fn refusal(attempt: Attempt, key: &str, quorum: usize, tick: Option<Tick>) -> Op
         Attempt::Unavailable(e) => Some(e),
         Attempt::Ran(ran) => skip(ran.describe(key)),
         Attempt::Over(over) => busy(over.describe(key)),
-        Attempt::Elsewhere(schedules) => Some(Error::Usage(schedules.describe(key))),
+        Attempt::Elsewhere(schedules) => Some(Error::Schedules(schedules.describe(key))),
         Attempt::Taken(token) => busy(format!(
             "{shown} was taken by {} after this run began (-n runs only if nobody took the lock \
              meanwhile)",

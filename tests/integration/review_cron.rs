@@ -363,7 +363,6 @@ fn london_s_changes_for_hourly_and_wild_minute_lines() {
 /// refusal leaves no trace on the servers. `release --force` does not
 /// clear the record either, and the refusal names no way out and no end.
 #[test]
-#[ignore = "bug: an edited crontab line loses a day that check does not report"]
 fn an_edited_line_loses_no_day_unseen() {
     let f = Faked::start();
     let key = unique_key("review-edit");
@@ -371,8 +370,15 @@ fn an_edited_line_loses_no_day_unseen() {
     out.expect(0);
     let refused = f.fire("2027-11-02T01:30:01Z", &key, "30 1 * * *");
     assert_eq!(refused.code(), 64, "{}", refused.stderr);
+    // The refusal says when the old line's record lets the new one in.
+    assert!(refused.stderr.contains("until 2027-11-02T02:01:00+00:00"), "{}", refused.stderr);
     f.fire("2027-11-03T01:30:01Z", &key, "30 1 * * *").expect(0);
     f.set("2027-11-03T05:00:00Z");
     let check = f.redlock().args(["check", "-k", &key, "--max-age", "1d", "--since", "3d"]).run();
     assert!(check.stdout.starts_with("WARNING"), "2 Nov had no run, yet: {}", check.stdout);
+    assert!(
+        check.stdout.contains("2027-11-02T01:30:00+00:00 (hosts fired but were refused"),
+        "the day is named, and why: {}",
+        check.stdout
+    );
 }

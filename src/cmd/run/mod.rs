@@ -252,6 +252,12 @@ async fn taken(
             report::skipped(fleet, cfg, &freeze, SkipKind::Paused, asked, log).await;
             Err(Error::Paused { message, code: cfg.conflict_exit_code, freeze })
         }
+        // Refused for another schedule: recorded for its tick, so that
+        // `check` lists a changed line's ticks from the first refused.
+        Err(Error::Schedules(message)) => {
+            report::skipped(fleet, cfg, &message, SkipKind::Elsewhere, asked, log).await;
+            Err(Error::Schedules(message))
+        }
         Err(e @ (Error::Unavailable { .. } | Error::Split(_))) => {
             report::skipped(fleet, cfg, &e.to_string(), SkipKind::Unavailable, asked, log).await;
             Err(e)
