@@ -588,8 +588,9 @@ The configuration file is --config FILE, else $REDLOCK_CONFIG, else \
 ~/.config/redlock/config.toml, else \
 /etc/redlock/config.toml: TOML with one key per global option, named as the flag \
 (servers, quorum, node-timeout, drift-factor, max-ttl, trust-restarts, raw-key, host, \
-password-file, tls-ca, tls-cert, tls-key, log-format, verbose, quiet), and the fleet's \
-default ttl and wait (for run, acquire, extend and doctor; their --ttl, --wait and -n win). \
+password-file, tls-ca, tls-cert, tls-key, log-format, verbose, quiet), the zone --cron \
+reads (tz), and the fleet's default ttl and wait (for run, acquire, extend and doctor, and \
+hold's ttl, within --max-ttl; their --ttl, --wait and -n win). \
 Flags win over the \
 environment, the environment over the file.
 

@@ -104,7 +104,7 @@ const FILES: &[(&str, &str)] = &[
     ),
     (
         "/etc/redlock/config.toml",
-        "The system's configuration file, read when neither of the above exists. TOML, one key per global option named as its flag without dashes: servers (a string or an array), quorum, node\\-timeout, drift\\-factor, max\\-ttl, trust\\-restarts, raw\\-key, host, password\\-file, tls\\-ca, tls\\-cert, tls\\-key, log\\-format, verbose, quiet; and a default ttl and wait for the fleet, for run, acquire, extend and doctor (their \\-\\-ttl, \\-\\-wait and \\-n win). Flags win over the environment, the environment over the file. An unknown key (with the key meant, when one is near) or a bad value is a usage error (64) naming the file, line and key; \\fBredlock config\\fR shows each setting and its source. The package installs an example as /usr/share/doc/redlock/config.toml.example.",
+        "The system's configuration file, read when neither of the above exists. TOML, one key per global option named as its flag without dashes: servers (a string or an array), quorum, node\\-timeout, drift\\-factor, max\\-ttl, trust\\-restarts, raw\\-key, host, password\\-file, tls\\-ca, tls\\-cert, tls\\-key, log\\-format, verbose, quiet; the zone \\-\\-cron reads (tz); and a default ttl and wait for the fleet, for run, acquire, extend and doctor, and hold's ttl within \\-\\-max\\-ttl (their \\-\\-ttl, \\-\\-wait and \\-n win). Flags win over the environment, the environment over the file. An unknown key (with the key meant, when one is near) or a bad value is a usage error (64) naming the file, line and key; \\fBredlock config\\fR shows each setting and its source. The package installs an example as /usr/share/doc/redlock/config.toml.example.",
     ),
 ];
 
