@@ -1011,7 +1011,9 @@ fn schedule(a: &cli::RunArgs, g: &config_file::Globals) -> Result<Option<Schedul
             (None, None) => None,
         };
         let explicit = explicit.as_ref().map(|(origin, name)| (origin.as_str(), *name));
-        Zone::resolve(explicit, |var| std::env::var(var).ok()).map_err(Error::Usage)
+        Zone::resolve(explicit, |var| std::env::var(var).ok())
+            .map(|(zone, _)| zone)
+            .map_err(Error::Usage)
     };
     let schedule = match &a.cron {
         Some(expr) => Schedule::cron(expr, zone()?),

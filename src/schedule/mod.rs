@@ -3,9 +3,11 @@
 //!
 //! A [`Schedule`] is a crontab line's five fields ([`Schedule::cron`]) or a
 //! `--once-per` period ([`Schedule::once_per`]), read in a [`Zone`] (an
-//! IANA name, resolved by [`Zone::resolve`]). Its *instants* are the
-//! moments it schedules; the tick of a run started at `t` is `[the latest
-//! instant at or before t, the next instant)` ([`Schedule::tick_at`]).
+//! IANA name, resolved by [`Zone::resolve`], and known by one name
+//! whatever it was given: `links` holds the tz database's other names for
+//! a zone). Its *instants* are the moments it schedules; the tick of a
+//! run started at `t` is `[the latest instant at or before t, the next
+//! instant)` ([`Schedule::tick_at`]).
 //! Fields are parsed by the `croner` crate (into sets, nothing more);
 //! civil time, zones and the tz database are `jiff`'s.
 //!
@@ -72,12 +74,13 @@ use jiff::tz::TimeZone;
 use jiff::{Timestamp, Unit};
 
 mod cron;
+mod links;
 #[cfg(test)]
 mod tests;
 mod zone;
 
 use cron::Cron;
-pub use zone::{Zone, format_at_offset, format_instant};
+pub use zone::{Zone, ZoneFrom, format_at_offset, format_instant};
 
 /// A day in milliseconds.
 const DAY_MS: u128 = 86_400_000;

@@ -133,7 +133,7 @@ fn zone_resolution_order() {
         move |k: &str| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
     };
     let none = std::path::Path::new("/nonexistent/localtime");
-    let got = |explicit, e| Zone::resolve_from(explicit, e, none).map(|z| z.name().to_string());
+    let got = |explicit, e| Zone::resolve_from(explicit, e, none).map(|z| z.0.name().to_string());
     assert_eq!(got(Some(("--tz", "Asia/Tokyo")), env(&[("TZ", "UTC")])).unwrap(), "Asia/Tokyo");
     assert_eq!(
         got(None, env(&[("CRON_TZ", "Europe/Paris"), ("TZ", "UTC")])).unwrap(),
@@ -151,7 +151,7 @@ fn zone_resolution_order() {
     let dir = tempfile::tempdir().unwrap();
     let link = dir.path().join("localtime");
     std::os::unix::fs::symlink("../usr/share/zoneinfo/Asia/Tokyo", &link).unwrap();
-    assert_eq!(Zone::resolve_from(None, env(&[]), &link).unwrap().name(), "Asia/Tokyo");
+    assert_eq!(Zone::resolve_from(None, env(&[]), &link).unwrap().0.name(), "Asia/Tokyo");
     let copied = dir.path().join("copied");
     std::fs::write(&copied, b"TZif").unwrap();
     assert!(Zone::resolve_from(None, env(&[]), &copied).unwrap_err().contains("set --tz"));
@@ -667,4 +667,136 @@ fn an_identity_reads_back_as_its_schedule() {
     }
     assert!(Schedule::from_identity("weekly on Mars").is_err());
     assert!(Schedule::from_identity("cron 30 0 * * * in Mars/Olympus").is_err());
+}
+
+/// Every name of one zone is one zone, of one name: the names of UTC,
+/// a link of the tz database (a renamed zone, an old country name), any
+/// case; a zone that only shares rules with another since 1970 keeps its
+/// own name.
+#[test]
+fn one_zone_has_one_name() {
+    let utc = [
+        "UTC",
+        "Etc/UTC",
+        "Etc/UCT",
+        "UCT",
+        "Etc/Universal",
+        "Universal",
+        "Etc/Zulu",
+        "Zulu",
+        "Etc/GMT",
+        "GMT",
+        "GMT0",
+        "Etc/GMT0",
+        "Etc/GMT+0",
+        "Etc/GMT-0",
+        "Greenwich",
+        "Etc/Greenwich",
+        "utc",
+        "etc/utc",
+    ];
+    for name in utc {
+        assert_eq!(zone(name), Zone::utc(), "{name}");
+        assert_eq!(zone(name).name(), "UTC", "{name}");
+    }
+    for (given, one) in [
+        ("Europe/Kiev", "Europe/Kyiv"),
+        ("europe/kyiv", "Europe/Kyiv"),
+        ("US/Eastern", "America/New_York"),
+        ("Asia/Calcutta", "Asia/Kolkata"),
+        ("GB", "Europe/London"),
+        ("posix/Europe/London", "Europe/London"),
+        ("Europe/Amsterdam", "Europe/Amsterdam"),
+        ("Etc/GMT+5", "Etc/GMT+5"),
+    ] {
+        assert_eq!(zone(given).name(), one, "{given}");
+    }
+    assert_ne!(zone("Europe/Amsterdam"), zone("Europe/Brussels"));
+    // Identities name the zone so: the scratch container's default and
+    // Debian's /etc/localtime are one schedule.
+    let daily = |z: &str| Schedule::cron("30 0 * * *", zone(z)).unwrap().identity();
+    assert_eq!(daily("Etc/UTC"), daily("UTC"));
+    assert_eq!(
+        Schedule::cron("30 0 * * *", Zone::utc()).unwrap(),
+        Schedule::cron("30 0 * * *", zone("Etc/UTC")).unwrap()
+    );
+    assert_eq!(daily("Europe/Kiev"), "cron 30 0 * * * in Europe/Kyiv");
+}
+
+/// The table of links is the tz database's: each link and the zone it
+/// names have the same clock changes from 2026 to 2036, where the
+/// host's database (or the bundled one) knows both.
+#[test]
+fn links_name_zones_of_the_same_rules() {
+    let (from, to) = (ts("2026-01-01T00:00:00Z"), ts("2036-01-01T00:00:00Z"));
+    let changes = |tz: &TimeZone| -> Vec<(Timestamp, i32)> {
+        tz.following(from)
+            .take_while(|t| t.timestamp() < to)
+            .map(|t| (t.timestamp(), t.offset().seconds()))
+            .collect()
+    };
+    let mut compared = 0;
+    for (link, target) in super::links::LINKS {
+        let (Ok(a), Ok(b)) = (TimeZone::get(link), TimeZone::get(target)) else { continue };
+        assert_eq!(changes(&a), changes(&b), "{link} -> {target}");
+        assert_eq!(a.to_offset(from), b.to_offset(from), "{link} -> {target}");
+        compared += 1;
+    }
+    assert!(compared > 100, "{compared} links compared");
+    let names: Vec<&str> = super::links::LINKS.iter().map(|(link, _)| *link).collect();
+    let mut sorted = names.clone();
+    sorted.sort_by_key(|n| n.to_ascii_lowercase());
+    assert_eq!(names, sorted, "the table is sorted, ASCII case ignored");
+}
+
+/// Names that stand for each host's own zone are refused, from any
+/// source; a name is shown with its control characters escaped.
+#[test]
+fn zone_names_that_hosts_cannot_compare() {
+    for name in ["localtime", "posixrules", "Localtime", "posix/posixrules"] {
+        let e = Zone::named(name, "--tz").unwrap_err();
+        assert!(e.contains("each host's own zone"), "{e}");
+    }
+    let env = |k: &str| (k == "TZ").then(|| "localtime".to_owned());
+    let none = std::path::Path::new("/nonexistent/localtime");
+    let e = Zone::resolve_from(None, env, none).unwrap_err();
+    assert!(e.starts_with("TZ=localtime: names each host's own zone"), "{e}");
+    assert_eq!(
+        Zone::named("Europe/Lon\u{1b}don", "--tz").unwrap_err(),
+        "--tz Europe/Lon\\u{1b}don: not a time zone name"
+    );
+}
+
+/// `TZ` (or `CRON_TZ`) naming a file outside a zoneinfo directory
+/// (`:/etc/localtime`, glibc's "the host's zone") reads the zone the
+/// file links to, as the `/etc/localtime` fallback does; and each source
+/// is said.
+#[test]
+fn tz_naming_a_file_reads_the_zone_it_links_to() {
+    let dir = tempfile::tempdir().unwrap();
+    let link = dir.path().join("localtime");
+    std::os::unix::fs::symlink("/usr/share/zoneinfo/Europe/Kiev", &link).unwrap();
+    let shown = link.display().to_string();
+    let none = std::path::Path::new("/nonexistent/localtime");
+    for value in [format!(":{shown}"), shown.clone()] {
+        let env = |k: &str| (k == "TZ").then(|| value.clone());
+        let (zone, from) = Zone::resolve_from(None, env, none).unwrap();
+        assert_eq!(zone.name(), "Europe/Kyiv");
+        assert_eq!(from, ZoneFrom::Env("TZ", value.clone()));
+    }
+    let env = |k: &str| (k == "TZ").then(|| ":/nonexistent/zone".to_owned());
+    assert_eq!(
+        Zone::resolve_from(None, env, none).unwrap_err(),
+        "TZ=:/nonexistent/zone: no such file"
+    );
+    let (zone, from) = Zone::resolve_from(None, |_| None, &link).unwrap();
+    assert_eq!(zone.name(), "Europe/Kyiv");
+    assert_eq!(from.to_string(), format!("{shown} -> /usr/share/zoneinfo/Europe/Kiev"));
+    let (zone, from) = Zone::resolve_from(None, |_| None, none).unwrap();
+    assert_eq!((zone, from), (Zone::utc(), ZoneFrom::Default));
+    let (_, from) = Zone::resolve_from(Some(("--tz", "UTC")), |_| None, none).unwrap();
+    assert_eq!(from.to_string(), "--tz");
+    let env = |k: &str| (k == "CRON_TZ").then(|| "Etc/UTC".to_owned());
+    let (zone, from) = Zone::resolve_from(None, env, none).unwrap();
+    assert_eq!((zone.name(), from.to_string()), ("UTC", "env CRON_TZ=Etc/UTC".to_owned()));
 }

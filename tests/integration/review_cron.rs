@@ -80,7 +80,6 @@ fn history_json_names_the_tick_as_redlock_tick_does() {
 /// zone.rs `Zone` compares names as spelled (`PartialEq`, and
 /// `Schedule::identity`), not the zone they name.
 #[test]
-#[ignore = "bug: UTC and Etc/UTC (links to one zone) are refused as two schedules (64)"]
 fn one_zone_under_two_names_is_one_schedule() {
     let fleet = Fleet::start(1);
     let key = unique_key("review-zone-alias");
@@ -148,7 +147,6 @@ fn another_schedule_is_refused_while_the_holder_runs() {
 /// `zone_name_of` keeps `/etc/localtime` as the name. The same refusal
 /// meets any `--once-per 1d` that ran before issue 50 on such a host.
 #[test]
-#[ignore = "bug: TZ=:/etc/localtime is refused (64: no such time zone)"]
 fn tz_naming_etc_localtime_reads_the_host_zone() {
     let meta = std::fs::symlink_metadata("/etc/localtime");
     if !meta.is_ok_and(|m| m.file_type().is_symlink()) {
