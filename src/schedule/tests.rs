@@ -111,13 +111,14 @@ fn errors_name_the_input() {
 #[test]
 fn names_and_identity() {
     let s = Schedule::cron("  30   0 * *\tmon-fri ", zone("europe/london")).unwrap();
-    assert_eq!(s.identity(), "cron 30 0 * * mon-fri in Europe/London");
+    assert_eq!(s.identity(), "cron 30 0 * * 1-5 in Europe/London");
     assert_eq!(s.describe(), "'30 0 * * mon-fri' in Europe/London");
     // Weekdays only: Friday 2027-04-02 is followed by Monday 2027-04-05.
     assert_eq!(tick(&s, "2027-04-03T12:00:00Z").0, "2027-04-02T00:30:00+01:00");
     assert_eq!(tick(&s, "2027-04-03T12:00:00Z").1, "2027-04-05T00:30:00+01:00");
     let s = Schedule::cron("@WEEKLY", zone("UTC")).unwrap();
-    assert_eq!(s.identity(), "cron @weekly in UTC");
+    assert_eq!(s.identity(), "cron 0 0 * * 0 in UTC");
+    assert_eq!(s.describe(), "'@weekly' in UTC");
     assert_eq!(tick(&s, "2027-04-03T12:00:00Z").0, "2027-03-28T00:00:00+00:00");
     // Vixie: both day fields restricted means either.
     let s = Schedule::cron("0 0 13 * fri", zone("UTC")).unwrap();
@@ -799,4 +800,115 @@ fn tz_naming_a_file_reads_the_zone_it_links_to() {
     let env = |k: &str| (k == "CRON_TZ").then(|| "Etc/UTC".to_owned());
     let (zone, from) = Zone::resolve_from(None, env, none).unwrap();
     assert_eq!((zone.name(), from.to_string()), ("UTC", "env CRON_TZ=Etc/UTC".to_owned()));
+}
+
+/// One line spelled many ways has one identity, the canonical text.
+#[test]
+fn one_line_spelled_two_ways_has_one_identity() {
+    let text = |expr: &str| Schedule::cron(expr, Zone::utc()).unwrap().identity();
+    let same = [
+        (&["@daily", "@midnight", "0 0 * * *", "00 00 * * *", "0 0 */1 * *"][..], "0 0 * * *"),
+        (&["@weekly", "0 0 * * 0", "0 0 * * 7", "0 0 * * SUN", "0 0 * * sun"], "0 0 * * 0"),
+        (&["@hourly", "0 * * * *", "0-0 * * * *"], "0 * * * *"),
+        (&["@monthly", "0 0 1 * *"], "0 0 1 * *"),
+        (&["@yearly", "@annually", "0 0 1 1 *", "0 0 1 jan *"], "0 0 1 1 *"),
+        (&["30 0 * * mon-fri", "30 0 * * 1,2,3,4,5", "30 0 * * 1-5"], "30 0 * * 1-5"),
+        (&["0,15,30,45 * * * *", "0-59/15 * * * *", "45,30,15,0 * * * *"], "0-45/15 * * * *"),
+        (&["*/15 * * * *", "*/15,30 * * * *"], "*/15 * * * *"),
+        (&["*/60 * * * *", "*/61 * * * *"], "*/60 * * * *"),
+        (&["0 */24 * * *"], "0 */24 * * *"),
+        (&["0 0 * * 5-7", "0 0 * * fri-7", "0 0 * * 0,5,6"], "0 0 * * 0,5,6"),
+        (&["0 0 * * */7", "0 0 * * */9"], "0 0 * * */7"),
+        (&["5 4 1,2,3,10 * *"], "5 4 1-3,10 * *"),
+        (&["5 4 1,2 * *"], "5 4 1,2 * *"),
+        (&["*/15,7 * * * *"], "*/15,7 * * * *"),
+        (&["1-59/2 * * * *"], "1-59/2 * * * *"),
+        (&["0 0 * */3 *"], "0 0 * */3 *"),
+    ];
+    for (spellings, canonical) in same {
+        for expr in spellings {
+            assert_eq!(text(expr), format!("cron {canonical} in UTC"), "{expr}");
+        }
+    }
+    // Stars say which days rule (Vixie's either-day rule) and whether a
+    // line is wild, so a field keeps its star: these are other schedules.
+    assert_ne!(text("0 0 1 * *"), text("0 0 1 * 0-6"));
+    assert_ne!(text("*/30 1 * * *"), text("0,30 1 * * *"));
+}
+
+/// Every identity reads back as its schedule and is written again the
+/// same; an older redlock's (the line and the zone as given) reads too.
+#[test]
+fn identities_read_back_old_and_new() {
+    let lines = [
+        "* * * * *",
+        "*/7 */5 */3 */4 */2",
+        "*/13,1,2 1-5,7 1,15,31 feb-apr,dec sun-sat",
+        "0-58/2,1-59/6 0-22/2,1,3 1-31/2,2,4 1-12/5 0-6/3",
+        "5 4 * * 0,6",
+        "0 12 13 * 5",
+        "@hourly",
+        "59 23 31 12 *",
+        "0 0 29 2 1",
+        "*/60 */24 */31 */12 */8",
+        "0-59/59 23-23 31-31/31 12 7",
+    ];
+    let mut longest = 0;
+    for line in lines {
+        for zone in [Zone::utc(), zone("Europe/London")] {
+            let s = Schedule::cron(line, zone).unwrap();
+            let identity = s.identity();
+            longest = longest.max(identity.len());
+            let back = Schedule::from_identity(&identity).unwrap();
+            assert_eq!(back, s, "{line}: {identity}");
+            assert_eq!(back.identity(), identity, "{line}");
+            let at = ts("2027-03-28T00:30:00Z");
+            assert_eq!(back.tick_at(at), s.tick_at(at), "{identity}");
+        }
+    }
+    // The longest canonical text: every value of every field apart.
+    let widest = "0,1,3,4,6,7,9,10,12,13,15,16,18,19,21,22,24,25,27,28,30,31,33,34,36,37,39,40,42,43,45,46,48,49,51,52,54,55,57,58 0,1,3,4,6,7,9,10,12,13,15,16,18,19,21,22 1,2,4,5,7,8,10,11,13,14,16,17,19,20,22,23,25,26,28,29,31 1,2,4,5,7,8,10,11 0,1,3,4,6";
+    assert!(Schedule::cron(widest, Zone::utc()).is_err(), "longer than a --cron line");
+    let s = Schedule::from_identity(&format!("cron {widest} in UTC")).unwrap();
+    assert_eq!(Schedule::from_identity(&s.identity()).unwrap(), s);
+    for (old, new) in [
+        ("cron @daily in Etc/UTC", "cron 0 0 * * * in UTC"),
+        ("cron 30 0 * * mon-fri in Europe/Kiev", "cron 30 0 * * 1-5 in Europe/Kyiv"),
+        ("cron 00 00 * * 7 in GMT", "cron 0 0 * * 0 in UTC"),
+        ("every 1d in Etc/UTC", "every 1d in UTC"),
+        ("every 2w in US/Eastern", "every 2w in America/New_York"),
+    ] {
+        let s = Schedule::from_identity(old).unwrap();
+        assert_eq!(s.identity(), new, "{old}");
+        assert_eq!(s, Schedule::from_identity(new).unwrap(), "{old}");
+    }
+}
+
+/// cronie's rules where crons differ: a step beyond the field selects
+/// its start; a range that ends before it starts and `N/STEP` are
+/// refused; every error names the field.
+#[test]
+fn fields_as_cronie_reads_them() {
+    let err = |expr: &str| Schedule::cron(expr, Zone::utc()).unwrap_err();
+    let first =
+        |expr: &str| tick(&Schedule::cron(expr, Zone::utc()).unwrap(), "2027-05-03T10:30:00Z");
+    assert_eq!(first("*/60 * * * *").0, "2027-05-03T10:00:00+00:00");
+    assert_eq!(first("*/60 * * * *").1, "2027-05-03T11:00:00+00:00");
+    assert_eq!(first("0 */24 * * *").1, "2027-05-04T00:00:00+00:00");
+    assert_eq!(
+        err("0 0 * * 5-1"),
+        "--cron '0 0 * * 5-1': day of week \"5-1\": the range ends before it starts (5 is after 1)"
+    );
+    assert!(err("0 0 * * mon-sun").contains("day of week \"mon-sun\": the range ends"));
+    assert!(err("0 0 * * fri-sun").contains("(5 is after 0)"));
+    assert!(err("30-10 * * * *").starts_with("--cron '30-10 * * * *': minute \"30-10\""));
+    assert_eq!(
+        err("5/10 * * * *"),
+        "--cron '5/10 * * * *': minute \"5/10\": a step follows * or a range (*/10, 5-59/10); \
+         crons read N/STEP in two ways"
+    );
+    assert!(err("*/0 * * * *").contains("minute step \"0\" is not a number from 1 to 65535"));
+    assert!(err("*/65536 * * * *").contains("minute step"));
+    assert!(Schedule::cron("0 0 * * fri-7", Zone::utc()).is_ok());
+    assert_eq!(err("0 0 * * \u{1b}"), "--cron '0 0 * * \\u{1b}': holds control characters");
 }

@@ -99,7 +99,6 @@ fn one_zone_under_two_names_is_one_schedule() {
 /// crontab that only respells the line locks the key out until the old
 /// tick ends (a month for `@monthly` → `0 0 1 * *`).
 #[test]
-#[ignore = "bug: equivalent spellings of one crontab line are refused as two schedules (64)"]
 fn one_line_spelled_two_ways_is_one_schedule() {
     let fleet = Fleet::start(1);
     for (a, b) in [
