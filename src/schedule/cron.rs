@@ -3,6 +3,8 @@
 //! spelled ([`Cron::canonical`]), and its instants on a local date by
 //! cronie's rule (the parent module's doc).
 
+use std::time::Duration;
+
 use jiff::Timestamp;
 use jiff::civil::{Date, DateTime, Time};
 use jiff::tz::{AmbiguousOffset, TimeZone};
@@ -186,6 +188,46 @@ impl Cron {
     /// gap.
     fn wild(&self) -> bool {
         self.fields.stars[0] || self.fields.stars[1]
+    }
+
+    /// The longest time between two consecutive instants of the line read
+    /// where no clock changes (UTC): the longest of its gaps within a day
+    /// and across two consecutive matching dates of the Gregorian
+    /// calendar's 400-year cycle (146,097 days, a whole number of weeks:
+    /// every date has the same weekday 400 years on, so the cycle holds
+    /// every gap). A zone's tick is this long give or take a clock change
+    /// of that day; `0 0 29 2 *` gives 8 years (2096 to 2104).
+    pub(super) fn longest_gap(&self) -> Duration {
+        const CYCLE: i64 = 146_097;
+        const DAY_MIN: i64 = 1440;
+        let hours: Vec<i64> = members(u64::from(self.fields.hours)).map(i64::from).collect();
+        let minutes: Vec<i64> = members(self.fields.minutes).map(i64::from).collect();
+        let times: Vec<i64> =
+            hours.iter().flat_map(|h| minutes.iter().map(move |m| h * 60 + m)).collect();
+        let (Some(&first), Some(&last)) = (times.first(), times.last()) else {
+            return Duration::MAX;
+        };
+        let mut longest = times.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
+        let (mut first_date, mut previous) = (None, None);
+        let mut day = Date::constant(2000, 1, 1);
+        for i in 0..CYCLE {
+            if self.day_matches(day) {
+                if let Some(p) = previous {
+                    longest = longest.max((i - p) * DAY_MIN + first - last);
+                }
+                first_date.get_or_insert(i);
+                previous = Some(i);
+            }
+            let Ok(next) = day.tomorrow() else { break };
+            day = next;
+        }
+        match (first_date, previous) {
+            (Some(f), Some(p)) => {
+                let wrap = (f + CYCLE - p) * DAY_MIN + first - last;
+                Duration::from_secs(60 * longest.max(wrap) as u64)
+            }
+            _ => Duration::MAX,
+        }
     }
 
     /// Whether some date of some year matches (`0 0 30 2 *` never does).

@@ -221,6 +221,21 @@ impl Schedule {
         Schedule::once_per(duration, zone)
     }
 
+    /// The longest tick the schedule has where no clock changes: the
+    /// period of `--once-per` (whole days as 24 hours each), the longest
+    /// time between two instants of a crontab line read in UTC. It
+    /// depends on the schedule alone, so a bound on it holds at every
+    /// start alike; a zone's clock change makes one tick of its day
+    /// shorter or longer than this by the change (an hour, mostly).
+    pub fn longest_tick(&self) -> Duration {
+        match &self.kind {
+            Kind::Cron(cron) => cron.longest_gap(),
+            Kind::Every(ms) => Duration::from_millis(*ms),
+            Kind::Days(n) => Duration::from_secs(86_400 * *n as u64),
+            Kind::Weeks(n) => Duration::from_secs(7 * 86_400 * *n as u64),
+        }
+    }
+
     /// The schedule for messages: `'30 0 * * *' in Europe/London`,
     /// `once per 1d in Europe/London`, `once per 5m`.
     pub fn describe(&self) -> String {

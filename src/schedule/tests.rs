@@ -912,3 +912,31 @@ fn fields_as_cronie_reads_them() {
     assert!(Schedule::cron("0 0 * * fri-7", Zone::utc()).is_ok());
     assert_eq!(err("0 0 * * \u{1b}"), "--cron '0 0 * * \\u{1b}': holds control characters");
 }
+
+/// A schedule's longest tick where no clock changes: the bound `--cron`
+/// and `--jitter` are judged by, the same at every start.
+#[test]
+fn longest_tick_is_the_schedule_s() {
+    let cron = |expr: &str| Schedule::cron(expr, zone("Europe/London")).unwrap().longest_tick();
+    let (min, hour, day) = (60, 3600, 86_400);
+    for (expr, secs) in [
+        ("0,1 * * * *", 59 * min),
+        ("*/15 * * * *", 15 * min),
+        ("* * * * *", min),
+        ("0 * * * *", hour),
+        ("30 0 * * *", day),
+        ("0 9 * * 1-5", 3 * day),
+        ("0 0 1 * *", 31 * day),
+        ("@yearly", 366 * day),
+        // 2096-02-29 to 2104-02-29: 2100 is no leap year.
+        ("0 0 29 2 *", 2921 * day),
+        ("0 0 13 * 5", 7 * day),
+        ("0 0 31 * *", 61 * day),
+    ] {
+        assert_eq!(cron(expr), Duration::from_secs(secs), "{expr}");
+    }
+    let once_per =
+        |secs| Schedule::once_per(Duration::from_secs(secs), Zone::utc()).unwrap().longest_tick();
+    assert_eq!(once_per(300), Duration::from_secs(300));
+    assert_eq!(once_per(14 * day), Duration::from_secs(14 * day));
+}

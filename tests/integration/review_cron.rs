@@ -167,7 +167,6 @@ fn tz_naming_etc_localtime_reads_the_host_zone() {
 /// the run goes ahead and writes to the servers. Cause: src/config.rs
 /// `schedule` resolves the zone only for calendar schedules.
 #[test]
-#[ignore = "bug: --tz Mars/Olympus with --once-per 5m (or no schedule) runs"]
 fn an_unknown_zone_is_refused_whatever_the_schedule() {
     let fleet = Fleet::start(1);
     let key = unique_key("review-bad-tz");
@@ -180,7 +179,6 @@ fn an_unknown_zone_is_refused_whatever_the_schedule() {
 /// not show the zone `--cron` reads, nor the file's `tz`, though a zone
 /// that differs between hosts is what the 64 refusal is about.
 #[test]
-#[ignore = "bug: redlock config does not show tz (the zone --cron reads, and where it came from)"]
 fn config_shows_the_zone_and_its_source() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("config.toml");
@@ -201,7 +199,6 @@ fn config_shows_the_zone_and_its_source() {
 /// change's day (a 23-hour tick). Cause: src/config.rs, the `--jitter`
 /// check after `tick_now`.
 #[test]
-#[ignore = "bug: --jitter is refused (64) at some firings of a line and not at others"]
 fn jitter_is_judged_by_the_schedule_not_by_the_tick_in_progress() {
     let cases = [
         ("@2027-05-03 10:00:30", vec!["--cron", "0,1 * * * *", "--jitter", "90s"]),
@@ -238,7 +235,6 @@ fn jitter_is_judged_by_the_schedule_not_by_the_tick_in_progress() {
 /// 2024-02-29 has no vote) is as long. Cause: src/config.rs checks
 /// `crate::lock::MAX_TICK` only for `--once-per`.
 #[test]
-#[ignore = "bug: a --cron tick may be longer than a year (0 0 29 2 *: four years)"]
 fn a_cron_tick_is_at_most_a_year() {
     let fleet = Fleet::start(1);
     let key = unique_key("review-leap");
