@@ -55,7 +55,7 @@ pub struct Config {
 pub use crate::server::Tls;
 
 use crate::lock::{Request, Tick, Wait, base_restart_window};
-use crate::schedule::{Schedule, Zone};
+use crate::schedule::{Schedule, Zone, ZoneFrom};
 
 /// What `run` does to its child when the lock is lost.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -588,6 +588,12 @@ fn shown(
             Some(wait) => row("wait", wait.clone(), &g.wait.origin, ""),
             None => row("wait", "forever".into(), &Origin::Default, "until acquired: run, acquire"),
         },
+        // The zone `--cron` reads where no `--tz` is given (a bad one is
+        // a problem or a warning of `check`).
+        match zone(None, g) {
+            Ok((zone, from)) => ["tz".to_owned(), zone.name().to_owned(), from.to_string()],
+            Err(_) => ["tz".to_owned(), "-".to_owned(), "unknown (see above)".to_owned()],
+        },
     ]
 }
 
@@ -768,7 +774,15 @@ fn check(g: &config_file::Globals, env_password: Option<&str>, flag_ttl: Option<
     let quorum = ok.take(quorum(g, servers.len()));
     let drift_factor = ok.take(drift_factor(g));
     ok.take(host(g));
-    let warnings = exposed(g, ok.0);
+    let mut warnings = exposed(g, ok.0);
+    // The file's `tz` is checked as `run` checks it; a zone from the
+    // environment or the host matters only to a schedule that reads it,
+    // so a bad one there is a warning.
+    match zone(None, g) {
+        Err(e) if g.tz.value.is_some() => ok.0.push(e),
+        Err(e) => warnings.push(format!("{e} (the zone --cron reads)")),
+        Ok(_) => {}
+    }
     let max_ttl = ok.take(max_ttl(g));
     // The file's `ttl` is every holding command's TTL where no flag gives one.
     let ttl = match (flag_ttl, &g.ttl.value) {
@@ -996,16 +1010,15 @@ fn run(
         Some(schedule) => Some(tick_now(schedule)?),
         None => None,
     };
-    let jitter = jitter(&a.jitter)?;
-    if let (Some(tick), Some(j)) = (tick, jitter)
-        && j >= Duration::from_millis(tick.end_ms - tick.start_ms)
-    {
-        return usage(format!(
-            "--jitter {}: must be shorter than the tick ({})",
-            crate::text::fmt_duration(j),
-            if a.cron.is_some() { "--cron" } else { "--once-per" }
-        ));
-    }
+    let jitter = match (jitter(&a.jitter)?, &schedule, tick) {
+        (Some(j), Some(schedule), Some(tick)) => Some(tick_jitter(
+            j,
+            schedule,
+            tick,
+            if a.cron.is_some() { "--cron" } else { "--once-per" },
+        )?),
+        (j, ..) => j,
+    };
     let run = Run {
         note: note(a.note)?,
         job,
@@ -1092,44 +1105,63 @@ fn limit_or_shared(n: u32, shared: bool) -> Result<u32, Error> {
     limit(n)
 }
 
-/// `--once-per DUR`: the tick of this run, from this host's clock now.
 /// `--once-per DUR` (at least a second: a tick is a cron slot, and the
-/// servers keep ms; at most a year) or `--cron EXPR`, read in the zone of
-/// `--tz` (or the file's `tz`, `CRON_TZ`, `TZ`, `/etc/localtime`, UTC),
-/// which is looked up only where the schedule counts calendar time. One
-/// run per tick, so neither `--limit` nor `--shared`.
+/// servers keep ms; at most a year) or `--cron EXPR` (whose ticks are at
+/// most a year too), read in the zone of `--tz` (or the file's `tz`,
+/// `CRON_TZ`, `TZ`, `/etc/localtime`, UTC). A zone given by `--tz` or the
+/// file is looked up whatever the schedule, so a misspelt one is refused
+/// even where nothing reads it; one from the environment or the host only
+/// where the schedule counts calendar time. One run per tick, so neither
+/// `--limit` nor `--shared`.
 fn schedule(a: &cli::RunArgs, g: &config_file::Globals) -> Result<Option<Schedule>, Error> {
-    let (flag, raw) = match (&a.once_per, &a.cron) {
-        (Some(raw), _) => ("--once-per", raw),
-        (None, Some(raw)) => ("--cron", raw),
+    let resolved = || zone(a.tz.as_deref(), g).map(|(zone, _)| zone);
+    let given = (a.tz.is_some() || g.tz.value.is_some()).then(resolved).transpose()?;
+    let zone = || given.clone().map_or_else(resolved, Ok);
+    let (flag, raw, shown) = match (&a.once_per, &a.cron) {
+        (Some(raw), _) => ("--once-per", raw, format!("--once-per {raw}")),
+        (None, Some(raw)) => ("--cron", raw, format!("--cron '{}'", crate::text::printable(raw))),
         (None, None) => return Ok(None),
     };
     if a.limit != 1 || a.shared {
         return usage(format!(
-            "{flag} {raw}: one run per tick, so it takes neither --limit nor --shared"
+            "{shown}: one run per tick, so it takes neither --limit nor --shared"
         ));
     }
-    let zone = || {
-        let explicit = match (&a.tz, &g.tz.value) {
-            (Some(tz), _) => Some(("--tz".to_owned(), tz.as_str())),
-            (None, Some(tz)) => Some((g.tz.label("--tz"), tz.as_str())),
-            (None, None) => None,
-        };
-        let explicit = explicit.as_ref().map(|(origin, name)| (origin.as_str(), *name));
-        Zone::resolve(explicit, |var| std::env::var(var).ok()).map_err(Error::Usage)
-    };
     let schedule = match &a.cron {
-        Some(expr) => Schedule::cron(expr, zone()?),
+        Some(expr) => Schedule::cron(expr, zone()?).map_err(Error::Usage)?,
         None => {
             let every = duration(flag, raw)?;
             if every < Duration::from_secs(1) || every > crate::lock::MAX_TICK {
-                return usage(format!("{flag} {raw}: must be between 1s and a year"));
+                return usage(format!("{shown}: must be between 1s and a year"));
             }
             let zone = if every < Duration::from_secs(86_400) { Zone::utc() } else { zone()? };
-            Schedule::once_per(every, zone)
+            Schedule::once_per(every, zone).map_err(Error::Usage)?
         }
     };
-    schedule.map(Some).map_err(Error::Usage)
+    // The bound is the schedule's, not the tick in progress's, so a line
+    // is accepted or refused at every start alike (`0 0 29 2 *` has
+    // four-year ticks and eight across 2100).
+    let longest = schedule.longest_tick();
+    if longest > crate::lock::MAX_TICK {
+        return usage(format!(
+            "{shown}: {} days between two of its instants; a tick is at most a year (366 days)",
+            longest.as_secs() / 86_400
+        ));
+    }
+    Ok(Some(schedule))
+}
+
+/// The zone `--cron` and `--once-per` of a day or more are read in, and
+/// where it came from: `tz` (`--tz`), else the file's `tz`, else the
+/// environment's or the host's ([`Zone::resolve`]).
+fn zone(tz: Option<&str>, g: &config_file::Globals) -> Result<(Zone, ZoneFrom), Error> {
+    let explicit = match (tz, &g.tz.value) {
+        (Some(tz), _) => Some(("--tz".to_owned(), tz)),
+        (None, Some(tz)) => Some((g.tz.label("--tz"), tz.as_str())),
+        (None, None) => None,
+    };
+    let explicit = explicit.as_ref().map(|(origin, name)| (origin.as_str(), *name));
+    Zone::resolve(explicit, |var| std::env::var(var).ok()).map_err(Error::Usage)
 }
 
 /// `--ping URL`, or the URL in `--ping-file`, or `REDLOCK_PING`.
@@ -1153,6 +1185,41 @@ fn tick_now(schedule: &Schedule) -> Result<Tick, Error> {
     let now = jiff::Timestamp::now();
     let tick = schedule.tick_at(now).map_err(Error::Usage)?;
     Ok(Tick { start_ms: tick.start_ms(), end_ms: tick.end_ms(), offset_s: tick.offset_s })
+}
+
+/// `--jitter` of a run with a schedule: refused when it is at least the
+/// schedule's longest tick ([`Schedule::longest_tick`]), else cut to what
+/// is left of this run's tick.
+///
+/// A schedule's ticks differ in length (`0,1 * * * *` has one of a
+/// minute and one of 59; a London day 23, 24 or 25 hours), so the rule
+/// judges the schedule, not the tick in progress: a line is accepted or
+/// refused at every firing alike, never a usage error at some. A jitter
+/// as long as the longest tick would be cut in every tick (a typo, not a
+/// spread), so it is refused. Below that, the sleep is drawn from what is
+/// left of this tick when that is shorter (the flag's "up to" holds),
+/// so a run never sleeps past its tick into one it does not belong to;
+/// the wait ends with the tick as well. Assumes a spread over the rest of
+/// the tick is what a jitter longer than this tick was for. Breaks as a
+/// spread: in a short tick the hosts spread over less than `--jitter`, and
+/// one that starts near its tick's end barely sleeps.
+fn tick_jitter(
+    jitter: Duration,
+    schedule: &Schedule,
+    tick: Tick,
+    flag: &str,
+) -> Result<Duration, Error> {
+    let longest = schedule.longest_tick();
+    if jitter >= longest {
+        return usage(format!(
+            "--jitter {}: must be shorter than the tick ({flag}'s longest: {})",
+            crate::text::fmt_duration(jitter),
+            crate::text::fmt_duration(longest)
+        ));
+    }
+    let end = tick.start() + Duration::from_millis(tick.end_ms - tick.start_ms);
+    let left = end.duration_since(std::time::SystemTime::now()).unwrap_or_default();
+    Ok(jitter.min(left))
 }
 
 /// A wait for a run of `tick` ends with the tick: a run that starts after
@@ -1473,6 +1540,70 @@ mod tests {
             cli::parse_with_env(args, |_| None).map_err(|e| Error::Usage(e.to_string()))?;
         let file = config_file::File::parse(std::path::Path::new("/etc/r.toml"), text.to_owned());
         Config::from_parsed(parsed, Some(&file))
+    }
+
+    /// A zone given by `--tz` or the file is looked up whatever the
+    /// schedule, and `config` shows the zone and where it came from.
+    #[test]
+    fn a_given_zone_is_checked_and_shown() {
+        let run = |extra: &[&str], text: &str| {
+            let args = [&["run", "-k", "k"], extra, &["--", "true"]].concat();
+            file_config(&args, text)
+        };
+        assert_eq!(
+            usage_of(run(&["--once-per", "5m", "--tz", "Mars/Olympus"], "")),
+            "--tz Mars/Olympus: no such time zone"
+        );
+        assert_eq!(
+            usage_of(run(&[], "tz = \"Europe/Lndon\"\n")),
+            "/etc/r.toml:1: tz Europe/Lndon: no such time zone"
+        );
+        assert!(usage_of(run(&["--tz", "localtime"], "")).contains("each host's own zone"));
+        assert!(run(&["--once-per", "5m", "--tz", "Etc/UTC"], "").is_ok());
+        let config = |text: &str| match file_config(&["config"], text).unwrap().command {
+            Command::ShowConfig { rows, problems, .. } => {
+                (rows.into_iter().find(|r| r[0] == "tz").unwrap(), problems)
+            }
+            other => panic!("{other:?}"),
+        };
+        let (row, problems) = config("tz = \"Etc/UTC\"\n");
+        assert_eq!(row, ["tz", "UTC", "/etc/r.toml:1: tz"]);
+        assert!(problems.is_empty(), "{problems:?}");
+        let (row, problems) = config("tz = \"Europe/Lndon\"\n");
+        assert_eq!(row[1], "-");
+        assert_eq!(problems, ["/etc/r.toml:1: tz Europe/Lndon: no such time zone"]);
+    }
+
+    /// A `--cron` line and its `--jitter` are judged by the schedule, the
+    /// same at every start; the jitter is then cut to the tick's end.
+    #[test]
+    fn cron_and_jitter_are_judged_by_the_schedule() {
+        let run = |extra: &[&str]| {
+            let args = [&["run", "-k", "k"], extra, &["--", "true"]].concat();
+            file_config(&args, "")
+        };
+        assert_eq!(
+            usage_of(run(&["--cron", "0 0 29 2 *", "--tz", "UTC"])),
+            "--cron '0 0 29 2 *': 2921 days between two of its instants; a tick is at most a \
+             year (366 days)"
+        );
+        assert!(run(&["--cron", "@yearly"]).is_ok());
+        assert_eq!(
+            usage_of(run(&["--cron", "* * * * *", "--limit", "2"])),
+            "--cron '* * * * *': one run per tick, so it takes neither --limit nor --shared"
+        );
+        assert_eq!(
+            usage_of(run(&["--cron", "0,1 * * * *", "--jitter", "59m"])),
+            "--jitter 59m: must be shorter than the tick (--cron's longest: 59m)"
+        );
+        let Command::Run(r) = run(&["--cron", "0,1 * * * *", "--jitter", "58m"]).unwrap().command
+        else {
+            panic!("not run")
+        };
+        let (jitter, tick) = (r.jitter.unwrap(), r.tick.unwrap());
+        assert!(jitter <= Duration::from_secs(58 * 60), "{jitter:?}");
+        assert!(jitter <= Duration::from_millis(tick.end_ms - tick.start_ms), "{jitter:?}");
+        assert!(usage_of(run(&["--once-per", "5s", "--jitter", "5s"])).contains("shorter than"));
     }
 
     #[test]

@@ -1,5 +1,9 @@
-//! A crontab line: its five fields parsed into sets (by croner), and its
-//! instants on a local date by cronie's rule (the parent module's doc).
+//! A crontab line: its five fields read as cronie reads them and parsed
+//! into sets (by croner), the one text that identifies it however it was
+//! spelled ([`Cron::canonical`]), and its instants on a local date by
+//! cronie's rule (the parent module's doc).
+
+use std::time::Duration;
 
 use jiff::Timestamp;
 use jiff::civil::{Date, DateTime, Time};
@@ -17,13 +21,38 @@ const CRONER_ALL_BIT: u8 = 1;
 
 /// The longest `--cron` line accepted, in bytes: a crontab line's schedule
 /// is short, and its text travels in every record.
-const MAX_CRON_LEN: usize = 200;
+pub(super) const MAX_CRON_LEN: usize = 200;
+
+/// The longest [`Cron::canonical`] read back: a line of
+/// [`MAX_CRON_LEN`] bytes may be written longer (`0-58/2,1-59/6` lists
+/// its minutes), but no field's runs and steps are longer than its values
+/// written apart: every value of every field so, each field led by a
+/// `*/NN`, is 381 bytes.
+pub(super) const MAX_CANONICAL_LEN: usize = 400;
 
 /// A crontab line's five fields as sets, with cronie's flags.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub(super) struct Cron {
-    /// The line, whitespace-normalised (`@` names lower-cased).
+    /// The line as given, whitespace-normalised (`@` names lower-cased),
+    /// for messages; [`Cron::canonical`] is what identifies it.
     pub(super) text: String,
+    /// What it schedules.
+    fields: Fields,
+}
+
+/// Two lines are one schedule when their sets and stars are: `@daily`,
+/// `@midnight`, `0 0 * * *` and `00 00 * * *` are one line.
+impl PartialEq for Cron {
+    fn eq(&self, other: &Cron) -> bool {
+        self.fields == other.fields
+    }
+}
+
+impl Eq for Cron {}
+
+/// The five fields as sets, and which of them start with `*`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Fields {
     /// Bit m: minute m (0-59).
     minutes: u64,
     /// Bit h: hour h (0-23).
@@ -32,27 +61,27 @@ pub(super) struct Cron {
     days: u32,
     /// Bit m: month m (1-12).
     months: u16,
-    /// Bit w: weekday w, 0 Sunday to 6 Saturday.
+    /// Bit w: weekday w, 0 Sunday to 6 Saturday (7 is 0).
     weekdays: u8,
-    /// Both day fields must match (one starts with `*`), not either.
-    day_and: bool,
-    /// The minute or hour field starts with `*` (cronie's `MIN_STAR |
-    /// HR_STAR`): fires in both passes of a fold and not in a gap.
-    wild: bool,
+    /// Whether each field (minute, hour, day of month, month, day of
+    /// week) starts with `*`: cronie's `MIN_STAR`, `HR_STAR` (the line is
+    /// wild), `DOM_STAR` and `DOW_STAR` (both days must match, not either).
+    stars: [bool; 5],
 }
 
 impl Cron {
-    /// Parses a crontab line's schedule (see [`super::Schedule::cron`]).
-    pub(super) fn parse(expr: &str) -> Result<Cron, String> {
-        let shown: String = expr.chars().filter(|c| !c.is_control() || c.is_whitespace()).collect();
-        let words: Vec<&str> = shown.split_whitespace().collect();
+    /// Parses a crontab line's schedule (see [`super::Schedule::cron`]) of
+    /// at most `max_len` bytes.
+    pub(super) fn parse(expr: &str, max_len: usize) -> Result<Cron, String> {
+        let shown = crate::text::printable(expr.trim());
+        let words: Vec<&str> = expr.split_whitespace().collect();
         let text = words.join(" ");
-        let bad = |why: String| format!("--cron '{text}': {why}");
-        if shown.len() != expr.len() {
-            return Err(bad("holds control characters".to_string()));
+        let bad = |why: String| format!("--cron '{}': {why}", crate::text::printable(&text));
+        if expr.chars().any(|c| crate::text::is_unsafe(c) && !c.is_whitespace()) {
+            return Err(format!("--cron '{shown}': holds control characters"));
         }
-        if text.len() > MAX_CRON_LEN {
-            return Err(bad(format!("longer than {MAX_CRON_LEN} bytes")));
+        if text.len() > max_len {
+            return Err(bad(format!("longer than {max_len} bytes")));
         }
         let (text, fields) = match words.as_slice() {
             [name] if name.starts_with('@') => {
@@ -80,61 +109,150 @@ impl Cron {
             }
         };
         let split: Vec<&str> = fields.split(' ').collect();
-        for (field, (what, low, high, names)) in split.iter().zip(FIELDS) {
-            check_field(field, what, low, high, names).map_err(bad)?;
+        for (field, spec) in split.iter().zip(&FIELDS) {
+            check_field(field, spec).map_err(bad)?;
         }
-        let parser = croner::parser::CronParser::builder()
-            .seconds(croner::parser::Seconds::Disallowed)
-            .year(croner::parser::Year::Disallowed)
-            .build();
-        let pattern = parser.parse(&fields).map_err(|e| bad(e.to_string()))?.pattern;
+        let pattern = croner_parse(&fields)
+            .map_err(|_| {
+                // The fields passed `check_field`, which refuses all croner
+                // refuses; should croner differ, name the field it refused.
+                let alone = |i: usize| {
+                    let mut only = ["*"; 5];
+                    only[i] = split[i];
+                    croner_parse(&only.join(" ")).map_err(|e| (i, e))
+                };
+                match (0..5).map(alone).find_map(Result::err) {
+                    Some((i, e)) => bad(format!("{} {:?}: {e}", FIELDS[i].what, split[i])),
+                    None => bad("not a schedule cron reads".to_string()),
+                }
+            })?
+            .pattern;
         let bits = |c: &croner::CronComponent, range: std::ops::RangeInclusive<u16>| -> u64 {
             range
                 .filter(|&i| c.is_bit_set(i, CRONER_ALL_BIT).unwrap_or(false))
                 .fold(0, |acc, i| acc | 1 << i)
         };
         let weekdays = bits(&pattern.days_of_week, 0..=7);
-        let star = |i: usize| split[i].starts_with('*');
-        let cron = Cron {
-            text,
+        let fields = Fields {
             minutes: bits(&pattern.minutes, 0..=59),
             hours: bits(&pattern.hours, 0..=23) as u32,
             days: bits(&pattern.days, 1..=31) as u32,
             months: bits(&pattern.months, 1..=12) as u16,
             // Sunday is 0 or 7.
             weekdays: ((weekdays | weekdays >> 7) & 0x7f) as u8,
-            day_and: star(2) || star(4),
-            wild: star(0) || star(1),
+            stars: [0, 1, 2, 3, 4].map(|i| split[i].starts_with('*')),
         };
+        let cron = Cron { text, fields };
         if !cron.ever_matches() {
             return Err(bad("no month has that day: it never fires".to_string()));
         }
         Ok(cron)
     }
 
+    /// The line as one schedule has one text: each field's set, written
+    /// from its smallest member up (runs of three or more as `a-b`, a
+    /// whole field of one step as `a-b/s`, Sunday as 0), a field that
+    /// starts with `*` still starting with it (`*`, `*/s`, or `*/s,...`
+    /// when more than a step's members are in it, the smallest such
+    /// step), and `@` names as their five fields. Two spellings of one
+    /// line (`@daily`, `00 00 * * *`; `0 0 * * 7`, `0 0 * * sun`) have one
+    /// text, which [`Cron::parse`] reads back as the same line. A field
+    /// whose star is not needed to say its set still keeps it, so
+    /// `*/30 * * * *` and `0,30 * * * *` (both wild, as the hour is `*`)
+    /// are one schedule of two texts: hosts giving them are refused (64).
+    pub(super) fn canonical(&self) -> String {
+        let f = &self.fields;
+        let sets = [
+            f.minutes,
+            u64::from(f.hours),
+            u64::from(f.days),
+            u64::from(f.months),
+            u64::from(f.weekdays),
+        ];
+        let written: Vec<String> = FIELDS
+            .iter()
+            .zip(sets)
+            .zip(f.stars)
+            .map(|((spec, set), star)| spec.write(set, star))
+            .collect();
+        written.join(" ")
+    }
+
+    /// Whether both day fields must match (one starts with `*`), not either.
+    fn day_and(&self) -> bool {
+        self.fields.stars[2] || self.fields.stars[4]
+    }
+
+    /// Whether the minute or hour field starts with `*` (cronie's
+    /// `MIN_STAR | HR_STAR`): fires in both passes of a fold and not in a
+    /// gap.
+    fn wild(&self) -> bool {
+        self.fields.stars[0] || self.fields.stars[1]
+    }
+
+    /// The longest time between two consecutive instants of the line read
+    /// where no clock changes (UTC): the longest of its gaps within a day
+    /// and across two consecutive matching dates of the Gregorian
+    /// calendar's 400-year cycle (146,097 days, a whole number of weeks:
+    /// every date has the same weekday 400 years on, so the cycle holds
+    /// every gap). A zone's tick is this long give or take a clock change
+    /// of that day; `0 0 29 2 *` gives 8 years (2096 to 2104).
+    pub(super) fn longest_gap(&self) -> Duration {
+        const CYCLE: i64 = 146_097;
+        const DAY_MIN: i64 = 1440;
+        let hours: Vec<i64> = members(u64::from(self.fields.hours)).map(i64::from).collect();
+        let minutes: Vec<i64> = members(self.fields.minutes).map(i64::from).collect();
+        let times: Vec<i64> =
+            hours.iter().flat_map(|h| minutes.iter().map(move |m| h * 60 + m)).collect();
+        let (Some(&first), Some(&last)) = (times.first(), times.last()) else {
+            return Duration::MAX;
+        };
+        let mut longest = times.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
+        let (mut first_date, mut previous) = (None, None);
+        let mut day = Date::constant(2000, 1, 1);
+        for i in 0..CYCLE {
+            if self.day_matches(day) {
+                if let Some(p) = previous {
+                    longest = longest.max((i - p) * DAY_MIN + first - last);
+                }
+                first_date.get_or_insert(i);
+                previous = Some(i);
+            }
+            let Ok(next) = day.tomorrow() else { break };
+            day = next;
+        }
+        match (first_date, previous) {
+            (Some(f), Some(p)) => {
+                let wrap = (f + CYCLE - p) * DAY_MIN + first - last;
+                Duration::from_secs(60 * longest.max(wrap) as u64)
+            }
+            _ => Duration::MAX,
+        }
+    }
+
     /// Whether some date of some year matches (`0 0 30 2 *` never does).
     fn ever_matches(&self) -> bool {
         const LONGEST: [u32; 12] = [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
         let day_any = (1..=12).any(|m| {
-            self.months & 1 << m != 0
-                && self.days & ((1u64 << (LONGEST[m - 1] + 1)) - 2) as u32 != 0
+            self.fields.months & 1 << m != 0
+                && self.fields.days & ((1u64 << (LONGEST[m - 1] + 1)) - 2) as u32 != 0
         });
-        let sets = self.minutes != 0 && self.hours != 0 && self.months != 0;
-        sets && if self.day_and {
-            day_any && self.weekdays != 0
+        let sets = self.fields.minutes != 0 && self.fields.hours != 0 && self.fields.months != 0;
+        sets && if self.day_and() {
+            day_any && self.fields.weekdays != 0
         } else {
-            day_any || self.weekdays != 0
+            day_any || self.fields.weekdays != 0
         }
     }
 
     /// Whether the line runs on the local date `day` (Vixie's day rule).
     pub(super) fn day_matches(&self, day: Date) -> bool {
-        if self.months & 1 << day.month() == 0 {
+        if self.fields.months & 1 << day.month() == 0 {
             return false;
         }
-        let dom = self.days & 1 << day.day() != 0;
-        let dow = self.weekdays & 1 << day.weekday().to_sunday_zero_offset() != 0;
-        if self.day_and { dom && dow } else { dom || dow }
+        let dom = self.fields.days & 1 << day.day() != 0;
+        let dow = self.fields.weekdays & 1 << day.weekday().to_sunday_zero_offset() != 0;
+        if self.day_and() { dom && dow } else { dom || dow }
     }
 
     /// Pushes the instants of the local date `day` (a matching one) onto
@@ -145,8 +263,8 @@ impl Cron {
         tz: &TimeZone,
         out: &mut Vec<Timestamp>,
     ) -> Result<(), String> {
-        for hour in members(u64::from(self.hours)) {
-            for minute in members(self.minutes) {
+        for hour in members(u64::from(self.fields.hours)) {
+            for minute in members(self.fields.minutes) {
                 let local = DateTime::from_parts(day, Time::constant(hour, minute, 0, 0));
                 let at = |offset: jiff::tz::Offset| {
                     offset.to_timestamp(local).map_err(|e| e.to_string())
@@ -156,11 +274,11 @@ impl Cron {
                     AmbiguousOffset::Fold { before, after } => {
                         let (a, b) = (at(before)?, at(after)?);
                         out.push(a.min(b));
-                        if self.wild {
+                        if self.wild() {
                             out.push(a.max(b));
                         }
                     }
-                    AmbiguousOffset::Gap { before, after } if !self.wild => {
+                    AmbiguousOffset::Gap { before, after } if !self.wild() => {
                         // The local time read with the later offset falls
                         // before the jump; the jump is the next transition.
                         let early = at(before)?.min(at(after)?);
@@ -240,22 +358,44 @@ const MONTHS: [&str; 12] =
 /// Weekday names, as cronie's `DowNames` (any case).
 const WEEKDAYS: [&str; 7] = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"];
 
-/// Each field: its name in messages, its range, and the names it takes.
-const FIELDS: [(&str, u32, u32, &[&str]); 5] = [
-    ("minute", 0, 59, &[]),
-    ("hour", 0, 23, &[]),
-    ("day of month", 1, 31, &[]),
-    ("month", 1, 12, &MONTHS),
-    ("day of week", 0, 7, &WEEKDAYS),
+/// One field of a crontab line: how cronie reads it (`entry.c`,
+/// `get_list` and `get_range`), and how [`Cron::canonical`] writes it.
+struct Spec {
+    /// Its name in messages.
+    what: &'static str,
+    /// Its smallest value.
+    low: u32,
+    /// Its largest value (7 for the day of week: Sunday is 0 or 7).
+    high: u32,
+    /// The names it takes for its values, from `low` up.
+    names: &'static [&'static str],
+}
+
+/// The five fields, in order.
+const FIELDS: [Spec; 5] = [
+    Spec { what: "minute", low: 0, high: 59, names: &[] },
+    Spec { what: "hour", low: 0, high: 23, names: &[] },
+    Spec { what: "day of month", low: 1, high: 31, names: &[] },
+    Spec { what: "month", low: 1, high: 12, names: &MONTHS },
+    Spec { what: "day of week", low: 0, high: 7, names: &WEEKDAYS },
 ];
 
-/// Checks one field's syntax as cronie reads it (lists of `*`, `N`, `N-M`,
-/// each with an optional `/STEP`; names only in month and day of week,
-/// each its own), so that errors name the field and the number, and
-/// croner's extensions (`L`, `W`, `#`, `?`) and its replacing of any
-/// name anywhere (`mon` in the month field) are refused, as cronie
-/// refuses them.
-fn check_field(field: &str, what: &str, low: u32, high: u32, names: &[&str]) -> Result<(), String> {
+/// The largest step accepted (cronie takes any; croner a `u16`). A step
+/// larger than a field's span selects its start alone: `*/60` is minute 0.
+const MAX_STEP: u32 = u16::MAX as u32;
+
+/// Checks one field's syntax as cronie reads it, so that errors name the
+/// field and the number: a list of `*`, `N` or `N-M`, `*` and `N-M` with
+/// an optional `/STEP` (any step from 1; one beyond the range selects its
+/// start: `*/60` is minute 0, `0 */24 * * *` hour 0); names only in month
+/// and day of week, each its own. cronie refuses, and so does this:
+/// a range whose start is after its end (`5-1`; `fri-sun` is 5-0, where
+/// `fri-7` is Friday to Sunday), `N/STEP` (read as `N-high/STEP` by some
+/// crons, as `N` or refused by others: a line that means two things is
+/// refused rather than guessed), and croner's extensions (`L`, `W`, `#`,
+/// `?`) and its reading of any name anywhere (`mon` in the month field).
+fn check_field(field: &str, spec: &Spec) -> Result<(), String> {
+    let what = spec.what;
     for item in field.split(',') {
         let (range, step) = match item.split_once('/') {
             Some((range, step)) => (range, Some(step)),
@@ -263,8 +403,12 @@ fn check_field(field: &str, what: &str, low: u32, high: u32, names: &[&str]) -> 
         };
         if let Some(step) = step {
             match step.parse::<u32>() {
-                Ok(s) if (1..=high.max(1)).contains(&s) => {}
-                _ => return Err(format!("{what} step {step:?} is not a number in 1-{high}")),
+                Ok(s) if (1..=MAX_STEP).contains(&s) => {}
+                _ => {
+                    return Err(format!(
+                        "{what} step {step:?} is not a number from 1 to {MAX_STEP}"
+                    ));
+                }
             }
         }
         if range == "*" {
@@ -274,24 +418,110 @@ fn check_field(field: &str, what: &str, low: u32, high: u32, names: &[&str]) -> 
         if ends.len() > 2 || ends.iter().any(|e| e.is_empty()) {
             return Err(format!("{what} {item:?} is not a value, a range or *"));
         }
-        for end in ends {
-            if end.chars().all(|c| c.is_ascii_digit()) {
-                let n: u32 = end
-                    .parse()
-                    .map_err(|_| format!("{what} {end} is out of range {low}-{high}"))?;
-                if !(low..=high).contains(&n) {
-                    return Err(format!("{what} {n} is out of range {low}-{high}"));
-                }
-            } else if !names.iter().any(|name| name.eq_ignore_ascii_case(end)) {
-                return Err(match names {
-                    [] => format!("{what} {end:?} is not a number"),
-                    [first, .., last] => {
-                        format!("{what} {end:?} is not a number or a name ({first}-{last})")
-                    }
-                    [_] => format!("{what} {end:?} is not a number or a name"),
-                });
+        let values = ends.iter().map(|end| spec.value(end)).collect::<Result<Vec<_>, _>>()?;
+        match (values.as_slice(), step) {
+            ([start, end], _) if start > end => {
+                return Err(format!(
+                    "{what} {item:?}: the range ends before it starts ({start} is after {end})"
+                ));
             }
+            ([start], Some(step)) => {
+                return Err(format!(
+                    "{what} {item:?}: a step follows * or a range (*/{step}, {start}-{}/{step}); \
+                     crons read N/STEP in two ways",
+                    spec.high
+                ));
+            }
+            _ => {}
         }
     }
     Ok(())
+}
+
+impl Spec {
+    /// The value `end` (a number or one of the field's names) stands for.
+    fn value(&self, end: &str) -> Result<u32, String> {
+        let (what, low, high) = (self.what, self.low, self.high);
+        if end.chars().all(|c| c.is_ascii_digit()) {
+            return match end.parse::<u32>() {
+                Ok(n) if (low..=high).contains(&n) => Ok(n),
+                Ok(n) => Err(format!("{what} {n} is out of range {low}-{high}")),
+                Err(_) => Err(format!("{what} {end} is out of range {low}-{high}")),
+            };
+        }
+        match self.names.iter().position(|name| name.eq_ignore_ascii_case(end)) {
+            Some(i) => Ok(low + i as u32),
+            None => Err(match self.names {
+                [] => format!("{what} {end:?} is not a number"),
+                [first, .., last] => {
+                    format!("{what} {end:?} is not a number or a name ({first}-{last})")
+                }
+                [_] => format!("{what} {end:?} is not a number or a name"),
+            }),
+        }
+    }
+
+    /// The field's set (bit v: value v) as [`Cron::canonical`] writes it;
+    /// `star`: the field starts with `*`, which it keeps, followed by the
+    /// smallest step whose members are all in the set (`*` is step 1;
+    /// one beyond the span, its start alone), then the members left.
+    fn write(&self, set: u64, star: bool) -> String {
+        if !star {
+            return write_list(set);
+        }
+        let span = self.high - self.low + 1;
+        let step = (1..=span).find(|&s| self.stepped(s) & !set == 0).unwrap_or(span + 1);
+        let head = if step == 1 { "*".to_string() } else { format!("*/{step}") };
+        match set & !self.stepped(step) {
+            0 => head,
+            rest => format!("{head},{}", write_list(rest)),
+        }
+    }
+
+    /// The members of `*/step` in this field (Sunday as 0).
+    fn stepped(&self, step: u32) -> u64 {
+        let sunday = |v: u32| if self.high == 7 { v % 7 } else { v };
+        (self.low..=self.high).step_by(step as usize).fold(0, |acc, v| acc | 1 << sunday(v))
+    }
+}
+
+/// A set of values (bit v: v) as a list: the whole set as `a-b/s` when it
+/// is three or more values a step `s` > 1 apart, else its runs of three
+/// or more consecutive values as `a-b` and the other values alone.
+fn write_list(set: u64) -> String {
+    let values: Vec<i8> = members(set).collect();
+    let steps: Vec<i8> = values.windows(2).map(|w| w[1] - w[0]).collect();
+    if let ([first, .., last], [step, ..]) = (values.as_slice(), steps.as_slice())
+        && values.len() >= 3
+        && *step > 1
+        && steps.iter().all(|s| s == step)
+    {
+        return format!("{first}-{last}/{step}");
+    }
+    let mut out: Vec<String> = Vec::new();
+    let mut run: Vec<i8> = Vec::new();
+    let flush = |run: &mut Vec<i8>, out: &mut Vec<String>| {
+        match run.as_slice() {
+            [first, _, .., last] if run.len() >= 3 => out.push(format!("{first}-{last}")),
+            _ => out.extend(run.iter().map(i8::to_string)),
+        }
+        run.clear();
+    };
+    for v in values {
+        if run.last().is_some_and(|&l| l + 1 != v) {
+            flush(&mut run, &mut out);
+        }
+        run.push(v);
+    }
+    flush(&mut run, &mut out);
+    out.join(",")
+}
+
+/// Parses five fields with croner (no seconds, no year).
+fn croner_parse(fields: &str) -> Result<croner::Cron, croner::errors::CronError> {
+    croner::parser::CronParser::builder()
+        .seconds(croner::parser::Seconds::Disallowed)
+        .year(croner::parser::Year::Disallowed)
+        .build()
+        .parse(fields)
 }

@@ -3,9 +3,11 @@
 //!
 //! A [`Schedule`] is a crontab line's five fields ([`Schedule::cron`]) or a
 //! `--once-per` period ([`Schedule::once_per`]), read in a [`Zone`] (an
-//! IANA name, resolved by [`Zone::resolve`]). Its *instants* are the
-//! moments it schedules; the tick of a run started at `t` is `[the latest
-//! instant at or before t, the next instant)` ([`Schedule::tick_at`]).
+//! IANA name, resolved by [`Zone::resolve`], and known by one name
+//! whatever it was given: `links` holds the tz database's other names for
+//! a zone). Its *instants* are the moments it schedules; the tick of a
+//! run started at `t` is `[the latest instant at or before t, the next
+//! instant)` ([`Schedule::tick_at`]).
 //! Fields are parsed by the `croner` crate (into sets, nothing more);
 //! civil time, zones and the tz database are `jiff`'s.
 //!
@@ -39,8 +41,9 @@
 //! firing a skip.
 //!
 //! **Why every host computes the same tick.** The tick is a function of
-//! the schedule's text, the zone's name, the tz database's rules for that
-//! zone, and the start instant; no state of the host enters it. Hosts
+//! the schedule (its sets, however the line spells them), the zone (by
+//! its one name), the tz database's rules for that zone, and the start
+//! instant; no state of the host enters it. Hosts
 //! with the same line, zone and database agree on every instant, so two
 //! runs whose starts fall between the same two instants get the same
 //! tick. Breaks when hosts' clocks disagree by more than the lock's
@@ -72,12 +75,13 @@ use jiff::tz::TimeZone;
 use jiff::{Timestamp, Unit};
 
 mod cron;
+mod links;
 #[cfg(test)]
 mod tests;
 mod zone;
 
 use cron::Cron;
-pub use zone::{Zone, format_at_offset, format_instant};
+pub use zone::{Zone, ZoneFrom, format_at_offset, format_instant};
 
 /// A day in milliseconds.
 const DAY_MS: u128 = 86_400_000;
@@ -141,7 +145,7 @@ impl Schedule {
     /// `@monthly`, `@yearly`) in `zone`. Errors name the line and the
     /// field: `--cron '61 * * * *': minute 61 is out of range 0-59`.
     pub fn cron(expr: &str, zone: Zone) -> Result<Schedule, String> {
-        Ok(Schedule { kind: Kind::Cron(Cron::parse(expr)?), zone })
+        Ok(Schedule { kind: Kind::Cron(Cron::parse(expr, cron::MAX_CRON_LEN)?), zone })
     }
 
     /// The schedule of `--once-per every` in `zone`: below a day, slots of
@@ -180,9 +184,12 @@ impl Schedule {
     /// What identifies the schedule to the servers' record, short and
     /// without control characters: `cron 30 0 * * * in Europe/London`,
     /// `every 1d in Europe/London`, `every 5m` (below a day no zone counts).
+    /// One schedule has one identity however it was spelled: the line as
+    /// one canonical text (`@daily` and `00 00 * * *` are `0 0 * * *`),
+    /// the zone by its one name (`Etc/UTC` is `UTC`).
     pub fn identity(&self) -> String {
         match &self.kind {
-            Kind::Cron(cron) => format!("cron {} in {}", cron.text, self.zone.name()),
+            Kind::Cron(cron) => format!("cron {} in {}", cron.canonical(), self.zone.name()),
             Kind::Every(ms) => format!("every {}", format_duration(Duration::from_millis(*ms))),
             Kind::Days(n) => format!("every {n}d in {}", self.zone.name()),
             Kind::Weeks(n) => format!("every {n}w in {}", self.zone.name()),
@@ -191,7 +198,9 @@ impl Schedule {
 
     /// The schedule an [`Schedule::identity`] names (as a history entry or
     /// a record keeps it), so that `check` can list the instants a key's
-    /// runs were scheduled at.
+    /// runs were scheduled at. It reads an identity as an older redlock
+    /// wrote it too (the line and the zone as they were given:
+    /// `cron @daily in Etc/UTC`).
     pub fn from_identity(identity: &str) -> Result<Schedule, String> {
         let bad = || format!("{identity:?}: not a schedule");
         let (what, zone) = match identity.rsplit_once(" in ") {
@@ -199,7 +208,8 @@ impl Schedule {
             None => (identity, Zone::utc()),
         };
         if let Some(expr) = what.strip_prefix("cron ") {
-            return Schedule::cron(expr, zone);
+            let cron = Cron::parse(expr, cron::MAX_CANONICAL_LEN)?;
+            return Ok(Schedule { kind: Kind::Cron(cron), zone });
         }
         let every = what.strip_prefix("every ").ok_or_else(bad)?;
         let duration = match every.strip_suffix('w') {
@@ -209,6 +219,21 @@ impl Schedule {
             None => humantime::parse_duration(every).map_err(|_| bad())?,
         };
         Schedule::once_per(duration, zone)
+    }
+
+    /// The longest tick the schedule has where no clock changes: the
+    /// period of `--once-per` (whole days as 24 hours each), the longest
+    /// time between two instants of a crontab line read in UTC. It
+    /// depends on the schedule alone, so a bound on it holds at every
+    /// start alike; a zone's clock change makes one tick of its day
+    /// shorter or longer than this by the change (an hour, mostly).
+    pub fn longest_tick(&self) -> Duration {
+        match &self.kind {
+            Kind::Cron(cron) => cron.longest_gap(),
+            Kind::Every(ms) => Duration::from_millis(*ms),
+            Kind::Days(n) => Duration::from_secs(86_400 * *n as u64),
+            Kind::Weeks(n) => Duration::from_secs(7 * 86_400 * *n as u64),
+        }
     }
 
     /// The schedule for messages: `'30 0 * * *' in Europe/London`,

@@ -111,13 +111,14 @@ fn errors_name_the_input() {
 #[test]
 fn names_and_identity() {
     let s = Schedule::cron("  30   0 * *\tmon-fri ", zone("europe/london")).unwrap();
-    assert_eq!(s.identity(), "cron 30 0 * * mon-fri in Europe/London");
+    assert_eq!(s.identity(), "cron 30 0 * * 1-5 in Europe/London");
     assert_eq!(s.describe(), "'30 0 * * mon-fri' in Europe/London");
     // Weekdays only: Friday 2027-04-02 is followed by Monday 2027-04-05.
     assert_eq!(tick(&s, "2027-04-03T12:00:00Z").0, "2027-04-02T00:30:00+01:00");
     assert_eq!(tick(&s, "2027-04-03T12:00:00Z").1, "2027-04-05T00:30:00+01:00");
     let s = Schedule::cron("@WEEKLY", zone("UTC")).unwrap();
-    assert_eq!(s.identity(), "cron @weekly in UTC");
+    assert_eq!(s.identity(), "cron 0 0 * * 0 in UTC");
+    assert_eq!(s.describe(), "'@weekly' in UTC");
     assert_eq!(tick(&s, "2027-04-03T12:00:00Z").0, "2027-03-28T00:00:00+00:00");
     // Vixie: both day fields restricted means either.
     let s = Schedule::cron("0 0 13 * fri", zone("UTC")).unwrap();
@@ -133,7 +134,7 @@ fn zone_resolution_order() {
         move |k: &str| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
     };
     let none = std::path::Path::new("/nonexistent/localtime");
-    let got = |explicit, e| Zone::resolve_from(explicit, e, none).map(|z| z.name().to_string());
+    let got = |explicit, e| Zone::resolve_from(explicit, e, none).map(|z| z.0.name().to_string());
     assert_eq!(got(Some(("--tz", "Asia/Tokyo")), env(&[("TZ", "UTC")])).unwrap(), "Asia/Tokyo");
     assert_eq!(
         got(None, env(&[("CRON_TZ", "Europe/Paris"), ("TZ", "UTC")])).unwrap(),
@@ -151,7 +152,7 @@ fn zone_resolution_order() {
     let dir = tempfile::tempdir().unwrap();
     let link = dir.path().join("localtime");
     std::os::unix::fs::symlink("../usr/share/zoneinfo/Asia/Tokyo", &link).unwrap();
-    assert_eq!(Zone::resolve_from(None, env(&[]), &link).unwrap().name(), "Asia/Tokyo");
+    assert_eq!(Zone::resolve_from(None, env(&[]), &link).unwrap().0.name(), "Asia/Tokyo");
     let copied = dir.path().join("copied");
     std::fs::write(&copied, b"TZif").unwrap();
     assert!(Zone::resolve_from(None, env(&[]), &copied).unwrap_err().contains("set --tz"));
@@ -667,4 +668,275 @@ fn an_identity_reads_back_as_its_schedule() {
     }
     assert!(Schedule::from_identity("weekly on Mars").is_err());
     assert!(Schedule::from_identity("cron 30 0 * * * in Mars/Olympus").is_err());
+}
+
+/// Every name of one zone is one zone, of one name: the names of UTC,
+/// a link of the tz database (a renamed zone, an old country name), any
+/// case; a zone that only shares rules with another since 1970 keeps its
+/// own name.
+#[test]
+fn one_zone_has_one_name() {
+    let utc = [
+        "UTC",
+        "Etc/UTC",
+        "Etc/UCT",
+        "UCT",
+        "Etc/Universal",
+        "Universal",
+        "Etc/Zulu",
+        "Zulu",
+        "Etc/GMT",
+        "GMT",
+        "GMT0",
+        "Etc/GMT0",
+        "Etc/GMT+0",
+        "Etc/GMT-0",
+        "Greenwich",
+        "Etc/Greenwich",
+        "utc",
+        "etc/utc",
+    ];
+    for name in utc {
+        assert_eq!(zone(name), Zone::utc(), "{name}");
+        assert_eq!(zone(name).name(), "UTC", "{name}");
+    }
+    for (given, one) in [
+        ("Europe/Kiev", "Europe/Kyiv"),
+        ("europe/kyiv", "Europe/Kyiv"),
+        ("US/Eastern", "America/New_York"),
+        ("Asia/Calcutta", "Asia/Kolkata"),
+        ("GB", "Europe/London"),
+        ("posix/Europe/London", "Europe/London"),
+        ("Europe/Amsterdam", "Europe/Amsterdam"),
+        ("Etc/GMT+5", "Etc/GMT+5"),
+    ] {
+        assert_eq!(zone(given).name(), one, "{given}");
+    }
+    assert_ne!(zone("Europe/Amsterdam"), zone("Europe/Brussels"));
+    // Identities name the zone so: the scratch container's default and
+    // Debian's /etc/localtime are one schedule.
+    let daily = |z: &str| Schedule::cron("30 0 * * *", zone(z)).unwrap().identity();
+    assert_eq!(daily("Etc/UTC"), daily("UTC"));
+    assert_eq!(
+        Schedule::cron("30 0 * * *", Zone::utc()).unwrap(),
+        Schedule::cron("30 0 * * *", zone("Etc/UTC")).unwrap()
+    );
+    assert_eq!(daily("Europe/Kiev"), "cron 30 0 * * * in Europe/Kyiv");
+}
+
+/// The table of links is the tz database's: each link and the zone it
+/// names have the same clock changes from 2026 to 2036, where the
+/// host's database (or the bundled one) knows both.
+#[test]
+fn links_name_zones_of_the_same_rules() {
+    let (from, to) = (ts("2026-01-01T00:00:00Z"), ts("2036-01-01T00:00:00Z"));
+    let changes = |tz: &TimeZone| -> Vec<(Timestamp, i32)> {
+        tz.following(from)
+            .take_while(|t| t.timestamp() < to)
+            .map(|t| (t.timestamp(), t.offset().seconds()))
+            .collect()
+    };
+    let mut compared = 0;
+    for (link, target) in super::links::LINKS {
+        let (Ok(a), Ok(b)) = (TimeZone::get(link), TimeZone::get(target)) else { continue };
+        assert_eq!(changes(&a), changes(&b), "{link} -> {target}");
+        assert_eq!(a.to_offset(from), b.to_offset(from), "{link} -> {target}");
+        compared += 1;
+    }
+    assert!(compared > 100, "{compared} links compared");
+    let names: Vec<&str> = super::links::LINKS.iter().map(|(link, _)| *link).collect();
+    let mut sorted = names.clone();
+    sorted.sort_by_key(|n| n.to_ascii_lowercase());
+    assert_eq!(names, sorted, "the table is sorted, ASCII case ignored");
+}
+
+/// Names that stand for each host's own zone are refused, from any
+/// source; a name is shown with its control characters escaped.
+#[test]
+fn zone_names_that_hosts_cannot_compare() {
+    for name in ["localtime", "posixrules", "Localtime", "posix/posixrules"] {
+        let e = Zone::named(name, "--tz").unwrap_err();
+        assert!(e.contains("each host's own zone"), "{e}");
+    }
+    let env = |k: &str| (k == "TZ").then(|| "localtime".to_owned());
+    let none = std::path::Path::new("/nonexistent/localtime");
+    let e = Zone::resolve_from(None, env, none).unwrap_err();
+    assert!(e.starts_with("TZ=localtime: names each host's own zone"), "{e}");
+    assert_eq!(
+        Zone::named("Europe/Lon\u{1b}don", "--tz").unwrap_err(),
+        "--tz Europe/Lon\\u{1b}don: not a time zone name"
+    );
+}
+
+/// `TZ` (or `CRON_TZ`) naming a file outside a zoneinfo directory
+/// (`:/etc/localtime`, glibc's "the host's zone") reads the zone the
+/// file links to, as the `/etc/localtime` fallback does; and each source
+/// is said.
+#[test]
+fn tz_naming_a_file_reads_the_zone_it_links_to() {
+    let dir = tempfile::tempdir().unwrap();
+    let link = dir.path().join("localtime");
+    std::os::unix::fs::symlink("/usr/share/zoneinfo/Europe/Kiev", &link).unwrap();
+    let shown = link.display().to_string();
+    let none = std::path::Path::new("/nonexistent/localtime");
+    for value in [format!(":{shown}"), shown.clone()] {
+        let env = |k: &str| (k == "TZ").then(|| value.clone());
+        let (zone, from) = Zone::resolve_from(None, env, none).unwrap();
+        assert_eq!(zone.name(), "Europe/Kyiv");
+        assert_eq!(from, ZoneFrom::Env("TZ", value.clone()));
+    }
+    let env = |k: &str| (k == "TZ").then(|| ":/nonexistent/zone".to_owned());
+    assert_eq!(
+        Zone::resolve_from(None, env, none).unwrap_err(),
+        "TZ=:/nonexistent/zone: no such file"
+    );
+    let (zone, from) = Zone::resolve_from(None, |_| None, &link).unwrap();
+    assert_eq!(zone.name(), "Europe/Kyiv");
+    assert_eq!(from.to_string(), format!("{shown} -> /usr/share/zoneinfo/Europe/Kiev"));
+    let (zone, from) = Zone::resolve_from(None, |_| None, none).unwrap();
+    assert_eq!((zone, from), (Zone::utc(), ZoneFrom::Default));
+    let (_, from) = Zone::resolve_from(Some(("--tz", "UTC")), |_| None, none).unwrap();
+    assert_eq!(from.to_string(), "--tz");
+    let env = |k: &str| (k == "CRON_TZ").then(|| "Etc/UTC".to_owned());
+    let (zone, from) = Zone::resolve_from(None, env, none).unwrap();
+    assert_eq!((zone.name(), from.to_string()), ("UTC", "env CRON_TZ=Etc/UTC".to_owned()));
+}
+
+/// One line spelled many ways has one identity, the canonical text.
+#[test]
+fn one_line_spelled_two_ways_has_one_identity() {
+    let text = |expr: &str| Schedule::cron(expr, Zone::utc()).unwrap().identity();
+    let same = [
+        (&["@daily", "@midnight", "0 0 * * *", "00 00 * * *", "0 0 */1 * *"][..], "0 0 * * *"),
+        (&["@weekly", "0 0 * * 0", "0 0 * * 7", "0 0 * * SUN", "0 0 * * sun"], "0 0 * * 0"),
+        (&["@hourly", "0 * * * *", "0-0 * * * *"], "0 * * * *"),
+        (&["@monthly", "0 0 1 * *"], "0 0 1 * *"),
+        (&["@yearly", "@annually", "0 0 1 1 *", "0 0 1 jan *"], "0 0 1 1 *"),
+        (&["30 0 * * mon-fri", "30 0 * * 1,2,3,4,5", "30 0 * * 1-5"], "30 0 * * 1-5"),
+        (&["0,15,30,45 * * * *", "0-59/15 * * * *", "45,30,15,0 * * * *"], "0-45/15 * * * *"),
+        (&["*/15 * * * *", "*/15,30 * * * *"], "*/15 * * * *"),
+        (&["*/60 * * * *", "*/61 * * * *"], "*/60 * * * *"),
+        (&["0 */24 * * *"], "0 */24 * * *"),
+        (&["0 0 * * 5-7", "0 0 * * fri-7", "0 0 * * 0,5,6"], "0 0 * * 0,5,6"),
+        (&["0 0 * * */7", "0 0 * * */9"], "0 0 * * */7"),
+        (&["5 4 1,2,3,10 * *"], "5 4 1-3,10 * *"),
+        (&["5 4 1,2 * *"], "5 4 1,2 * *"),
+        (&["*/15,7 * * * *"], "*/15,7 * * * *"),
+        (&["1-59/2 * * * *"], "1-59/2 * * * *"),
+        (&["0 0 * */3 *"], "0 0 * */3 *"),
+    ];
+    for (spellings, canonical) in same {
+        for expr in spellings {
+            assert_eq!(text(expr), format!("cron {canonical} in UTC"), "{expr}");
+        }
+    }
+    // Stars say which days rule (Vixie's either-day rule) and whether a
+    // line is wild, so a field keeps its star: these are other schedules.
+    assert_ne!(text("0 0 1 * *"), text("0 0 1 * 0-6"));
+    assert_ne!(text("*/30 1 * * *"), text("0,30 1 * * *"));
+}
+
+/// Every identity reads back as its schedule and is written again the
+/// same; an older redlock's (the line and the zone as given) reads too.
+#[test]
+fn identities_read_back_old_and_new() {
+    let lines = [
+        "* * * * *",
+        "*/7 */5 */3 */4 */2",
+        "*/13,1,2 1-5,7 1,15,31 feb-apr,dec sun-sat",
+        "0-58/2,1-59/6 0-22/2,1,3 1-31/2,2,4 1-12/5 0-6/3",
+        "5 4 * * 0,6",
+        "0 12 13 * 5",
+        "@hourly",
+        "59 23 31 12 *",
+        "0 0 29 2 1",
+        "*/60 */24 */31 */12 */8",
+        "0-59/59 23-23 31-31/31 12 7",
+    ];
+    let mut longest = 0;
+    for line in lines {
+        for zone in [Zone::utc(), zone("Europe/London")] {
+            let s = Schedule::cron(line, zone).unwrap();
+            let identity = s.identity();
+            longest = longest.max(identity.len());
+            let back = Schedule::from_identity(&identity).unwrap();
+            assert_eq!(back, s, "{line}: {identity}");
+            assert_eq!(back.identity(), identity, "{line}");
+            let at = ts("2027-03-28T00:30:00Z");
+            assert_eq!(back.tick_at(at), s.tick_at(at), "{identity}");
+        }
+    }
+    // The longest canonical text: every value of every field apart.
+    let widest = "0,1,3,4,6,7,9,10,12,13,15,16,18,19,21,22,24,25,27,28,30,31,33,34,36,37,39,40,42,43,45,46,48,49,51,52,54,55,57,58 0,1,3,4,6,7,9,10,12,13,15,16,18,19,21,22 1,2,4,5,7,8,10,11,13,14,16,17,19,20,22,23,25,26,28,29,31 1,2,4,5,7,8,10,11 0,1,3,4,6";
+    assert!(Schedule::cron(widest, Zone::utc()).is_err(), "longer than a --cron line");
+    let s = Schedule::from_identity(&format!("cron {widest} in UTC")).unwrap();
+    assert_eq!(Schedule::from_identity(&s.identity()).unwrap(), s);
+    for (old, new) in [
+        ("cron @daily in Etc/UTC", "cron 0 0 * * * in UTC"),
+        ("cron 30 0 * * mon-fri in Europe/Kiev", "cron 30 0 * * 1-5 in Europe/Kyiv"),
+        ("cron 00 00 * * 7 in GMT", "cron 0 0 * * 0 in UTC"),
+        ("every 1d in Etc/UTC", "every 1d in UTC"),
+        ("every 2w in US/Eastern", "every 2w in America/New_York"),
+    ] {
+        let s = Schedule::from_identity(old).unwrap();
+        assert_eq!(s.identity(), new, "{old}");
+        assert_eq!(s, Schedule::from_identity(new).unwrap(), "{old}");
+    }
+}
+
+/// cronie's rules where crons differ: a step beyond the field selects
+/// its start; a range that ends before it starts and `N/STEP` are
+/// refused; every error names the field.
+#[test]
+fn fields_as_cronie_reads_them() {
+    let err = |expr: &str| Schedule::cron(expr, Zone::utc()).unwrap_err();
+    let first =
+        |expr: &str| tick(&Schedule::cron(expr, Zone::utc()).unwrap(), "2027-05-03T10:30:00Z");
+    assert_eq!(first("*/60 * * * *").0, "2027-05-03T10:00:00+00:00");
+    assert_eq!(first("*/60 * * * *").1, "2027-05-03T11:00:00+00:00");
+    assert_eq!(first("0 */24 * * *").1, "2027-05-04T00:00:00+00:00");
+    assert_eq!(
+        err("0 0 * * 5-1"),
+        "--cron '0 0 * * 5-1': day of week \"5-1\": the range ends before it starts (5 is after 1)"
+    );
+    assert!(err("0 0 * * mon-sun").contains("day of week \"mon-sun\": the range ends"));
+    assert!(err("0 0 * * fri-sun").contains("(5 is after 0)"));
+    assert!(err("30-10 * * * *").starts_with("--cron '30-10 * * * *': minute \"30-10\""));
+    assert_eq!(
+        err("5/10 * * * *"),
+        "--cron '5/10 * * * *': minute \"5/10\": a step follows * or a range (*/10, 5-59/10); \
+         crons read N/STEP in two ways"
+    );
+    assert!(err("*/0 * * * *").contains("minute step \"0\" is not a number from 1 to 65535"));
+    assert!(err("*/65536 * * * *").contains("minute step"));
+    assert!(Schedule::cron("0 0 * * fri-7", Zone::utc()).is_ok());
+    assert_eq!(err("0 0 * * \u{1b}"), "--cron '0 0 * * \\u{1b}': holds control characters");
+}
+
+/// A schedule's longest tick where no clock changes: the bound `--cron`
+/// and `--jitter` are judged by, the same at every start.
+#[test]
+fn longest_tick_is_the_schedule_s() {
+    let cron = |expr: &str| Schedule::cron(expr, zone("Europe/London")).unwrap().longest_tick();
+    let (min, hour, day) = (60, 3600, 86_400);
+    for (expr, secs) in [
+        ("0,1 * * * *", 59 * min),
+        ("*/15 * * * *", 15 * min),
+        ("* * * * *", min),
+        ("0 * * * *", hour),
+        ("30 0 * * *", day),
+        ("0 9 * * 1-5", 3 * day),
+        ("0 0 1 * *", 31 * day),
+        ("@yearly", 366 * day),
+        // 2096-02-29 to 2104-02-29: 2100 is no leap year.
+        ("0 0 29 2 *", 2921 * day),
+        ("0 0 13 * 5", 7 * day),
+        ("0 0 31 * *", 61 * day),
+    ] {
+        assert_eq!(cron(expr), Duration::from_secs(secs), "{expr}");
+    }
+    let once_per =
+        |secs| Schedule::once_per(Duration::from_secs(secs), Zone::utc()).unwrap().longest_tick();
+    assert_eq!(once_per(300), Duration::from_secs(300));
+    assert_eq!(once_per(14 * day), Duration::from_secs(14 * day));
 }

@@ -79,7 +79,6 @@ fn history_json_names_the_tick_as_redlock_tick_does() {
 /// zone.rs `Zone` compares names as spelled (`PartialEq`, and
 /// `Schedule::identity`), not the zone they name.
 #[test]
-#[ignore = "bug: UTC and Etc/UTC (links to one zone) are refused as two schedules (64)"]
 fn one_zone_under_two_names_is_one_schedule() {
     let fleet = Fleet::start(1);
     let key = unique_key("review-zone-alias");
@@ -99,7 +98,6 @@ fn one_zone_under_two_names_is_one_schedule() {
 /// crontab that only respells the line locks the key out until the old
 /// tick ends (a month for `@monthly` → `0 0 1 * *`).
 #[test]
-#[ignore = "bug: equivalent spellings of one crontab line are refused as two schedules (64)"]
 fn one_line_spelled_two_ways_is_one_schedule() {
     let fleet = Fleet::start(1);
     for (a, b) in [
@@ -149,7 +147,6 @@ fn another_schedule_is_refused_while_the_holder_runs() {
 /// `zone_name_of` keeps `/etc/localtime` as the name. The same refusal
 /// meets any `--once-per 1d` that ran before issue 50 on such a host.
 #[test]
-#[ignore = "bug: TZ=:/etc/localtime is refused (64: no such time zone)"]
 fn tz_naming_etc_localtime_reads_the_host_zone() {
     let meta = std::fs::symlink_metadata("/etc/localtime");
     if !meta.is_ok_and(|m| m.file_type().is_symlink()) {
@@ -171,7 +168,6 @@ fn tz_naming_etc_localtime_reads_the_host_zone() {
 /// the run goes ahead and writes to the servers. Cause: src/config.rs
 /// `schedule` resolves the zone only for calendar schedules.
 #[test]
-#[ignore = "bug: --tz Mars/Olympus with --once-per 5m (or no schedule) runs"]
 fn an_unknown_zone_is_refused_whatever_the_schedule() {
     let fleet = Fleet::start(1);
     let key = unique_key("review-bad-tz");
@@ -184,7 +180,6 @@ fn an_unknown_zone_is_refused_whatever_the_schedule() {
 /// not show the zone `--cron` reads, nor the file's `tz`, though a zone
 /// that differs between hosts is what the 64 refusal is about.
 #[test]
-#[ignore = "bug: redlock config does not show tz (the zone --cron reads, and where it came from)"]
 fn config_shows_the_zone_and_its_source() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("config.toml");
@@ -205,7 +200,6 @@ fn config_shows_the_zone_and_its_source() {
 /// change's day (a 23-hour tick). Cause: src/config.rs, the `--jitter`
 /// check after `tick_now`.
 #[test]
-#[ignore = "bug: --jitter is refused (64) at some firings of a line and not at others"]
 fn jitter_is_judged_by_the_schedule_not_by_the_tick_in_progress() {
     let cases = [
         ("@2027-05-03 10:00:30", vec!["--cron", "0,1 * * * *", "--jitter", "90s"]),
@@ -242,7 +236,6 @@ fn jitter_is_judged_by_the_schedule_not_by_the_tick_in_progress() {
 /// 2024-02-29 has no vote) is as long. Cause: src/config.rs checks
 /// `crate::lock::MAX_TICK` only for `--once-per`.
 #[test]
-#[ignore = "bug: a --cron tick may be longer than a year (0 0 29 2 *: four years)"]
 fn a_cron_tick_is_at_most_a_year() {
     let fleet = Fleet::start(1);
     let key = unique_key("review-leap");
