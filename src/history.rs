@@ -211,14 +211,17 @@ impl Entry {
     }
 
     /// The identity of the schedule the run's tick came from
-    /// ([`crate::schedule::Schedule::identity`]). An older redlock's entry
+    /// ([`crate::schedule::Schedule::identity`], canonical). An older redlock's entry
     /// names none, only its `--once-per` length: epoch-aligned slots, the
     /// same as `--once-per` of that length in UTC below a day or in whole
     /// days (days count from 1970-01-01 too); its weeks began on a
     /// Thursday, not a Monday, so those (and other lengths) name none.
     pub fn schedule_identity(&self) -> Option<String> {
+        // Written in the canonical form of its version, and read in this
+        // one's: `cron @daily in Etc/UTC` is `cron 0 0 * * * in UTC`.
         if let Some(identity) = &self.schedule {
-            return Some(identity.clone());
+            let schedule = crate::schedule::Schedule::from_identity(identity);
+            return Some(schedule.map_or_else(|_| identity.clone(), |s| s.identity()));
         }
         let len = self.tick_ms.filter(|ms| *ms < DAY_MS || ms % (7 * DAY_MS) != 0)?;
         let utc = crate::schedule::Zone::utc();
@@ -896,6 +899,19 @@ mod tests {
         assert_eq!(Outcome::of(&Err(Error::Usage("x".into())), false), None);
         let e = Entry { outcome: Outcome::Signaled, exit_code: 143, ..entry("t", 1) };
         assert_eq!(e.describe_outcome(), "killed by SIGTERM");
+    }
+
+    /// An entry names its schedule as its version spelled it; `check`
+    /// compares them in this version's canonical form, so a line or zone
+    /// spelled another way by an older redlock is the same schedule.
+    #[test]
+    fn an_entry_s_schedule_is_read_in_the_canonical_form() {
+        use crate::schedule::{Schedule, Zone};
+        let canonical = Schedule::cron("0 0 * * *", Zone::utc()).unwrap().identity();
+        let old = Entry { schedule: Some("cron @daily in Etc/UTC".into()), ..entry("a", 1) };
+        assert_eq!(old.schedule_identity(), Some(canonical));
+        let unknown = Entry { schedule: Some("a later version's".into()), ..entry("b", 1) };
+        assert_eq!(unknown.schedule_identity().as_deref(), Some("a later version's"));
     }
 
     #[test]
