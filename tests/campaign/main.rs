@@ -163,15 +163,8 @@ pub fn campaign(setup: &Setup) -> Outcome {
                 // stamp file moves its wall clock, not its monotonic one.
                 let clock = dir.join(format!("clock{i}"));
                 std::fs::write(&clock, "+0\n").unwrap();
-                let env = [
-                    ("LD_PRELOAD", nemesis::libfaketime()),
-                    ("FAKETIME_TIMESTAMP_FILE", clock.display().to_string()),
-                    ("FAKETIME_NO_CACHE", "1".to_owned()),
-                    ("DONT_FAKE_MONOTONIC", "1".to_owned()),
-                ];
-                clocks.push(clock);
-                let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-                RedisServer::start_build_env(Build::Redis62, &[], &env)
+                clocks.push(clock.clone());
+                RedisServer::start_faked(&clock)
             } else {
                 let mut extra = vec!["--enable-debug-command", "yes"];
                 extra.extend(bind.iter().map(String::as_str));

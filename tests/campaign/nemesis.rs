@@ -138,15 +138,6 @@ impl Family {
     }
 }
 
-/// The path of libfaketime.
-pub fn libfaketime() -> String {
-    ["/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1", "/usr/lib/faketime/libfaketime.so.1"]
-        .into_iter()
-        .find(|p| std::path::Path::new(p).exists())
-        .expect("libfaketime must be installed (apt-get install -y faketime)")
-        .to_owned()
-}
-
 /// What the faults act on.
 pub struct World {
     /// The servers.

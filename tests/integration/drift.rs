@@ -16,16 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::harness::proxy::{Mode, Proxy};
-use crate::harness::redis::Build;
 use crate::harness::{Fleet, Redlock, pid_in, process_alive, unique_key};
-
-fn libfaketime() -> String {
-    ["/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1", "/usr/lib/faketime/libfaketime.so.1"]
-        .into_iter()
-        .find(|p| std::path::Path::new(p).exists())
-        .expect("libfaketime must be installed (apt-get install -y faketime)")
-        .to_owned()
-}
 
 /// Runs a holder whose clock runs at `rate`, cuts it off from the server,
 /// and returns (when its command died, when a second client got the lock),
@@ -41,7 +32,7 @@ fn race(rate: &str) -> (Duration, Duration) {
     let script =
         format!("trap '' TERM; echo $$ > {}; while :; do sleep 0.02; done", pid_file.display());
     let holder = Redlock::new(&proxy.url())
-        .env("LD_PRELOAD", &libfaketime())
+        .env("LD_PRELOAD", &crate::harness::redis::libfaketime())
         .env("FAKETIME", &format!("+0 x{rate}"))
         .args(["--node-timeout", "200ms", "run", "--key", &key, "--ttl", "3s", "-c", &script])
         .spawn();
@@ -97,15 +88,7 @@ fn stepped_fleet() -> (Fleet, tempfile::TempDir) {
         .map(|i| {
             let stamp = dir.path().join(format!("clock{i}"));
             std::fs::write(&stamp, "+0\n").unwrap();
-            let stamp = stamp.display().to_string();
-            let env = [
-                ("LD_PRELOAD", libfaketime()),
-                ("FAKETIME_TIMESTAMP_FILE", stamp),
-                ("FAKETIME_NO_CACHE", "1".to_owned()),
-                ("DONT_FAKE_MONOTONIC", "1".to_owned()),
-            ];
-            let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            crate::harness::RedisServer::start_build_env(Build::Redis62, &[], &env)
+            crate::harness::RedisServer::start_faked(&stamp)
         })
         .collect();
     (Fleet { servers }, dir)
@@ -230,11 +213,7 @@ fn london_s_clock_changes_keep_one_run_per_local_day() {
                 for stamp in stamps.iter().chain([&host_clock]) {
                     std::fs::write(stamp, format!("{offset:+}\n")).unwrap();
                 }
-                let out = Redlock::on(&fleet)
-                    .env("LD_PRELOAD", &libfaketime())
-                    .env("FAKETIME_TIMESTAMP_FILE", &host_clock.display().to_string())
-                    .env("FAKETIME_NO_CACHE", "1")
-                    .env("DONT_FAKE_MONOTONIC", "1")
+                let out = faked(&fleet, &host_clock)
                     .env("TZ", "Europe/London")
                     .args(["run", "-n", "-E", "0", "-k", &key])
                     .args(&flags)
@@ -299,11 +278,7 @@ fn set_clock(stamps: &[std::path::PathBuf], host: &std::path::Path, at: &str) {
 
 /// `redlock` on `fleet` under the clock of `host` (libfaketime).
 fn faked(fleet: &Fleet, host: &std::path::Path) -> Redlock {
-    Redlock::on(fleet)
-        .env("LD_PRELOAD", &libfaketime())
-        .env("FAKETIME_TIMESTAMP_FILE", &host.display().to_string())
-        .env("FAKETIME_NO_CACHE", "1")
-        .env("DONT_FAKE_MONOTONIC", "1")
+    Redlock::on(fleet).faked(host)
 }
 
 /// `check`'s line for `key` at `at` (UTC), with `extra` flags.

@@ -4,16 +4,7 @@
 
 use std::time::Duration;
 
-use crate::harness::redis::Build;
 use crate::harness::{Fleet, Redlock, unique_key};
-
-fn libfaketime() -> String {
-    ["/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1", "/usr/lib/faketime/libfaketime.so.1"]
-        .into_iter()
-        .find(|p| std::path::Path::new(p).exists())
-        .expect("libfaketime must be installed (apt-get install -y faketime)")
-        .to_owned()
-}
 
 /// `run -n -E 0 -k KEY FLAGS -- sh -c 'echo "$REDLOCK_TICK"'`.
 fn fire(fleet: &Fleet, key: &str, flags: &[&str]) -> crate::harness::Output {
@@ -213,7 +204,7 @@ fn jitter_is_judged_by_the_schedule_not_by_the_tick_in_progress() {
         // Nothing listens there: the run is judged before any server is
         // asked, and a run that was accepted sleeps its jitter first.
         let mut running = Redlock::new("redis://127.0.0.1:1")
-            .env("LD_PRELOAD", &libfaketime())
+            .env("LD_PRELOAD", &crate::harness::redis::libfaketime())
             .env("FAKETIME", clock)
             .env("DONT_FAKE_MONOTONIC", "1")
             .args(["run", "-n", "-k", &key])
@@ -255,17 +246,7 @@ impl Faked {
         let dir = tempfile::tempdir().unwrap();
         let stamp = dir.path().join("clock");
         std::fs::write(&stamp, "+0\n").unwrap();
-        let stamp = stamp.display().to_string();
-        let env = [
-            ("LD_PRELOAD", libfaketime()),
-            ("FAKETIME_TIMESTAMP_FILE", stamp),
-            ("FAKETIME_NO_CACHE", "1".to_owned()),
-            ("DONT_FAKE_MONOTONIC", "1".to_owned()),
-        ];
-        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        let servers = (0..3)
-            .map(|_| crate::harness::RedisServer::start_build_env(Build::Redis62, &[], &env))
-            .collect();
+        let servers = (0..3).map(|_| crate::harness::RedisServer::start_faked(&stamp)).collect();
         Faked { fleet: Fleet { servers }, dir }
     }
 
@@ -277,12 +258,7 @@ impl Faked {
     }
 
     fn redlock(&self) -> Redlock {
-        Redlock::on(&self.fleet)
-            .env("LD_PRELOAD", &libfaketime())
-            .env("FAKETIME_TIMESTAMP_FILE", &self.dir.path().join("clock").display().to_string())
-            .env("FAKETIME_NO_CACHE", "1")
-            .env("DONT_FAKE_MONOTONIC", "1")
-            .env("CRON_TZ", "")
+        Redlock::on(&self.fleet).faked(&self.dir.path().join("clock")).env("CRON_TZ", "")
     }
 
     fn fire(&self, at: &str, key: &str, line: &str) -> crate::harness::Output {

@@ -204,6 +204,12 @@ impl Redlock {
         self
     }
 
+    /// Under the wall clock of libfaketime's timestamp file `stamp`
+    /// ([`redis::faketime`]).
+    pub fn faked(self, stamp: &std::path::Path) -> Redlock {
+        redis::faketime(stamp).iter().fold(self, |r, (k, v)| r.env(k, v))
+    }
+
     /// Treats restarted servers as redlock does by default: no vote until
     /// `--max-ttl` plus 1 s have passed since they started ([`isolate`]).
     pub fn distrust_restarts(mut self) -> Redlock {

@@ -205,6 +205,14 @@ impl RedisServer {
         RedisServer::start_build_env(build, extra, &[])
     }
 
+    /// Redis 6.2 (no jemalloc, so libfaketime preloads into it) whose wall
+    /// clock reads libfaketime's timestamp file `stamp` ([`faketime`]).
+    pub fn start_faked(stamp: &std::path::Path) -> RedisServer {
+        let env = faketime(stamp);
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        RedisServer::start_build_env(Build::Redis62, &[], &env)
+    }
+
     /// Starts a server of build `build` with extra arguments and
     /// environment variables (`LD_PRELOAD` of libfaketime, for one).
     pub fn start_build_env(build: Build, extra: &[&str], env: &[(&str, &str)]) -> RedisServer {
@@ -580,4 +588,25 @@ impl Fleet {
     pub fn values(&self, key: &str) -> Vec<Option<String>> {
         self.servers.iter().map(|s| if s.child.is_some() { s.get(key) } else { None }).collect()
     }
+}
+
+/// libfaketime's library (Debian's `faketime`).
+pub fn libfaketime() -> String {
+    ["/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1", "/usr/lib/faketime/libfaketime.so.1"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+        .expect("libfaketime must be installed (apt-get install -y faketime)")
+        .to_owned()
+}
+
+/// The environment of a process whose wall clock reads libfaketime's
+/// timestamp file `stamp` (an offset such as `+3600`, read at every call)
+/// and whose monotonic clock is the machine's.
+pub fn faketime(stamp: &std::path::Path) -> [(&'static str, String); 4] {
+    [
+        ("LD_PRELOAD", libfaketime()),
+        ("FAKETIME_TIMESTAMP_FILE", stamp.display().to_string()),
+        ("FAKETIME_NO_CACHE", "1".to_owned()),
+        ("DONT_FAKE_MONOTONIC", "1".to_owned()),
+    ]
 }
