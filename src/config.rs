@@ -400,66 +400,14 @@ impl Config {
         let host = host(&g)?;
         let job = parsed.ci_job.as_deref().and_then(ci_job);
         let (command, ttl) = command(parsed.cli.command, &g, job, parsed.ping)?;
-        let max_ttl = max_ttl(&g)?;
-        let holds = matches!(
-            command,
-            Command::Run(_) | Command::Hold(_) | Command::Acquire { .. } | Command::Extend { .. }
-        );
-        if holds {
-            within_max_ttl(&ttl_label(&g), ttl, &g, max_ttl)?;
-        }
-        // `--keep` leaves the lock on the servers for that long after the
-        // run: a TTL like any other, so the same bound holds for it.
-        if let Command::Run(Run { keep: Some(keep), .. }) = &command {
-            within_max_ttl("--keep", *keep, &g, max_ttl)?;
-        }
-        // How long a restarted server gets no vote: the longest TTL a
-        // holder may have plus the fences' linger (src/fence.rs).
-        let restart_window = (!g.trust_restarts.value).then_some(base_restart_window(max_ttl));
-        let drift = crate::quorum::drift_allowance(ttl, drift_factor);
-        validity_budget(ttl, drift)?;
-        let node_timeout = node_timeout(&g, ttl)?;
-        let request = match &command {
-            Command::Run(run) => Some(run.request()),
-            Command::Acquire { request, .. } => Some(request.clone()),
-            _ => None,
-        };
-        if request.is_some_and(|r| r.looks_back())
-            && node_timeout > crate::lock::LOOK_BACK_NODE_TIMEOUT
-        {
-            return usage(format!(
-                "{} {}: -n looks back over grant records that live {}, so its node timeout may \
-                 be at most {}",
-                g.node_timeout.label("--node-timeout"),
-                crate::text::fmt_duration(node_timeout),
-                crate::text::fmt_duration(crate::lock::RECORD_LIFE),
-                crate::text::fmt_duration(crate::lock::LOOK_BACK_NODE_TIMEOUT),
-            ));
-        }
-        renewal_fits(&command, ttl, node_timeout, drift)?;
+        let (node_timeout, restart_window) = timing(&g, &command, ttl, drift_factor)?;
         let command = match command {
             Command::Doctor { ttl, json, .. } => {
                 Command::Doctor { ttl, json, config_file: g.file.clone() }
             }
             other => other,
         };
-        let key_layout = if g.raw_key.value {
-            crate::lock::KeyLayout::Raw
-        } else {
-            crate::lock::KeyLayout::Native
-        };
-        // A cluster runs a script only on keys of one hash slot.
-        if let Some(key) = command.key()
-            && servers.iter().any(ServerUrl::is_cluster)
-            && !key_layout.one_slot(key)
-        {
-            return usage(format!(
-                "--raw-key {:?}: through a Redis Cluster its fence and queue keys would hash to \
-                 another slot (a `}}` without a hash tag before it); drop --raw-key, or use a key \
-                 without that `}}`",
-                crate::text::display_key(key.as_bytes()),
-            ));
-        }
+        let key_layout = key_layout(&g, &command, &servers)?;
         if servers.is_empty() {
             return usage(NO_SERVERS.to_owned());
         }
@@ -492,6 +440,80 @@ impl Config {
             command,
         }
     }
+}
+
+/// The command's timing against the configuration: its TTL (and
+/// `--keep`) within `--max-ttl`, a positive validity after the drift, a
+/// node timeout `-n`'s look-back fits, renewals that fit the TTL; the node
+/// timeout and the restart window it implies.
+fn timing(
+    g: &config_file::Globals,
+    command: &Command,
+    ttl: Duration,
+    drift_factor: f64,
+) -> Result<(Duration, Option<Duration>), Error> {
+    let max_ttl = max_ttl(g)?;
+    let holds = matches!(
+        command,
+        Command::Run(_) | Command::Hold(_) | Command::Acquire { .. } | Command::Extend { .. }
+    );
+    if holds {
+        within_max_ttl(&ttl_label(g), ttl, g, max_ttl)?;
+    }
+    // `--keep` leaves the lock on the servers for that long after the
+    // run: a TTL like any other, so the same bound holds for it.
+    if let Command::Run(Run { keep: Some(keep), .. }) = &command {
+        within_max_ttl("--keep", *keep, g, max_ttl)?;
+    }
+    // How long a restarted server gets no vote: the longest TTL a
+    // holder may have plus the fences' linger (src/fence.rs).
+    let restart_window = (!g.trust_restarts.value).then_some(base_restart_window(max_ttl));
+    let drift = crate::quorum::drift_allowance(ttl, drift_factor);
+    validity_budget(ttl, drift)?;
+    let node_timeout = node_timeout(g, ttl)?;
+    let request = match command {
+        Command::Run(run) => Some(run.request()),
+        Command::Acquire { request, .. } => Some(request.clone()),
+        _ => None,
+    };
+    if request.is_some_and(|r| r.looks_back()) && node_timeout > crate::lock::LOOK_BACK_NODE_TIMEOUT
+    {
+        return usage(format!(
+            "{} {}: -n looks back over grant records that live {}, so its node timeout may \
+             be at most {}",
+            g.node_timeout.label("--node-timeout"),
+            crate::text::fmt_duration(node_timeout),
+            crate::text::fmt_duration(crate::lock::RECORD_LIFE),
+            crate::text::fmt_duration(crate::lock::LOOK_BACK_NODE_TIMEOUT),
+        ));
+    }
+    renewal_fits(command, ttl, node_timeout, drift)?;
+    Ok((node_timeout, restart_window))
+}
+
+/// Where the command's keys live (`--raw-key`, or redlock's namespace),
+/// refused where a Cluster would put a raw key's fence and queue keys in
+/// another hash slot.
+fn key_layout(
+    g: &config_file::Globals,
+    command: &Command,
+    servers: &[ServerUrl],
+) -> Result<crate::lock::KeyLayout, Error> {
+    let key_layout =
+        if g.raw_key.value { crate::lock::KeyLayout::Raw } else { crate::lock::KeyLayout::Native };
+    // A cluster runs a script only on keys of one hash slot.
+    if let Some(key) = command.key()
+        && servers.iter().any(ServerUrl::is_cluster)
+        && !key_layout.one_slot(key)
+    {
+        return usage(format!(
+            "--raw-key {:?}: through a Redis Cluster its fence and queue keys would hash to \
+             another slot (a `}}` without a hash tag before it); drop --raw-key, or use a key \
+             without that `}}`",
+            crate::text::display_key(key.as_bytes()),
+        ));
+    }
+    Ok(key_layout)
 }
 
 fn read_file(flag: &str, path: &std::path::Path) -> Result<Vec<u8>, Error> {
