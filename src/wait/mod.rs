@@ -712,9 +712,10 @@ async fn released(wake: &mut Option<Wake>) -> Release {
 }
 
 /// An error that waiting cannot cure (a password, a permission, a usage
-/// mistake): the wait ends with it at once.
+/// mistake, another schedule in the key's record): the wait ends with it
+/// at once.
 fn config_error(e: &Error) -> bool {
-    matches!(e, Error::Unavailable { config: true, .. } | Error::Usage(_))
+    matches!(e, Error::Unavailable { config: true, .. } | Error::Usage(_) | Error::Schedules(_))
 }
 
 /// The error of a wait that `signal` ended.

@@ -132,6 +132,30 @@ fn another_schedule_is_refused_while_the_holder_runs() {
     }
 }
 
+/// A host of another schedule that waits (`--wait`) is told at once too,
+/// and as a refusal: a usage error that waiting cannot cure, not a wait
+/// that "gave up".
+#[test]
+fn a_waiting_host_of_another_schedule_is_refused_at_once() {
+    let fleet = Fleet::start(3);
+    let key = unique_key("review-wait");
+    let dir = tempfile::tempdir().unwrap();
+    let inside = dir.path().join("inside");
+    let holder = Redlock::on(&fleet)
+        .args(["run", "-n", "-k", &key, "--cron", "0 0 * * *", "--tz", "UTC"])
+        .args(["--", "sh", "-c", &format!("touch {}; sleep 4", inside.display())])
+        .spawn();
+    crate::harness::wait_for_file(&inside);
+    let started = std::time::Instant::now();
+    let other = Redlock::on(&fleet)
+        .args(["run", "--wait", "20s", "-k", &key, "--cron", "0 0 * * *", "--tz", "Asia/Kolkata"])
+        .args(["--", "true"])
+        .run();
+    other.expect(64).stderr_has("Asia/Kolkata").stderr_lacks("gave up");
+    assert!(started.elapsed() < std::time::Duration::from_secs(3), "{:?}", started.elapsed());
+    holder.wait().expect(0);
+}
+
 /// `TZ=:/etc/localtime` (glibc's form for "the host's zone", often set
 /// to spare a stat per call) is refused as `no such time zone`, where
 /// `TZ=:Europe/London` is read. Cause: src/schedule/zone.rs
