@@ -137,8 +137,9 @@ pub fn send_signal(pid: i32, signal: i32) {
 }
 
 /// Keeps the caller's configuration away from `cmd` (redlock, or a shell
-/// that runs it): no `REDLOCK_*` variable of the caller's, and no
-/// configuration file of the developer's or the machine's.
+/// that runs it): no `REDLOCK_*` variable of the caller's, no
+/// configuration file of the developer's or the machine's, and no zone of
+/// theirs.
 ///
 /// And `REDLOCK_TRUST_RESTARTS=1`: every test starts its servers afresh,
 /// and a server up for less than `--max-ttl` (plus 1 s) may have lost
@@ -156,6 +157,10 @@ pub fn isolate(cmd: &mut Command) -> &mut Command {
     for var in ["GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID", "CI_JOB_URL"] {
         cmd.env_remove(var);
     }
+    // The zone `--cron` and day periods read: UTC, never the caller's
+    // `CRON_TZ`, `TZ` or the machine's /etc/localtime (a copied file is
+    // refused); a test of another zone says it (`--tz`, `.env("TZ", ..)`).
+    cmd.env_remove("CRON_TZ").env("TZ", "UTC");
     cmd.env("REDLOCK_CONFIG", "/dev/null").env("REDLOCK_TRUST_RESTARTS", "1")
 }
 
