@@ -14,7 +14,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
-use redlock::lock::Attempt;
+use redlock::lock::{Attempt, Held};
 
 const SERVERS: usize = 5;
 const BLOCK: usize = 500;
@@ -46,7 +46,7 @@ fn main() {
                 Attempt::Acquired(_) => {}
                 other => panic!("uncontended acquire failed: {other:?}"),
             }
-            fleet.release(&key, &token, false).await.unwrap();
+            fleet.release(&key, Held::of(&token)).await.unwrap();
             t.elapsed()
         };
         let raw_cycle = async |i: usize| {

@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 use common::redis_harness::Fleet;
 use redlock::cli::LogFormat;
 use redlock::lock::Attempt;
-use redlock::lock::{Request, Wait};
+use redlock::lock::{Held, Holders, Request, Wait};
 use redlock::output::Log;
 
 /// The binary under test: this build's, or another (`BIN`, to compare
@@ -235,13 +235,13 @@ fn handoff(servers: &Fleet, urls: &str, rounds: u64, extra: &[&str]) -> (Duratio
         }
         let mut out = BufReader::new(waiter.stdout.take().unwrap());
         let start = Instant::now();
-        rt.block_on(fleet.release(&key, &token, false)).unwrap();
+        rt.block_on(fleet.release(&key, Held::of(&token))).unwrap();
         let mut line = String::new();
         out.read_line(&mut line).unwrap();
         let took = start.elapsed();
         assert!(!line.trim().is_empty(), "the waiter printed no token");
         assert!(waiter.wait().unwrap().success());
-        rt.block_on(fleet.release(&key, line.trim(), false)).unwrap();
+        rt.block_on(fleet.release(&key, Held::of(line.trim()))).unwrap();
         // The first rounds warm up the page cache and the servers.
         if i >= 10 {
             samples.push(took);
@@ -420,8 +420,7 @@ fn worker(spec: &str) {
                 wait: Wait::For(left),
                 fence: true,
                 ordered,
-                limit: 1,
-                shared: false,
+                holders: Holders::One,
                 tick: None,
                 schedule: None,
                 note: None,
@@ -437,7 +436,7 @@ fn worker(spec: &str) {
             }
             sections += 1;
             let _ = std::fs::remove_dir(&inside);
-            fleet.release(key, &lock.token, lock.shared).await.unwrap();
+            fleet.release(key, lock.held()).await.unwrap();
         }
         fleet.drain().await;
     });

@@ -20,7 +20,7 @@ mod sentinel;
 
 use std::time::{Duration, Instant};
 
-use redlock::lock::{Attempt, Fleet};
+use redlock::lock::{Attempt, Fleet, Held};
 use redlock::server::{Server, ServerUrl, split_list};
 
 const BLOCK: usize = 200;
@@ -60,8 +60,8 @@ fn main() {
                 Attempt::Acquired(_) => {}
                 other => panic!("uncontended acquire failed: {other:?}"),
             }
-            fleet.extend(&key, &token, false, ttl).await.unwrap();
-            fleet.release(&key, &token, false).await.unwrap();
+            fleet.extend(&key, Held::of(&token), ttl).await.unwrap();
+            fleet.release(&key, Held::of(&token)).await.unwrap();
             t.elapsed()
         };
         for i in 0..100 {

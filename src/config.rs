@@ -54,7 +54,7 @@ pub struct Config {
 
 pub use crate::server::Tls;
 
-use crate::lock::{Request, Tick, Wait, base_restart_window};
+use crate::lock::{Holders, Request, Tick, Wait, base_restart_window};
 use crate::schedule::{Schedule, Zone, ZoneFrom};
 
 /// What `run` does to its child when the lock is lost.
@@ -69,28 +69,13 @@ pub enum OnLost {
 /// `run`'s settings.
 #[derive(Debug)]
 pub struct Run {
-    /// The lock key.
-    pub key: String,
-    /// The lock TTL.
-    pub ttl: Duration,
-    /// Busy handling.
-    pub wait: Wait,
-    /// Draw a fencing number.
-    pub fence: bool,
-    /// Wait in the queue, served in arrival order.
-    pub ordered: bool,
-    /// At most this many holders at once (`--limit`).
-    pub limit: u32,
-    /// Hold it shared (`--shared`).
-    pub shared: bool,
+    /// The lock to take: key, TTL, wait, mode, the tick and its schedule,
+    /// where the holder runs.
+    pub request: Request,
     /// Exit code when busy.
     pub conflict_exit_code: u8,
     /// Minimum hold after acquisition.
     pub keep: Option<Duration>,
-    /// The tick of `--once-per` or `--cron`, fixed when the run started.
-    pub tick: Option<Tick>,
-    /// The tick's schedule as the servers' record keeps it.
-    pub schedule: Option<String>,
     /// The cron monitor to ping from the host that runs (`--ping`).
     pub ping: Option<Box<crate::ping::Ping>>,
     /// Maximum hold.
@@ -107,10 +92,6 @@ pub struct Run {
     pub metrics_file: Option<std::path::PathBuf>,
     /// The program and its arguments (`-c` already turned into `$SHELL -c`).
     pub argv: Vec<String>,
-    /// Where the holder runs, as `--note` said.
-    pub note: Option<String>,
-    /// The CI job the holder runs in (its URL, credentials redacted).
-    pub job: Option<String>,
 }
 
 /// `hold`'s settings: a freeze of `key` for `length`.
@@ -149,8 +130,7 @@ impl Hold {
             wait,
             fence: true,
             ordered: true,
-            limit: 1,
-            shared: false,
+            holders: Holders::One,
             tick: None,
             schedule: None,
             note: self.note.clone(),
@@ -165,35 +145,16 @@ impl Hold {
 pub const MAX_DEFAULT_GRACE: Duration = Duration::from_secs(10);
 
 impl Run {
-    /// The lock to take.
-    pub fn request(&self) -> Request {
-        Request {
-            key: self.key.clone(),
-            ttl: self.ttl,
-            wait: self.wait,
-            fence: self.fence,
-            ordered: self.ordered,
-            limit: self.limit,
-            shared: self.shared,
-            tick: self.tick,
-            schedule: self.schedule.clone(),
-            note: self.note.clone(),
-            job: self.job.clone(),
-            until: None,
-            began: crate::clock::BootInstant::process_start(),
-        }
-    }
-
     /// Time the command gets between the `--on-lost` (or `--max-hold`)
     /// signal and SIGKILL: `--kill-after`, or a third of the TTL, at most 10 s.
     pub fn grace(&self) -> Duration {
-        self.kill_after.unwrap_or(default_grace(self.ttl))
+        self.kill_after.unwrap_or(default_grace(self.request.ttl))
     }
 
     /// How long before the end of validity SIGKILL must be sent at the
     /// latest: a twentieth of the TTL, between 5 ms and 1 s.
     pub fn kill_margin(&self) -> Duration {
-        kill_margin(self.ttl)
+        kill_margin(self.request.ttl)
     }
 }
 
@@ -348,7 +309,7 @@ impl Command {
     /// The lock key the command is about, if it names one.
     pub fn key(&self) -> Option<&str> {
         match self {
-            Command::Run(run) => Some(&run.key),
+            Command::Run(run) => Some(&run.request.key),
             Command::Hold(hold) => Some(&hold.key),
             Command::Acquire { request, .. } => Some(&request.key),
             Command::Extend { key, .. }
@@ -472,8 +433,7 @@ fn timing(
     validity_budget(ttl, drift)?;
     let node_timeout = node_timeout(g, ttl)?;
     let request = match command {
-        Command::Run(run) => Some(run.request()),
-        Command::Acquire { request, .. } => Some(request.clone()),
+        Command::Run(Run { request, .. }) | Command::Acquire { request, .. } => Some(request),
         _ => None,
     };
     if request.is_some_and(|r| r.looks_back()) && node_timeout > crate::lock::LOOK_BACK_NODE_TIMEOUT
@@ -919,8 +879,7 @@ fn command(
                 wait: wait(&a.waiting, g)?,
                 fence: !a.no_fence,
                 ordered: !a.waiting.unordered,
-                limit: limit_or_shared(a.limit, a.shared)?,
-                shared: a.shared,
+                holders: holders(a.limit, a.shared)?,
                 tick: None,
                 schedule: None,
                 note: note(a.note)?,
@@ -1041,20 +1000,24 @@ fn run(
         )?),
         (j, ..) => j,
     };
-    let run = Run {
-        note: note(a.note)?,
-        job,
+    let request = Request {
         key,
         ttl,
         wait: tick_wait(wait(&a.waiting, g)?, tick),
         fence: !a.no_fence,
         ordered: !a.waiting.unordered,
-        limit: limit_or_shared(a.limit, a.shared)?,
-        shared: a.shared,
-        conflict_exit_code: a.conflict_exit_code,
-        keep: optional("--keep", &a.keep)?,
+        holders: holders(a.limit, a.shared)?,
         tick,
         schedule: schedule.map(|s| s.identity()),
+        note: note(a.note)?,
+        job,
+        until: None,
+        began: crate::clock::BootInstant::process_start(),
+    };
+    let run = Run {
+        request,
+        conflict_exit_code: a.conflict_exit_code,
+        keep: optional("--keep", &a.keep)?,
         ping: ping(a.ping, a.ping_file, ping_env)?.map(Box::new),
         max_hold: optional("--max-hold", &a.max_hold)?,
         jitter,
@@ -1117,14 +1080,14 @@ fn limit(n: u32) -> Result<u32, Error> {
 /// `--limit N` of a lock that may be `--shared`: the two do not mix (a
 /// shared lock has any number of shared holders or one exclusive; a
 /// bounded number of shared holders would be `--limit` on its own).
-fn limit_or_shared(n: u32, shared: bool) -> Result<u32, Error> {
+fn holders(n: u32, shared: bool) -> Result<Holders, Error> {
     if shared && n != 1 {
         return usage(format!(
             "--limit {n} with --shared: a shared lock has any number of shared holders; \
              use one or the other"
         ));
     }
-    limit(n)
+    Ok(Holders::of(limit(n)?, shared))
 }
 
 /// `--once-per DUR` (at least a second: a tick is a cron slot, and the
@@ -1496,9 +1459,9 @@ mod tests {
     fn a_note_is_bounded_and_the_ci_job_carries_no_credentials() {
         let run = |note: &str| config(&["run", "-k", "k", "--note", note, "--", "true"]);
         let Command::Run(r) = run("deploy").unwrap().command else { panic!("not run") };
-        assert_eq!((r.note.as_deref(), r.job), (Some("deploy"), None));
+        assert_eq!((r.request.note.as_deref(), r.request.job), (Some("deploy"), None));
         let Command::Run(r) = run("").unwrap().command else { panic!("not run") };
-        assert_eq!(r.note, None, "an empty note is none");
+        assert_eq!(r.request.note, None, "an empty note is none");
         assert!(run(&"é".repeat(100)).is_ok(), "200 bytes");
         assert!(matches!(run(&"é".repeat(101)), Err(Error::Usage(m)) if m.contains("202 bytes")));
         assert!(matches!(run("a\tb"), Err(Error::Usage(m)) if m.contains("control character")));
@@ -1622,7 +1585,7 @@ mod tests {
         else {
             panic!("not run")
         };
-        let (jitter, tick) = (r.jitter.unwrap(), r.tick.unwrap());
+        let (jitter, tick) = (r.jitter.unwrap(), r.request.tick.unwrap());
         assert!(jitter <= Duration::from_secs(58 * 60), "{jitter:?}");
         assert!(jitter <= Duration::from_millis(tick.end_ms - tick.start_ms), "{jitter:?}");
         assert!(usage_of(run(&["--once-per", "5s", "--jitter", "5s"])).contains("shorter than"));

@@ -32,7 +32,7 @@ use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use crate::server::{Op, Server, ServerError};
-use crate::token::Token;
+use crate::token::{Mode, Token};
 
 /// How long an entry lives after its last refresh. A waiter refreshes once
 /// [`REFRESH`] has passed, at its next wake-up (at most one backoff step,
@@ -96,19 +96,18 @@ pub struct View {
     pub first: String,
 }
 
-/// A fresh queue entry for a wait of this process (shared: for a shared
-/// waiter), saying where the waiter runs (`note`, the CI `job`: `status`
+/// A fresh queue entry, in `mode`, for a wait of this process (a shared
+/// waiter's says so: [`crate::lock::Holders::waiter`]), saying where the waiter runs (`note`, the CI `job`: `status`
 /// shows them in its queue lines; [`Token::with_note`] bounds and escapes
 /// them, so the entry stays one token). Its first 32 random bits, the first
 /// [`crate::lock::WAKE_TAG`] hex digits, are drawn once per process,
 /// so that every wait of the process listens on one wake channel
 /// ([`crate::lock::wake_channel`]) however many times it waits; the other
 /// random bits, with the pid and the time, keep entries unique.
-pub fn entry(shared: bool, note: Option<String>, job: Option<String>) -> Token {
+pub fn entry(mode: Mode, note: Option<String>, job: Option<String>) -> Token {
     static TAG: LazyLock<u128> = LazyLock::new(|| uuid::Uuid::new_v4().as_u128() >> 96 << 96);
     let token = Token::new().with_note(note, job);
-    let token = Token { random: *TAG | (token.random & ((1 << 96) - 1)), ..token };
-    if shared { token.for_shared() } else { token }
+    Token { random: *TAG | (token.random & ((1 << 96) - 1)), mode, ..token }
 }
 
 /// Removes `member`'s entry from the queue (`order`, `deadlines`) on

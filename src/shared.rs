@@ -59,7 +59,7 @@
 //! [`crate::fence`]; a write-back compares the holder's entry instead of
 //! the key). Its token says it is shared ([`crate::token::Mode::Shared`]),
 //! read once where the token comes in, and carried as the lock's
-//! [`crate::lock::Lock::shared`]: the acquire, fence write-back, withdrawal,
+//! [`crate::lock::Lock::mode`] ([`crate::lock::Held`]): the acquire, fence write-back, withdrawal,
 //! release and renewal rounds of [`Fleet`] (`scripts/shared_extend.lua`
 //! for `extend` and `--keep`) take the shared holders' key for it, so
 //! renewal, `--keep`, release and `redlock extend/release --token` work

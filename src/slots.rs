@@ -71,8 +71,9 @@
 use std::time::Duration;
 
 use crate::error::Error;
-use crate::lock::Request;
-use crate::lock::{Attempt, AttemptReport, Fleet, Held, ServerView, Status, Terms};
+use crate::lock::{
+    Attempt, AttemptReport, Fleet, Held, Holders, Request, ServerView, Status, Terms,
+};
 use crate::token::Token;
 
 /// The largest `--limit`: a busy round of a waiter costs one acquire round
@@ -81,9 +82,9 @@ pub const MAX_LIMIT: u32 = 1000;
 
 /// One attempt at any place of `request`'s key, in order from place 1,
 /// with a fresh token; the
-/// place won is in the lock's token ([`Token::slot`]). With `limit` 1 it
-/// is exactly [`Fleet::attempt`] on the lock key; with `--shared` (limit
-/// 1), the same with a shared holder's token ([`crate::shared`]). `splits` and `place`
+/// place won is in the lock's mode ([`crate::token::Mode::slot`]). With one place it
+/// is exactly [`Fleet::attempt`] on the lock key; with `--shared` (one
+/// place), the same with a shared holder's token ([`crate::shared`]). `splits` and `place`
 /// (the waiter's entry in the key's one queue, shared by the places) are
 /// as for [`Fleet::attempt`].
 ///
@@ -98,18 +99,16 @@ pub async fn attempt(
     splits: u32,
     terms: Terms<'_>,
 ) -> AttemptReport {
-    let Request { key, ttl, fence, limit, shared, note, job, until, .. } = request;
-    let limit = (*limit).max(1);
+    let Request { key, ttl, fence, holders, note, job, until, .. } = request;
     let base = Token::new().with_note(note.clone(), job.clone()).with_until(*until);
     let try_place = async |i: u32| {
-        let token = if *shared { base.clone().for_shared() } else { base.clone().at(i + 1, limit) };
-        let value = token.to_string();
-        let held = Held { token: &value, shared: token.is_shared() };
-        let report = fleet.attempt(key, held, *ttl, *fence, splits, terms).await;
-        agree(report, key, limit, *shared)
+        let mode = holders.mode_at(i + 1);
+        let value = Token { mode, ..base.clone() }.to_string();
+        let report = fleet.attempt(key, Held { token: &value, mode }, *ttl, *fence, splits, terms);
+        agree(report.await, key, *holders)
     };
     let mut best = try_place(0).await;
-    for i in 1..limit {
+    for i in 1..holders.places() {
         if final_(&best.attempt) {
             break;
         }
@@ -151,9 +150,10 @@ fn rank(attempt: &Attempt) -> (u8, Duration) {
 }
 
 /// `report`, or a usage error when the place is held by a token taken
-/// with a limit other than `limit`, or in another mode than `shared`
-/// (agreement on N; nothing was taken).
-fn agree(report: AttemptReport, key: &str, limit: u32, shared: bool) -> AttemptReport {
+/// with a limit other than `holders`' places, or shared holders meet a
+/// limit's holder (agreement on N; nothing was taken).
+fn agree(report: AttemptReport, key: &str, holders: Holders) -> AttemptReport {
+    let limit = holders.places();
     let theirs = match &report.attempt {
         Attempt::Busy(holder) if crate::shared::is_marker(&holder.value) && limit > 1 => {
             let message = format!(
@@ -165,12 +165,12 @@ fn agree(report: AttemptReport, key: &str, limit: u32, shared: bool) -> AttemptR
             return AttemptReport { attempt, ..report };
         }
         Attempt::Busy(holder) => match holder.value.parse::<Token>() {
-            Ok(t) if t.limit() != limit => t,
+            Ok(t) if t.mode.limit() != limit => t,
             _ => return report,
         },
         _ => return report,
     };
-    let (ours, what) = if shared {
+    let (ours, what) = if holders == Holders::Shared {
         ("--shared".to_owned(), "mode")
     } else {
         (format!("--limit {limit}"), "limit")
@@ -179,17 +179,11 @@ fn agree(report: AttemptReport, key: &str, limit: u32, shared: bool) -> AttemptR
         "{}: held with --limit {} by {} pid {}, but this asks for {ours}; \
          every holder of a key must use the same {what} (nothing taken)",
         crate::text::display_key(key.as_bytes()),
-        theirs.limit(),
+        theirs.mode.limit(),
         theirs.host,
         theirs.pid,
     );
     AttemptReport { attempt: Attempt::Unavailable(Error::Usage(message)), ..report }
-}
-
-/// The place a lock token holds (1 for an ordinary lock or another
-/// client's value).
-pub fn slot_of(token: &str) -> u32 {
-    token.parse::<Token>().map_or(1, |t| t.slot())
 }
 
 /// The largest limit written in the tokens that `status` saw (1 when none).
@@ -201,7 +195,7 @@ fn limit_seen(status: &Status) -> u32 {
             ServerView::Held { value, .. } => value.parse::<Token>().ok(),
             _ => None,
         })
-        .map(|t| t.limit())
+        .map(|t| t.mode.limit())
         .max()
         .unwrap_or(1)
 }
@@ -277,22 +271,29 @@ mod tests {
 
     #[test]
     fn a_holder_with_another_limit_is_a_usage_error() {
-        let theirs = Token::new().at(2, 3).to_string();
+        let theirs = Holders::Limit(3).mode_at(2);
+        let theirs = Token { mode: theirs, ..Token::new() }.to_string();
         let report = |value: &str| AttemptReport {
             attempt: Attempt::Busy(Holder { value: value.to_owned(), remaining: None }),
             servers: Vec::new(),
             ahead: None,
             starts: Vec::new(),
         };
-        match agree(report(&theirs), "k", 2, false).attempt {
+        match agree(report(&theirs), "k", Holders::Limit(2)).attempt {
             Attempt::Unavailable(Error::Usage(m)) => {
                 assert!(m.contains("--limit 3") && m.contains("--limit 2"), "{m}");
             }
             other => panic!("{other:?}"),
         }
-        assert!(matches!(agree(report(&theirs), "k", 3, false).attempt, Attempt::Busy(_)));
-        assert!(matches!(agree(report("foreign"), "k", 2, false).attempt, Attempt::Busy(_)));
+        assert!(matches!(agree(report(&theirs), "k", Holders::Limit(3)).attempt, Attempt::Busy(_)));
+        assert!(matches!(
+            agree(report("foreign"), "k", Holders::Limit(2)).attempt,
+            Attempt::Busy(_)
+        ));
         let plain = Token::new().to_string();
-        assert!(matches!(agree(report(&plain), "k", 2, false).attempt, Attempt::Unavailable(_)));
+        assert!(matches!(
+            agree(report(&plain), "k", Holders::Limit(2)).attempt,
+            Attempt::Unavailable(_)
+        ));
     }
 }

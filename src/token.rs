@@ -96,6 +96,33 @@ pub enum Mode {
     Shared,
 }
 
+impl Mode {
+    /// The mode `value` holds its lock in: a redlock token's, read once
+    /// where a value comes in (`--token`, `$REDLOCK_TOKEN`, a server's
+    /// answer) and carried from there ([`crate::lock::Held`]); any other
+    /// value (another client's lock) holds it as the one holder.
+    pub fn of(value: &str) -> Mode {
+        value.parse::<Token>().map_or(Mode::Exclusive, |t| t.mode)
+    }
+
+    /// The place held: 1 for an ordinary lock and a shared holder.
+    pub fn slot(self) -> u32 {
+        match self {
+            Mode::Place { slot, .. } => slot,
+            Mode::Exclusive | Mode::Shared => 1,
+        }
+    }
+
+    /// The limit the lock was taken with: 1 for an ordinary lock and a
+    /// shared holder.
+    pub fn limit(self) -> u32 {
+        match self {
+            Mode::Place { limit, .. } => limit,
+            Mode::Exclusive | Mode::Shared => 1,
+        }
+    }
+}
+
 /// The process that tokens made by this process name, when it is not
 /// this process ([`hold_for_caller`]).
 static CALLER: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
@@ -152,39 +179,6 @@ impl Token {
     /// that the token always reads back.
     pub fn with_note(self, note: Option<String>, job: Option<String>) -> Token {
         Token { note: note.and_then(field), job: job.and_then(field), ..self }
-    }
-
-    /// The same token for a shared holder.
-    pub fn for_shared(self) -> Token {
-        Token { mode: Mode::Shared, ..self }
-    }
-
-    /// The same token for place `slot` of `limit` (an ordinary lock's when
-    /// `limit` is 1).
-    pub fn at(self, slot: u32, limit: u32) -> Token {
-        let mode = if limit > 1 { Mode::Place { slot, limit } } else { Mode::Exclusive };
-        Token { mode, ..self }
-    }
-
-    /// The place this token holds: 1 for an ordinary lock.
-    pub fn slot(&self) -> u32 {
-        match self.mode {
-            Mode::Place { slot, .. } => slot,
-            Mode::Exclusive | Mode::Shared => 1,
-        }
-    }
-
-    /// The limit this token was taken with: 1 for an ordinary lock.
-    pub fn limit(&self) -> u32 {
-        match self.mode {
-            Mode::Place { limit, .. } => limit,
-            Mode::Exclusive | Mode::Shared => 1,
-        }
-    }
-
-    /// True for a shared holder's token.
-    pub fn is_shared(&self) -> bool {
-        self.mode == Mode::Shared
     }
 
     /// When the token was made, as a wall-clock time.
@@ -450,7 +444,7 @@ mod tests {
         let t: Token =
             "0123456789abcdef0123456789abcdef.42.1700000000000.web-1.example.com".parse().unwrap();
         assert_eq!((t.pid, t.host.as_str()), (42, "web-1.example.com"));
-        assert_eq!((t.slot(), t.limit()), (1, 1));
+        assert_eq!((t.mode.slot(), t.mode.limit()), (1, 1));
     }
 
     #[test]
@@ -460,14 +454,17 @@ mod tests {
         let text = caller.to_string();
         assert!(text.starts_with(&format!("{:032x}-acquire.4121.", plain.random)), "{text}");
         assert_eq!(text.parse::<Token>(), Ok(caller.clone()));
-        for t in [caller.clone().at(2, 3), caller.clone().for_shared()] {
+        let place = Mode::Place { slot: 2, limit: 3 };
+        for mode in [place, Mode::Shared] {
+            let t = Token { mode, ..caller.clone() };
             assert_eq!(t.to_string().parse::<Token>(), Ok(t.clone()));
         }
         // The queue's script finds a shared waiter by `-shared.`.
-        assert!(caller.for_shared().to_string().contains("-acquire-shared."));
+        let shared = Token { mode: Mode::Shared, ..caller };
+        assert!(shared.to_string().contains("-acquire-shared."));
         // Tokens of earlier versions read as before: a run's.
         let old: Token = format!("{:032x}-2of3.7.1.h", plain.random).parse().unwrap();
-        assert!(!old.caller && old.slot() == 2);
+        assert!(!old.caller && old.mode.slot() == 2);
     }
 
     #[test]
@@ -558,15 +555,19 @@ mod tests {
     }
 
     #[test]
-    fn places_round_trip_and_limit_one_keeps_the_old_form() {
+    fn places_round_trip_and_the_mode_is_read_once_from_any_value() {
         let plain = Token::new();
-        assert_eq!(plain.clone().at(1, 1).to_string(), plain.to_string());
-        let t = plain.clone().at(2, 3);
+        let t = Token { mode: Mode::Place { slot: 2, limit: 3 }, ..plain.clone() };
         let text = t.to_string();
         assert!(text.starts_with(&format!("{:032x}-2of3.", plain.random)), "{text}");
         assert_eq!(text.parse::<Token>(), Ok(t.clone()));
-        assert_eq!((t.slot(), t.limit()), (2, 3));
-        let shared = plain.clone().for_shared();
+        assert_eq!((t.mode.slot(), t.mode.limit()), (2, 3));
+        assert_eq!(Mode::of(&text), t.mode);
+        // Another client's value holds as the one holder, in place 1.
+        assert_eq!(Mode::of("another-clients-value"), Mode::Exclusive);
+        assert_eq!(Mode::Exclusive.slot(), 1);
+        let shared = Token { mode: Mode::Shared, ..plain.clone() };
+        assert_eq!(Mode::of(&shared.to_string()), Mode::Shared);
         assert!(shared.to_string().contains("-shared."));
         assert_eq!(shared.to_string().parse::<Token>(), Ok(shared));
         for bad in [
@@ -600,7 +601,8 @@ mod properties {
 
         #[test]
         fn tokens_round_trip(random: u128, pid: u32, created_ms: u64, host in "[a-z0-9][a-z0-9.-]{0,40}", limit in 1u32..200, slot in 1u32..200, caller: bool) {
-            let t = Token { random, pid, created_ms, host, mode: Mode::Exclusive, caller, note: None, job: None, until: None }.at(slot.min(limit), limit);
+            let mode = if limit > 1 { Mode::Place { slot: slot.min(limit), limit } } else { Mode::Exclusive };
+            let t = Token { random, pid, created_ms, host, mode, caller, note: None, job: None, until: None };
             prop_assert_eq!(t.to_string().parse::<Token>(), Ok(t));
         }
 

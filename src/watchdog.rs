@@ -81,7 +81,7 @@ async fn renew(
     let mut backoff = Backoff::new();
     loop {
         clock.sleep_until(next).await;
-        match fleet.extend(&lock.key, &lock.token, lock.shared, lock.ttl).await {
+        match fleet.extend(&lock.key, lock.held(), lock.ttl).await {
             Ok(renewed) => {
                 deadline = deadline.max(renewed.deadline());
                 next = renewed.since + every;

@@ -22,7 +22,7 @@ pub async fn acquire(fleet: &Fleet, request: &Request, json: bool, log: &Log) ->
     crate::token::hold_for_caller();
     let lock = crate::wait::acquire(fleet, request, log, signals.as_mut()).await?;
     if let Some(signal) = signals.as_mut().and_then(Signals::try_recv) {
-        let _ = fleet.release(&request.key, &lock.token, lock.shared).await;
+        let _ = fleet.release(&request.key, lock.held()).await;
         return Err(Error::Interrupted(signal, "before the token was printed".to_owned()));
     }
     let line = if json {
@@ -30,7 +30,7 @@ pub async fn acquire(fleet: &Fleet, request: &Request, json: bool, log: &Log) ->
             "token": lock.token,
             "fence": lock.fence,
             "validity_ms": crate::text::millis(lock.validity),
-            "slot": crate::slots::slot_of(&lock.token),
+            "slot": lock.mode.slot(),
         })
         .to_string()
     } else {
@@ -38,7 +38,7 @@ pub async fn acquire(fleet: &Fleet, request: &Request, json: bool, log: &Log) ->
     };
     if writeln!(std::io::stdout().lock(), "{line}").is_err() {
         // Nobody can learn the token, so nobody could release it: give it back.
-        let _ = fleet.release(&request.key, &lock.token, lock.shared).await;
+        let _ = fleet.release(&request.key, lock.held()).await;
         return Err(Error::Usage("acquire: could not write the token to stdout".to_owned()));
     }
     // A member slower than the round that answers with its own token is
@@ -48,7 +48,7 @@ pub async fn acquire(fleet: &Fleet, request: &Request, json: bool, log: &Log) ->
     // them before it exits in any case).
     fleet.drain().await;
     if let Some(twin) = fleet.late_twin(&request.key) {
-        let _ = fleet.release(&request.key, &lock.token, lock.shared).await;
+        let _ = fleet.release(&request.key, lock.held()).await;
         return Err(twin);
     }
     Ok(exit::OK)

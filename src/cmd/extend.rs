@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use crate::error::Error;
 use crate::exit;
-use crate::lock::Fleet;
+use crate::lock::{Fleet, Held};
 use crate::output::{Level, Log};
 
 /// Extends the lock; 70 when the token does not hold it.
@@ -16,7 +16,7 @@ pub async fn extend(
     log: &Log,
 ) -> Result<u8, Error> {
     // A token given on the command line: a shared holder's says so.
-    let lock = fleet.extend(key, token, crate::lock::is_shared(token), ttl).await?;
+    let lock = fleet.extend(key, Held::of(token), ttl).await?;
     log.event(
         Level::Info,
         "extended",

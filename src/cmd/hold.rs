@@ -460,7 +460,7 @@ fn gap_entry(
 
 /// Releases the freeze's lock; what came of it, for the final line.
 async fn release(fleet: &Fleet, lock: &Lock) -> String {
-    match fleet.release(&lock.key, &lock.token, false).await {
+    match fleet.release(&lock.key, lock.held()).await {
         Ok(_) => "released".to_owned(),
         Err(Error::Lost(_)) => "it was no longer held".to_owned(),
         Err(e) => format!("could not release it ({e}); it lapses within its TTL"),

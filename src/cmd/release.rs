@@ -5,7 +5,7 @@
 
 use crate::error::Error;
 use crate::exit;
-use crate::lock::Fleet;
+use crate::lock::{Fleet, Held};
 use crate::lock::{ServerView, describe_value};
 use crate::output::{Level, Log};
 use crate::token::SHARED_MARKER;
@@ -24,7 +24,7 @@ pub async fn release(
     match token {
         Some(token) => {
             // A token given on the command line: a shared holder's says so.
-            let servers = fleet.release(key, token, crate::lock::is_shared(token)).await?;
+            let servers = fleet.release(key, Held::of(token)).await?;
             super::released(log, key, fleet.quorum(), &servers);
         }
         None => forced(fleet, key, any_value, limit, log).await?,

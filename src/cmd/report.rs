@@ -37,21 +37,21 @@ pub async fn finished(
         outcome,
         exit_code,
         fence: lock.fence,
-        tick_start_ms: cfg.tick.map(|t| t.start_ms),
-        tick_ms: cfg.tick.map(|t| t.end_ms - t.start_ms),
-        tick_offset_s: cfg.tick.map(|t| t.offset_s),
-        schedule: cfg.schedule.clone(),
-        note: cfg.note.clone(),
-        job: cfg.job.clone(),
+        tick_start_ms: cfg.request.tick.map(|t| t.start_ms),
+        tick_ms: cfg.request.tick.map(|t| t.end_ms - t.start_ms),
+        tick_offset_s: cfg.request.tick.map(|t| t.offset_s),
+        schedule: cfg.request.schedule.clone(),
+        note: cfg.request.note.clone(),
+        job: cfg.request.job.clone(),
         meanwhile: Vec::new(),
     };
-    let written = history::record(fleet, &cfg.key, &entry).await;
+    let written = history::record(fleet, &cfg.request.key, &entry).await;
     // After a lost lock the final error already says what failed (most
     // often the same servers): a lost lock prints at most two lines.
     let level = if matches!(result, Err(Error::Lost(_))) { Level::Info } else { Level::Warn };
-    warn_if_short(fleet, &cfg.key, "the run", written, level, log);
+    warn_if_short(fleet, &cfg.request.key, "the run", written, level, log);
     let wait = lock.since.saturating_duration_since(asked);
-    let ran = Ran { start, duration: held, exit_code, tick: cfg.tick.map(|t| t.start()) };
+    let ran = Ran { start, duration: held, exit_code, tick: cfg.request.tick.map(|t| t.start()) };
     write_metrics(cfg, Invocation::Ran(ran), true, wait, log);
 }
 
@@ -79,11 +79,11 @@ pub async fn skipped(
 ) {
     let host = crate::token::hostname();
     let outage = matches!(kind, SkipKind::Unavailable | SkipKind::Elsewhere);
-    let tick = cfg.tick.map(|t| t.start_ms);
+    let tick = cfg.request.tick.map(|t| t.start_ms);
     // An outage of a run with no tick has nothing for `check` to read.
     if !outage || tick.is_some() {
         let skip = (host.as_str(), SystemTime::now(), message);
-        let count = history::record_skip(fleet, &cfg.key, skip, kind, tick);
+        let count = history::record_skip(fleet, &cfg.request.key, skip, kind, tick);
         record_within_flush(fleet, cfg, count, outage, log).await;
     }
     let invocation = if outage { Invocation::Unavailable } else { Invocation::Skipped };
@@ -102,16 +102,16 @@ async fn record_within_flush(
 ) {
     let level = if outage { Level::Info } else { Level::Warn };
     match tokio::time::timeout(FLUSH, count).await {
-        Ok(written) => warn_if_short(fleet, &cfg.key, "the skip", written, level, log),
+        Ok(written) => warn_if_short(fleet, &cfg.request.key, "the skip", written, level, log),
         Err(_) => log.event(
             Level::Debug,
             "skip_unconfirmed",
             &format!(
                 "history {}: the skip was sent; no quorum confirmed it within {}",
-                crate::text::display_key(cfg.key.as_bytes()),
+                crate::text::display_key(cfg.request.key.as_bytes()),
                 crate::text::fmt_duration(FLUSH)
             ),
-            json!({ "key": cfg.key }),
+            json!({ "key": cfg.request.key }),
         ),
     }
 }
@@ -145,9 +145,15 @@ fn warn_if_short(
 fn write_metrics(cfg: &Run, invocation: Invocation, tick_ran: bool, wait: Duration, log: &Log) {
     let Some(path) = &cfg.metrics_file else { return };
     let servers = metrics::observed();
-    let tick = cfg.tick.map(|t| TickSeen { start: t.start(), ran: tick_ran });
-    let sample =
-        Sample { key: cfg.key.clone(), invocation, tick, wait, at: SystemTime::now(), servers };
+    let tick = cfg.request.tick.map(|t| TickSeen { start: t.start(), ran: tick_ran });
+    let sample = Sample {
+        key: cfg.request.key.clone(),
+        invocation,
+        tick,
+        wait,
+        at: SystemTime::now(),
+        servers,
+    };
     if let Err(e) = metrics::write(path, &sample) {
         log.event(
             Level::Warn,

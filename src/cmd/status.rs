@@ -18,7 +18,7 @@ use crate::history::Entry;
 use crate::lock::{Fleet, ServerView, Status, describe_value};
 use crate::queue::Waiter;
 use crate::shared::SharedHolder;
-use crate::token::Token;
+use crate::token::{Mode, Token};
 
 /// Reads the key everywhere and prints a table (or JSON) on stdout;
 /// `limit` is how many places to read (`None`: as the holders' tokens say).
@@ -125,7 +125,7 @@ pub async fn status(fleet: &Fleet, key: &str, json: bool, limit: Option<u32>) ->
 fn ended_run(status: &Status, history: &[Entry]) -> Option<Entry> {
     let (value, _) = status.holder.as_ref()?;
     let token = value.parse::<Token>().ok()?;
-    if token.caller || token.is_shared() {
+    if token.caller || token.mode == Mode::Shared {
         return None;
     }
     history.iter().find(|e| e.token == *value).cloned()

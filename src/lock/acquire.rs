@@ -27,16 +27,6 @@ pub struct AttemptReport {
     pub starts: Vec<(String, u64)>,
 }
 
-/// The token an attempt sets, and whether it is a shared holder's
-/// ([`crate::shared`]): read once where the token is made or comes in.
-#[derive(Clone, Copy, Debug)]
-pub struct Held<'a> {
-    /// The token.
-    pub token: &'a str,
-    /// A shared holder's token.
-    pub shared: bool,
-}
-
 /// How an attempt takes part in the lock's wait queue ([`crate::queue`]).
 /// Exclusion never rests on it: the attempt is a plain majority round
 /// whatever the queue says.
@@ -144,9 +134,8 @@ impl Fleet {
         ttl: Duration,
         fence: bool,
     ) -> AttemptReport {
-        // A token given as text: a shared holder's says so, read once here.
-        let held = Held { token, shared: is_shared(token) };
-        self.attempt(key, held, ttl, fence, 0, Terms::default()).await
+        // A token given as text: its mode, read once here.
+        self.attempt(key, Held::of(token), ttl, fence, 0, Terms::default()).await
     }
 
     /// [`Fleet::try_acquire`] by a contender whose last `splits` rounds in
@@ -231,7 +220,7 @@ impl Fleet {
     fn acquire_call(
         &self,
         key: &str,
-        Held { token, shared }: Held<'_>,
+        held: Held<'_>,
         ttl: Duration,
         fence: bool,
         terms: Terms<'_>,
@@ -249,7 +238,7 @@ impl Fleet {
             since_ms: place.map_or(0, |p| p.since_ms),
             skew_ms: crate::text::millis(queue::SKEW),
             places: place.map_or(1, |p| p.places),
-            shared,
+            shared: held.shares(),
             untaken: terms.untaken.map_or(Untaken::Off, |s| s.term(&self.servers)),
             tick: terms.tick,
         };
@@ -257,15 +246,15 @@ impl Fleet {
             op: Op::Acquire,
             key: key.to_owned(),
             operation: Operation::Acquire(AcquireOp {
-                lock: self.layout.held_key(key, token),
+                lock: self.layout.held_key(key, held),
                 fence: self.layout.fence_key(key),
                 order,
                 deadlines,
                 // A shared holder's token joins the shared holders instead
                 // ([`crate::shared`]): the same script, round and queue.
-                readers: shared.then(|| self.layout.readers_key(key)),
-                record: (!shared).then(|| self.layout.record_key(key)),
-                token: token.to_owned(),
+                readers: held.shares().then(|| self.layout.readers_key(key)),
+                record: (!held.shares()).then(|| self.layout.record_key(key)),
+                token: held.token.to_owned(),
                 member: place.map_or(String::new(), |p| p.member.to_owned()),
                 numbers,
                 schedule: terms.tick.and(terms.schedule).map(str::to_owned),
@@ -377,7 +366,7 @@ impl Fleet {
                     (Ok(fence), Some(validity)) => Attempt::Acquired(Lock {
                         key: key.to_owned(),
                         token: held.token.to_owned(),
-                        shared: held.shared,
+                        mode: held.mode,
                         ttl,
                         since: start,
                         validity,
@@ -433,7 +422,7 @@ impl Fleet {
     async fn settle_fence(
         &self,
         key: &str,
-        Held { token, shared }: Held<'_>,
+        held: Held<'_>,
         ttl: Duration,
         round: &Round<Granted>,
     ) -> Result<Option<u64>, Error> {
@@ -456,10 +445,10 @@ impl Fleet {
             op: Op::RaiseFence,
             key: key.to_owned(),
             operation: Operation::RaiseFence(RaiseFenceOp {
-                lock: self.layout.held_key(key, token),
+                lock: self.layout.held_key(key, held),
                 fence: self.layout.fence_key(key),
-                readers: shared.then(|| self.layout.readers_key(key)),
-                token: token.to_owned(),
+                readers: held.shares().then(|| self.layout.readers_key(key)),
+                token: held.token.to_owned(),
                 value: fence,
                 life_ms: crate::text::millis(fence::lifetime(ttl)),
             }),

@@ -7,25 +7,19 @@ impl Fleet {
     /// Makes a lock held by `token` last at least `ttl` from now on every
     /// server, never shortening it. The new validity counts from the start
     /// of the round and assumes only `ttl`.
-    pub async fn extend(
-        &self,
-        key: &str,
-        token: &str,
-        shared: bool,
-        ttl: Duration,
-    ) -> Result<Lock, Error> {
-        let operation = if shared {
-            self.shared_retime(key, token, ttl, false)
+    pub async fn extend(&self, key: &str, held: Held<'_>, ttl: Duration) -> Result<Lock, Error> {
+        let operation = if held.shares() {
+            self.shared_retime(key, held.token, ttl, false)
         } else {
             Operation::Extend(ExtendOp {
-                lock: self.layout.held_key(key, token),
+                lock: self.layout.held_key(key, held),
                 fence: self.layout.fence_key(key),
-                token: token.to_owned(),
+                token: held.token.to_owned(),
                 ttl_ms: crate::text::millis(ttl),
                 life_ms: crate::text::millis(crate::fence::lifetime(ttl)),
             })
         };
-        self.retime(operation, key, token, shared, ttl).await
+        self.retime(operation, key, held, ttl).await
     }
 
     /// A shared holder's renewal (`scripts/shared_extend.lua`): its entry
@@ -50,37 +44,30 @@ impl Fleet {
 
     /// Sets the TTL of a lock held by `token` to exactly `ttl` on every
     /// server, shortening it if need be (`run --keep`).
-    pub async fn set_ttl(
-        &self,
-        key: &str,
-        token: &str,
-        shared: bool,
-        ttl: Duration,
-    ) -> Result<Lock, Error> {
-        let operation = if shared {
-            self.shared_retime(key, token, ttl, true)
+    pub async fn set_ttl(&self, key: &str, held: Held<'_>, ttl: Duration) -> Result<Lock, Error> {
+        let operation = if held.shares() {
+            self.shared_retime(key, held.token, ttl, true)
         } else {
             Operation::SetTtl(SetTtlOp {
-                lock: self.layout.held_key(key, token),
-                token: token.to_owned(),
+                lock: self.layout.held_key(key, held),
+                token: held.token.to_owned(),
                 ttl_ms: crate::text::millis(ttl),
             })
         };
-        self.retime(operation, key, token, shared, ttl).await
+        self.retime(operation, key, held, ttl).await
     }
 
     /// One compare-and-set round on a holder's TTL ([`Fleet::extend`],
-    /// [`Fleet::set_ttl`]): `operation` sets `token`'s lock to `ttl` and
+    /// [`Fleet::set_ttl`]): `operation` sets `held`'s lock to `ttl` and
     /// answers 1 where the token holds.
     async fn retime(
         &self,
         operation: Operation,
         key: &str,
-        token: &str,
-        shared: bool,
+        held: Held<'_>,
         ttl: Duration,
     ) -> Result<Lock, Error> {
-        let refused = if shared { NO_SHARED_HOLD } else { NOT_HELD };
+        let refused = if held.shares() { NO_SHARED_HOLD } else { NOT_HELD };
         let start = BootInstant::now();
         let call = Call { op: Op::Extend, key: key.to_owned(), operation };
         let round = self.round(call, parse_int, done_here).await;
@@ -99,8 +86,8 @@ impl Fleet {
                     })?;
                 Ok(Lock {
                     key: key.to_owned(),
-                    token: token.to_owned(),
-                    shared,
+                    token: held.token.to_owned(),
+                    mode: held.mode,
                     ttl,
                     since: start,
                     validity,
@@ -116,20 +103,15 @@ impl Fleet {
         }
     }
 
-    /// Deletes the key on every server where `token` holds it, announcing
+    /// Deletes the key on every server where `held` holds it, announcing
     /// the release to waiters. Returns once a quorum has deleted it (the
     /// other servers' deletes go on in the background, see
     /// [`Fleet::drain`]), with each server's part.
     /// A shared holder's token leaves the shared holders (the withdrawal
     /// script, with the release channel).
-    pub async fn release(
-        &self,
-        key: &str,
-        token: &str,
-        shared: bool,
-    ) -> Result<Vec<ServerResult>, Error> {
-        let refused = if shared { NO_SHARED_HOLD } else { NOT_HELD };
-        let call = self.release_call(key, token, shared);
+    pub async fn release(&self, key: &str, held: Held<'_>) -> Result<Vec<ServerResult>, Error> {
+        let refused = if held.shares() { NO_SHARED_HOLD } else { NOT_HELD };
+        let call = self.release_call(key, held);
         let round = self.round(call, parse_int, done_here).await;
         let shown = crate::text::display_key(key.as_bytes());
         match round.outcome() {
@@ -196,9 +178,8 @@ impl Fleet {
         }
         let mut deleted = 0;
         for (value, servers) in values {
-            // A value read on the servers: a shared holder's token says so.
-            let call =
-                Call { op: Op::ForceRelease, ..self.release_call(key, value, is_shared(value)) };
+            // A value read on the servers: its mode, read once here.
+            let call = Call { op: Op::ForceRelease, ..self.release_call(key, Held::of(value)) };
             let round = self.round_on(&servers, call, parse_int, |_| Vote::Yes).await;
             deleted += round.replies.iter().filter(|r| matches!(r, Reply::Answered(1))).count();
         }
@@ -229,12 +210,13 @@ impl Fleet {
         self.same_server(&facts, Op::Extend, key)
     }
 
-    /// The compare-and-delete of `token` on `key`, announcing the release.
+    /// The compare-and-delete of `held` on `key`, announcing the release.
     /// A shared holder's token ([`crate::shared`]) leaves the shared
     /// holders instead: the withdrawal script, with the release channel.
-    fn release_call(&self, key: &str, token: &str, shared: bool) -> Call {
+    fn release_call(&self, key: &str, held: Held<'_>) -> Call {
         let [order, deadlines] = self.layout.queue_keys(key);
-        let operation = if shared {
+        let token = held.token;
+        let operation = if held.shares() {
             Operation::Withdraw(WithdrawOp {
                 lock: self.layout.lock_key(key),
                 order,
@@ -247,7 +229,7 @@ impl Fleet {
             })
         } else {
             Operation::Release(ReleaseOp {
-                lock: self.layout.held_key(key, token),
+                lock: self.layout.held_key(key, held),
                 order,
                 deadlines,
                 token: token.to_owned(),

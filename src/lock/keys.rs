@@ -1,11 +1,9 @@
 //! Where a lock's keys live on the servers ([`KeyLayout`]), and the
 //! channel its releases are announced on.
 
-use super::*;
-
 /// Where the keys of a lock live on the servers. Every key redlock writes
 /// expires: the lock with its TTL (renewed while held), the fencing counter
-/// [`fence::lifetime`] after the last acquisition that wrote it.
+/// [`crate::fence::lifetime`] after the last acquisition that wrote it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum KeyLayout {
     /// redlock's own namespace (the default): the lock `KEY` is
@@ -94,11 +92,11 @@ impl KeyLayout {
         self.companion(key, "readers")
     }
 
-    /// The server-side name of the place that `token` holds (or tries):
-    /// the place written in a redlock token ([`Token::slot`]), place 1 for
-    /// any other value.
-    pub fn held_key(self, key: &str, token: &str) -> String {
-        self.slot_key(key, token.parse::<Token>().map_or(1, |t| t.slot()))
+    /// The server-side name of the place that `held` holds (or tries):
+    /// the place its mode names ([`crate::token::Mode::slot`]; place 1 for any value
+    /// that is not a place's token).
+    pub fn held_key(self, key: &str, held: super::Held<'_>) -> String {
+        self.slot_key(key, held.mode.slot())
     }
 }
 

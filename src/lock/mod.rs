@@ -37,7 +37,7 @@ mod tally;
 mod untaken;
 mod vote;
 
-pub use acquire::{Attempt, AttemptReport, Held, Place, Split};
+pub use acquire::{Attempt, AttemptReport, Place, Split};
 pub use keys::{KeyLayout, WAKE_TAG, release_channel, wake_channel};
 pub(crate) use ops::{
     AcquireOp, ExtendOp, Operation, RaiseFenceOp, ReleaseOp, SetTtlOp, StatusOp, WithdrawOp,
@@ -63,7 +63,7 @@ use crate::fence;
 use crate::queue;
 use crate::quorum::{self, Answer, Failures, Listen, Outcome, Reply, Round, Standing, Tally, Vote};
 use crate::server::{Conn, Failure, Op, Server, ServerError};
-use crate::token::Token;
+use crate::token::{Mode, Token};
 
 /// The lock's Lua scripts ([`Lua`]).
 struct Scripts {
@@ -167,11 +167,8 @@ pub struct Request {
     pub fence: bool,
     /// Wait in the queue, served in arrival order ([`crate::queue`]).
     pub ordered: bool,
-    /// At most this many holders at once (`--limit`; 1: the ordinary
-    /// lock; [`crate::slots`]).
-    pub limit: u32,
-    /// Hold it shared (`--shared`; [`crate::shared`]).
-    pub shared: bool,
+    /// Who may hold it beside this holder (`--limit`, `--shared`).
+    pub holders: Holders,
     /// The tick the run belongs to (`--once-per`, `--cron`; [`Tick`]).
     pub tick: Option<Tick>,
     /// The tick's schedule, as the servers' record keeps it
@@ -196,13 +193,64 @@ impl Request {
     /// `--wait 0`), which never queues, for the ordinary lock.
     pub fn looks_back(&self) -> bool {
         let once = matches!(self.wait, Wait::Once) || self.wait == Wait::For(Duration::ZERO);
-        once && self.limit.max(1) == 1 && !self.shared
+        once && self.holders == Holders::One
     }
 
     /// An attempt's terms for this request: its `place` in the queue,
     /// `-n`'s rule, and the tick with its schedule.
     pub fn terms<'a>(&'a self, place: Option<Place<'a>>, untaken: Option<Since<'a>>) -> Terms<'a> {
         Terms { place, untaken, tick: self.tick, schedule: self.schedule.as_deref() }
+    }
+}
+
+/// Who may hold a key at once, as a request asks it. Each holder's
+/// token carries its part as a [`Mode`], read once where the token is
+/// made or comes in and carried with it ([`Held`], [`Lock::mode`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Holders {
+    /// One holder: the ordinary lock.
+    #[default]
+    One,
+    /// At most this many (`--limit N`, N from 2), each in a place of its
+    /// own ([`crate::slots`]).
+    Limit(u32),
+    /// Any number of shared holders, or one exclusive ([`crate::shared`]).
+    Shared,
+}
+
+impl Holders {
+    /// `--limit N` and `--shared` as given (checked by [`crate::config`]:
+    /// they do not mix).
+    pub fn of(limit: u32, shared: bool) -> Holders {
+        match (shared, limit) {
+            (true, _) => Holders::Shared,
+            (false, 0 | 1) => Holders::One,
+            (false, n) => Holders::Limit(n),
+        }
+    }
+
+    /// The key's places: `N` for `--limit N`, else 1.
+    pub fn places(self) -> u32 {
+        match self {
+            Holders::Limit(n) => n,
+            Holders::One | Holders::Shared => 1,
+        }
+    }
+
+    /// The mode of this request's token in place `slot` (from 1).
+    pub fn mode_at(self, slot: u32) -> Mode {
+        match self {
+            Holders::One => Mode::Exclusive,
+            Holders::Limit(limit) => Mode::Place { slot, limit },
+            Holders::Shared => Mode::Shared,
+        }
+    }
+
+    /// The mode of this request's entry in the wait queue: a shared
+    /// waiter's says so, for the queue's turn of shared waiters
+    /// (`scripts/acquire.lua`); every other waiter's is an ordinary token.
+    pub fn waiter(self) -> Mode {
+        if self == Holders::Shared { Mode::Shared } else { Mode::Exclusive }
     }
 }
 
@@ -509,9 +557,10 @@ pub struct Lock {
     pub key: String,
     /// The value stored under the key on the servers that granted it.
     pub token: String,
-    /// True for a shared holder (`--shared`): its token is an entry among
-    /// the shared holders, not the key's value.
-    pub shared: bool,
+    /// How the token holds it, as the token says: a shared holder's token
+    /// is an entry among the shared holders, not the key's value; a
+    /// place's token holds the place's key.
+    pub mode: Mode,
     /// The TTL the servers were given.
     pub ttl: Duration,
     /// When the round that took (or last extended) the lock started, on
@@ -529,6 +578,34 @@ impl Lock {
     /// The instant after which the lock can no longer be trusted.
     pub fn deadline(&self) -> BootInstant {
         self.since + self.validity
+    }
+
+    /// The token this lock is held by, with its mode.
+    pub fn held(&self) -> Held<'_> {
+        Held { token: &self.token, mode: self.mode }
+    }
+}
+
+/// A token that holds (or tries) a lock, with its mode, read from the
+/// token once where it is made or comes in ([`Held::of`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Held<'a> {
+    /// The token.
+    pub token: &'a str,
+    /// How it holds the lock.
+    pub mode: Mode,
+}
+
+impl<'a> Held<'a> {
+    /// A token given from outside (`--token`, a value read on the
+    /// servers), in the mode it says ([`Mode::of`]).
+    pub fn of(token: &'a str) -> Held<'a> {
+        Held { token, mode: Mode::of(token) }
+    }
+
+    /// True for a shared holder's token ([`crate::shared`]).
+    fn shares(self) -> bool {
+        self.mode == Mode::Shared
     }
 }
 
@@ -551,7 +628,7 @@ impl Holder {
             None => "has no expiry".to_owned(),
         };
         let shown = crate::text::display_key(key.as_bytes());
-        match self.value.parse::<Token>().map(|t| t.limit()) {
+        match self.value.parse::<Token>().map(|t| t.mode.limit()) {
             // A `--limit` key ([`crate::slots`]): this is the place that
             // frees soonest.
             Ok(limit) if limit > 1 => format!(
@@ -904,11 +981,6 @@ const NOT_HELD: &str = "the lock is not held by this token";
 /// The same for a shared holder's token ([`crate::shared`]).
 pub(crate) const NO_SHARED_HOLD: &str = "no shared hold of this token";
 
-/// True when `token` is a shared holder's ([`crate::shared`]).
-pub fn is_shared(token: &str) -> bool {
-    token.parse::<Token>().is_ok_and(|t| t.is_shared())
-}
-
 /// The vote of a compare-and-extend or compare-and-delete reply: 1 when
 /// the server did it (the token held the key there), 0 when it did not.
 pub(crate) fn done_here(n: &i64) -> Vote {
@@ -930,7 +1002,29 @@ fn ttl_of(pttl: i64) -> Option<Duration> {
 
 #[cfg(test)]
 mod tests {
-    use super::bodies;
+    use super::{Holders, bodies};
+    use crate::token::{Mode, Token};
+
+    /// `--limit 1` is the ordinary lock, whose token keeps the old form
+    /// (no place written); a place of `--limit N` and a shared holder say
+    /// so in their tokens, and only a shared waiter's queue entry does.
+    #[test]
+    fn a_request_s_holders_give_each_token_its_mode() {
+        assert_eq!(Holders::of(1, false), Holders::One);
+        assert_eq!(Holders::of(1, true), Holders::Shared);
+        assert_eq!(Holders::of(3, false), Holders::Limit(3));
+        let plain = Token::new();
+        let at_one = Token { mode: Holders::One.mode_at(1), ..plain.clone() };
+        assert_eq!(at_one.to_string(), plain.to_string());
+        assert_eq!(Holders::Limit(3).mode_at(2), Mode::Place { slot: 2, limit: 3 });
+        assert_eq!(Holders::Shared.mode_at(1), Mode::Shared);
+        assert_eq!(Holders::Limit(3).waiter(), Mode::Exclusive);
+        assert_eq!(Holders::Shared.waiter(), Mode::Shared);
+        assert_eq!(
+            [Holders::One, Holders::Limit(7), Holders::Shared].map(Holders::places),
+            [1, 7, 1]
+        );
+    }
 
     /// Every script as build.rs wrote it: the SHA-1 is the one `EVALSHA`
     /// needs (redis-rs's own computation), and the body is the code lines

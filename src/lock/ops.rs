@@ -40,7 +40,8 @@ pub(crate) struct Numbers {
     /// The key's places (`--limit N`; 1 for the lock): the first this many
     /// waiters may take a free place.
     pub places: u32,
-    /// A shared holder's attempt (`--shared`).
+    /// A shared holder's attempt (`--shared`): the script's flag, set
+    /// from the attempt's mode ([`super::Held`]).
     pub shared: bool,
     /// `-n`'s term on this server ([`Terms::untaken`]).
     pub untaken: Untaken,

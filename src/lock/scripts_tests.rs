@@ -9,7 +9,7 @@
 use super::ops::{Numbers, Untaken};
 use super::{RECORD_LIFE, TICK_MARGIN, WAKE_TAG, release_channel, wake_channel};
 use crate::text::millis;
-use crate::token::{SHARED_MARKER, Token};
+use crate::token::{Mode, SHARED_MARKER, Token};
 
 /// Every script of `src/scripts/`, by file name, read when the test runs
 /// (a script added later is checked too).
@@ -146,11 +146,11 @@ fn shared_waiter_tag() -> String {
 #[test]
 fn the_shared_waiter_tag_is_in_shared_members_only() {
     let tag = shared_waiter_tag();
-    assert!(crate::queue::entry(true, None, None).to_string().contains(&tag), "{tag:?}");
+    assert!(crate::queue::entry(Mode::Shared, None, None).to_string().contains(&tag), "{tag:?}");
     for member in [
-        crate::queue::entry(false, None, None),
+        crate::queue::entry(Mode::Exclusive, None, None),
         Token::new(),
-        Token::new().at(2, 3),
+        Token { mode: Mode::Place { slot: 2, limit: 3 }, ..Token::new() },
         Token::new().with_note(Some(format!("x{tag}y")), None),
     ] {
         assert!(!member.to_string().contains(&tag), "{member} carries {tag:?}");

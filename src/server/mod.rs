@@ -351,7 +351,7 @@ impl Server {
     /// The hash slot calls about `key` go by, for a cluster; `None` for
     /// other servers, and for a call that names no key (doctor's PING,
     /// INFO...), which any node of the cluster answers.
-    fn slot_of(&self, key: &[u8]) -> Option<u16> {
+    fn hash_slot(&self, key: &[u8]) -> Option<u16> {
         if !self.target.routes_by_slot() || key.is_empty() {
             return None;
         }
@@ -521,7 +521,7 @@ impl Server {
         key: &[u8],
         deadline: tokio::time::Instant,
     ) -> Result<Conn, ServerError> {
-        let slot = self.slot_of(key);
+        let slot = self.hash_slot(key);
         if let Some(conn) = self.current(slot) {
             return Ok(conn);
         }

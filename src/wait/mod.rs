@@ -23,7 +23,7 @@ use crate::clock::BootInstant;
 use crate::error::Error;
 use crate::exit;
 use crate::lock::{Attempt, Fleet, Lock, Place, Since, Tick};
-use crate::lock::{Request, Wait};
+use crate::lock::{Holders, Request, Wait};
 use crate::output::{Level, Log};
 use crate::queue;
 use crate::server::{Failure, Server};
@@ -297,7 +297,7 @@ pub async fn acquire(
     // This wait's entry in the queue ([`crate::queue`]), kept by the
     // attempts themselves. A shared wait's member says so, for the queue's
     // turn of shared waiters (`scripts/acquire.lua`).
-    let member = queue::entry(request.shared, note.clone(), job.clone()).to_string();
+    let member = queue::entry(request.holders.waiter(), note.clone(), job.clone()).to_string();
     let mut state = WaitState::new(asked(request, start, &member), Backoff::new());
     let since_ms = crate::text::millis(
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default(),
@@ -314,7 +314,8 @@ pub async fn acquire(
         }
     };
     let join = state.joins();
-    let places = request.limit.max(1);
+    let places = request.holders.places();
+    let own = (*ordered && request.holders != Holders::Shared).then_some(member.as_str());
     // When `-n` began by each server's clock, as its answers bound it.
     let mut starts: Vec<(String, u64)> = Vec::new();
     // A `--wait DUR` ends at its deadline, even in the middle of an
@@ -376,7 +377,6 @@ pub async fn acquire(
                     wait_report.waiting(log, key, last, start.elapsed(), left);
                 }
                 if listen {
-                    let own = (*ordered && !request.shared).then_some(member.as_str());
                     wake.get_or_insert_with(|| Wake::subscribe(fleet, key, own, log));
                 }
                 let said = (state.attempts, last.as_ref());
@@ -499,8 +499,7 @@ fn asked(request: &Request, start: Instant, member: &str) -> Asked {
         },
         ordered: request.ordered,
         member: member.to_owned(),
-        shared: request.shared,
-        places: usize::try_from(request.limit.max(1)).unwrap_or(usize::MAX),
+        holders: request.holders,
     }
 }
 

@@ -26,7 +26,9 @@
 
 use std::time::{Duration, Instant};
 
+use crate::lock::Holders;
 use crate::queue;
+use crate::token::Mode;
 
 use super::{Backoff, MAX_PAUSE, Release, SETTLE_BOUND};
 
@@ -132,10 +134,8 @@ pub struct Asked {
     pub ordered: bool,
     /// The waiter's entry in the queue.
     pub member: String,
-    /// A shared waiter (`--shared`).
-    pub shared: bool,
-    /// The key's places (`--limit N`; 1 for the lock).
-    pub places: usize,
+    /// Who may hold the key at once (`--limit N`, `--shared`).
+    pub holders: Holders,
 }
 
 /// The state of one wait.
@@ -210,7 +210,8 @@ impl WaitState {
                 match self.ahead {
                     Some((n, at))
                         if self.joins()
-                            && n >= self.asked.places
+                            && usize::try_from(self.asked.holders.places())
+                                .is_ok_and(|p| n >= p)
                             && now.saturating_duration_since(at) < queue::REFRESH =>
                     {
                         self.pause(now, false, false)
@@ -231,7 +232,8 @@ impl WaitState {
                     Some(first)
                         if self.asked.ordered
                             && first != self.asked.member
-                            && !(self.asked.shared && crate::lock::is_shared(first)) =>
+                            && !(self.asked.holders == Holders::Shared
+                                && Mode::of(first) == Mode::Shared) =>
                     {
                         if let Some((n, _)) = self.ahead.as_mut() {
                             *n = n.saturating_sub(1).max(1);
@@ -354,8 +356,7 @@ mod tests {
             deadline: wait.map(|w| start + w),
             ordered,
             member: "me".into(),
-            shared: false,
-            places: 1,
+            holders: Holders::One,
         };
         (WaitState::new(asked, Backoff::seeded(7)), start)
     }
@@ -524,7 +525,7 @@ mod tests {
         // Among the first N waiters of a --limit N key, every pause ends
         // in an attempt.
         let (mut w, start) = asked(None, true);
-        w.asked.places = 5;
+        w.asked.holders = Holders::Limit(5);
         let seen = Event::Attempted { seen: busy("h", 60_000), ahead: Some(4) };
         let Action::Pause { until, .. } = w.step(start, seen) else { panic!() };
         assert_eq!(w.step(until, Event::PauseEnded), Action::Attempt { order: true });

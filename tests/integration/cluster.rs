@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use redlock::lock::KeyLayout;
+use redlock::lock::{Held, KeyLayout};
 use redlock::server::cluster::key_slot;
 use redlock::server::{Server, ServerUrl, Tls};
 
@@ -169,12 +169,12 @@ fn a_moved_slot_is_a_failure_never_a_vote_then_the_new_master() {
     let rt = runtime();
     rt.block_on(async {
         let lock =
-            fleet.extend(&key, &token, false, Duration::from_secs(30)).await.expect("extended");
+            fleet.extend(&key, Held::of(&token), Duration::from_secs(30)).await.expect("extended");
         assert_eq!(lock.granted, (1, 1));
         let to = cluster.current_masters().into_iter().find(|m| m.port != old).expect("another");
         cluster.move_slot(slot, to);
         assert_eq!(to.get(&lock_key(&key)).as_deref(), Some(token.as_str()), "moved with its slot");
-        match fleet.extend(&key, &token, false, Duration::from_secs(30)).await {
+        match fleet.extend(&key, Held::of(&token), Duration::from_secs(30)).await {
             Err(redlock::error::Error::Unavailable { what, failures, .. }) => {
                 let text = failures.to_string();
                 assert!(text.contains("MOVED") && text.contains("not counted"), "{what}: {text}");
@@ -182,14 +182,14 @@ fn a_moved_slot_is_a_failure_never_a_vote_then_the_new_master() {
             other => panic!("an extend through the old master: {other:?}"),
         }
         let lock = fleet
-            .extend(&key, &token, false, Duration::from_secs(30))
+            .extend(&key, Held::of(&token), Duration::from_secs(30))
             .await
             .expect("the new master");
         assert_eq!(lock.granted, (1, 1));
         // Once a node timeout has passed, the owner is confirmed again
         // before a call: a slot moved meanwhile costs no failed call.
         let quick = library_fleet(&[cluster.url()], 1, Duration::from_millis(300));
-        quick.extend(&key, &token, false, Duration::from_secs(30)).await.expect("extended");
+        quick.extend(&key, Held::of(&token), Duration::from_secs(30)).await.expect("extended");
         let third = cluster
             .current_masters()
             .into_iter()
@@ -198,11 +198,11 @@ fn a_moved_slot_is_a_failure_never_a_vote_then_the_new_master() {
         cluster.move_slot(slot, third);
         tokio::time::sleep(Duration::from_millis(400)).await;
         let lock = quick
-            .extend(&key, &token, false, Duration::from_secs(30))
+            .extend(&key, Held::of(&token), Duration::from_secs(30))
             .await
             .expect("confirmed again");
         assert_eq!(lock.granted, (1, 1));
-        quick.release(&key, &token, false).await.expect("released");
+        quick.release(&key, Held::of(&token)).await.expect("released");
         quick.drain().await;
     });
     assert_eq!(cluster.master_of(slot).get(&lock_key(&key)), None);
@@ -541,11 +541,13 @@ fn with_no_seed_answering_the_slots_master_keeps_no_vote() {
     let seed = format!("redis+cluster://127.0.0.1:{}", proxy.port);
     let fleet = library_fleet(&[seed], 1, Duration::from_millis(300));
     runtime().block_on(async {
-        fleet.extend(&key, &token, false, Duration::from_secs(5)).await.expect("extended");
+        fleet.extend(&key, Held::of(&token), Duration::from_secs(5)).await.expect("extended");
         drop(proxy);
         tokio::time::sleep(Duration::from_millis(400)).await;
-        let e =
-            fleet.extend(&key, &token, false, Duration::from_secs(5)).await.expect_err("no vote");
+        let e = fleet
+            .extend(&key, Held::of(&token), Duration::from_secs(5))
+            .await
+            .expect_err("no vote");
         assert!(e.to_string().contains("no slot map from a majority"), "{e}");
         fleet.drain().await;
     });

@@ -183,7 +183,7 @@ fn a_round_lost_everywhere_sends_no_withdrawal() {
 
 #[test]
 fn a_process_keeps_one_pubsub_connection_per_server_however_often_it_waits() {
-    use redlock::lock::{Request, Wait};
+    use redlock::lock::{Holders, Request, Wait};
     let fleet = Fleet::start(3);
     let key = unique_key("one-ear");
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
@@ -203,8 +203,7 @@ fn a_process_keeps_one_pubsub_connection_per_server_however_often_it_waits() {
         wait: Wait::For(Duration::from_secs(5)),
         fence: false,
         ordered: true,
-        limit: 1,
-        shared: false,
+        holders: Holders::One,
         tick: None,
         schedule: None,
         note: None,
@@ -216,7 +215,7 @@ fn a_process_keeps_one_pubsub_connection_per_server_however_often_it_waits() {
         // A holder whose lock expires by itself: each wait subscribes.
         Redlock::on(&fleet).args(["acquire", "-k", &key, "--ttl", "300ms"]).run().expect(0);
         let lock = rt.block_on(redlock::wait::acquire(&lib, &request, &log, None)).unwrap();
-        rt.block_on(lib.release(&key, &lock.token, lock.shared)).unwrap();
+        rt.block_on(lib.release(&key, lock.held())).unwrap();
     }
     let subscribes: usize = fleet.servers.iter().map(|s| s.calls(&["subscribe"])).sum();
     // Two servers listened to (3 - quorum 2 + 1), once each, in three waits.

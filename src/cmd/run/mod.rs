@@ -25,12 +25,12 @@ use crate::error::Error;
 use crate::exit;
 use crate::guard::Forker;
 use crate::history::SkipKind;
-use crate::lock::{Fleet, Lock, Tick, Wait};
+use crate::lock::{Fleet, Holders, Lock, Tick, Wait};
 use crate::output::{Level, Log};
 use crate::ping::Rid;
 use crate::procs;
 use crate::signals::{self, Signals};
-use crate::token::Token;
+use crate::token::{Mode, Token};
 use crate::watchdog::{self, Health};
 
 use super::report;
@@ -52,33 +52,33 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
         message: format!("cannot catch signals: {e}"),
     })?;
     if let Some(jitter) = cfg.jitter {
-        sleep_jitter(jitter, &cfg.key, &mut signals, log).await?;
+        sleep_jitter(jitter, &cfg.request.key, &mut signals, log).await?;
     }
-    if reentry(&fleet, &cfg.key, &mut signals).await? {
+    if reentry(&fleet, &cfg.request.key, &mut signals).await? {
         return run_reentered(&cfg, &mut signals, log).await;
     }
 
     let asked = BootInstant::now();
-    let request = cfg.request();
+    let request = &cfg.request;
     // A run that may wait starts the guard's thread now, while it waits for
     // the servers or the lock, rather than between the lock and the command
     // (`guard::Forker`); `-n` (a cron fleet's skips) does not pay for it.
     let forker = (request.wait != Wait::Once).then(Forker::start).flatten();
-    let acquired = crate::wait::acquire(&fleet, &request, log, Some(&mut signals)).await;
+    let acquired = crate::wait::acquire(&fleet, request, log, Some(&mut signals)).await;
     let lock = taken(&fleet, &cfg, acquired, asked, log).await?;
     let ping = ping_start(&cfg, log).await;
     if let Some(signal) = signals.try_recv() {
         release(&fleet, &lock, log).await;
         return Err(Error::Interrupted(signal, "before the command started".to_owned()));
     }
-    let env = command_env(&cfg.key, &lock, cfg.tick);
+    let env = command_env(&cfg.request.key, &lock, cfg.request.tick);
     let env: Vec<(&str, &str)> = env.iter().map(|(name, value)| (*name, value.as_str())).collect();
     if BootInstant::now() + cfg.kill_margin() >= lock.deadline() {
         // Frozen or starved between the quorum and here: too late to start.
         release(&fleet, &lock, log).await;
         return Err(Error::Lost(format!(
             "the lock on {} ran out of validity before the command could start",
-            crate::text::display_key(cfg.key.as_bytes())
+            crate::text::display_key(cfg.request.key.as_bytes())
         )));
     }
     let state = Supervision::new(terms(&cfg, &lock), lock.deadline());
@@ -87,7 +87,7 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
         Err(e) => {
             release(&fleet, &lock, log).await;
             let result = Err(e);
-            ping_end(ping, &result, &cfg.key, log).await;
+            ping_end(ping, &result, &cfg.request.key, log).await;
             report::finished(&fleet, &cfg, &lock, asked, &result, false, log).await;
             return result;
         }
@@ -103,7 +103,7 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
         watchdog::start(Arc::clone(&fleet), lock.clone(), cfg.renew_every, Arc::clone(&clock));
     let validity = health.clone();
     let (status, stop, interrupted) =
-        supervise(&mut child, &mut signals, health, state, &cfg.key, log, &clock).await;
+        supervise(&mut child, &mut signals, health, state, &cfg.request.key, log, &clock).await;
     if let Ok(status) = &status {
         exited(log, child.pid(), *status, &lock);
     }
@@ -121,7 +121,7 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
             level,
             "leftovers_stopped",
             "the command left processes running; stopped them, as they would run without the lock",
-            json!({ "key": cfg.key }),
+            json!({ "key": cfg.request.key }),
         );
     }
     // Renewal and the guard last until nothing of the job runs, leftovers
@@ -140,7 +140,7 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
     // The release goes first on every server's connection; the history
     // entry follows it in the same round trip instead of a round of its own.
     let (ended, ()) = tokio::join!(finish(&fleet, &cfg, &lock, lost, log), async {
-        ping_end(ping, &result, &cfg.key, log).await;
+        ping_end(ping, &result, &cfg.request.key, log).await;
         report::finished(&fleet, &cfg, &lock, asked, &result, signaled, log).await;
     });
     // Reaped only now: its exit went on while the release was on its way.
@@ -148,7 +148,7 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
         guard.reap();
     }
     if let Some(signal) = interrupted {
-        passed_on(log, signal, &cfg.key, &ended);
+        passed_on(log, signal, &cfg.request.key, &ended);
     }
     let gone = match ended {
         Ended::Gone(why) => Some(why),
@@ -156,7 +156,7 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
     };
     match (gone, result) {
         (Some(why), Ok(code)) if valid && cfg.on_lost != crate::config::OnLost::Ignore => {
-            Err(taken_away(&cfg.key, code, &why))
+            Err(taken_away(&cfg.request.key, code, &why))
         }
         (_, result) => result,
     }
@@ -168,9 +168,9 @@ pub async fn run(fleet: Arc<Fleet>, cfg: Run, log: &Log) -> Result<u8, Error> {
 /// run id of the pings that follow.
 async fn ping_start<'a>(cfg: &'a Run, log: &Log) -> Option<(&'a crate::ping::Ping, Rid)> {
     let ping = cfg.ping.as_ref()?;
-    let rid = Rid::of_run(&cfg.key, cfg.tick);
+    let rid = Rid::of_run(&cfg.request.key, cfg.request.tick);
     let outcome = ping.start_within(rid, ping.bound().min(cfg.renew_every)).await;
-    ping_failed(log, &cfg.key, ping, &outcome);
+    ping_failed(log, &cfg.request.key, ping, &outcome);
     Some((ping, rid))
 }
 
@@ -328,10 +328,11 @@ async fn sleep_jitter(
 async fn run_reentered(cfg: &Run, signals: &mut Signals, log: &Log) -> Result<u8, Error> {
     // Inside a shared hold, an exclusive run would wait on its own
     // holder for ever (and running it directly would not be exclusive).
-    if !cfg.shared && std::env::var("REDLOCK_TOKEN").is_ok_and(|t| crate::lock::is_shared(&t)) {
+    let shared = std::env::var("REDLOCK_TOKEN").is_ok_and(|t| Mode::of(&t) == Mode::Shared);
+    if shared && cfg.request.holders != Holders::Shared {
         return Err(Error::Usage(format!(
             "{}: this job holds it --shared; an exclusive run inside it would wait on itself",
-            crate::text::display_key(cfg.key.as_bytes())
+            crate::text::display_key(cfg.request.key.as_bytes())
         )));
     }
     log.event(
@@ -339,9 +340,9 @@ async fn run_reentered(cfg: &Run, signals: &mut Signals, log: &Log) -> Result<u8
         "reentry",
         &format!(
             "{} is already held by this job (REDLOCK_TOKEN); running the command directly",
-            crate::text::display_key(cfg.key.as_bytes())
+            crate::text::display_key(cfg.request.key.as_bytes())
         ),
-        json!({ "key": cfg.key }),
+        json!({ "key": cfg.request.key }),
     );
     // The holder's own redlock renews and guards the lock; this guard
     // only follows redlock's death.
@@ -365,7 +366,7 @@ fn command_env(key: &str, lock: &Lock, tick: Option<Tick>) -> Vec<(&'static str,
         ("REDLOCK_TOKEN", lock.token.clone()),
         // Which of the `--limit` places the command holds, 1-based (1 for
         // an ordinary lock): a job can pick its share of the work by it.
-        ("REDLOCK_SLOT", crate::slots::slot_of(&lock.token).to_string()),
+        ("REDLOCK_SLOT", lock.mode.slot().to_string()),
     ];
     if let Some(fence) = lock.fence {
         env.push(("REDLOCK_FENCE", fence.to_string()));
@@ -401,7 +402,7 @@ fn verdict(stop: Option<Stop>, status: io::Result<ExitStatus>, cfg: &Run) -> Res
         Some(Stop::MaxHold { signal, killed }) => Err(Error::MaxHold(format!(
             "--max-hold {} ran out on {}; stopped the command with {}",
             crate::text::fmt_duration(cfg.max_hold.unwrap_or_default()),
-            crate::text::display_key(cfg.key.as_bytes()),
+            crate::text::display_key(cfg.request.key.as_bytes()),
             signals_sent(signal, killed)
         ))),
         None => exit_status(status, &cfg.argv),
@@ -431,8 +432,9 @@ async fn reentry(fleet: &Fleet, key: &str, signals: &mut Signals) -> Result<bool
     if held_key != key || !ours {
         return Ok(false);
     }
+    let mode = Mode::of(&token);
     let status = tokio::select! {
-        status = fleet.status_of(key, crate::slots::slot_of(&token)) => status,
+        status = fleet.status_of(key, mode.slot()) => status,
         signal = signals.recv() => {
             return Err(Error::Interrupted(signal, "while checking the lock held by this job".into()));
         }
@@ -443,7 +445,7 @@ async fn reentry(fleet: &Fleet, key: &str, signals: &mut Signals) -> Result<bool
             crate::text::display_key(key.as_bytes())
         )));
     }
-    if crate::lock::is_shared(&token) {
+    if mode == Mode::Shared {
         // A shared holder's token is an entry beside the key, not its value.
         let held = status.holder.is_some_and(|(value, _)| crate::shared::is_marker(&value));
         return Ok(
@@ -479,7 +481,7 @@ fn terms(cfg: &Run, lock: &Lock) -> Terms {
         grace: cfg.grace(),
         margin: cfg.kill_margin(),
         max_hold_at: cfg.max_hold.map(|d| lock.since + d),
-        shown: crate::text::display_key(cfg.key.as_bytes()),
+        shown: crate::text::display_key(cfg.request.key.as_bytes()),
     }
 }
 
@@ -662,7 +664,7 @@ async fn finish(fleet: &Fleet, cfg: &Run, lock: &Lock, lost: bool, log: &Log) ->
         fleet.drain().await;
         let left = (lock.since + keep).saturating_duration_since(BootInstant::now());
         if left >= Duration::from_millis(1) {
-            match fleet.set_ttl(&lock.key, &lock.token, lock.shared, left).await {
+            match fleet.set_ttl(&lock.key, lock.held(), left).await {
                 Ok(_) => {
                     log.event(
                         Level::Info,
@@ -684,7 +686,7 @@ async fn finish(fleet: &Fleet, cfg: &Run, lock: &Lock, lost: bool, log: &Log) ->
             }
         }
     }
-    match fleet.release(&lock.key, &lock.token, lock.shared).await {
+    match fleet.release(&lock.key, lock.held()).await {
         Err(gone @ Error::Lost(_)) => Ended::Gone(gone),
         other => {
             let released = other.is_ok();
@@ -695,13 +697,13 @@ async fn finish(fleet: &Fleet, cfg: &Run, lock: &Lock, lost: bool, log: &Log) ->
 }
 
 async fn release(fleet: &Fleet, lock: &Lock, log: &Log) {
-    let release = fleet.release(&lock.key, &lock.token, lock.shared).await;
+    let release = fleet.release(&lock.key, lock.held()).await;
     said(release, lock, fleet.quorum(), Level::Warn, log);
 }
 
 /// [`release`] of a lock already lost: a failure is said with -v only.
 async fn release_quietly(fleet: &Fleet, lock: &Lock, log: &Log) {
-    let release = fleet.release(&lock.key, &lock.token, lock.shared).await;
+    let release = fleet.release(&lock.key, lock.held()).await;
     said(release, lock, fleet.quorum(), Level::Info, log);
 }
 
@@ -731,7 +733,7 @@ mod tests {
     use super::*;
     use crate::cli::LogFormat;
     use crate::config::OnLost;
-    use crate::lock::Wait;
+    use crate::lock::{Request, Wait};
 
     /// Scenario 4 of "Never unguarded": the machine suspends for longer than
     /// the lock's validity (the clock jumps; nothing ran meanwhile), and on
@@ -741,17 +743,22 @@ mod tests {
     async fn a_resume_past_the_deadline_stops_the_command_at_once() {
         let ttl = Duration::from_secs(30);
         let cfg = Run {
-            key: "suspend".into(),
-            ttl,
-            wait: Wait::Once,
-            fence: false,
-            ordered: true,
-            limit: 1,
-            shared: false,
+            request: Request {
+                key: "suspend".into(),
+                ttl,
+                wait: Wait::Once,
+                fence: false,
+                ordered: true,
+                holders: Holders::One,
+                tick: None,
+                schedule: None,
+                note: None,
+                job: None,
+                until: None,
+                began: None,
+            },
             conflict_exit_code: exit::BUSY,
             keep: None,
-            tick: None,
-            schedule: None,
             ping: None,
             max_hold: None,
             jitter: None,
@@ -760,13 +767,11 @@ mod tests {
             kill_after: None,
             metrics_file: None,
             argv: vec!["sleep".into(), "60".into()],
-            note: None,
-            job: None,
         };
         let lock = Lock {
-            key: cfg.key.clone(),
+            key: cfg.request.key.clone(),
             token: "t".into(),
-            shared: false,
+            mode: Mode::Exclusive,
             ttl,
             since: BootInstant::now(),
             validity: ttl - Duration::from_secs(1),
@@ -789,7 +794,7 @@ mod tests {
         };
         let started = std::time::Instant::now();
         let (status, stop, _) = tokio::select! {
-            done = supervise(&mut child, &mut signals, health, state, &cfg.key, &log, &clock) => done,
+            done = supervise(&mut child, &mut signals, health, state, &cfg.request.key, &log, &clock) => done,
             () = suspend => unreachable!(),
         };
         assert!(
