@@ -180,7 +180,7 @@ fn tz_naming_etc_localtime_reads_the_host_zone() {
 
 /// Issue 50 item 2: an unknown zone is exit 64 naming it. `--tz` with a
 /// `--once-per` below a day (or no schedule at all) is never looked up:
-/// the run goes ahead and writes to the servers. Cause: src/config/mod.rs
+/// the run goes ahead and writes to the servers. Cause: src/config/tick.rs
 /// `schedule` resolves the zone only for calendar schedules.
 #[test]
 fn an_unknown_zone_is_refused_whatever_the_schedule() {
@@ -212,7 +212,7 @@ fn config_shows_the_zone_and_its_source() {
 /// others. `--cron '0,1 * * * *' --jitter 90s` is refused at :00 (a
 /// 1-minute tick) and accepted at :01 (59 minutes); `--cron '0 0 * * *'
 /// --tz Europe/London --jitter 23h30m` is refused only on the spring
-/// change's day (a 23-hour tick). Cause: src/config/mod.rs, the `--jitter`
+/// change's day (a 23-hour tick). Cause: src/config/tick.rs, the `--jitter`
 /// check after `tick_now`.
 #[test]
 fn jitter_is_judged_by_the_schedule_not_by_the_tick_in_progress() {
@@ -248,7 +248,7 @@ fn jitter_is_judged_by_the_schedule_not_by_the_tick_in_progress() {
 /// `--once-per` is held to it, `--cron` is not. `0 0 29 2 *` gives a
 /// four-year tick (2024-02-29 to 2028-02-29), whose record lives four
 /// years and whose restart window (every server restarted since
-/// 2024-02-29 has no vote) is as long. Cause: src/config/mod.rs checks
+/// 2024-02-29 has no vote) is as long. Cause: src/config/tick.rs checks
 /// `crate::lock::MAX_TICK` only for `--once-per`.
 #[test]
 fn a_cron_tick_is_at_most_a_year() {
