@@ -96,6 +96,11 @@
 //! - [`config`]: the command line validated into a [`config::Config`] of
 //!   plain values (the servers' URLs, the quorum, the durations); every
 //!   bad input is a usage error (exit 64) before any server is contacted.
+//!   By job: the assembly and the checks across settings (`config`), each
+//!   command's settings (`config::commands`), when a run may run
+//!   (`config::tick`: its schedule, zone and tick), the fleet's settings
+//!   (`config::fleet`), and the parsers of one value they share
+//!   (`config::values`).
 //! - [`config_file`]: the configuration file, and the layering of flags over
 //!   the environment over the file over the defaults, each value with its origin.
 //! - [`cmd`]: the [`lock::Fleet`] built from the configuration, and one

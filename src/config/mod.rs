@@ -5,18 +5,27 @@
 //! `config` and `doctor` run the same checks on the global options and the
 //! file's `ttl` and `wait` and report every problem ([`Error::Problems`]).
 //!
-//! By job: `fleet`, the settings of the servers and the lock's bounds,
-//! the same for every command; `tick`, when a run may run (its schedule,
-//! zone and tick, and the jitter and wait the tick bounds); `values`, the
-//! parsers of one setting's value each part shares.
-
-use std::time::Duration;
+//! This file assembles the [`Config`] (`Config::from_parsed`) and checks
+//! settings against each other: the TTL within `--max-ttl` and the drift,
+//! the node timeout within `-n`'s look-back, renewal within the TTL
+//! (`timing`), a raw key through a cluster (`key_layout`); and, for
+//! `config` and `doctor`, every problem at once (`check`) and the table
+//! `config` shows. Its parts, each importing only the ones after it:
+//! - `commands`: each command's settings ([`Command`], [`Run`], [`Hold`]),
+//!   read from its arguments;
+//! - `tick`: when a run may run: its schedule, zone and tick, and the
+//!   jitter and the wait that the tick bounds;
+//! - `fleet`: the servers and the lock's bounds, the same for every
+//!   command, and where the file exposes a password;
+//! - `values`: the parsers of one setting's value that the others share.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use crate::cli::{self, Parsed};
 use crate::config_file::{self, Origin};
 use crate::error::Error;
+use crate::lock::base_restart_window;
 use crate::output::Log;
 use crate::server::ServerUrl;
 
@@ -26,6 +35,8 @@ mod fleet;
 mod tests;
 mod tick;
 mod values;
+
+pub use crate::server::Tls;
 
 pub use commands::{Command, Hold, MAX_DEFAULT_GRACE, MAX_FREEZE, Run};
 use commands::{command, default_grace, kill_margin};
@@ -66,10 +77,6 @@ pub struct Config {
     /// The subcommand and its settings.
     pub command: Command,
 }
-
-pub use crate::server::Tls;
-
-use crate::lock::base_restart_window;
 
 /// Whether a run's renewal, node timeout, drift and stop fit in its TTL
 /// ([`crate::watchdog::Timing::check`]), as a usage error if not; `label`
