@@ -75,9 +75,11 @@
 //! - [`metrics`]: `run --metrics-file`, a Prometheus textfile written atomically,
 //!   one series per key, updated under a lock on a sidecar file.
 //! - [`history`]: the run history and skip counter kept beside each lock
-//!   (`scripts/record.lua`, `skip.lua`, `history.lua`), merged across
-//!   servers; the ticks expected between two instants, and why each
-//!   missed tick did not run, from what its skips saw.
+//!   (`scripts/record.lua`, `skip.lua`, `history.lua`), written, read and
+//!   merged across servers there; by job, an entry and how its run ended
+//!   (`history::entry`), the skips and what each tick's skips saw
+//!   (`history::skips`), and why each missed tick did not run
+//!   (`history::missed`).
 //!
 //! ## The process supervisor
 //! - [`watchdog`]: renewal every `ttl/3` and the validity deadline; reports
