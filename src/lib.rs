@@ -102,8 +102,10 @@
 //!   the environment over the file over the defaults, each value with its origin.
 //! - [`cmd`]: the [`lock::Fleet`] built from the configuration, and one
 //!   module per subcommand over it (`doctor` in a folder of its own:
-//!   probe, assess, render; `run` with its supervisor, whose decisions are
-//!   one pure transition, `cmd::run::state`, that its loop only performs;
+//!   probe, assess, render; `check` in one too: `cmd::check::assess`,
+//!   the pure judgement, and `cmd::check::render`, the line or the JSON;
+//!   `run` with its supervisor, whose decisions are one pure transition,
+//!   `cmd::run::state`, that its loop only performs;
 //!   `hold`, a freeze kept by the watchdog's renewal and taken back after
 //!   a loss, its gaps recorded in the history).
 //! - [`run()`]: the whole program from its arguments to its exit code
