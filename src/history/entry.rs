@@ -183,9 +183,11 @@ impl Entry {
         UNIX_EPOCH + Duration::from_millis(self.start_ms)
     }
 
-    /// True when the command exited by itself with 0.
-    pub fn succeeded(&self) -> bool {
-        self.outcome == Outcome::Exited && self.exit_code == 0
+    /// Whether the run succeeded: the command exited by itself with 0.
+    /// `None` for a freeze's gap ([`Outcome::Gap`]): no run, so neither
+    /// a success nor a failure.
+    pub fn succeeded(&self) -> Option<bool> {
+        self.is_run().then(|| self.outcome == Outcome::Exited && self.exit_code == 0)
     }
 
     /// How it ended, for people: `exit 0`, `killed by SIGTERM`, `lost the
@@ -254,6 +256,7 @@ pub(super) mod tests {
             ..entry("t", 1_795_975_200_000)
         };
         assert!(!gap.is_run() && entry("r", 1).is_run());
+        assert_eq!((gap.succeeded(), entry("r", 1).succeeded()), (None, Some(true)));
         let text = gap.describe_outcome();
         assert!(
             text.starts_with(

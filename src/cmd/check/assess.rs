@@ -171,7 +171,7 @@ pub fn assess(
         let failed: Vec<Entry> = found
             .entries
             .iter()
-            .filter(|e| since_ms.is_none_or(|s| e.start_ms >= s) && !e.succeeded())
+            .filter(|e| since_ms.is_none_or(|s| e.start_ms >= s) && e.succeeded() == Some(false))
             .cloned()
             .collect();
         if !failed.is_empty() {
@@ -328,6 +328,27 @@ mod tests {
             assess(&h, (None, None), &stale, now).problems,
             [Problem::Stale(Duration::from_millis(2 * 60_000 + 900))]
         );
+    }
+
+    /// A freeze's gap in the window is no run, so no failed run either:
+    /// the judgement says so itself, whatever its caller left in `found`.
+    #[test]
+    fn a_freeze_s_gap_is_no_failed_run() {
+        let gap = Entry {
+            outcome: history::Outcome::Gap,
+            tick_start_ms: None,
+            tick_ms: None,
+            ..entry(11, 0)
+        };
+        let h = found(vec![gap, entry(10, 0)]);
+        let now = std::time::UNIX_EPOCH + Duration::from_millis(11 * 60_000 + 1_000);
+        let limits = Limits {
+            max_age: Duration::from_secs(3600),
+            require_success: true,
+            ..Limits::default()
+        };
+        let a = assess(&h, (None, None), &limits, now);
+        assert!(a.problems.is_empty(), "{:?}", a.problems);
     }
 
     /// A key with a schedule names its missed ticks in the schedule's zone,
