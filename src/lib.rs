@@ -75,9 +75,11 @@
 //! - [`metrics`]: `run --metrics-file`, a Prometheus textfile written atomically,
 //!   one series per key, updated under a lock on a sidecar file.
 //! - [`history`]: the run history and skip counter kept beside each lock
-//!   (`scripts/record.lua`, `skip.lua`, `history.lua`), merged across
-//!   servers; the ticks expected between two instants, and why each
-//!   missed tick did not run, from what its skips saw.
+//!   (`scripts/record.lua`, `skip.lua`, `history.lua`), written, read and
+//!   merged across servers there; by job, an entry and how its run ended
+//!   (`history::entry`), the skips and what each tick's skips saw
+//!   (`history::skips`), and why each missed tick did not run
+//!   (`history::missed`).
 //!
 //! ## The process supervisor
 //! - [`watchdog`]: renewal every `ttl/3` and the validity deadline; reports
@@ -105,8 +107,10 @@
 //!   the environment over the file over the defaults, each value with its origin.
 //! - [`cmd`]: the [`lock::Fleet`] built from the configuration, and one
 //!   module per subcommand over it (`doctor` in a folder of its own:
-//!   probe, assess, render; `run` with its supervisor, whose decisions are
-//!   one pure transition, `cmd::run::state`, that its loop only performs;
+//!   probe, assess, render; `check` in one too: `cmd::check::assess`,
+//!   the pure judgement, and `cmd::check::render`, the line or the JSON;
+//!   `run` with its supervisor, whose decisions are one pure transition,
+//!   `cmd::run::state`, that its loop only performs;
 //!   `hold`, a freeze kept by the watchdog's renewal and taken back after
 //!   a loss, its gaps recorded in the history).
 //! - [`run()`]: the whole program from its arguments to its exit code

@@ -12,8 +12,13 @@
 //! `redlock_last_tick_ran` says whether the last tick this host saw
 //! (`redlock_last_tick_seen_timestamp_seconds`, its start) ran, here or
 //! elsewhere: 0 when the host could not take it and nobody had (the lock
-//! held by an earlier run at the tick's end, or no quorum). The tick is a
-//! value, never a label: a label per tick would be a new series per tick.
+//! held by an earlier run at the tick's end, no quorum, or a freeze).
+//! `redlock_last_tick_paused` is 1 when a freeze (`redlock hold`) held
+//! the key past that tick's end ([`Invocation::Paused`]): the tick did not
+//! run, on purpose, and a missed-tick alert leaves it out, as `check`
+//! does; 0 for any other tick. Both are written for every tick, so no
+//! series comes and goes with a freeze. The tick is a value, never a
+//! label: a label per tick would be a new series per tick.
 //!
 //! One file may serve several jobs (node_exporter's habit is one textfile
 //! per host): each key has its own series (`{key="..."}`), and an update
@@ -55,6 +60,8 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
+use crate::history::SkipKind;
+
 /// What one invocation of `run` did.
 #[derive(Clone, Debug)]
 pub struct Sample {
@@ -79,8 +86,23 @@ pub enum Invocation {
     Ran(Ran),
     /// The lock was busy, or its tick ran elsewhere: a skip.
     Skipped,
-    /// Too few servers answered (exit 69): neither a run nor a skip.
+    /// A freeze (`redlock hold`) held the key past its tick's end: a skip,
+    /// on purpose ([`SkipKind::Paused`]).
+    Paused,
+    /// Too few servers answered (exit 69), or the key's record names
+    /// another schedule (exit 64): neither a run nor a skip.
     Unavailable,
+}
+
+impl Invocation {
+    /// The invocation a skip of `kind` was.
+    pub fn of_skip(kind: SkipKind) -> Invocation {
+        match kind {
+            SkipKind::Ran | SkipKind::Busy => Invocation::Skipped,
+            SkipKind::Paused => Invocation::Paused,
+            SkipKind::Unavailable | SkipKind::Elsewhere => Invocation::Unavailable,
+        }
+    }
 }
 
 /// The tick an invocation belonged to, as it saw it.
@@ -133,7 +155,7 @@ pub struct Ran {
 }
 
 /// The metrics, their type and help, in the order they are written.
-const METRICS: [(&str, &str, &str); 16] = [
+const METRICS: [(&str, &str, &str); 17] = [
     ("redlock_runs_total", "counter", "Runs that held the lock and ran the command."),
     ("redlock_skips_total", "counter", "Runs that found the lock busy and skipped."),
     ("redlock_last_ran", "gauge", "1 when the last invocation ran the command, 0 when it skipped."),
@@ -152,6 +174,11 @@ const METRICS: [(&str, &str, &str); 16] = [
         "redlock_last_tick_ran",
         "gauge",
         "1 when the last tick this host saw ran (here or elsewhere), 0 when nobody ran it as far as it saw.",
+    ),
+    (
+        "redlock_last_tick_paused",
+        "gauge",
+        "1 when a freeze (redlock hold) held the key past the end of the last tick this host saw (not run, on purpose), 0 otherwise.",
     ),
     (
         "redlock_last_tick_seen_timestamp_seconds",
@@ -334,7 +361,9 @@ fn apply(values: &mut BTreeMap<String, f64>, sample: &Sample) {
         set("redlock_last_servers_no_vote", servers.no_vote as f64);
     }
     if let Some(tick) = sample.tick {
+        let paused = matches!(sample.invocation, Invocation::Paused);
         set("redlock_last_tick_ran", if tick.ran { 1.0 } else { 0.0 });
+        set("redlock_last_tick_paused", if paused { 1.0 } else { 0.0 });
         set("redlock_last_tick_seen_timestamp_seconds", seconds(tick.start));
     }
     match sample.invocation {
@@ -348,14 +377,16 @@ fn apply(values: &mut BTreeMap<String, f64>, sample: &Sample) {
                 set("redlock_last_tick_timestamp_seconds", seconds(tick));
             }
         }
-        Invocation::Skipped | Invocation::Unavailable => set("redlock_last_ran", 0.0),
+        Invocation::Skipped | Invocation::Paused | Invocation::Unavailable => {
+            set("redlock_last_ran", 0.0);
+        }
     }
     for counter in ["redlock_runs_total", "redlock_skips_total"] {
         values.entry(counter.to_owned()).or_insert(0.0);
     }
     let counter = match sample.invocation {
         Invocation::Ran(_) => Some("redlock_runs_total"),
-        Invocation::Skipped => Some("redlock_skips_total"),
+        Invocation::Skipped | Invocation::Paused => Some("redlock_skips_total"),
         Invocation::Unavailable => None,
     };
     if let Some(counter) = counter {
@@ -480,10 +511,39 @@ mod tests {
         assert_eq!(values["redlock_runs_total"], 0.0);
         assert_eq!(values["redlock_skips_total"], 1.0);
         assert_eq!(values["redlock_last_tick_ran"], 0.0);
+        assert_eq!(values["redlock_last_tick_paused"], 0.0);
         assert_eq!(values["redlock_last_tick_seen_timestamp_seconds"], 600.0);
         apply(&mut values, &sample(Invocation::Unavailable));
         assert_eq!((values["redlock_runs_total"], values["redlock_skips_total"]), (0.0, 1.0));
         assert_eq!(values["redlock_last_ran"], 0.0);
+    }
+
+    /// A tick a freeze paused did not run, and says it was paused (a
+    /// skip); every other tick says 0 there, so the series never comes and
+    /// goes.
+    #[test]
+    fn a_paused_tick_is_not_run_and_paused() {
+        let sample = |kind| Sample {
+            key: "k".into(),
+            invocation: Invocation::of_skip(kind),
+            tick: Some(TickSeen { start: SystemTime::UNIX_EPOCH, ran: kind == SkipKind::Ran }),
+            wait: Duration::ZERO,
+            at: SystemTime::UNIX_EPOCH,
+            servers: None,
+        };
+        let mut values = BTreeMap::new();
+        let seen = |values: &BTreeMap<String, f64>| {
+            (values["redlock_last_tick_ran"], values["redlock_last_tick_paused"])
+        };
+        apply(&mut values, &sample(SkipKind::Paused));
+        assert_eq!(seen(&values), (0.0, 1.0));
+        assert_eq!((values["redlock_skips_total"], values["redlock_last_ran"]), (1.0, 0.0));
+        apply(&mut values, &sample(SkipKind::Ran));
+        assert_eq!(seen(&values), (1.0, 0.0));
+        for kind in [SkipKind::Busy, SkipKind::Unavailable, SkipKind::Elsewhere] {
+            apply(&mut values, &sample(kind));
+            assert_eq!(seen(&values), (0.0, 0.0), "{kind:?}");
+        }
     }
 
     #[test]

@@ -103,6 +103,7 @@ fn render_json(key: &str, found: &History) -> serde_json::Value {
             if let Some(tick) = e.tick() {
                 v["tick"] = json!(tick.describe());
             }
+            // A freeze's gap is no run: null, neither success nor failure.
             v["succeeded"] = json!(e.succeeded());
             // A freeze's gap: when the freeze took the key back.
             if !e.is_run() {

@@ -86,7 +86,7 @@ pub async fn skipped(
         let count = history::record_skip(fleet, &cfg.request.key, skip, kind, tick);
         record_within_flush(fleet, cfg, count, outage, log).await;
     }
-    let invocation = if outage { Invocation::Unavailable } else { Invocation::Skipped };
+    let invocation = Invocation::of_skip(kind);
     write_metrics(cfg, invocation, kind == SkipKind::Ran, asked.elapsed(), log);
 }
 

@@ -201,6 +201,31 @@ fn check_says_fresh_stale_failed_and_unknown() {
     assert!(line.starts_with("UNKNOWN - "), "{line}");
 }
 
+/// A freeze's gap (the entry `redlock hold` writes for the time it lost
+/// the key) is no run: `history --json` gives it no success (`succeeded`
+/// null, where a run has true or false), and `check --require-success`
+/// does not count it as a failed run.
+#[test]
+fn a_freeze_s_gap_has_no_success_and_is_no_failed_run() {
+    let fleet = Fleet::start(1);
+    let key = unique_key("gap");
+    run(&fleet, &key, "true").expect(0);
+    let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis();
+    let gap = format!(
+        r#"{{"token":"g","host":"web-3","pid":1,"start_ms":{now_ms},"duration_ms":1000,"outcome":"gap","exit_code":0,"fence":null}}"#
+    );
+    let _: i64 = fleet.servers[0].cmd(&["LPUSH", &history_key(&key), &gap]);
+    let json = history(&fleet, &key, 0);
+    let entry = |outcome: &str| {
+        json["entries"].as_array().unwrap().iter().find(|e| e["outcome"] == outcome).cloned()
+    };
+    let gap = entry("gap").unwrap_or_else(|| panic!("no gap: {json}"));
+    assert!(gap["succeeded"].is_null(), "a gap has no success: {gap}");
+    assert_eq!(entry("exited").unwrap()["succeeded"], true, "{json}");
+    let line = check(&fleet, &key, &["--max-age", "1h", "--require-success"], 0);
+    assert!(line.starts_with(&format!("OK - {key} ran ")), "{line}");
+}
+
 /// The metrics file, parsed by a real Prometheus text-format parser: each
 /// sample's value by metric name.
 fn metrics(path: &std::path::Path) -> std::collections::HashMap<String, f64> {
