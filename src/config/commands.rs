@@ -11,6 +11,7 @@ use crate::cli;
 use crate::config_file;
 use crate::error::Error;
 use crate::lock::{Holders, Request, Wait};
+use crate::schedule::ZoneFrom;
 
 use super::fleet::max_ttl;
 use super::tick::{schedule, tick_jitter, tick_now, tick_wait};
@@ -154,6 +155,9 @@ pub struct Run {
     pub metrics_file: Option<std::path::PathBuf>,
     /// The program and its arguments (`-c` already turned into `$SHELL -c`).
     pub argv: Vec<String>,
+    /// Where the zone of the tick's schedule came from, where the
+    /// schedule reads one: a refusal for another schedule names it.
+    pub zone_from: Option<ZoneFrom>,
 }
 
 /// `hold`'s settings: a freeze of `key` for `length`.
@@ -348,7 +352,7 @@ fn run(
         }
         None => ttl / 3,
     };
-    let schedule = schedule(&a, g)?;
+    let (schedule, zone_from) = schedule(&a, g)?.unzip();
     let argv = match (a.shell, a.argv.is_empty()) {
         (Some(script), _) => {
             let shell = std::env::var("SHELL")
@@ -407,6 +411,7 @@ fn run(
             None => None,
         },
         argv,
+        zone_from: zone_from.flatten(),
     };
     Ok((run, ttl))
 }

@@ -20,12 +20,14 @@ use super::values::{duration, usage};
 /// file is looked up whatever the schedule, so a misspelt one is refused
 /// even where nothing reads it; one from the environment or the host only
 /// where the schedule counts calendar time. One run per tick, so neither
-/// `--limit` nor `--shared`.
+/// `--limit` nor `--shared`. With the schedule, where its zone came from
+/// (`None` for `--once-per` under a day, which counts in UTC whatever
+/// the zone).
 pub(super) fn schedule(
     a: &cli::RunArgs,
     g: &config_file::Globals,
-) -> Result<Option<Schedule>, Error> {
-    let resolved = || zone(a.tz.as_deref(), g).map(|(zone, _)| zone);
+) -> Result<Option<(Schedule, Option<ZoneFrom>)>, Error> {
+    let resolved = || zone(a.tz.as_deref(), g);
     let given = (a.tz.is_some() || g.tz.value.is_some()).then(resolved).transpose()?;
     let zone = || given.clone().map_or_else(resolved, Ok);
     let (flag, raw, shown) = match (&a.once_per, &a.cron) {
@@ -38,15 +40,21 @@ pub(super) fn schedule(
             "{shown}: one run per tick, so it takes neither --limit nor --shared"
         ));
     }
-    let schedule = match &a.cron {
-        Some(expr) => Schedule::cron(expr, zone()?).map_err(Error::Usage)?,
+    let (schedule, from) = match &a.cron {
+        Some(expr) => {
+            let (zone, from) = zone()?;
+            (Schedule::cron(expr, zone).map_err(Error::Usage)?, Some(from))
+        }
         None => {
             let every = duration(flag, raw)?;
             if every < Duration::from_secs(1) || every > crate::lock::MAX_TICK {
                 return usage(format!("{shown}: must be between 1s and a year"));
             }
-            let zone = if every < Duration::from_secs(86_400) { Zone::utc() } else { zone()? };
-            Schedule::once_per(every, zone).map_err(Error::Usage)?
+            let (zone, from) = match every < Duration::from_secs(86_400) {
+                true => (Zone::utc(), None),
+                false => zone().map(|(zone, from)| (zone, Some(from)))?,
+            };
+            (Schedule::once_per(every, zone).map_err(Error::Usage)?, from)
         }
     };
     // The bound is the schedule's, not the tick in progress's, so a line
@@ -59,7 +67,7 @@ pub(super) fn schedule(
             longest.as_secs() / 86_400
         ));
     }
-    Ok(Some(schedule))
+    Ok(Some((schedule, from)))
 }
 
 /// The zone `--cron` and `--once-per` of a day or more are read in, and

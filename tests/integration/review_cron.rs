@@ -132,6 +132,24 @@ fn another_schedule_is_refused_while_the_holder_runs() {
     }
 }
 
+/// A host refused for another schedule is told where its own zone came
+/// from (`--tz`, the file's `tz`, `CRON_TZ`, `TZ`, `/etc/localtime`): the
+/// usual cause is one host's environment, and the line says which.
+#[test]
+fn a_refused_host_is_told_where_its_zone_came_from() {
+    let fleet = Fleet::start(3);
+    let key = unique_key("review-source");
+    fire(&fleet, &key, &["--cron", "0 0 * * *", "--tz", "UTC"]).expect(0);
+    let other = Redlock::on(&fleet)
+        .env("CRON_TZ", "")
+        .env("TZ", "Asia/Kolkata")
+        .args(["run", "-n", "-E", "0", "-k", &key, "--cron", "0 0 * * *", "--", "true"])
+        .run();
+    other.expect(64).stderr_has("this host's zone comes from env TZ=Asia/Kolkata");
+    let given = fire(&fleet, &key, &["--cron", "0 0 * * *", "--tz", "Asia/Tokyo"]);
+    given.expect(64).stderr_has("this host's zone comes from --tz");
+}
+
 /// A host of another schedule that waits (`--wait`) is told at once too,
 /// and as a refusal: a usage error that waiting cannot cure, not a wait
 /// that "gave up".

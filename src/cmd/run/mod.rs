@@ -253,10 +253,15 @@ async fn taken(
             Err(Error::Paused { message, code: cfg.conflict_exit_code, freeze })
         }
         // Refused for another schedule: recorded for its tick, so that
-        // `check` lists a changed line's ticks from the first refused.
+        // `check` lists a changed line's ticks from the first refused. The
+        // usual cause is one host's environment: the line says where this
+        // host's zone came from.
         Err(Error::Schedules(message)) => {
             report::skipped(fleet, cfg, &message, SkipKind::Elsewhere, asked, log).await;
-            Err(Error::Schedules(message))
+            Err(Error::Schedules(match &cfg.zone_from {
+                Some(from) => format!("{message} (this host's zone comes from {from})"),
+                None => message,
+            }))
         }
         Err(e @ (Error::Unavailable { .. } | Error::Split(_))) => {
             report::skipped(fleet, cfg, &e.to_string(), SkipKind::Unavailable, asked, log).await;
@@ -767,6 +772,7 @@ mod tests {
             kill_after: None,
             metrics_file: None,
             argv: vec!["sleep".into(), "60".into()],
+            zone_from: None,
         };
         let lock = Lock {
             key: cfg.request.key.clone(),
