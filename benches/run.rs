@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 use common::redis_harness::Fleet;
 use redlock::cli::LogFormat;
 use redlock::lock::Attempt;
-use redlock::lock::{Held, Holders, Request, Wait};
+use redlock::lock::{Held, Request, Wait};
 use redlock::output::Log;
 
 /// The binary under test: this build's, or another (`BIN`, to compare
@@ -414,20 +414,8 @@ fn worker(spec: &str) {
     let log = Log::new(0, true, LogFormat::Text);
     runtime().block_on(async {
         while let Some(left) = end.checked_duration_since(Instant::now()) {
-            let request = Request {
-                key: key.to_owned(),
-                ttl: Duration::from_secs(10),
-                wait: Wait::For(left),
-                fence: true,
-                ordered,
-                holders: Holders::One,
-                tick: None,
-                schedule: None,
-                note: None,
-                job: None,
-                until: None,
-                began: None,
-            };
+            let ttl = Duration::from_secs(10);
+            let request = Request { ordered, ..Request::new(key, ttl, Wait::For(left)) };
             let Ok(lock) = redlock::wait::acquire(&fleet, &request, &log, None).await else {
                 break;
             };

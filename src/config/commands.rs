@@ -191,18 +191,10 @@ impl Hold {
     /// that ends at `until_ms` (ms since the Unix epoch), in the queue.
     pub fn request(&self, wait: Wait, until_ms: u64) -> Request {
         Request {
-            key: self.key.clone(),
-            ttl: self.ttl,
-            wait,
-            fence: true,
-            ordered: true,
-            holders: Holders::One,
-            tick: None,
-            schedule: None,
             note: self.note.clone(),
             job: self.job.clone(),
             until: Some(until_ms),
-            began: None,
+            ..Request::new(&self.key, self.ttl, wait)
         }
     }
 }

@@ -189,6 +189,26 @@ pub struct Request {
 }
 
 impl Request {
+    /// The ordinary lock on `key` for `ttl`, waiting `wait`, fenced and in
+    /// the queue's order, for no tick: every other field takes its
+    /// default, for a caller to set what it asks beside that.
+    pub fn new(key: &str, ttl: Duration, wait: Wait) -> Request {
+        Request {
+            key: key.to_owned(),
+            ttl,
+            wait,
+            fence: true,
+            ordered: true,
+            holders: Holders::One,
+            tick: None,
+            schedule: None,
+            note: None,
+            job: None,
+            until: None,
+            began: None,
+        }
+    }
+
     /// Whether `-n`'s rule applies ([`record`]): one attempt (`-n`, or
     /// `--wait 0`), which never queues, for the ordinary lock.
     pub fn looks_back(&self) -> bool {

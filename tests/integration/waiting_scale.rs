@@ -183,7 +183,7 @@ fn a_round_lost_everywhere_sends_no_withdrawal() {
 
 #[test]
 fn a_process_keeps_one_pubsub_connection_per_server_however_often_it_waits() {
-    use redlock::lock::{Holders, Request, Wait};
+    use redlock::lock::{Request, Wait};
     let fleet = Fleet::start(3);
     let key = unique_key("one-ear");
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
@@ -197,20 +197,8 @@ fn a_process_keeps_one_pubsub_connection_per_server_however_often_it_waits() {
         .collect();
     let lib = redlock::lock::Fleet::new(servers, 2, 0.01).with_restart_window(None);
     let log = redlock::output::Log::new(0, true, redlock::cli::LogFormat::Text);
-    let request = Request {
-        key: key.clone(),
-        ttl: Duration::from_secs(10),
-        wait: Wait::For(Duration::from_secs(5)),
-        fence: false,
-        ordered: true,
-        holders: Holders::One,
-        tick: None,
-        schedule: None,
-        note: None,
-        job: None,
-        until: None,
-        began: None,
-    };
+    let wait = Wait::For(Duration::from_secs(5));
+    let request = Request { fence: false, ..Request::new(&key, Duration::from_secs(10), wait) };
     for _ in 0..3 {
         // A holder whose lock expires by itself: each wait subscribes.
         Redlock::on(&fleet).args(["acquire", "-k", &key, "--ttl", "300ms"]).run().expect(0);

@@ -748,20 +748,7 @@ mod tests {
     async fn a_resume_past_the_deadline_stops_the_command_at_once() {
         let ttl = Duration::from_secs(30);
         let cfg = Run {
-            request: Request {
-                key: "suspend".into(),
-                ttl,
-                wait: Wait::Once,
-                fence: false,
-                ordered: true,
-                holders: Holders::One,
-                tick: None,
-                schedule: None,
-                note: None,
-                job: None,
-                until: None,
-                began: None,
-            },
+            request: Request::new("suspend", ttl, Wait::Once),
             conflict_exit_code: exit::BUSY,
             keep: None,
             ping: None,
