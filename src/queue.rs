@@ -97,9 +97,10 @@ pub struct View {
 }
 
 /// A fresh queue entry, in `mode`, for a wait of this process (a shared
-/// waiter's says so: [`crate::lock::Holders::waiter`]), saying where the waiter runs (`note`, the CI `job`: `status`
-/// shows them in its queue lines; [`Token::with_note`] bounds and escapes
-/// them, so the entry stays one token). Its first 32 random bits, the first
+/// waiter's says so: [`crate::lock::Holders::waiter`]), saying where the
+/// waiter runs (`note`, the CI `job`: `status` shows them in its queue
+/// lines; [`Token::with_note`] bounds and escapes them, so the entry
+/// stays one token). Its first 32 random bits, the first
 /// [`crate::lock::WAKE_TAG`] hex digits, are drawn once per process,
 /// so that every wait of the process listens on one wake channel
 /// ([`crate::lock::wake_channel`]) however many times it waits; the other

@@ -93,8 +93,8 @@ impl KeyLayout {
     }
 
     /// The server-side name of the place that `held` holds (or tries):
-    /// the place its mode names ([`crate::token::Mode::slot`]; place 1 for any value
-    /// that is not a place's token).
+    /// the place its mode names ([`crate::token::Mode::slot`]; place 1
+    /// for any value that is not a place's token).
     pub fn held_key(self, key: &str, held: super::Held<'_>) -> String {
         self.slot_key(key, held.mode.slot())
     }

@@ -167,7 +167,7 @@ pub struct Request {
     pub fence: bool,
     /// Wait in the queue, served in arrival order ([`crate::queue`]).
     pub ordered: bool,
-    /// Who may hold it beside this holder (`--limit`, `--shared`).
+    /// How many may hold it at once, and how (`--limit`, `--shared`).
     pub holders: Holders,
     /// The tick the run belongs to (`--once-per`, `--cron`; [`Tick`]).
     pub tick: Option<Tick>,
