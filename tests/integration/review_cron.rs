@@ -1,6 +1,6 @@
-//! A review of issue 50 (`run --cron`, `--tz`): what held, and what did
-//! not. The tests marked `#[ignore = "bug: ..."]` reproduce a finding and
-//! fail on the code as reviewed; the others pass and guard what held.
+//! `run --cron` and `--tz` across a fleet whose hosts read the line and
+//! the zone each its own way: one run per tick, and every disagreement
+//! refused out loud (64) and named, never a silent skip or a second run.
 
 use std::time::Duration;
 
@@ -42,12 +42,10 @@ fn hosts_of_two_zones_firing_at_once_run_the_tick_once() {
     }
 }
 
-/// Issue 50 item 6: the tick is one format everywhere. `history --json`
-/// gives it as the UTC instant (`2026-11-29T08:35:00Z`) where
-/// `REDLOCK_TICK`, `history`'s table, `status` and `check` give it at the
-/// zone's offset (`2026-11-29T14:05:00+05:30`). Cause: src/cmd/history.rs
-/// `render_json` formats `tick.start_ms` with `time()` instead of
-/// `tick.describe()`.
+/// The tick is one format everywhere: `history --json`, like
+/// `REDLOCK_TICK`, `history`'s table, `status` and `check`, gives it at
+/// the schedule zone's offset (`2026-11-29T14:05:00+05:30`), not as the
+/// UTC instant (`2026-11-29T08:35:00Z`).
 #[test]
 fn history_json_names_the_tick_as_redlock_tick_does() {
     let fleet = Fleet::start(1);
@@ -62,13 +60,11 @@ fn history_json_names_the_tick_as_redlock_tick_does() {
     assert_eq!(json["entries"][0]["tick"].as_str(), Some(tick.as_str()), "{json}");
 }
 
-/// One zone under two names is refused as two schedules: `UTC`,
-/// `Etc/UTC` (Debian's /etc/localtime), and the default of a host without
-/// /etc/localtime (a scratch container: `UTC`). A fleet mixing such hosts
-/// sends a cron mail (64) from every host of the other spelling on every
-/// tick, though every host computes the same ticks. Cause: src/schedule/
-/// zone.rs `Zone` compares names as spelled (`PartialEq`, and
-/// `Schedule::identity`), not the zone they name.
+/// One zone under two names is one schedule: `UTC`, `Etc/UTC` (Debian's
+/// /etc/localtime) and the default of a host without /etc/localtime (a
+/// scratch container) are the same zone, so a fleet mixing such hosts
+/// runs each tick once and sends no cron mail (64) from either spelling
+/// (the zone's canonical name, src/schedule/links.rs).
 #[test]
 fn one_zone_under_two_names_is_one_schedule() {
     let fleet = Fleet::start(1);
@@ -82,12 +78,12 @@ fn one_zone_under_two_names_is_one_schedule() {
     }
 }
 
-/// One schedule spelled two ways is refused as two: `@daily` and
+/// One schedule spelled two ways is one schedule: `@daily` and
 /// `0 0 * * *`, `@midnight` and `@daily`, Sunday as `0`, `7` or `sun`,
-/// `00` and `0`. The record compares the line's text
-/// (src/schedule/cron.rs `Cron::text`), not its sets; an edit of the
-/// crontab that only respells the line locks the key out until the old
-/// tick ends (a month for `@monthly` → `0 0 1 * *`).
+/// `00` and `0`. The record keeps the line rendered from its parsed
+/// fields, so an edit of the crontab that only respells the line never
+/// locks the key out until the old tick ends (a month for `@monthly` →
+/// `0 0 1 * *`).
 #[test]
 fn one_line_spelled_two_ways_is_one_schedule() {
     let fleet = Fleet::start(1);
@@ -106,13 +102,11 @@ fn one_line_spelled_two_ways_is_one_schedule() {
     }
 }
 
-/// Issue 50 item 5: a host whose schedule differs from the record's is
-/// refused with 64 naming both. With `-n`, it is not while the tick's
-/// holder still runs: the acquire script reads the record only where the
-/// key is free (src/scripts/acquire.lua), so the misconfigured host sees
-/// "busy" and, with `-E 0`, exits 0 without a word. With a nightly job
-/// longer than the hosts' firing spread, the misconfiguration is never
-/// reported.
+/// A host whose schedule differs from the record's is refused with 64
+/// naming both, also while the tick's holder still runs (the acquire
+/// script reads the record whether or not the key is free): a
+/// misconfigured host with `-n -E 0` never exits 0 without a word behind
+/// a nightly job longer than the hosts' firing spread.
 #[test]
 fn another_schedule_is_refused_while_the_holder_runs() {
     use crate::harness::redis::{Build, NO_SCRIPTS};
@@ -175,10 +169,8 @@ fn a_waiting_host_of_another_schedule_is_refused_at_once() {
 }
 
 /// `TZ=:/etc/localtime` (glibc's form for "the host's zone", often set
-/// to spare a stat per call) is refused as `no such time zone`, where
-/// `TZ=:Europe/London` is read. Cause: src/schedule/zone.rs
-/// `zone_name_of` keeps `/etc/localtime` as the name. The same refusal
-/// meets any `--once-per 1d` that ran before issue 50 on such a host.
+/// to spare a stat per call) reads the zone /etc/localtime names, as
+/// `TZ=:Europe/London` reads London's.
 #[test]
 fn tz_naming_etc_localtime_reads_the_host_zone() {
     let meta = std::fs::symlink_metadata("/etc/localtime");
@@ -196,10 +188,9 @@ fn tz_naming_etc_localtime_reads_the_host_zone() {
     out.expect(0);
 }
 
-/// Issue 50 item 2: an unknown zone is exit 64 naming it. `--tz` with a
-/// `--once-per` below a day (or no schedule at all) is never looked up:
-/// the run goes ahead and writes to the servers. Cause: src/config/tick.rs
-/// `schedule` resolves the zone only for calendar schedules.
+/// An unknown zone given by `--tz` is exit 64 naming it, whatever the
+/// schedule: also with a `--once-per` below a day (which counts in UTC)
+/// or no schedule at all, before anything is written to the servers.
 #[test]
 fn an_unknown_zone_is_refused_whatever_the_schedule() {
     let fleet = Fleet::start(1);
@@ -209,9 +200,9 @@ fn an_unknown_zone_is_refused_whatever_the_schedule() {
     assert_eq!(fleet.dbsizes(), [0], "nothing written");
 }
 
-/// `redlock config` (the effective configuration and its sources) does
-/// not show the zone `--cron` reads, nor the file's `tz`, though a zone
-/// that differs between hosts is what the 64 refusal is about.
+/// `redlock config` (the effective configuration and its sources) shows
+/// the zone `--cron` reads and where it came from (here the file's `tz`):
+/// a zone that differs between hosts is what the 64 refusal is about.
 #[test]
 fn config_shows_the_zone_and_its_source() {
     let dir = tempfile::tempdir().unwrap();
@@ -224,14 +215,13 @@ fn config_shows_the_zone_and_its_source() {
     assert!(out.stdout.contains("Asia/Tokyo"), "{}", out.stdout);
 }
 
-/// `--jitter` is checked against the length of the tick the host is in
-/// now, not the schedule's shortest: the same crontab line is a usage
-/// error (64, a cron mail, the tick not run) at some firings and not at
-/// others. `--cron '0,1 * * * *' --jitter 90s` is refused at :00 (a
-/// 1-minute tick) and accepted at :01 (59 minutes); `--cron '0 0 * * *'
-/// --tz Europe/London --jitter 23h30m` is refused only on the spring
-/// change's day (a 23-hour tick). Cause: src/config/tick.rs, the `--jitter`
-/// check after `tick_now`.
+/// `--jitter` is judged by the schedule, not by the tick the host is in
+/// now, so one crontab line is accepted or refused at every firing
+/// alike: `--cron '0,1 * * * *' --jitter 90s` and `--cron '0 0 * * *'
+/// --tz Europe/London --jitter 23h30m` (a 23-hour tick on the spring
+/// change's day) run at every firing, the jitter cut to what is left of
+/// the tick; a jitter at or above the schedule's longest tick is refused
+/// at every firing.
 #[test]
 fn jitter_is_judged_by_the_schedule_not_by_the_tick_in_progress() {
     let cases = [
@@ -262,12 +252,10 @@ fn jitter_is_judged_by_the_schedule_not_by_the_tick_in_progress() {
     }
 }
 
-/// Issue 50's "A tick is between 1s and a year long" (docs/commands.md):
-/// `--once-per` is held to it, `--cron` is not. `0 0 29 2 *` gives a
-/// four-year tick (2024-02-29 to 2028-02-29), whose record lives four
-/// years and whose restart window (every server restarted since
-/// 2024-02-29 has no vote) is as long. Cause: src/config/tick.rs checks
-/// `crate::lock::MAX_TICK` only for `--once-per`.
+/// "A tick is between 1s and a year long" (docs/commands.md) holds for
+/// `--cron` as for `--once-per`: `0 0 29 2 *` (a four-year tick, whose
+/// record would live four years and whose restart window would be as
+/// long) is refused, naming the days between two of its instants.
 #[test]
 fn a_cron_tick_is_at_most_a_year() {
     let fleet = Fleet::start(1);
@@ -366,13 +354,11 @@ fn london_s_changes_for_hourly_and_wild_minute_lines() {
 }
 
 /// A crontab edit that moves a daily line earlier (`0 2` to `30 1`) loses
-/// a day: the old line ran 1 Nov 02:00, so its tick (and the record's
-/// schedule) lasts to 2 Nov 02:00; the new line fires 2 Nov 01:30 and is
-/// refused (64, on every host); the old line no longer fires at 02:00.
-/// Nothing ran on 2 Nov, and `check` (even `--since 3d`) says OK: it
-/// judges only the newest schedule's ticks from its first entry, and a
-/// refusal leaves no trace on the servers. `release --force` does not
-/// clear the record either, and the refusal names no way out and no end.
+/// a day by design, and never unseen: the old line ran 1 Nov 02:00, so
+/// its tick (and the record's schedule) lasts to 2 Nov 02:00; the new
+/// line fires 2 Nov 01:30 and is refused (64, naming until when), since
+/// letting it in would run the day twice in a mixed fleet. The refusal is
+/// recorded for its tick, and `check` names 2 Nov as refused.
 #[test]
 fn an_edited_line_loses_no_day_unseen() {
     let f = Faked::start();
