@@ -283,13 +283,13 @@ fn the_exact_word_is_hold_rs_s() {
     );
 }
 
-/// The skips hash: every field `history.rs` reads (`"name" =>`), and every
+/// The skips hash: every field `history/mod.rs` reads (`"name" =>`), and every
 /// kind name it writes (`=> "name"`), is one skip.lua spells.
 #[test]
 fn the_skip_fields_history_rs_reads_are_skip_lua_s() {
     let lua = script("skip.lua");
     let written = lua_literals(&lua);
-    let rust = rust_code(include_str!("../history.rs"));
+    let rust = rust_code(include_str!("../history/mod.rs"));
     let mut named = Vec::new();
     for (at, _) in rust.match_indices("\" =>") {
         let before = &rust[..at];
@@ -304,7 +304,7 @@ fn the_skip_fields_history_rs_reads_are_skip_lua_s() {
     for name in named {
         assert!(
             written.contains(&name),
-            "history.rs reads the skips field or kind {name:?}; skip.lua never writes it"
+            "history/mod.rs reads the skips field or kind {name:?}; skip.lua never writes it"
         );
     }
 }
