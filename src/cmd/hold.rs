@@ -14,7 +14,10 @@
 //! health; this loop only decides what a report means ([`judge`]):
 //! - **lost**: renewals failed until the validity ended (servers down or
 //!   in their restart window), or a quorum found the token gone after it
-//!   ended (redlock frozen past it). Between the validity's end and the
+//!   ended (redlock frozen past it), or its end or a signal came after the
+//!   validity ended with no renewal and a quorum no longer holds the token
+//!   ([`Freeze::lapsed`]: it ends there, the gap recorded). Between the
+//!   validity's end and the
 //!   retake the key is not frozen: anyone may take it. The freeze says so,
 //!   waits in the queue as soon as the wait can (jittered backoff, a
 //!   release heard), and records the gap in the history with whoever held
@@ -102,8 +105,7 @@ pub async fn hold(fleet: Arc<Fleet>, cfg: Hold, log: &Log) -> Result<u8, Error> 
         let kept = keep(health, &mut signals, &freeze.clock, end, &cfg.key, log).await;
         renewing.abort();
         lock = match kept {
-            Kept::Over => return Ok(freeze.ended(&lock, None).await),
-            Kept::Signal(signal) => return Ok(freeze.ended(&lock, Some(signal)).await),
+            Kept::Ended { signal, deadline } => return freeze.ended(&lock, signal, deadline).await,
             Kept::Lost { deadline, reason } => {
                 match freeze.take_back(&lock, deadline, &reason, &mut signals).await {
                     Back::Taken(lock) => lock,
@@ -140,10 +142,27 @@ impl Freeze<'_> {
         );
     }
 
-    /// Ends a held freeze at its end (`signal` `None`) or on `signal`:
-    /// releases it, says so; exit 0.
-    async fn ended(&self, lock: &Lock, signal: Option<i32>) -> u8 {
-        let then = release(&self.fleet, lock).await;
+    /// Ends a held freeze at its end (`signal` `None`) or on `signal`,
+    /// its lock valid until `deadline` as the watchdog last said: releases
+    /// it, says so; exit 0. A freeze whose validity had ended first
+    /// ([`Freeze::lapsed`]) did not hold to this moment.
+    async fn ended(
+        &self,
+        lock: &Lock,
+        signal: Option<i32>,
+        deadline: BootInstant,
+    ) -> Result<u8, Error> {
+        let released = self.fleet.release(&lock.key, lock.held()).await;
+        // Past its validity, only a quorum still holding the token (the
+        // release's yes) shows that nobody else held the key meanwhile.
+        if self.clock.now() >= deadline && released.is_err() {
+            return self.lapsed(lock, deadline, signal).await;
+        }
+        let then = match released {
+            Ok(_) => "released".to_owned(),
+            Err(Error::Lost(_)) => "it was no longer held".to_owned(),
+            Err(e) => format!("could not release it ({e}); it lapses within its TTL"),
+        };
         let (shown, until) = (&self.shown, instant(self.until));
         let line = match signal {
             None => format!("hold: the freeze of {shown} ended at {until}; {then}"),
@@ -154,7 +173,41 @@ impl Freeze<'_> {
             ),
         };
         say(self.log, "hold_ended", &line, self.cfg);
-        exit::OK
+        Ok(exit::OK)
+    }
+
+    /// A freeze whose end (or `signal`) came after its lock's validity
+    /// ended at `deadline` without a renewal: redlock was stopped past it
+    /// (SIGSTOP, a suspended VM), the watchdog never got to report the
+    /// loss, and the key was anyone's from `deadline` on. Records that gap
+    /// up to now, with whoever held the key meanwhile, and ends: 70 at its
+    /// end (it did not hold to it), 0 on a signal (a person ended it), as
+    /// a freeze that ends while lost after a reported loss does.
+    async fn lapsed(
+        &self,
+        lock: &Lock,
+        deadline: BootInstant,
+        signal: Option<i32>,
+    ) -> Result<u8, Error> {
+        let lost_at = wall_at(deadline, &self.clock);
+        let holder = self.fleet.status(&self.cfg.key).await.holder.map(|(value, _)| value);
+        let back_at = SystemTime::now();
+        let gap = self.record_gap(&lock.token, (lost_at, back_at), holder.into_iter().collect());
+        let length = crate::text::fmt_duration(Duration::from_millis(gap.await.duration_ms));
+        let (shown, since) = (&self.shown, instant(lost_at));
+        let Some(signal) = signal else {
+            return Err(Error::Lost(format!(
+                "hold: {shown}: the freeze ended while lost since {since} (a gap of {length}, \
+                 recorded): redlock was stopped past the lock's validity"
+            )));
+        };
+        let line = format!(
+            "hold: {}: ended the freeze of {shown}, lost since {since} (a gap of {length}, \
+             recorded); nothing to release",
+            signals::name(signal),
+        );
+        say(self.log, "hold_ended", &line, self.cfg);
+        Ok(exit::OK)
     }
 
     /// After the watchdog reported `lock` lost (its validity ends at
@@ -276,10 +329,15 @@ impl Freeze<'_> {
 /// Why a held freeze stopped being kept.
 #[derive(Debug)]
 enum Kept {
-    /// Its end came.
-    Over,
-    /// A signal asked it to end.
-    Signal(i32),
+    /// Its end came (`signal` `None`), or a signal asked it to end; the
+    /// lock was valid until `deadline`, as the watchdog last said (a
+    /// deadline already past: redlock was stopped past it).
+    Ended {
+        /// The signal, if one ended it.
+        signal: Option<i32>,
+        /// The end of the lock's last known validity.
+        deadline: BootInstant,
+    },
     /// The watchdog reported the lock lost: at `deadline` its validity
     /// ended (or ends), and why.
     Lost {
@@ -301,15 +359,22 @@ async fn keep(
     log: &Log,
 ) -> Kept {
     let mut watching = true;
+    let ended = |signal, health: &watch::Receiver<Health>| Kept::Ended {
+        signal,
+        deadline: health.borrow().deadline(),
+    };
     loop {
         tokio::select! {
-            () = clock.sleep_until(end) => return Kept::Over,
+            // A signal first: one that came while redlock was stopped past
+            // the end came before the end is seen, and a person sent it.
+            biased;
             signal = signals.recv() => {
                 // USR1/USR2 ask nothing of a freeze.
                 if signal != libc::SIGUSR1 && signal != libc::SIGUSR2 {
-                    return Kept::Signal(signal);
+                    return ended(Some(signal), &health);
                 }
             }
+            () = clock.sleep_until(end) => return ended(None, &health),
             changed = health.changed(), if watching => {
                 if changed.is_err() {
                     watching = false;
@@ -455,15 +520,6 @@ fn gap_entry(
         note: cfg.note.clone(),
         job: cfg.job.clone(),
         meanwhile,
-    }
-}
-
-/// Releases the freeze's lock; what came of it, for the final line.
-async fn release(fleet: &Fleet, lock: &Lock) -> String {
-    match fleet.release(&lock.key, lock.held()).await {
-        Ok(_) => "released".to_owned(),
-        Err(Error::Lost(_)) => "it was no longer held".to_owned(),
-        Err(e) => format!("could not release it ({e}); it lapses within its TTL"),
     }
 }
 

@@ -132,6 +132,41 @@ fn a_run_that_slipped_in_during_a_gap_is_named_in_the_history() {
     terminate(freeze).stderr_has("took").stderr_lacks("released by force");
 }
 
+/// redlock frozen (SIGSTOP) past its lock's validity and past the
+/// freeze's end (or sent SIGTERM meanwhile): a deploy slipped in, so the
+/// freeze did not hold to its end. Thawed, it records the gap with the
+/// deploy named and says so: 70 at its end (it did not hold the key
+/// throughout), 0 on SIGTERM (a person ended it), never the 0 of a freeze
+/// that held and released.
+#[test]
+fn a_freeze_stopped_past_its_end_records_the_gap_and_says_so() {
+    let fleet = Fleet::start(3);
+    let urls = fleet.urls();
+    for signal in [None, Some(libc::SIGTERM)] {
+        let key = unique_key("hold-stopped-end");
+        let freeze = hold(&urls, "1s", &key, "3s", "freeze");
+        frozen(&urls, &key);
+        let started = Instant::now();
+        send_signal(freeze.pid(), libc::SIGSTOP);
+        let deploy = Redlock::new(&urls)
+            .args(["run", "--wait", "10s", "--note", "hotfix 2.4.3", "-k", &key, "--"])
+            .args(["sleep", "0.3"])
+            .run();
+        deploy.expect(0);
+        if let Some(signal) = signal {
+            send_signal(freeze.pid(), signal);
+        }
+        std::thread::sleep(Duration::from_secs(3).saturating_sub(started.elapsed()));
+        send_signal(freeze.pid(), libc::SIGCONT);
+        let out = freeze.wait();
+        let ended = out.expect(if signal.is_some() { 0 } else { 70 });
+        ended.stderr_has("lost since").stderr_lacks("; released");
+        let gap = gaps(&urls, &key).remove(0);
+        let meanwhile = gap["meanwhile"].as_array().unwrap_or_else(|| panic!("{gap}"));
+        assert!(meanwhile.iter().any(|m| m["note"] == "hotfix 2.4.3"), "named: {gap}");
+    }
+}
+
 /// Every waiter's busy line and `status` (text and JSON) say that a
 /// freeze holds the key, until when, and why.
 #[test]
