@@ -176,6 +176,9 @@ pub struct Ask {
     /// Passes `-v` but is recorded as a host that must skip without a
     /// word: a negative control for the `loud-skip` invariant.
     pub loud: bool,
+    /// A `run` of another schedule than the one its key's record names
+    /// ([`crate::stranger`]): it must be refused.
+    pub other_schedule: bool,
 }
 
 impl Ask {
@@ -203,6 +206,7 @@ impl Ask {
             extra: &[],
             claims_no_wait: false,
             loud: false,
+            other_schedule: false,
         }
     }
 }
@@ -299,6 +303,8 @@ pub fn perform(ctx: &Ctx, client: usize, ask: &Ask) -> Done {
         once_per: ask.once_per,
         wall_ms: wall_ms(),
         node_timeout_ms: ask.node_timeout.map(|t| u64::try_from(t.as_millis()).unwrap()),
+        for_ms: None,
+        other_schedule: ask.other_schedule,
     });
     // The section's reader: blocks in open until the command opens the
     // FIFO (or until it is let go below, when the command never ran).
