@@ -39,6 +39,11 @@ pub fn run_takes(bin: &Path, flag: &str) -> bool {
     String::from_utf8_lossy(&help.stdout).contains(flag)
 }
 
+/// Whether `bin` has the subcommand `name` (an older build may lack it).
+pub fn takes(bin: &Path, name: &str) -> bool {
+    Command::new(bin).args([name, "--help"]).output().is_ok_and(|o| o.status.success())
+}
+
 /// The critical section (see the module doc). Arguments: the FIFO, how
 /// long to stay (ms), the exit code.
 pub const SECTION: &str = r#"
@@ -82,8 +87,11 @@ pub struct Ctx {
     pub nemesis_clients: Vec<usize>,
     /// Hangs seen: operations still running after [`harness::HANG`].
     pub hangs: Mutex<Vec<String>>,
+    /// The freezes that hold their key now, for the freeze nemesis
+    /// ([`crate::freezer`]).
+    pub freezes: Mutex<Vec<crate::freezer::Freezing>>,
     /// Pass `--trust-restarts` (a negative control).
-    trust_restarts: bool,
+    pub trust_restarts: bool,
     /// The binary the clients run ([`binary`]).
     pub bin: PathBuf,
     /// The network namespaces the clients run in, client `c` in `c % len`
@@ -115,13 +123,15 @@ impl Ctx {
             current: Mutex::new(BTreeMap::new()),
             nemesis_clients,
             hangs: Mutex::new(Vec::new()),
+            freezes: Mutex::new(Vec::new()),
             trust_restarts,
             bin: binary(),
             netns,
         })
     }
 
-    fn op(&self) -> u64 {
+    /// The next operation's number.
+    pub fn op(&self) -> u64 {
         self.next_op.fetch_add(1, Ordering::Relaxed)
     }
 }

@@ -36,6 +36,7 @@
 
 mod checker;
 mod clients;
+mod freezer;
 #[path = "../integration/harness/mod.rs"]
 mod harness;
 mod history;
@@ -97,6 +98,10 @@ pub struct Setup {
     /// while recorded as `-n`, so they enter after holders invoked after
     /// them.
     pub n_waits: bool,
+    /// The replay of a hole: the freeze nemesis stops the freezer's freeze
+    /// whenever one holds its key, past its end or its SIGTERM too
+    /// ([`freezer::SETTLE`]).
+    pub freeze_past_hold_end: bool,
 }
 
 /// The cron fleet's tick: short, so that a run of a few seconds sees
@@ -111,6 +116,10 @@ const FLEET_HOSTS: usize = 24;
 /// Client numbers for the nemesis's own contenders: two of the stale-tick
 /// family, up to six of a stall's burst.
 const NEMESIS_CLIENTS: usize = 8;
+
+/// Client numbers of the freezer ([`freezer`]) and the stranger, the last
+/// two.
+const OWN_CLIENTS: usize = 2;
 
 /// The net-partition family's network namespaces: client `c` runs in
 /// namespace `c % NAMESPACES`. Three, so that a cut leaves clients on
@@ -177,7 +186,7 @@ pub fn campaign(setup: &Setup) -> Outcome {
     // vote, as after a restart (the clients run with --max-ttl 2s).
     std::thread::sleep(Duration::from_secs(3));
     let hosts = 3;
-    let all = setup.clients + hosts + FLEET_HOSTS + NEMESIS_CLIENTS;
+    let all = setup.clients + hosts + FLEET_HOSTS + NEMESIS_CLIENTS + OWN_CLIENTS;
     let proxies: Vec<Vec<Proxy>> = if setup.family == Family::Partition {
         (0..all).map(|_| fleet.servers.iter().map(|s| Proxy::start(s.port)).collect()).collect()
     } else {
@@ -207,37 +216,11 @@ pub fn campaign(setup: &Setup) -> Outcome {
         Some(g) => urls.iter().map(|u| format!("{},{u}", g.url())).collect(),
         None => urls,
     };
-    let pool = (setup.clients + hosts..all - NEMESIS_CLIENTS).rev().collect();
-    let own = (all - NEMESIS_CLIENTS..all).collect();
+    let pool = (setup.clients + hosts..all - NEMESIS_CLIENTS - OWN_CLIENTS).rev().collect();
+    let own = (all - NEMESIS_CLIENTS - OWN_CLIENTS..all - OWN_CLIENTS).collect();
     let ctx = Ctx::new(&dir, urls, setup.trust_restarts, pool, own, netns);
     let mut world = World { fleet, proxies, clocks, group };
-    let workers: Vec<_> = (0..setup.clients)
-        .map(|c| {
-            let (ctx, seed) = (Arc::clone(&ctx), setup.seed);
-            std::thread::spawn(move || clients::client(&ctx, c, seed))
-        })
-        .collect();
-    let burster = {
-        let (ctx, seed, first) = (Arc::clone(&ctx), setup.seed, setup.clients);
-        std::thread::spawn(move || clients::bursts(&ctx, first, hosts, seed))
-    };
-    let cron = clients::run_takes(&ctx.bin, "--once-per");
-    if !cron {
-        eprintln!("{} has no --once-per: no cron fleet in this run", ctx.bin.display());
-    }
-    let control = (setup.plain_cron, setup.loud_cron);
-    let mut fleets: Vec<_> = cron
-        .then(|| {
-            let (ctx, seed) = (Arc::clone(&ctx), setup.seed);
-            std::thread::spawn(move || clients::fleet(&ctx, ("t", TICK, false), control, seed))
-        })
-        .into_iter()
-        .collect();
-    if setup.cron_line && clients::run_takes(&ctx.bin, "--cron") {
-        let (ctx, seed) = (Arc::clone(&ctx), setup.seed ^ 1);
-        let line = ("u", clients::CRON_TICK, true);
-        fleets.push(std::thread::spawn(move || clients::fleet(&ctx, line, control, seed)));
-    }
+    let threads = start_clients(&ctx, setup, hosts, all - OWN_CLIENTS);
     let timer = {
         let (ctx, active) = (Arc::clone(&ctx), setup.active);
         std::thread::spawn(move || {
@@ -247,12 +230,8 @@ pub fn campaign(setup: &Setup) -> Outcome {
     };
     nemesis::run(&ctx, &mut world, setup);
     timer.join().unwrap();
-    for w in workers {
-        w.join().unwrap();
-    }
-    burster.join().unwrap();
-    for fleet in fleets {
-        fleet.join().unwrap();
+    for thread in threads {
+        thread.join().unwrap();
     }
     // Faults over: every client must get in, in every mode.
     let after: Vec<_> = (0..setup.clients)
@@ -279,6 +258,50 @@ pub fn campaign(setup: &Setup) -> Outcome {
     let hangs = ctx.hangs.lock().unwrap().clone();
     drop(world);
     Outcome { summary, hangs, dir }
+}
+
+/// Starts the clients of `setup` on `ctx`: the random ones, the cron
+/// bursts (`hosts` at once), the cron fleets (when the build has
+/// `--once-per`; the crontab line's with `setup.cron_line`), and the
+/// freezer (when the build has `hold`), client `own`.
+fn start_clients(
+    ctx: &Arc<Ctx>,
+    setup: &Setup,
+    hosts: usize,
+    own: usize,
+) -> Vec<std::thread::JoinHandle<()>> {
+    let seed = setup.seed;
+    let mut threads: Vec<std::thread::JoinHandle<()>> = (0..setup.clients)
+        .map(|c| {
+            let ctx = Arc::clone(ctx);
+            std::thread::spawn(move || clients::client(&ctx, c, seed))
+        })
+        .collect();
+    let (first, bursting) = (setup.clients, Arc::clone(ctx));
+    threads.push(std::thread::spawn(move || clients::bursts(&bursting, first, hosts, seed)));
+    let cron = clients::run_takes(&ctx.bin, "--once-per");
+    if !cron {
+        eprintln!("{} has no --once-per: no cron fleet in this run", ctx.bin.display());
+    }
+    let control = (setup.plain_cron, setup.loud_cron);
+    if cron {
+        let ctx = Arc::clone(ctx);
+        threads.push(std::thread::spawn(move || {
+            clients::fleet(&ctx, ("t", TICK, false), control, seed);
+        }));
+    }
+    if setup.cron_line && clients::run_takes(&ctx.bin, "--cron") {
+        let line = Arc::clone(ctx);
+        let fleet = ("u", clients::CRON_TICK, true);
+        threads.push(std::thread::spawn(move || clients::fleet(&line, fleet, control, seed ^ 1)));
+    }
+    if clients::takes(&ctx.bin, "hold") {
+        let ctx = Arc::clone(ctx);
+        threads.push(std::thread::spawn(move || freezer::freezer(&ctx, own, seed)));
+    } else {
+        eprintln!("{} has no hold: no freezer in this run", ctx.bin.display());
+    }
+    threads
 }
 
 /// Removes a run's directory, unless `REDLOCK_CAMPAIGN_KEEP=1`.
@@ -350,6 +373,7 @@ fn family(family: Family) {
             stale_past_record: full,
             cron_line: full,
             n_waits: false,
+            freeze_past_hold_end: false,
         };
         let out = campaign(&setup);
         let s = &out.summary;
@@ -360,7 +384,7 @@ fn family(family: Family) {
             .collect();
         let overlaps = s.violations.iter().filter(|v| v.kind == "overlap").count();
         eprintln!(
-            "campaign {} seed {} on {servers} servers: {} ops, {} sections, {} bursts, {} ticks ({} quiet), {overlaps} overlaps, {} violations ({})",
+            "campaign {} seed {} on {servers} servers: {} ops, {} sections, {} bursts, {} ticks ({} quiet), {} freezes ({} gaps, {} unread), {} other schedules, {overlaps} overlaps, {} violations ({})",
             family.name(),
             setup.seed,
             s.ops,
@@ -368,6 +392,10 @@ fn family(family: Family) {
             s.bursts,
             s.ticks,
             s.quiet_ticks,
+            s.freezes,
+            s.gaps,
+            s.unread_freezes,
+            s.other_schedules,
             bad.len(),
             out.dir.display()
         );
@@ -520,6 +548,7 @@ fn negative_control_disjoint_server_lists_make_two_holders() {
         stale_past_record: false,
         cron_line: false,
         n_waits: false,
+        freeze_past_hold_end: false,
     };
     let out = campaign(&Setup { family: Family::Foreign, ..setup });
     let overlaps = out.summary.violations.iter().filter(|v| v.kind == "overlap").count();
@@ -563,6 +592,7 @@ fn cron_negative_control((plain_cron, loud_cron): (bool, bool), kind: &str) {
         stale_past_record: false,
         cron_line: false,
         n_waits: false,
+        freeze_past_hold_end: false,
     };
     let out = campaign(&setup);
     let found = out.summary.violations.iter().filter(|v| v.kind == kind).count();
@@ -593,6 +623,7 @@ fn negative_control_a_dash_n_that_waits_is_taken_meanwhile() {
         stale_past_record: false,
         cron_line: false,
         n_waits: true,
+        freeze_past_hold_end: false,
     };
     let out = campaign(&setup);
     let taken = out.summary.violations.iter().filter(|v| v.kind == "taken-meanwhile").count();
@@ -630,6 +661,7 @@ fn hole(family: Family, seed: u64, active: Duration, long: bool, kind: &str) {
             stale_past_record: long,
             cron_line: false,
             n_waits: false,
+            freeze_past_hold_end: false,
         };
         let out = campaign(&setup);
         let found: Vec<&checker::Violation> =
@@ -742,6 +774,7 @@ fn negative_control_trusted_restarts_make_two_holders() {
             stale_past_record: false,
             cron_line: false,
             n_waits: false,
+            freeze_past_hold_end: false,
         };
         let out = campaign(&setup);
         found = out.summary.violations.iter().filter(|v| v.kind == "overlap").count();
