@@ -90,6 +90,9 @@ pub struct Ctx {
     /// The freezes that hold their key now, for the freeze nemesis
     /// ([`crate::freezer`]).
     pub freezes: Mutex<Vec<crate::freezer::Freezing>>,
+    /// The plain servers' URLs (on loopback), for the campaign's own looks
+    /// at them ([`crate::stranger`]); a Sentinel group is not among them.
+    pub servers: Vec<String>,
     /// Pass `--trust-restarts` (a negative control).
     pub trust_restarts: bool,
     /// The binary the clients run ([`binary`]).
@@ -101,10 +104,11 @@ pub struct Ctx {
 
 impl Ctx {
     /// A context for clients on `urls` (one list per client), running in
-    /// `netns` (see [`Ctx::netns`]), recording into `dir/history.jsonl`.
+    /// `netns` (see [`Ctx::netns`]), recording into `dir/history.jsonl`;
+    /// `servers` are the plain servers' own URLs.
     pub fn new(
         dir: &Path,
-        urls: Vec<String>,
+        (urls, servers): (Vec<String>, Vec<String>),
         trust_restarts: bool,
         fleet_pool: Vec<usize>,
         nemesis_clients: Vec<usize>,
@@ -124,6 +128,7 @@ impl Ctx {
             nemesis_clients,
             hangs: Mutex::new(Vec::new()),
             freezes: Mutex::new(Vec::new()),
+            servers,
             trust_restarts,
             bin: binary(),
             netns,

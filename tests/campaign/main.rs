@@ -41,6 +41,7 @@ mod freezer;
 mod harness;
 mod history;
 mod nemesis;
+mod stranger;
 
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -117,8 +118,8 @@ const FLEET_HOSTS: usize = 24;
 /// family, up to six of a stall's burst.
 const NEMESIS_CLIENTS: usize = 8;
 
-/// Client numbers of the freezer ([`freezer`]) and the stranger, the last
-/// two.
+/// Client numbers of the freezer ([`freezer`]) and the stranger
+/// ([`stranger`]), the last two.
 const OWN_CLIENTS: usize = 2;
 
 /// The net-partition family's network namespaces: client `c` runs in
@@ -218,7 +219,8 @@ pub fn campaign(setup: &Setup) -> Outcome {
     };
     let pool = (setup.clients + hosts..all - NEMESIS_CLIENTS - OWN_CLIENTS).rev().collect();
     let own = (all - NEMESIS_CLIENTS - OWN_CLIENTS..all - OWN_CLIENTS).collect();
-    let ctx = Ctx::new(&dir, urls, setup.trust_restarts, pool, own, netns);
+    let direct = fleet.servers.iter().map(RedisServer::url).collect();
+    let ctx = Ctx::new(&dir, (urls, direct), setup.trust_restarts, pool, own, netns);
     let mut world = World { fleet, proxies, clocks, group };
     let threads = start_clients(&ctx, setup, hosts, all - OWN_CLIENTS);
     let timer = {
@@ -262,8 +264,9 @@ pub fn campaign(setup: &Setup) -> Outcome {
 
 /// Starts the clients of `setup` on `ctx`: the random ones, the cron
 /// bursts (`hosts` at once), the cron fleets (when the build has
-/// `--once-per`; the crontab line's with `setup.cron_line`), and the
-/// freezer (when the build has `hold`), client `own`.
+/// `--once-per`; the crontab line's with `setup.cron_line`, and its
+/// stranger), and the freezer (when the build has `hold`). The freezer and
+/// the stranger are clients `own` and `own + 1`.
 fn start_clients(
     ctx: &Arc<Ctx>,
     setup: &Setup,
@@ -291,9 +294,11 @@ fn start_clients(
         }));
     }
     if setup.cron_line && clients::run_takes(&ctx.bin, "--cron") {
-        let line = Arc::clone(ctx);
+        let (line, other) = (Arc::clone(ctx), Arc::clone(ctx));
         let fleet = ("u", clients::CRON_TICK, true);
         threads.push(std::thread::spawn(move || clients::fleet(&line, fleet, control, seed ^ 1)));
+        let key = ("u", clients::CRON_TICK);
+        threads.push(std::thread::spawn(move || stranger::stranger(&other, own + 1, key, seed)));
     }
     if clients::takes(&ctx.bin, "hold") {
         let ctx = Arc::clone(ctx);
