@@ -36,6 +36,7 @@
 
 mod checker;
 mod clients;
+mod found;
 mod freezer;
 #[path = "../integration/harness/mod.rs"]
 mod harness;
@@ -55,6 +56,11 @@ use harness::proxy::Proxy;
 use harness::redis::{Build, RedisServer};
 use history::Mode;
 use nemesis::{Family, World};
+
+/// How far into the crontab line's next tick the replay of another
+/// schedule runs ([`hole_another_schedule_skips_silently_while_held`]): the
+/// fleet's holder takes the key at its start, the stranger fires then.
+const TO_HOLDER: Duration = Duration::from_secs(20);
 
 /// The seed of the long stale-tick replay ([`hole_stale_tick_runs_twice`]).
 const STALE_TWICE_SEED: u64 = 1;
@@ -642,41 +648,24 @@ fn negative_control_a_dash_n_that_waits_is_taken_meanwhile() {
 }
 
 /// A hole of a build without the engine's defence against it, replayed:
-/// `family` from `seed` (`REDLOCK_CAMPAIGN_SEED` overrides it) on the build
-/// `REDLOCK_CAMPAIGN_BIN` names, for `active`, must find `kind`. The
-/// timing is the machine's, so up to two fresh seeds follow a seed that
-/// found nothing.
-fn hole(family: Family, seed: u64, active: Duration, long: bool, kind: &str) {
+/// the campaign `setup` makes from a seed, from `seed`
+/// (`REDLOCK_CAMPAIGN_SEED` overrides it), on the build
+/// `REDLOCK_CAMPAIGN_BIN` names, must find `kind`. The timing is the
+/// machine's, so up to two fresh seeds follow a seed that found nothing.
+fn hole(seed: u64, kind: &str, setup: impl Fn(u64) -> Setup) {
     let bin = std::env::var("REDLOCK_CAMPAIGN_BIN")
-        .expect("REDLOCK_CAMPAIGN_BIN: a redlock build with the hole (7b44c47's, or older)");
+        .expect("REDLOCK_CAMPAIGN_BIN: a redlock build with the hole (each hole_ test names one)");
     let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let first = std::env::var("REDLOCK_CAMPAIGN_SEED").ok().and_then(|s| s.parse().ok());
     let mut tried = Vec::new();
+    let mut family = "";
     for seed in [first.unwrap_or(seed), fastrand::u64(..1 << 32), fastrand::u64(..1 << 32)] {
-        let setup = Setup {
-            family,
-            seed,
-            servers: 3,
-            active,
-            clients: 5,
-            disjoint: false,
-            trust_restarts: false,
-            plain_cron: false,
-            loud_cron: false,
-            stale_past_record: long,
-            cron_line: false,
-            n_waits: false,
-            freeze_past_hold_end: false,
-        };
+        let setup = setup(seed);
+        family = setup.family.name();
         let out = campaign(&setup);
         let found: Vec<&checker::Violation> =
             out.summary.violations.iter().filter(|v| v.kind == kind).collect();
-        eprintln!(
-            "{} seed {seed} on {bin}: {} {kind} ({})",
-            family.name(),
-            found.len(),
-            out.dir.display()
-        );
+        eprintln!("{family} seed {seed} on {bin}: {} {kind} ({})", found.len(), out.dir.display());
         for v in &found {
             eprintln!("{kind}: {} (lines {:?})", v.message, v.lines);
         }
@@ -686,7 +675,28 @@ fn hole(family: Family, seed: u64, active: Duration, long: bool, kind: &str) {
             return;
         }
     }
-    panic!("{bin}: no {kind} in {} seeds {tried:?}", family.name());
+    panic!("{bin}: no {kind} in {family} seeds {tried:?}");
+}
+
+/// The campaign of a hole's replay: `family` from `seed` on 3 servers with
+/// 5 clients, faults for `active`; the stale-tick family's long variant
+/// when `long`.
+fn replay(family: Family, seed: u64, active: Duration, long: bool) -> Setup {
+    Setup {
+        family,
+        seed,
+        servers: 3,
+        active,
+        clients: 5,
+        disjoint: false,
+        trust_restarts: false,
+        plain_cron: false,
+        loud_cron: false,
+        stale_past_record: long,
+        cron_line: false,
+        n_waits: false,
+        freeze_past_hold_end: false,
+    }
 }
 
 /// A `--once-per` contender frozen during its `--jitter` until 2.5 to 4 s
@@ -696,7 +706,9 @@ fn hole(family: Family, seed: u64, active: Duration, long: bool, kind: &str) {
 #[test]
 #[ignore = "runs the build REDLOCK_CAMPAIGN_BIN names, one with the hole"]
 fn hole_stale_tick_runs_late() {
-    hole(Family::StaleTick, 2_380_181_740, Duration::from_secs(3), false, "tick-late");
+    hole(2_380_181_740, "tick-late", |seed| {
+        replay(Family::StaleTick, seed, Duration::from_secs(3), false)
+    });
 }
 
 /// The same frozen past the tick's end plus the record's 60 s, beside a
@@ -704,7 +716,9 @@ fn hole_stale_tick_runs_late() {
 #[test]
 #[ignore = "runs the build REDLOCK_CAMPAIGN_BIN names, one with the hole"]
 fn hole_stale_tick_runs_twice() {
-    hole(Family::StaleTick, STALE_TWICE_SEED, Duration::from_secs(1), true, "tick-twice");
+    hole(STALE_TWICE_SEED, "tick-twice", |seed| {
+        replay(Family::StaleTick, seed, Duration::from_secs(1), true)
+    });
 }
 
 /// A `-n` whose first attempt waited in two of three servers' queues
@@ -714,20 +728,65 @@ fn hole_stale_tick_runs_twice() {
 #[test]
 #[ignore = "runs the build REDLOCK_CAMPAIGN_BIN names, one with the hole"]
 fn hole_stall_dash_n_misses_a_take() {
-    hole(Family::Stall, 1_811_981_612, Duration::from_secs(6), false, "taken-meanwhile");
+    hole(1_811_981_612, "taken-meanwhile", |seed| {
+        replay(Family::Stall, seed, Duration::from_secs(6), false)
+    });
 }
 
-/// The holes as 7b44c47's binary showed them, trimmed to their key and
-/// faults (`fixtures/`): `stale-tick-seed-1` is the long stale-tick
-/// replay's (a contender frozen 64 s past its tick's end ran it again),
-/// `stall-seed-1811981612` the stall replay's (four `-n` runs granted after
-/// takes made since they began). The checker must keep flagging them.
+/// A freeze stopped (SIGSTOP) past its validity and then past its end or
+/// its SIGTERM ends without seeing that it lost the key ("ended ...; it
+/// was no longer held", exit 0), and records no gap, though another holder
+/// took the key meanwhile: `freeze-taken`. The freeze family with the
+/// freezer's freezes stopped past their end ([`Setup::freeze_past_hold_end`]),
+/// on a build with the hole (da08dd9's: the build of this commit too,
+/// until `redlock hold` looks at its lock after such an end):
+/// `REDLOCK_CAMPAIGN_BIN=PATH cargo test --test campaign
+/// hole_freeze_stopped_past_its_end_records_no_gap -- --ignored --nocapture`.
+#[test]
+#[ignore = "runs the build REDLOCK_CAMPAIGN_BIN names, one with the hole"]
+fn hole_freeze_stopped_past_its_end_records_no_gap() {
+    hole(1, "freeze-taken", |seed| Setup {
+        freeze_past_hold_end: true,
+        ..replay(Family::Freeze, seed, Duration::from_secs(8), false)
+    });
+}
+
+/// A host of another schedule (the crontab line's fleet on key `u` read in
+/// UTC, [`stranger`]) fired while the tick's holder runs is told "busy",
+/// and exits 0 under `-E 0` without a word, on a build before 0377a00
+/// (911281a's): `schedule-refused`. The tick family with the crontab
+/// line's fleet, until 20 s into the next minute's tick (up to 80 s):
+/// `REDLOCK_CAMPAIGN_BIN=PATH cargo test --test campaign
+/// hole_another_schedule_skips_silently_while_held -- --ignored --nocapture`.
+#[test]
+#[ignore = "runs the build REDLOCK_CAMPAIGN_BIN names, one with the hole"]
+fn hole_another_schedule_skips_silently_while_held() {
+    hole(1, "schedule-refused", |seed| {
+        let minute = clients::CRON_TICK.as_millis();
+        let to_tick = minute - u128::from(history::wall_ms()) % minute;
+        let active = Duration::from_millis(u64::try_from(to_tick).unwrap()) + TO_HOLDER;
+        Setup { cron_line: true, ..replay(Family::Tick, seed, active, false) }
+    });
+}
+
+/// The holes as the replays showed them, trimmed to their key and faults
+/// (`fixtures/`). On 7b44c47's binary: `stale-tick-seed-1` is the long
+/// stale-tick replay's (a contender frozen 64 s past its tick's end ran it
+/// again), `stall-seed-1811981612` the stall replay's (four `-n` runs
+/// granted after takes made since they began). On da08dd9's:
+/// `freeze-taken-seed-1674859280` (a freeze stopped 4.6 s, past its end,
+/// recorded no gap while eight sections held its key). On 911281a's:
+/// `schedule-refused-seed-1` (three runs of the crontab line in UTC, fired
+/// while the +05:45 fleet's holder ran, exited 0 without a word). The
+/// checker must keep flagging them.
 #[test]
 fn recorded_histories_of_the_holes_are_flagged() {
     let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/campaign/fixtures");
     for (file, kinds) in [
         ("stale-tick-seed-1.jsonl", vec!["tick-late", "tick-twice"]),
         ("stall-seed-1811981612.jsonl", vec!["taken-meanwhile"; 4]),
+        ("freeze-taken-seed-1674859280.jsonl", vec!["freeze-taken"; 8]),
+        ("schedule-refused-seed-1.jsonl", vec!["schedule-refused"; 3]),
     ] {
         let summary = checker::check(&history::read(&fixtures.join(file)));
         let found: Vec<&str> = summary.violations.iter().map(|v| v.kind).collect();
