@@ -32,7 +32,9 @@
 //! ([`clients::fleet`]): `--once-per` hosts of a 2 s tick fired early,
 //! late and in bursts, with waiters killed while queued; the long
 //! campaign runs a second on a crontab line (`--cron` and `--tz`,
-//! [`clients::CRON_LINE`]), whose minute a short run would not see end.
+//! [`clients::CRON_LINE`]), whose minute a short run would not see end,
+//! with a host of another schedule beside it ([`stranger`]). Every run has
+//! a freezer too ([`freezer`]): `hold` of the exclusive key now and then.
 
 mod checker;
 mod clients;
