@@ -78,6 +78,9 @@ pub struct Ctx {
     fleet_pool: Mutex<Vec<usize>>,
     /// Set when the faults stop: clients finish their operation and leave.
     pub stop: AtomicBool,
+    /// Set once the nemesis has healed everything and returned: no fault
+    /// acts on any process any more.
+    pub faults_over: AtomicBool,
     /// The `run` processes running now: pid and TTL, for the freeze nemesis.
     pub running: Mutex<Vec<(u32, Duration)>>,
     /// The operation each client runs now, and its process's id.
@@ -123,6 +126,7 @@ impl Ctx {
             next_burst: AtomicU64::new(1),
             fleet_pool: Mutex::new(fleet_pool),
             stop: AtomicBool::new(false),
+            faults_over: AtomicBool::new(false),
             running: Mutex::new(Vec::new()),
             current: Mutex::new(BTreeMap::new()),
             nemesis_clients,

@@ -30,12 +30,14 @@ const TTL: Duration = Duration::from_secs(2);
 
 /// The pause between two freezes, in ms: the key is free for the others
 /// in between.
-const PAUSE_MS: (u64, u64) = (1_000, 3_000);
+const PAUSE_MS: (u64, u64) = (500, 2_000);
 
-/// A freeze's `--for`, in ms: long enough that a stop of 1.2 to 2.2 TTLs
-/// (the freeze nemesis) may begin in it and end [`SETTLE`] before its end,
-/// so that the freeze loses the key, sees it, and takes it back.
-const LENGTH_MS: (u64, u64) = (3_000, 6_000);
+/// A freeze's `--for`, in ms: long enough that, once it has waited for the
+/// key behind the other clients' waiters (a second or two, often), a stop
+/// of 1.2 to 2.2 TTLs (the freeze nemesis) may begin in it and end
+/// [`SETTLE`] before its end, so that the freeze loses the key, sees it,
+/// and takes it back.
+const LENGTH_MS: (u64, u64) = (4_000, 8_000);
 
 /// How long a freeze continued after a stop needs to see that its lock
 /// was lost (its overdue renewal finds the token gone) before its end or a
@@ -65,8 +67,10 @@ pub struct Freezing {
 }
 
 /// Freezes [`KEY`] now and then as `client` until `ctx.stop`, each
-/// freeze ended by its `--for` or, one in three, by SIGTERM before it.
-/// A freeze under way when the run stops runs to its end.
+/// freeze ended by its `--for` or, one in three, by SIGTERM before it. A
+/// freeze under way when the run stops is sent SIGTERM once the faults
+/// are over (`ctx.faults_over`: no stop of it is under way then), so that
+/// the clients after the faults need not wait for it.
 pub fn freezer(ctx: &Arc<Ctx>, client: usize, seed: u64) {
     let mut rng = fastrand::Rng::with_seed(seed ^ 0xF4E2);
     loop {
@@ -133,7 +137,8 @@ fn freeze(ctx: &Arc<Ctx>, client: usize, length: Duration, term: Option<Duration
         if let Some(status) = child.try_wait().unwrap() {
             break Some(status);
         }
-        if !signalled && term.is_some_and(|t| invoked.elapsed() >= t) {
+        let over = ctx.faults_over.load(Ordering::Relaxed);
+        if !signalled && (over || term.is_some_and(|t| invoked.elapsed() >= t)) {
             signalled = true;
             ctx.rec.record(&Event::Freeze { t: now(), op, said: "signalled".to_owned() });
             harness::send_signal(i32::try_from(pid).unwrap(), libc::SIGTERM);

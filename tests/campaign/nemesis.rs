@@ -560,48 +560,42 @@ pub fn run(ctx: &Arc<Ctx>, world: &mut World, setup: &crate::Setup) {
     record(ctx, "heal", "stop", None);
 }
 
-/// The shortest stop of a freeze ([`crate::freezer`]) worth making: one
-/// whose end must come sooner is not made.
-const SHORTEST_STOP: Duration = Duration::from_millis(100);
-
 /// One freeze fault: a holder's redlock (with its guard and command when
-/// `all`) stopped (SIGSTOP) for 1.2 to 2.2 of its TTL, then continued: a
-/// `run` in its section, or, one time in two when one holds its key, a
-/// freeze ([`crate::freezer`]; else it would be one holder among several,
-/// seldom stopped). A freeze is continued at least
-/// [`crate::freezer::SETTLE`] before its end or its SIGTERM (a shorter stop
-/// then, none under [`SHORTEST_STOP`]). With `past_end` (the replay of the
-/// hole a freeze stopped past its end has), a freeze is picked whenever
-/// one holds, and stopped from at least a TTL and `SETTLE` before its end
-/// (the key lapses and a waiter may take it within the freeze's span) until
-/// `SETTLE` past it. Nothing when no holder runs.
+/// `all`) stopped (SIGSTOP) for 1.2 to 2.2 of its TTL, then continued. The
+/// holder is a freeze ([`crate::freezer`]) whenever one holds its key with
+/// a TTL and [`crate::freezer::SETTLE`] left (that time is short: it would
+/// seldom be stopped otherwise), else a `run` in its section. A freeze's
+/// stop ends `SETTLE` before the freeze's end or its SIGTERM, so that it
+/// sees its loss first, and so lasts a TTL at least, longer than its lock's
+/// validity. With `past_end` (the replay of the hole a freeze stopped past
+/// its end has), any freeze that holds is stopped, from at least a TTL and
+/// `SETTLE` before its end (the key lapses and a waiter may take it within
+/// the freeze's span) until `SETTLE` past it. Nothing when no holder runs.
 fn freeze_one(ctx: &Ctx, rng: &mut fastrand::Rng, all: bool, past_end: bool) {
-    let freezes = ctx.freezes.lock().unwrap().clone();
-    let (pid, ttl, ends) = if !freezes.is_empty() && (past_end || rng.bool()) {
-        let f = freezes[rng.usize(..freezes.len())];
-        (f.pid, f.ttl, Some(f.ends))
-    } else {
+    let settle = crate::freezer::SETTLE;
+    let mut freezes = ctx.freezes.lock().unwrap().clone();
+    let now = std::time::Instant::now();
+    freezes.retain(|f| past_end || f.ends.saturating_duration_since(now) >= f.ttl + settle);
+    let (pid, ttl, ends) = if freezes.is_empty() {
         let running = holding(ctx);
         if running.is_empty() {
             return;
         }
         let (pid, ttl) = running[rng.usize(..running.len())];
         (pid, ttl, None)
+    } else {
+        let f = freezes[rng.usize(..freezes.len())];
+        (f.pid, f.ttl, Some(f.ends))
     };
     let mut long = ttl.mul_f64(1.2 + rng.f64());
     if let Some(ends) = ends {
         let left = ends.saturating_duration_since(std::time::Instant::now());
-        let settle = crate::freezer::SETTLE;
-        if past_end {
-            if left < ttl + settle {
-                return;
-            }
-            long = long.max(left + settle);
-        } else {
+        if !past_end {
             long = long.min(left.saturating_sub(settle));
-            if long < SHORTEST_STOP {
-                return;
-            }
+        } else if left < ttl + settle {
+            return;
+        } else {
+            long = long.max(left + settle);
         }
     }
     let pids = if all { tree(pid) } else { vec![pid] };
