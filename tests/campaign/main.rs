@@ -64,6 +64,11 @@ use nemesis::{Family, World};
 /// fleet's holder takes the key at its start, the stranger fires then.
 const TO_HOLDER: Duration = Duration::from_secs(20);
 
+/// How long [`campaign`] takes before its clients start, about: its
+/// servers, and the 3 s a server waits before it votes. A replay that
+/// counts its faults' time from its call by the wall clock adds it.
+const SETUP: Duration = Duration::from_secs(5);
+
 /// The seed of the long stale-tick replay ([`hole_stale_tick_runs_twice`]).
 const STALE_TWICE_SEED: u64 = 1;
 
@@ -767,10 +772,10 @@ fn hole_freeze_stopped_past_its_end_records_no_gap() {
 #[ignore = "runs the build REDLOCK_CAMPAIGN_BIN names, one with the hole"]
 fn hole_another_schedule_skips_silently_while_held() {
     hole(1, "schedule-refused", |seed| {
-        let minute = clients::CRON_TICK.as_millis();
-        let to_tick = minute - u128::from(history::wall_ms()) % minute;
-        let active = Duration::from_millis(u64::try_from(to_tick).unwrap()) + TO_HOLDER;
-        Setup { cron_line: true, ..replay(Family::Tick, seed, active, false) }
+        let minute = u64::try_from(clients::CRON_TICK.as_millis()).unwrap();
+        let clients_start = history::wall_ms() + u64::try_from(SETUP.as_millis()).unwrap();
+        let to_tick = Duration::from_millis(minute - clients_start % minute);
+        Setup { cron_line: true, ..replay(Family::Tick, seed, to_tick + TO_HOLDER, false) }
     });
 }
 
