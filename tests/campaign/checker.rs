@@ -52,6 +52,14 @@
 //!   grant (the same, and a connection and a round); its first request
 //!   misses only a take granted and released while that request was on
 //!   its way.
+//! - **A freeze's gaps** (`freeze-taken`): while a freeze (`hold`, the
+//!   freezer's) holds its key by its own view, every other holder's
+//!   section or script hold that overlaps it lies inside one of the gaps
+//!   the freeze recorded in the key's history, within the clocks' slack
+//!   ([`freeze_taken`]): a freeze that lost the key records the gap.
+//! - **Another schedule is refused** (`schedule-refused`): a run of
+//!   another schedule than its key's record names exits 64, never runs its
+//!   command, never skips with 0 or the busy code ([`schedule_refused`]).
 //! - **Liveness**: once faults stop, every waiter gets in.
 //! - **Unavailable means unreachable** (`unavailable-quiet`): a `-n` that
 //!   exits 69 had a fault active from [`AFTER_FAULT_NS`] before its
@@ -88,7 +96,8 @@ fn drift_ns(ttl_ms: u64) -> u64 {
 pub struct Violation {
     /// `overlap`, `fence`, `exit-status`, `lost-tick`, `tick-twice`,
     /// `tick-label`, `tick-late`, `taken-meanwhile`, `liveness`, `bound`,
-    /// `foreign-unnoticed`, `unavailable-quiet`.
+    /// `foreign-unnoticed`, `unavailable-quiet`, `loud-skip`,
+    /// `freeze-taken`, `schedule-refused`.
     pub kind: &'static str,
     /// One line for people.
     pub message: String,
@@ -131,6 +140,34 @@ struct Op {
     exit: Option<(usize, u64, String, Option<i32>)>,
     /// What it printed on stderr, if it was to skip without a word.
     said: Option<(usize, String)>,
+    /// `hold --for`, in ms.
+    for_ms: Option<u64>,
+    /// A `run` of another schedule than its key's record names.
+    other_schedule: bool,
+    /// A freeze's lines (line, when they arrived, their event) and the
+    /// campaign's SIGTERM (`signalled`), in time order.
+    freeze: Vec<(usize, u64, String)>,
+    /// The gaps a freeze recorded, once read.
+    gaps: Option<Recorded>,
+}
+
+/// The gaps a freeze recorded in its key's history, as read.
+#[derive(Clone, Debug)]
+struct Recorded {
+    /// The history line.
+    line: usize,
+    /// Whether the key's history was read from a quorum.
+    read: bool,
+    /// Each gap's start and end, in wall ms.
+    gaps: Vec<(u64, u64)>,
+}
+
+impl Op {
+    /// When a freeze took its key, by its own view: the line that said so
+    /// (`hold_started`) and when it arrived.
+    fn began(&self) -> Option<(usize, u64)> {
+        self.freeze.iter().find(|(.., said)| said == "hold_started").map(|(l, t, _)| (*l, *t))
+    }
 }
 
 /// How an operation's process ended.
@@ -203,97 +240,71 @@ pub struct Summary {
     /// Of those, the ticks where "exactly once" was checked: no fault
     /// active (one that did not run is excused when a host of it died).
     pub quiet_ticks: usize,
+    /// Freezes that took their key and whose gaps were read: checked.
+    pub freezes: usize,
+    /// The gaps those freezes recorded.
+    pub gaps: usize,
+    /// Freezes that took their key, whose history could not be read.
+    pub unread_freezes: usize,
+    /// Runs of another schedule than their key's record names.
+    pub other_schedules: usize,
     /// Every violation found.
     pub violations: Vec<Violation>,
 }
 
-/// Checks a history (events in time order, with their line numbers).
-pub fn check(events: &[(usize, Event)]) -> Summary {
-    let mut ops: BTreeMap<u64, Op> = BTreeMap::new();
-    let mut foreign: Vec<Foreign> = Vec::new();
-    let mut faults: Vec<(String, u64, u64)> = Vec::new();
-    let mut frozen: Vec<(u64, Vec<u32>)> = Vec::new();
+/// What a history says, by kind: the operations, the foreign writes, the
+/// faults (what, start, stop) and the freezes' stopped processes (when,
+/// which pids).
+#[derive(Default)]
+struct Read {
+    ops: BTreeMap<u64, Op>,
+    foreign: Vec<Foreign>,
+    faults: Vec<(String, u64, u64)>,
+    frozen: Vec<(u64, Vec<u32>)>,
+}
+
+/// Reads a history's events into what the checks need.
+fn read(events: &[(usize, Event)]) -> Read {
+    let mut r = Read::default();
     for (line, event) in events {
-        match event.clone() {
-            Event::Invoke {
-                t,
-                op,
-                f,
-                key,
-                mode,
-                limit,
-                ttl_ms,
-                burst,
-                child_code,
-                busy_code,
-                after_faults,
-                token,
-                no_wait,
-                wait_ms,
-                every_ms,
-                once_per,
-                wall_ms,
-                node_timeout_ms,
-                ..
-            } => {
-                ops.insert(
-                    op,
-                    Op {
-                        line: *line,
-                        f,
-                        key,
-                        mode: Some(mode),
-                        limit,
-                        ttl_ms,
-                        burst,
-                        child_code,
-                        busy_code,
-                        after_faults,
-                        token_in: token,
-                        op,
-                        no_wait,
-                        wait_ms,
-                        every_ms,
-                        once_per,
-                        wall_ms,
-                        node_timeout_ms,
-                        invoke: t,
-                        ..Op::default()
-                    },
-                );
+        if let Event::Invoke { .. } = event {
+            let o = invoked(*line, event);
+            r.ops.insert(o.op, o);
+            continue;
+        }
+        let op = match event {
+            Event::Complete { op, .. }
+            | Event::Enter { op, .. }
+            | Event::Exit { op, .. }
+            | Event::Said { op, .. }
+            | Event::Freeze { op, .. }
+            | Event::Gaps { op, .. } => r.ops.get_mut(op),
+            _ => None,
+        };
+        match (event.clone(), op) {
+            (Event::Complete { t, outcome, code, token, fence, validity_ms, pid, .. }, Some(o)) => {
+                o.complete =
+                    Some(Completion { line: *line, t, outcome, code, token, pid, validity_ms });
+                o.fence = fence;
             }
-            Event::Complete { t, op, outcome, code, token, fence, validity_ms, pid, .. } => {
-                if let Some(o) = ops.get_mut(&op) {
-                    o.complete =
-                        Some(Completion { line: *line, t, outcome, code, token, pid, validity_ms });
-                    o.fence = fence;
-                }
+            (Event::Enter { t, fence, slot, tick, .. }, Some(o)) => {
+                o.enter = Some((*line, t, fence));
+                o.slot = slot;
+                o.tick_label = tick.map(|text| {
+                    text.parse::<jiff::Timestamp>()
+                        .ok()
+                        .and_then(|at| u64::try_from(at.as_millisecond()).ok())
+                });
             }
-            Event::Enter { t, op, fence, slot, tick, .. } => {
-                if let Some(o) = ops.get_mut(&op) {
-                    o.enter = Some((*line, t, fence));
-                    o.slot = slot;
-                    o.tick_label = tick.map(|text| {
-                        text.parse::<jiff::Timestamp>()
-                            .ok()
-                            .and_then(|at| u64::try_from(at.as_millisecond()).ok())
-                    });
-                }
+            (Event::Exit { t, how, code, .. }, Some(o)) => o.exit = Some((*line, t, how, code)),
+            (Event::Said { quiet: true, stderr, .. }, Some(o)) => o.said = Some((*line, stderr)),
+            (Event::Freeze { t, said, .. }, Some(o)) => o.freeze.push((*line, t, said)),
+            (Event::Gaps { read, gaps, .. }, Some(o)) => {
+                o.gaps = Some(Recorded { line: *line, read, gaps });
             }
-            Event::Exit { t, op, how, code, .. } => {
-                if let Some(o) = ops.get_mut(&op) {
-                    o.exit = Some((*line, t, how, code));
-                }
-            }
-            Event::Said { op, quiet: true, stderr, .. } => {
-                if let Some(o) = ops.get_mut(&op) {
-                    o.said = Some((*line, stderr));
-                }
-            }
-            Event::Said { .. } => {}
-            Event::Nemesis { t, what, phase, foreign: f, servers, fleet, frozen: pids } => {
+            (Event::Nemesis { t, what, phase, foreign: f, servers, fleet, frozen: pids }, _) => {
                 if let Some((key, ms)) = f {
-                    foreign.push(Foreign {
+                    r.foreign.push(Foreign {
                         key,
                         from: t,
                         to: t + ms * 1_000_000,
@@ -305,26 +316,88 @@ pub fn check(events: &[(usize, Event)]) -> Summary {
                         line: *line,
                     });
                 } else if phase == "stop"
-                    && let Some(w) = foreign.iter_mut().rev().find(|w| w.what == what && !w.stopped)
+                    && let Some(w) =
+                        r.foreign.iter_mut().rev().find(|w| w.what == what && !w.stopped)
                 {
                     w.to = t + w.ms * 1_000_000;
                     w.stopped = true;
                 }
                 if !pids.is_empty() {
-                    frozen.push((t, pids));
+                    r.frozen.push((t, pids));
                 }
                 // A fault is active from its start to its stop; one that
                 // never stops (a clock stepped until the end) to the end.
                 if phase == "start" {
-                    faults.push((what, t, u64::MAX));
+                    r.faults.push((what, t, u64::MAX));
                 } else if let Some(open) =
-                    faults.iter_mut().rev().find(|(w, _, end)| *w == what && *end == u64::MAX)
+                    r.faults.iter_mut().rev().find(|(w, _, end)| *w == what && *end == u64::MAX)
                 {
                     open.2 = t;
                 }
             }
+            _ => {}
         }
     }
+    r
+}
+
+/// The operation an `invoke` event (on `line`) begins.
+fn invoked(line: usize, event: &Event) -> Op {
+    let Event::Invoke {
+        t,
+        op,
+        f,
+        key,
+        mode,
+        limit,
+        ttl_ms,
+        burst,
+        child_code,
+        busy_code,
+        after_faults,
+        token,
+        no_wait,
+        wait_ms,
+        every_ms,
+        once_per,
+        wall_ms,
+        node_timeout_ms,
+        for_ms,
+        other_schedule,
+        ..
+    } = event.clone()
+    else {
+        return Op::default();
+    };
+    Op {
+        line,
+        f,
+        key,
+        mode: Some(mode),
+        limit,
+        ttl_ms,
+        burst,
+        child_code,
+        busy_code,
+        after_faults,
+        token_in: token,
+        op,
+        no_wait,
+        wait_ms,
+        every_ms,
+        once_per,
+        wall_ms,
+        node_timeout_ms,
+        for_ms,
+        other_schedule,
+        invoke: t,
+        ..Op::default()
+    }
+}
+
+/// Checks a history (events in time order, with their line numbers).
+pub fn check(events: &[(usize, Event)]) -> Summary {
+    let Read { ops, foreign, faults, frozen } = read(events);
     let mut summary = Summary { ops: ops.len(), ..Summary::default() };
     let mut holds = holds(&ops);
     foreign_writes(&ops, &mut holds, &foreign, &frozen, &mut summary.violations);
@@ -344,6 +417,7 @@ pub fn check(events: &[(usize, Event)]) -> Summary {
         loud_skip(o, &mut summary.violations);
         exit_status(o, &mut summary.violations);
         liveness(o, &mut summary.violations);
+        summary.other_schedules += schedule_refused(o, &mut summary.violations);
     }
     for o in ops.values() {
         bound(o, &frozen, &mut summary.violations);
@@ -356,6 +430,12 @@ pub fn check(events: &[(usize, Event)]) -> Summary {
     (summary.ticks, summary.quiet_ticks) =
         ticks(&ops, &holds, &foreign, &faults, &mut summary.violations);
     taken_meanwhile(&ops, &holds, &mut summary.violations);
+    for o in ops.values().filter(|o| o.f == "hold") {
+        let gaps = freeze_taken(o, (&ops, &holds), &foreign, &frozen, &mut summary.violations);
+        summary.freezes += usize::from(gaps.is_some());
+        summary.gaps += gaps.unwrap_or(0);
+        summary.unread_freezes += usize::from(gaps.is_none() && o.began().is_some());
+    }
     summary
 }
 
@@ -734,7 +814,11 @@ fn exit_status(o: &Op, out: &mut Vec<Violation>) {
             }
         }
         (None, _) => {
-            let documented = [69, 70, 75, o.busy_code.unwrap_or(75)];
+            let mut documented = vec![69, 70, 75, o.busy_code.unwrap_or(75)];
+            // A run of another schedule is refused with 64 (`schedule_refused`).
+            if o.other_schedule {
+                documented.push(64);
+            }
             if o.child_code == Some(code) && !documented.contains(&code) {
                 Some(format!("run exited {code}, the command's code, but the command never ran"))
             } else if !documented.contains(&code) {
@@ -890,8 +974,10 @@ fn possible_hold(o: &Op) -> Option<(u64, u64)> {
     let code = o.complete.as_ref().and_then(|c| c.code);
     let abnormal = match o.f.as_str() {
         "run" => {
+            let refused = code == Some(75) || code == o.busy_code;
+            let elsewhere = o.other_schedule && code == Some(64);
             o.exit.as_ref().is_some_and(|e| e.2 != "normal")
-                || !(code == o.child_code || code == Some(75) || code == o.busy_code)
+                || !(code == o.child_code || refused || elsewhere)
         }
         "acquire" => true,
         _ => false,
@@ -1103,6 +1189,133 @@ fn taken_meanwhile(
     }
 }
 
+/// How far a freeze's gap (wall ms, from its key's history) is widened on
+/// each side when it is put on the history's clock, in ns: the two clocks'
+/// slack ([`WALL_SLACK_MS`], as for an `acquire`'s fence) and the
+/// millisecond the entry is rounded to. Sections are stamped inside their
+/// holds, so nothing more: a section that begins or ends this close
+/// outside a gap is taken as inside it (an overlap up to 51 ms goes
+/// unseen).
+const GAP_SLACK_NS: u64 = (WALL_SLACK_MS + 1) * 1_000_000;
+
+/// A freeze's gap `(start, end)` in wall ms on the history's clock,
+/// through the freeze's invocation stamps, widened by [`GAP_SLACK_NS`].
+fn gap_ns(o: &Op, (start, end): (u64, u64)) -> (u64, u64) {
+    let at = |wall: u64| {
+        let ns = i128::from(o.invoke) + (i128::from(wall) - i128::from(o.wall_ms)) * 1_000_000;
+        u64::try_from(ns.max(0)).unwrap_or(u64::MAX)
+    };
+    (at(start).saturating_sub(GAP_SLACK_NS), at(end).saturating_add(GAP_SLACK_NS))
+}
+
+/// `freeze-taken`: while a freeze holds its key, no other holder takes
+/// it, except inside a gap the freeze recorded in the key's history
+/// (`redlock hold`; docs/safety.md, "A freeze's gaps"): each gap runs from
+/// the end of the validity the freeze lost to when it took the key back
+/// (or ended), so whoever held the key in between is inside one.
+///
+/// The freeze's span, by its own view: from the arrival of its
+/// `hold_started` line (after its grant) to the earliest of its `--for`
+/// from its invocation (it counts from its own start, later), the SIGTERM
+/// the campaign sent it (it releases only after), and its process's end;
+/// cut where a foreign write over the key began (the write breaks
+/// exclusion's premise, and the freeze then ends as released by force,
+/// recording no gap). Each other holder's hold (a section, stamped inside
+/// the real one, or a script's hold) that overlaps the span must lie,
+/// within the span, inside one of the freeze's gaps, widened by
+/// [`GAP_SLACK_NS`]. A `run` whose redlock was stopped together with its
+/// command during its section (`frozen`: a stop of more than its one
+/// process) is the documented bound, a paused VM: its command may outlive
+/// its lock, whose validity ends anywhere in the TTL after its last
+/// renewal before the stop, so its hold ends, here, where that stop began
+/// (as a foreign write cuts a hold); what comes before is checked. Breaks
+/// it: a loss the freeze never noticed or never
+/// recorded (its end or a signal came while it was stopped past its
+/// validity), or a gap that starts after the key was free or ends before
+/// the freeze had it back. Returns how many gaps were checked, `None` when
+/// the freeze never took the key or its gaps were not read.
+fn freeze_taken(
+    o: &Op,
+    (ops, holds): (&BTreeMap<u64, Op>, &BTreeMap<String, Vec<Hold>>),
+    foreign: &[Foreign],
+    frozen: &[(u64, Vec<u32>)],
+    out: &mut Vec<Violation>,
+) -> Option<usize> {
+    let (started, from) = o.began()?;
+    let Some(Recorded { line: gaps_line, read: true, gaps }) = &o.gaps else { return None };
+    let mut to = o.invoke.saturating_add(o.for_ms.unwrap_or(0) * 1_000_000);
+    if let Some((_, t, _)) = o.freeze.iter().find(|(.., said)| said == "signalled") {
+        to = to.min(*t);
+    }
+    if let Some(c) = &o.complete {
+        to = to.min(c.t);
+    }
+    for w in foreign.iter().filter(|w| w.key == o.key && w.from > o.invoke) {
+        to = to.min(w.from);
+    }
+    let windows: Vec<(u64, u64)> = gaps.iter().map(|g| gap_ns(o, *g)).collect();
+    for h in holds.get(&o.key).into_iter().flatten() {
+        let pid = ops[&h.op].complete.as_ref().and_then(|c| c.pid);
+        let bound = frozen.iter().find(|(t, pids)| {
+            pids.len() > 1 && pid.is_some_and(|p| pids.contains(&p)) && (h.start..h.end).contains(t)
+        });
+        let end = bound.map_or(h.end, |(t, _)| h.end.min(*t));
+        let (s, e) = (h.start.max(from), end.min(to));
+        if s >= e || windows.iter().any(|&(gs, ge)| gs <= s && e <= ge) {
+            continue;
+        }
+        out.push(Violation {
+            kind: "freeze-taken",
+            message: format!(
+                "{}: another holder held the key {} ms into the freeze of op {} (for {} ms, \
+                 until {} ms into it) outside the {} gaps it recorded",
+                o.key,
+                (s - from) / 1_000_000,
+                o.op,
+                (e - s) / 1_000_000,
+                (to - from) / 1_000_000,
+                gaps.len()
+            ),
+            lines: [o.line, started, *gaps_line].into_iter().chain(h.lines.clone()).collect(),
+        });
+    }
+    Some(gaps.len())
+}
+
+/// `schedule-refused`: a run of another schedule than the one its key's
+/// record names (a quorum of the servers named it when the run was fired,
+/// so any quorum it could win holds a server that refuses it) is refused
+/// with 64 (`Error::Schedules`, skip kind `elsewhere`), on a free key and
+/// while the tick's holder runs alike: it never runs its command, and
+/// never exits 0 or its busy code, a silent skip as if a host of its own
+/// schedule had run the tick. 69 (no quorum of the servers answered) is
+/// the outage's line, which a person reads too. Breaks it: a build that
+/// tells such a host "busy" while the holder runs (silent under `-E 0`).
+/// Returns 1 for such a run, else 0.
+fn schedule_refused(o: &Op, out: &mut Vec<Violation>) -> usize {
+    if !o.other_schedule {
+        return 0;
+    }
+    let Some(c) = &o.complete else { return 1 };
+    let why = match (&o.enter, c.code) {
+        (Some(_), _) => Some("ran its command".to_owned()),
+        (None, Some(64 | 69) | None) => None,
+        (None, Some(code)) if Some(code) == o.busy_code || code == 75 => {
+            Some(format!("skipped as busy (exit {code}, its busy code), not refused"))
+        }
+        (None, Some(code)) => Some(format!("exited {code}, not refused")),
+    };
+    if let Some(why) = why {
+        let lines = [o.line, c.line].into_iter().chain(o.enter.map(|e| e.0)).collect();
+        out.push(Violation {
+            kind: "schedule-refused",
+            message: format!("{}: a run of another schedule than the key's record {why}", o.key),
+            lines,
+        });
+    }
+    1
+}
+
 /// Bursts in which every host skipped as busy while nothing held the key,
 /// nor possibly held it. Returns the number of bursts.
 fn lost_ticks(
@@ -1207,6 +1420,8 @@ mod tests {
                 once_per: false,
                 wall_ms: 0,
                 node_timeout_ms: None,
+                for_ms: None,
+                other_schedule: false,
             });
             if let Some(enter) = enter {
                 self.push(Event::Enter {
@@ -1375,6 +1590,8 @@ mod tests {
                     once_per: false,
                     wall_ms: 10_000 + t,
                     node_timeout_ms: None,
+                    for_ms: None,
+                    other_schedule: false,
                 });
                 let acquired = f == "acquire";
                 self.push(Event::Complete {
@@ -1388,6 +1605,74 @@ mod tests {
                     validity_ms: validity_ms.filter(|_| acquired),
                     pid: Some(PID + u32::try_from(o).unwrap()),
                 });
+            }
+        }
+
+        /// A freeze of `key` (`hold --for for_ms`, TTL 2 s) invoked at
+        /// `start` ms (the wall clock 10 s ahead of the monotonic one), that
+        /// said it froze the key at `started` ms and ended at `end` ms,
+        /// sent SIGTERM at `signalled` ms, with the gaps (wall ms) its
+        /// key's history showed, when it could be read.
+        fn freeze(
+            &mut self,
+            (start, started, end): (u64, u64, u64),
+            for_ms: u64,
+            signalled: Option<u64>,
+            gaps: Option<&[(u64, u64)]>,
+        ) -> u64 {
+            self.next_op += 1;
+            let op = self.next_op;
+            self.push(Event::Invoke {
+                t: start * MS,
+                client: 0,
+                op,
+                f: "hold".into(),
+                key: "x".into(),
+                mode: Mode::Exclusive,
+                limit: 1,
+                ttl_ms: 2000,
+                burst: None,
+                child_code: None,
+                busy_code: None,
+                after_faults: false,
+                token: None,
+                no_wait: false,
+                wait_ms: None,
+                every_ms: None,
+                once_per: false,
+                wall_ms: 10_000 + start,
+                node_timeout_ms: None,
+                for_ms: Some(for_ms),
+                other_schedule: false,
+            });
+            let said = [(Some(started), "hold_started"), (signalled, "signalled")];
+            for (t, said) in said.into_iter().filter_map(|(t, s)| Some((t?, s))) {
+                self.push(Event::Freeze { t: t * MS, op, said: said.into() });
+            }
+            self.push(Event::Complete {
+                t: end * MS,
+                client: 0,
+                op,
+                outcome: "ok".into(),
+                code: Some(0),
+                token: None,
+                fence: None,
+                validity_ms: None,
+                pid: Some(PID + u32::try_from(op).unwrap()),
+            });
+            let (read, gaps) = gaps.map_or((false, Vec::new()), |g| (true, g.to_vec()));
+            self.push(Event::Gaps { t: (end + 10) * MS, op, read, gaps });
+            op
+        }
+
+        /// Makes run `op` one of another schedule than its key's record.
+        fn other_schedule(&mut self, op: u64) {
+            for (_, e) in &mut self.events {
+                if let Event::Invoke { op: o, other_schedule, .. } = e
+                    && *o == op
+                {
+                    *other_schedule = true;
+                }
             }
         }
 
@@ -1560,6 +1845,8 @@ mod tests {
             once_per: false,
             wall_ms: 0,
             node_timeout_ms: None,
+            for_ms: None,
+            other_schedule: false,
         };
         let done = |t: u64, op: u64, token: Option<&str>| Event::Complete {
             t: t * MS,
@@ -1911,5 +2198,122 @@ mod tests {
             });
             assert_eq!(h.check().len(), flagged, "frozen at {at} ms");
         }
+    }
+
+    /// The negative control of `freeze-taken`: a freeze (invoked at 0,
+    /// holding from 100 ms, `--for` 3 s: until 3000 ms) and a section of
+    /// another holder from 1000 to 1200 ms. Outside every gap it recorded
+    /// (none, or one that ends too soon) it is flagged; inside one it is
+    /// not; nor after the freeze's span, nor when the gaps are unknown.
+    #[test]
+    fn a_freeze_is_taken_only_inside_a_gap_it_recorded() {
+        let section = |h: &mut H, from: u64, to: u64| {
+            h.run(
+                "x",
+                Mode::Exclusive,
+                (from - 50, Some(from), to, to + 1),
+                None,
+                "normal",
+                3,
+                None,
+            );
+        };
+        let taken =
+            |gaps: Option<&[(u64, u64)]>, signalled: Option<u64>, (from, to): (u64, u64)| {
+                let mut h = H::default();
+                h.freeze((0, 100, 3_200), 3_000, signalled, gaps);
+                section(&mut h, from, to);
+                kinds(&h.check())
+            };
+        // No gap recorded: a loss it never noticed.
+        let v = {
+            let mut h = H::default();
+            h.freeze((0, 100, 3_200), 3_000, None, Some(&[]));
+            section(&mut h, 1_000, 1_200);
+            h.check()
+        };
+        assert_eq!(kinds(&v), ["freeze-taken"], "{v:#?}");
+        assert!(
+            v[0].message.contains("900 ms into the freeze of op 1 (for 200 ms"),
+            "{}",
+            v[0].message
+        );
+        assert_eq!(v[0].lines, [1, 2, 4, 5, 6, 7], "the freeze's lines, then the section's");
+        // A gap (wall 10.9 s to 11.3 s: 900 to 1300 ms) covers it; one
+        // that ended at 1100 ms does not; the slack (51 ms) covers a gap
+        // that began 40 ms late, not one 100 ms late.
+        assert_eq!(taken(Some(&[(10_900, 11_300)]), None, (1_000, 1_200)), Vec::<&str>::new());
+        assert_eq!(taken(Some(&[(10_900, 11_100)]), None, (1_000, 1_200)), ["freeze-taken"]);
+        assert_eq!(taken(Some(&[(11_040, 11_300)]), None, (1_000, 1_200)), Vec::<&str>::new());
+        assert_eq!(taken(Some(&[(11_100, 11_300)]), None, (1_000, 1_200)), ["freeze-taken"]);
+        // Two gaps: the section lies in the second.
+        let two = [(10_300, 10_500), (10_950, 11_250)];
+        assert_eq!(taken(Some(&two), None, (1_000, 1_200)), Vec::<&str>::new());
+        // After its --for (3000 ms), or after its SIGTERM (900 ms): its
+        // span is over, whatever it recorded.
+        assert_eq!(taken(Some(&[]), None, (3_050, 3_150)), Vec::<&str>::new());
+        assert_eq!(taken(Some(&[]), Some(900), (1_000, 1_200)), Vec::<&str>::new());
+        // Begun in the last gap, which lasted until the freeze's end, and
+        // held past it: inside, within the span.
+        assert_eq!(taken(Some(&[(12_500, 13_050)]), None, (2_600, 3_500)), Vec::<&str>::new());
+        // The history could not be read: not checked, and counted.
+        let mut h = H::default();
+        h.freeze((0, 100, 3_200), 3_000, None, None);
+        section(&mut h, 1_000, 1_200);
+        h.events.sort_by_key(|(i, e)| (e.t(), *i));
+        let summary = check(&h.events);
+        assert_eq!((summary.violations.len(), summary.unread_freezes), (0, 1));
+        // A foreign write over the key at 800 ms ends the span there.
+        let mut h = H::default();
+        h.freeze((0, 100, 3_200), 3_000, None, Some(&[]));
+        section(&mut h, 1_000, 1_200);
+        h.foreign("x", 800, 300, &[0, 1]);
+        assert_eq!(h.check(), vec![]);
+        // A run in its section from 50 ms, its redlock stopped at 80 ms
+        // with its command (the bound): its hold ends there for this
+        // check; with its redlock alone stopped (its guard runs on), not.
+        for (pids, want) in [(2, Vec::<&str>::new()), (1, vec!["freeze-taken"])] {
+            let mut h = H::default();
+            let run =
+                h.run("x", Mode::Exclusive, (0, Some(50), 2_000, 2_001), None, "killed", 70, None);
+            h.freeze((10, 100, 3_200), 3_000, None, Some(&[]));
+            let pid = PID + u32::try_from(run).unwrap();
+            h.push(Event::Nemesis {
+                t: 80 * MS,
+                what: "freeze".into(),
+                phase: "start".into(),
+                foreign: None,
+                servers: Vec::new(),
+                fleet: 0,
+                frozen: [pid, pid + 500][..pids].to_vec(),
+            });
+            assert_eq!(kinds(&h.check()), want, "{pids} processes stopped");
+        }
+    }
+
+    /// The negative control of `schedule-refused`: runs of another
+    /// schedule than their key's record that skipped (0, the busy code
+    /// under -E 0) or ran are flagged; refused (64) or unavailable (69)
+    /// ones are not, and 64 is their documented refusal.
+    #[test]
+    fn a_run_of_another_schedule_is_refused() {
+        let other = |h: &mut H, enter: Option<u64>, exit: i32| {
+            let burst = Some(1);
+            let op = h.run("u", Mode::Exclusive, (0, enter, 150, 160), None, "normal", exit, burst);
+            h.other_schedule(op);
+        };
+        for (code, want) in [(64, 0), (69, 0), (0, 1), (75, 1), (3, 1)] {
+            let mut h = H::default();
+            other(&mut h, None, code);
+            let v = h.check();
+            let refused = v.iter().filter(|v| v.kind == "schedule-refused").count();
+            assert_eq!(refused, want, "exit {code}: {v:#?}");
+            assert!(v.iter().all(|v| v.kind != "exit-status" || code == 3), "{v:#?}");
+        }
+        let mut h = H::default();
+        other(&mut h, Some(50), 3);
+        let v = h.check();
+        assert_eq!(kinds(&v), ["schedule-refused"], "{v:#?}");
+        assert!(v[0].message.contains("ran its command"), "{}", v[0].message);
     }
 }

@@ -39,6 +39,11 @@ pub fn run_takes(bin: &Path, flag: &str) -> bool {
     String::from_utf8_lossy(&help.stdout).contains(flag)
 }
 
+/// Whether `bin` has the subcommand `name` (an older build may lack it).
+pub fn takes(bin: &Path, name: &str) -> bool {
+    Command::new(bin).args([name, "--help"]).output().is_ok_and(|o| o.status.success())
+}
+
 /// The critical section (see the module doc). Arguments: the FIFO, how
 /// long to stay (ms), the exit code.
 pub const SECTION: &str = r#"
@@ -73,6 +78,9 @@ pub struct Ctx {
     fleet_pool: Mutex<Vec<usize>>,
     /// Set when the faults stop: clients finish their operation and leave.
     pub stop: AtomicBool,
+    /// Set once the nemesis has healed everything and returned: no fault
+    /// acts on any process any more.
+    pub faults_over: AtomicBool,
     /// The `run` processes running now: pid and TTL, for the freeze nemesis.
     pub running: Mutex<Vec<(u32, Duration)>>,
     /// The operation each client runs now, and its process's id.
@@ -82,8 +90,14 @@ pub struct Ctx {
     pub nemesis_clients: Vec<usize>,
     /// Hangs seen: operations still running after [`harness::HANG`].
     pub hangs: Mutex<Vec<String>>,
+    /// The freezes that hold their key now, for the freeze nemesis
+    /// ([`crate::freezer`]).
+    pub freezes: Mutex<Vec<crate::freezer::Freezing>>,
+    /// The plain servers' URLs (on loopback), for the campaign's own looks
+    /// at them ([`crate::stranger`]); a Sentinel group is not among them.
+    pub servers: Vec<String>,
     /// Pass `--trust-restarts` (a negative control).
-    trust_restarts: bool,
+    pub trust_restarts: bool,
     /// The binary the clients run ([`binary`]).
     pub bin: PathBuf,
     /// The network namespaces the clients run in, client `c` in `c % len`
@@ -93,10 +107,11 @@ pub struct Ctx {
 
 impl Ctx {
     /// A context for clients on `urls` (one list per client), running in
-    /// `netns` (see [`Ctx::netns`]), recording into `dir/history.jsonl`.
+    /// `netns` (see [`Ctx::netns`]), recording into `dir/history.jsonl`;
+    /// `servers` are the plain servers' own URLs.
     pub fn new(
         dir: &Path,
-        urls: Vec<String>,
+        (urls, servers): (Vec<String>, Vec<String>),
         trust_restarts: bool,
         fleet_pool: Vec<usize>,
         nemesis_clients: Vec<usize>,
@@ -111,17 +126,21 @@ impl Ctx {
             next_burst: AtomicU64::new(1),
             fleet_pool: Mutex::new(fleet_pool),
             stop: AtomicBool::new(false),
+            faults_over: AtomicBool::new(false),
             running: Mutex::new(Vec::new()),
             current: Mutex::new(BTreeMap::new()),
             nemesis_clients,
             hangs: Mutex::new(Vec::new()),
+            freezes: Mutex::new(Vec::new()),
+            servers,
             trust_restarts,
             bin: binary(),
             netns,
         })
     }
 
-    fn op(&self) -> u64 {
+    /// The next operation's number.
+    pub fn op(&self) -> u64 {
         self.next_op.fetch_add(1, Ordering::Relaxed)
     }
 }
@@ -176,6 +195,9 @@ pub struct Ask {
     /// Passes `-v` but is recorded as a host that must skip without a
     /// word: a negative control for the `loud-skip` invariant.
     pub loud: bool,
+    /// A `run` of another schedule than the one its key's record names
+    /// ([`crate::stranger`]): it must be refused.
+    pub other_schedule: bool,
 }
 
 impl Ask {
@@ -203,6 +225,7 @@ impl Ask {
             extra: &[],
             claims_no_wait: false,
             loud: false,
+            other_schedule: false,
         }
     }
 }
@@ -299,6 +322,8 @@ pub fn perform(ctx: &Ctx, client: usize, ask: &Ask) -> Done {
         once_per: ask.once_per,
         wall_ms: wall_ms(),
         node_timeout_ms: ask.node_timeout.map(|t| u64::try_from(t.as_millis()).unwrap()),
+        for_ms: None,
+        other_schedule: ask.other_schedule,
     });
     // The section's reader: blocks in open until the command opens the
     // FIFO (or until it is let go below, when the command never ran).

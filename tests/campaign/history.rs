@@ -15,7 +15,12 @@
 //!   (`normal` with the command's code, `term` when it was sent SIGTERM,
 //!   `killed` when it vanished without a word: SIGKILL);
 //! - `nemesis`: a fault starts or stops (a freeze names the processes it
-//!   stopped).
+//!   stopped);
+//! - `freeze`: what a freeze (`hold`) said on stderr, stamped as each line
+//!   arrived (`hold_started`, `hold_lost`, ...), or that the campaign sent
+//!   it SIGTERM (stamped before the signal);
+//! - `gaps`: the gaps a freeze recorded in its key's history, as `redlock
+//!   history --json` showed them after it ended.
 
 use std::io::Write;
 use std::path::Path;
@@ -101,6 +106,14 @@ pub enum Event {
         /// `--node-timeout`, in ms (`None`: a tenth of the TTL, at most 1 s).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         node_timeout_ms: Option<u64>,
+        /// `hold --for`, in ms.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        for_ms: Option<u64>,
+        /// A `run` of another schedule than the one its key's record names
+        /// (a quorum of the servers named it when it was fired): it must be
+        /// refused (64).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        other_schedule: bool,
     },
     /// An operation's process ended.
     Complete {
@@ -191,6 +204,33 @@ pub enum Event {
         #[serde(default)]
         frozen: Vec<u32>,
     },
+    /// A line of a freeze (`hold --log-format json`), stamped when it
+    /// arrived, a moment after it was written: `hold_started` (it holds its
+    /// key), `hold_lost`, `hold_retaken`, `hold_ended`,
+    /// `history_not_recorded`; or `signalled`, stamped just before the
+    /// campaign sent it SIGTERM.
+    Freeze {
+        /// When.
+        t: u64,
+        /// The operation.
+        op: u64,
+        /// The line's `event`, or `signalled`.
+        said: String,
+    },
+    /// The gaps a freeze recorded in its key's history: the entries of
+    /// outcome `gap` with the freeze's `--host`, read (`history --json`)
+    /// after it ended.
+    Gaps {
+        /// When they were read.
+        t: u64,
+        /// The freeze's operation.
+        op: u64,
+        /// The history answered from a quorum of the servers (else the
+        /// freeze's gaps are not known).
+        read: bool,
+        /// Each gap's start and end, in ms since the Unix epoch.
+        gaps: Vec<(u64, u64)>,
+    },
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -206,7 +246,9 @@ impl Event {
             | Event::Enter { t, .. }
             | Event::Exit { t, .. }
             | Event::Said { t, .. }
-            | Event::Nemesis { t, .. } => *t,
+            | Event::Nemesis { t, .. }
+            | Event::Freeze { t, .. }
+            | Event::Gaps { t, .. } => *t,
         }
     }
 }

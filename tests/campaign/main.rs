@@ -32,14 +32,19 @@
 //! ([`clients::fleet`]): `--once-per` hosts of a 2 s tick fired early,
 //! late and in bursts, with waiters killed while queued; the long
 //! campaign runs a second on a crontab line (`--cron` and `--tz`,
-//! [`clients::CRON_LINE`]), whose minute a short run would not see end.
+//! [`clients::CRON_LINE`]), whose minute a short run would not see end,
+//! with a host of another schedule beside it ([`stranger`]). Every run has
+//! a freezer too ([`freezer`]): `hold` of the exclusive key now and then.
 
 mod checker;
 mod clients;
+mod found;
+mod freezer;
 #[path = "../integration/harness/mod.rs"]
 mod harness;
 mod history;
 mod nemesis;
+mod stranger;
 
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -53,6 +58,16 @@ use harness::proxy::Proxy;
 use harness::redis::{Build, RedisServer};
 use history::Mode;
 use nemesis::{Family, World};
+
+/// How far into the crontab line's next tick the replay of another
+/// schedule runs ([`hole_another_schedule_skips_silently_while_held`]): the
+/// fleet's holder takes the key at its start, the stranger fires then.
+const TO_HOLDER: Duration = Duration::from_secs(20);
+
+/// How long [`campaign`] takes before its clients start, about: its
+/// servers, and the 3 s a server waits before it votes. A replay that
+/// counts its faults' time from its call by the wall clock adds it.
+const SETUP: Duration = Duration::from_secs(5);
 
 /// The seed of the long stale-tick replay ([`hole_stale_tick_runs_twice`]).
 const STALE_TWICE_SEED: u64 = 1;
@@ -97,6 +112,10 @@ pub struct Setup {
     /// while recorded as `-n`, so they enter after holders invoked after
     /// them.
     pub n_waits: bool,
+    /// The replay of a hole: the freeze nemesis stops the freezer's freeze
+    /// whenever one holds its key, past its end or its SIGTERM too
+    /// ([`freezer::SETTLE`]).
+    pub freeze_past_hold_end: bool,
 }
 
 /// The cron fleet's tick: short, so that a run of a few seconds sees
@@ -111,6 +130,10 @@ const FLEET_HOSTS: usize = 24;
 /// Client numbers for the nemesis's own contenders: two of the stale-tick
 /// family, up to six of a stall's burst.
 const NEMESIS_CLIENTS: usize = 8;
+
+/// Client numbers of the freezer ([`freezer`]) and the stranger
+/// ([`stranger`]), the last two.
+const OWN_CLIENTS: usize = 2;
 
 /// The net-partition family's network namespaces: client `c` runs in
 /// namespace `c % NAMESPACES`. Three, so that a cut leaves clients on
@@ -177,7 +200,7 @@ pub fn campaign(setup: &Setup) -> Outcome {
     // vote, as after a restart (the clients run with --max-ttl 2s).
     std::thread::sleep(Duration::from_secs(3));
     let hosts = 3;
-    let all = setup.clients + hosts + FLEET_HOSTS + NEMESIS_CLIENTS;
+    let all = setup.clients + hosts + FLEET_HOSTS + NEMESIS_CLIENTS + OWN_CLIENTS;
     let proxies: Vec<Vec<Proxy>> = if setup.family == Family::Partition {
         (0..all).map(|_| fleet.servers.iter().map(|s| Proxy::start(s.port)).collect()).collect()
     } else {
@@ -207,37 +230,12 @@ pub fn campaign(setup: &Setup) -> Outcome {
         Some(g) => urls.iter().map(|u| format!("{},{u}", g.url())).collect(),
         None => urls,
     };
-    let pool = (setup.clients + hosts..all - NEMESIS_CLIENTS).rev().collect();
-    let own = (all - NEMESIS_CLIENTS..all).collect();
-    let ctx = Ctx::new(&dir, urls, setup.trust_restarts, pool, own, netns);
+    let pool = (setup.clients + hosts..all - NEMESIS_CLIENTS - OWN_CLIENTS).rev().collect();
+    let own = (all - NEMESIS_CLIENTS - OWN_CLIENTS..all - OWN_CLIENTS).collect();
+    let direct = fleet.servers.iter().map(RedisServer::url).collect();
+    let ctx = Ctx::new(&dir, (urls, direct), setup.trust_restarts, pool, own, netns);
     let mut world = World { fleet, proxies, clocks, group };
-    let workers: Vec<_> = (0..setup.clients)
-        .map(|c| {
-            let (ctx, seed) = (Arc::clone(&ctx), setup.seed);
-            std::thread::spawn(move || clients::client(&ctx, c, seed))
-        })
-        .collect();
-    let burster = {
-        let (ctx, seed, first) = (Arc::clone(&ctx), setup.seed, setup.clients);
-        std::thread::spawn(move || clients::bursts(&ctx, first, hosts, seed))
-    };
-    let cron = clients::run_takes(&ctx.bin, "--once-per");
-    if !cron {
-        eprintln!("{} has no --once-per: no cron fleet in this run", ctx.bin.display());
-    }
-    let control = (setup.plain_cron, setup.loud_cron);
-    let mut fleets: Vec<_> = cron
-        .then(|| {
-            let (ctx, seed) = (Arc::clone(&ctx), setup.seed);
-            std::thread::spawn(move || clients::fleet(&ctx, ("t", TICK, false), control, seed))
-        })
-        .into_iter()
-        .collect();
-    if setup.cron_line && clients::run_takes(&ctx.bin, "--cron") {
-        let (ctx, seed) = (Arc::clone(&ctx), setup.seed ^ 1);
-        let line = ("u", clients::CRON_TICK, true);
-        fleets.push(std::thread::spawn(move || clients::fleet(&ctx, line, control, seed)));
-    }
+    let threads = start_clients(&ctx, setup, hosts, all - OWN_CLIENTS);
     let timer = {
         let (ctx, active) = (Arc::clone(&ctx), setup.active);
         std::thread::spawn(move || {
@@ -246,13 +244,10 @@ pub fn campaign(setup: &Setup) -> Outcome {
         })
     };
     nemesis::run(&ctx, &mut world, setup);
+    ctx.faults_over.store(true, Ordering::Relaxed);
     timer.join().unwrap();
-    for w in workers {
-        w.join().unwrap();
-    }
-    burster.join().unwrap();
-    for fleet in fleets {
-        fleet.join().unwrap();
+    for thread in threads {
+        thread.join().unwrap();
     }
     // Faults over: every client must get in, in every mode.
     let after: Vec<_> = (0..setup.clients)
@@ -279,6 +274,53 @@ pub fn campaign(setup: &Setup) -> Outcome {
     let hangs = ctx.hangs.lock().unwrap().clone();
     drop(world);
     Outcome { summary, hangs, dir }
+}
+
+/// Starts the clients of `setup` on `ctx`: the random ones, the cron
+/// bursts (`hosts` at once), the cron fleets (when the build has
+/// `--once-per`; the crontab line's with `setup.cron_line`, and its
+/// stranger), and the freezer (when the build has `hold`). The freezer and
+/// the stranger are clients `own` and `own + 1`.
+fn start_clients(
+    ctx: &Arc<Ctx>,
+    setup: &Setup,
+    hosts: usize,
+    own: usize,
+) -> Vec<std::thread::JoinHandle<()>> {
+    let seed = setup.seed;
+    let mut threads: Vec<std::thread::JoinHandle<()>> = (0..setup.clients)
+        .map(|c| {
+            let ctx = Arc::clone(ctx);
+            std::thread::spawn(move || clients::client(&ctx, c, seed))
+        })
+        .collect();
+    let (first, bursting) = (setup.clients, Arc::clone(ctx));
+    threads.push(std::thread::spawn(move || clients::bursts(&bursting, first, hosts, seed)));
+    let cron = clients::run_takes(&ctx.bin, "--once-per");
+    if !cron {
+        eprintln!("{} has no --once-per: no cron fleet in this run", ctx.bin.display());
+    }
+    let control = (setup.plain_cron, setup.loud_cron);
+    if cron {
+        let ctx = Arc::clone(ctx);
+        threads.push(std::thread::spawn(move || {
+            clients::fleet(&ctx, ("t", TICK, false), control, seed);
+        }));
+    }
+    if setup.cron_line && clients::run_takes(&ctx.bin, "--cron") {
+        let (line, other) = (Arc::clone(ctx), Arc::clone(ctx));
+        let fleet = ("u", clients::CRON_TICK, true);
+        threads.push(std::thread::spawn(move || clients::fleet(&line, fleet, control, seed ^ 1)));
+        let key = ("u", clients::CRON_TICK);
+        threads.push(std::thread::spawn(move || stranger::stranger(&other, own + 1, key, seed)));
+    }
+    if clients::takes(&ctx.bin, "hold") {
+        let ctx = Arc::clone(ctx);
+        threads.push(std::thread::spawn(move || freezer::freezer(&ctx, own, seed)));
+    } else {
+        eprintln!("{} has no hold: no freezer in this run", ctx.bin.display());
+    }
+    threads
 }
 
 /// Removes a run's directory, unless `REDLOCK_CAMPAIGN_KEEP=1`.
@@ -350,6 +392,7 @@ fn family(family: Family) {
             stale_past_record: full,
             cron_line: full,
             n_waits: false,
+            freeze_past_hold_end: false,
         };
         let out = campaign(&setup);
         let s = &out.summary;
@@ -360,7 +403,7 @@ fn family(family: Family) {
             .collect();
         let overlaps = s.violations.iter().filter(|v| v.kind == "overlap").count();
         eprintln!(
-            "campaign {} seed {} on {servers} servers: {} ops, {} sections, {} bursts, {} ticks ({} quiet), {overlaps} overlaps, {} violations ({})",
+            "campaign {} seed {} on {servers} servers: {} ops, {} sections, {} bursts, {} ticks ({} quiet), {} freezes ({} gaps, {} unread), {} other schedules, {overlaps} overlaps, {} violations ({})",
             family.name(),
             setup.seed,
             s.ops,
@@ -368,6 +411,10 @@ fn family(family: Family) {
             s.bursts,
             s.ticks,
             s.quiet_ticks,
+            s.freezes,
+            s.gaps,
+            s.unread_freezes,
+            s.other_schedules,
             bad.len(),
             out.dir.display()
         );
@@ -520,6 +567,7 @@ fn negative_control_disjoint_server_lists_make_two_holders() {
         stale_past_record: false,
         cron_line: false,
         n_waits: false,
+        freeze_past_hold_end: false,
     };
     let out = campaign(&Setup { family: Family::Foreign, ..setup });
     let overlaps = out.summary.violations.iter().filter(|v| v.kind == "overlap").count();
@@ -563,6 +611,7 @@ fn cron_negative_control((plain_cron, loud_cron): (bool, bool), kind: &str) {
         stale_past_record: false,
         cron_line: false,
         n_waits: false,
+        freeze_past_hold_end: false,
     };
     let out = campaign(&setup);
     let found = out.summary.violations.iter().filter(|v| v.kind == kind).count();
@@ -593,6 +642,7 @@ fn negative_control_a_dash_n_that_waits_is_taken_meanwhile() {
         stale_past_record: false,
         cron_line: false,
         n_waits: true,
+        freeze_past_hold_end: false,
     };
     let out = campaign(&setup);
     let taken = out.summary.violations.iter().filter(|v| v.kind == "taken-meanwhile").count();
@@ -606,40 +656,24 @@ fn negative_control_a_dash_n_that_waits_is_taken_meanwhile() {
 }
 
 /// A hole of a build without the engine's defence against it, replayed:
-/// `family` from `seed` (`REDLOCK_CAMPAIGN_SEED` overrides it) on the build
-/// `REDLOCK_CAMPAIGN_BIN` names, for `active`, must find `kind`. The
-/// timing is the machine's, so up to two fresh seeds follow a seed that
-/// found nothing.
-fn hole(family: Family, seed: u64, active: Duration, long: bool, kind: &str) {
+/// the campaign `setup` makes from a seed, from `seed`
+/// (`REDLOCK_CAMPAIGN_SEED` overrides it), on the build
+/// `REDLOCK_CAMPAIGN_BIN` names, must find `kind`. The timing is the
+/// machine's, so up to two fresh seeds follow a seed that found nothing.
+fn hole(seed: u64, kind: &str, setup: impl Fn(u64) -> Setup) {
     let bin = std::env::var("REDLOCK_CAMPAIGN_BIN")
-        .expect("REDLOCK_CAMPAIGN_BIN: a redlock build with the hole (7b44c47's, or older)");
+        .expect("REDLOCK_CAMPAIGN_BIN: a redlock build with the hole (each hole_ test names one)");
     let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let first = std::env::var("REDLOCK_CAMPAIGN_SEED").ok().and_then(|s| s.parse().ok());
     let mut tried = Vec::new();
+    let mut family = "";
     for seed in [first.unwrap_or(seed), fastrand::u64(..1 << 32), fastrand::u64(..1 << 32)] {
-        let setup = Setup {
-            family,
-            seed,
-            servers: 3,
-            active,
-            clients: 5,
-            disjoint: false,
-            trust_restarts: false,
-            plain_cron: false,
-            loud_cron: false,
-            stale_past_record: long,
-            cron_line: false,
-            n_waits: false,
-        };
+        let setup = setup(seed);
+        family = setup.family.name();
         let out = campaign(&setup);
         let found: Vec<&checker::Violation> =
             out.summary.violations.iter().filter(|v| v.kind == kind).collect();
-        eprintln!(
-            "{} seed {seed} on {bin}: {} {kind} ({})",
-            family.name(),
-            found.len(),
-            out.dir.display()
-        );
+        eprintln!("{family} seed {seed} on {bin}: {} {kind} ({})", found.len(), out.dir.display());
         for v in &found {
             eprintln!("{kind}: {} (lines {:?})", v.message, v.lines);
         }
@@ -649,7 +683,28 @@ fn hole(family: Family, seed: u64, active: Duration, long: bool, kind: &str) {
             return;
         }
     }
-    panic!("{bin}: no {kind} in {} seeds {tried:?}", family.name());
+    panic!("{bin}: no {kind} in {family} seeds {tried:?}");
+}
+
+/// The campaign of a hole's replay: `family` from `seed` on 3 servers with
+/// 5 clients, faults for `active`; the stale-tick family's long variant
+/// when `long`.
+fn replay(family: Family, seed: u64, active: Duration, long: bool) -> Setup {
+    Setup {
+        family,
+        seed,
+        servers: 3,
+        active,
+        clients: 5,
+        disjoint: false,
+        trust_restarts: false,
+        plain_cron: false,
+        loud_cron: false,
+        stale_past_record: long,
+        cron_line: false,
+        n_waits: false,
+        freeze_past_hold_end: false,
+    }
 }
 
 /// A `--once-per` contender frozen during its `--jitter` until 2.5 to 4 s
@@ -659,7 +714,9 @@ fn hole(family: Family, seed: u64, active: Duration, long: bool, kind: &str) {
 #[test]
 #[ignore = "runs the build REDLOCK_CAMPAIGN_BIN names, one with the hole"]
 fn hole_stale_tick_runs_late() {
-    hole(Family::StaleTick, 2_380_181_740, Duration::from_secs(3), false, "tick-late");
+    hole(2_380_181_740, "tick-late", |seed| {
+        replay(Family::StaleTick, seed, Duration::from_secs(3), false)
+    });
 }
 
 /// The same frozen past the tick's end plus the record's 60 s, beside a
@@ -667,7 +724,9 @@ fn hole_stale_tick_runs_late() {
 #[test]
 #[ignore = "runs the build REDLOCK_CAMPAIGN_BIN names, one with the hole"]
 fn hole_stale_tick_runs_twice() {
-    hole(Family::StaleTick, STALE_TWICE_SEED, Duration::from_secs(1), true, "tick-twice");
+    hole(STALE_TWICE_SEED, "tick-twice", |seed| {
+        replay(Family::StaleTick, seed, Duration::from_secs(1), true)
+    });
 }
 
 /// A `-n` whose first attempt waited in two of three servers' queues
@@ -677,20 +736,67 @@ fn hole_stale_tick_runs_twice() {
 #[test]
 #[ignore = "runs the build REDLOCK_CAMPAIGN_BIN names, one with the hole"]
 fn hole_stall_dash_n_misses_a_take() {
-    hole(Family::Stall, 1_811_981_612, Duration::from_secs(6), false, "taken-meanwhile");
+    hole(1_811_981_612, "taken-meanwhile", |seed| {
+        replay(Family::Stall, seed, Duration::from_secs(6), false)
+    });
 }
 
-/// The holes as 7b44c47's binary showed them, trimmed to their key and
-/// faults (`fixtures/`): `stale-tick-seed-1` is the long stale-tick
-/// replay's (a contender frozen 64 s past its tick's end ran it again),
-/// `stall-seed-1811981612` the stall replay's (four `-n` runs granted after
-/// takes made since they began). The checker must keep flagging them.
+/// A freeze stopped (SIGSTOP) past its validity and then past its end or
+/// its SIGTERM ends without seeing that it lost the key ("ended ...; it
+/// was no longer held", exit 0), and records no gap, though another holder
+/// took the key meanwhile: `freeze-taken`. The freeze family with the
+/// freezer's freezes stopped past their end ([`Setup::freeze_past_hold_end`]),
+/// for 20 s (a seed in two or three finds it in 8 s: the freeze must hold
+/// with a TTL and a second left when the nemesis looks), on a build with
+/// the hole (da08dd9's: the build of this commit too, until `redlock hold`
+/// looks at its lock after such an end):
+/// `REDLOCK_CAMPAIGN_BIN=PATH cargo test --test campaign
+/// hole_freeze_stopped_past_its_end_records_no_gap -- --ignored --nocapture`.
+#[test]
+#[ignore = "runs the build REDLOCK_CAMPAIGN_BIN names, one with the hole"]
+fn hole_freeze_stopped_past_its_end_records_no_gap() {
+    hole(1, "freeze-taken", |seed| Setup {
+        freeze_past_hold_end: true,
+        ..replay(Family::Freeze, seed, Duration::from_secs(20), false)
+    });
+}
+
+/// A host of another schedule (the crontab line's fleet on key `u` read in
+/// UTC, [`stranger`]) fired while the tick's holder runs is told "busy",
+/// and exits 0 under `-E 0` without a word, on a build before 0377a00
+/// (911281a's): `schedule-refused`. The tick family with the crontab
+/// line's fleet, until 20 s into the next minute's tick (up to 80 s):
+/// `REDLOCK_CAMPAIGN_BIN=PATH cargo test --test campaign
+/// hole_another_schedule_skips_silently_while_held -- --ignored --nocapture`.
+#[test]
+#[ignore = "runs the build REDLOCK_CAMPAIGN_BIN names, one with the hole"]
+fn hole_another_schedule_skips_silently_while_held() {
+    hole(1, "schedule-refused", |seed| {
+        let minute = u64::try_from(clients::CRON_TICK.as_millis()).unwrap();
+        let clients_start = history::wall_ms() + u64::try_from(SETUP.as_millis()).unwrap();
+        let to_tick = Duration::from_millis(minute - clients_start % minute);
+        Setup { cron_line: true, ..replay(Family::Tick, seed, to_tick + TO_HOLDER, false) }
+    });
+}
+
+/// The holes as the replays showed them, trimmed to their key and faults
+/// (`fixtures/`). On 7b44c47's binary: `stale-tick-seed-1` is the long
+/// stale-tick replay's (a contender frozen 64 s past its tick's end ran it
+/// again), `stall-seed-1811981612` the stall replay's (four `-n` runs
+/// granted after takes made since they began). On da08dd9's:
+/// `freeze-taken-seed-1674859280` (a freeze stopped 4.6 s, past its end,
+/// recorded no gap while eight sections held its key). On 911281a's:
+/// `schedule-refused-seed-1` (three runs of the crontab line in UTC, fired
+/// while the +05:45 fleet's holder ran, exited 0 without a word). The
+/// checker must keep flagging them.
 #[test]
 fn recorded_histories_of_the_holes_are_flagged() {
     let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/campaign/fixtures");
     for (file, kinds) in [
         ("stale-tick-seed-1.jsonl", vec!["tick-late", "tick-twice"]),
         ("stall-seed-1811981612.jsonl", vec!["taken-meanwhile"; 4]),
+        ("freeze-taken-seed-1674859280.jsonl", vec!["freeze-taken"; 8]),
+        ("schedule-refused-seed-1.jsonl", vec!["schedule-refused"; 3]),
     ] {
         let summary = checker::check(&history::read(&fixtures.join(file)));
         let found: Vec<&str> = summary.violations.iter().map(|v| v.kind).collect();
@@ -742,6 +848,7 @@ fn negative_control_trusted_restarts_make_two_holders() {
             stale_past_record: false,
             cron_line: false,
             n_waits: false,
+            freeze_past_hold_end: false,
         };
         let out = campaign(&setup);
         found = out.summary.violations.iter().filter(|v| v.kind == "overlap").count();

@@ -14,7 +14,9 @@ use crate::history::{Event, Mode, now, wall_ms};
 /// A family of faults.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Family {
-    /// redlock frozen (SIGSTOP) past its TTL; its guard and command run on.
+    /// redlock frozen (SIGSTOP) past its TTL; its guard and command run
+    /// on. The redlock of a `run` in its section, or a freeze's (`hold`,
+    /// [`crate::freezer`]).
     Freeze,
     /// redlock, its guard and its command frozen together past the TTL (a
     /// paused VM): the documented bound, where only fences protect.
@@ -256,23 +258,8 @@ pub fn run(ctx: &Arc<Ctx>, world: &mut World, setup: &crate::Setup) {
         let n = world.fleet.servers.len();
         match family {
             Family::Freeze | Family::FreezeAll => {
-                let running = holding(ctx);
-                if running.is_empty() {
-                    continue;
-                }
-                let (pid, ttl) = running[rng.usize(..running.len())];
-                let pids = if family == Family::FreezeAll { tree(pid) } else { vec![pid] };
-                let long = ttl.mul_f64(1.2 + rng.f64());
-                let what = format!("freeze {pids:?} for {}ms", long.as_millis());
-                record_frozen(ctx, &what, "start", None, &pids);
-                for p in &pids {
-                    send_signal(i32::try_from(*p).unwrap(), libc::SIGSTOP);
-                }
-                std::thread::sleep(long);
-                for p in &pids {
-                    send_signal(i32::try_from(*p).unwrap(), libc::SIGCONT);
-                }
-                record(ctx, &what, "stop", None);
+                let all = family == Family::FreezeAll;
+                freeze_one(ctx, &mut rng, all, setup.freeze_past_hold_end);
             }
             Family::Sentinel if rng.bool() => {
                 let Some(group) = &world.group else { continue };
@@ -571,6 +558,57 @@ pub fn run(ctx: &Arc<Ctx>, world: &mut World, setup: &crate::Setup) {
     }
     heal(ctx, world);
     record(ctx, "heal", "stop", None);
+}
+
+/// One freeze fault: a holder's redlock (with its guard and command when
+/// `all`) stopped (SIGSTOP) for 1.2 to 2.2 of its TTL, then continued. The
+/// holder is a freeze ([`crate::freezer`]) whenever one holds its key with
+/// a TTL and [`crate::freezer::SETTLE`] left (that time is short: it would
+/// seldom be stopped otherwise), else a `run` in its section. A freeze's
+/// stop ends `SETTLE` before the freeze's end or its SIGTERM, so that it
+/// sees its loss first, and so lasts a TTL at least, longer than its lock's
+/// validity. With `past_end` (the replay of the hole a freeze stopped past
+/// its end has), any freeze that holds is stopped, from at least a TTL and
+/// `SETTLE` before its end (the key lapses and a waiter may take it within
+/// the freeze's span) until `SETTLE` past it. Nothing when no holder runs.
+fn freeze_one(ctx: &Ctx, rng: &mut fastrand::Rng, all: bool, past_end: bool) {
+    let settle = crate::freezer::SETTLE;
+    let mut freezes = ctx.freezes.lock().unwrap().clone();
+    let now = std::time::Instant::now();
+    freezes.retain(|f| past_end || f.ends.saturating_duration_since(now) >= f.ttl + settle);
+    let (pid, ttl, ends) = if freezes.is_empty() {
+        let running = holding(ctx);
+        if running.is_empty() {
+            return;
+        }
+        let (pid, ttl) = running[rng.usize(..running.len())];
+        (pid, ttl, None)
+    } else {
+        let f = freezes[rng.usize(..freezes.len())];
+        (f.pid, f.ttl, Some(f.ends))
+    };
+    let mut long = ttl.mul_f64(1.2 + rng.f64());
+    if let Some(ends) = ends {
+        let left = ends.saturating_duration_since(std::time::Instant::now());
+        if !past_end {
+            long = long.min(left.saturating_sub(settle));
+        } else if left < ttl + settle {
+            return;
+        } else {
+            long = long.max(left + settle);
+        }
+    }
+    let pids = if all { tree(pid) } else { vec![pid] };
+    let what = format!("freeze {pids:?} for {}ms", long.as_millis());
+    record_frozen(ctx, &what, "start", None, &pids);
+    for p in &pids {
+        send_signal(i32::try_from(*p).unwrap(), libc::SIGSTOP);
+    }
+    std::thread::sleep(long);
+    for p in &pids {
+        send_signal(i32::try_from(*p).unwrap(), libc::SIGCONT);
+    }
+    record(ctx, &what, "stop", None);
 }
 
 /// The `--jitter` of a stale-tick contender: shorter than the tick, as
