@@ -38,7 +38,6 @@
 
 mod checker;
 mod clients;
-mod found;
 mod freezer;
 #[path = "../integration/harness/mod.rs"]
 mod harness;
@@ -748,8 +747,7 @@ fn hole_stall_dash_n_misses_a_take() {
 /// freezer's freezes stopped past their end ([`Setup::freeze_past_hold_end`]),
 /// for 20 s (a seed in two or three finds it in 8 s: the freeze must hold
 /// with a TTL and a second left when the nemesis looks), on a build with
-/// the hole (da08dd9's: the build of this commit too, until `redlock hold`
-/// looks at its lock after such an end):
+/// the hole (da08dd9's; fixed by `Freeze::lapsed`, src/cmd/hold.rs):
 /// `REDLOCK_CAMPAIGN_BIN=PATH cargo test --test campaign
 /// hole_freeze_stopped_past_its_end_records_no_gap -- --ignored --nocapture`.
 #[test]

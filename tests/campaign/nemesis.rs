@@ -259,7 +259,10 @@ pub fn run(ctx: &Arc<Ctx>, world: &mut World, setup: &crate::Setup) {
         match family {
             Family::Freeze | Family::FreezeAll => {
                 let all = family == Family::FreezeAll;
-                freeze_one(ctx, &mut rng, all, setup.freeze_past_hold_end);
+                // Past the freeze's end half the time (always in the
+                // replay of the hole that had): it then ends while lost.
+                let past_end = setup.freeze_past_hold_end || rng.bool();
+                freeze_one(ctx, &mut rng, all, past_end);
             }
             Family::Sentinel if rng.bool() => {
                 let Some(group) = &world.group else { continue };
@@ -567,8 +570,8 @@ pub fn run(ctx: &Arc<Ctx>, world: &mut World, setup: &crate::Setup) {
 /// seldom be stopped otherwise), else a `run` in its section. A freeze's
 /// stop ends `SETTLE` before the freeze's end or its SIGTERM, so that it
 /// sees its loss first, and so lasts a TTL at least, longer than its lock's
-/// validity. With `past_end` (the replay of the hole a freeze stopped past
-/// its end has), any freeze that holds is stopped, from at least a TTL and
+/// validity. With `past_end` (half the stops, and every one in the replay
+/// of the hole a freeze stopped past its end had), any freeze that holds is stopped, from at least a TTL and
 /// `SETTLE` before its end (the key lapses and a waiter may take it within
 /// the freeze's span) until `SETTLE` past it. Nothing when no holder runs.
 fn freeze_one(ctx: &Ctx, rng: &mut fastrand::Rng, all: bool, past_end: bool) {

@@ -142,9 +142,12 @@ fn a_run_that_slipped_in_during_a_gap_is_named_in_the_history() {
 fn a_freeze_stopped_past_its_end_records_the_gap_and_says_so() {
     let fleet = Fleet::start(3);
     let urls = fleet.urls();
-    for signal in [None, Some(libc::SIGTERM)] {
+    // The end, SIGTERM before the end was passed too, SIGTERM alone.
+    for (signal, length) in
+        [(None, "3s"), (Some(libc::SIGTERM), "3s"), (Some(libc::SIGTERM), "60s")]
+    {
         let key = unique_key("hold-stopped-end");
-        let freeze = hold(&urls, "1s", &key, "3s", "freeze");
+        let freeze = hold(&urls, "1s", &key, length, "freeze");
         frozen(&urls, &key);
         let started = Instant::now();
         send_signal(freeze.pid(), libc::SIGSTOP);
