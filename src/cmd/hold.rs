@@ -17,11 +17,11 @@
 //!   ended (redlock frozen past it), or its end or a signal came after the
 //!   validity ended with no renewal and a quorum no longer holds the token
 //!   ([`Freeze::lapsed`]: it ends there, the gap recorded). Between the
-//!   validity's end and the
-//!   retake the key is not frozen: anyone may take it. The freeze says so,
-//!   waits in the queue as soon as the wait can (jittered backoff, a
-//!   release heard), and records the gap in the history with whoever held
-//!   the key meanwhile ([`history::Outcome::Gap`]).
+//!   validity's end and the retake the key is not frozen: anyone may take
+//!   it. The freeze says so, waits in the queue as soon as the wait can
+//!   (jittered backoff, a release heard), and records the gap in the
+//!   history with whoever held the key meanwhile
+//!   ([`history::Outcome::Gap`]).
 //! - **released by force**: a quorum found the token gone while its
 //!   validity had not ended. Only a compare-and-delete of that token does
 //!   that on a quorum of servers that kept their data: `release --force`.
@@ -154,7 +154,11 @@ impl Freeze<'_> {
     ) -> Result<u8, Error> {
         let released = self.fleet.release(&lock.key, lock.held()).await;
         // Past its validity, only a quorum still holding the token (the
-        // release's yes) shows that nobody else held the key meanwhile.
+        // release's yes) shows that nobody else held the key meanwhile: a
+        // holder in between needed a majority, which meets one of those
+        // servers, and a server never gets a deleted key back. What breaks
+        // it: a server restarted from a snapshot that holds the token, as
+        // it breaks any renewal (votes are its bound: src/lock/vote.rs).
         if self.clock.now() >= deadline && released.is_err() {
             return self.lapsed(lock, deadline, signal).await;
         }
