@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use crate::harness;
 use crate::harness::netns::Netns;
-use crate::history::{Event, Mode, Recorder, now, wall_ms};
+use crate::history::{Event, Mode, Recorder, now, outcome, wall_ms};
 
 /// The `redlock` the clients run: `REDLOCK_CAMPAIGN_BIN` when set (another
 /// build, such as an older commit's, to learn which faults find a hole in
@@ -390,12 +390,7 @@ pub fn perform(ctx: &Ctx, client: usize, ask: &Ask) -> Done {
         t,
         client,
         op,
-        outcome: match code {
-            Some(0) => "ok",
-            Some(_) => "failed",
-            None => "unknown",
-        }
-        .to_owned(),
+        outcome: outcome(code),
         code,
         token: json.as_ref().and_then(|j| j["token"].as_str().map(str::to_owned)),
         fence: json.as_ref().and_then(|j| j["fence"].as_u64()),

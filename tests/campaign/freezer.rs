@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use crate::clients::Ctx;
 use crate::harness;
-use crate::history::{Event, Mode, now, wall_ms};
+use crate::history::{Event, Mode, now, outcome, wall_ms};
 
 /// The key it freezes: the one the random clients run and script on.
 pub const KEY: &str = "x";
@@ -161,12 +161,7 @@ fn freeze(ctx: &Arc<Ctx>, client: usize, length: Duration, term: Option<Duration
         t,
         client,
         op,
-        outcome: match code {
-            Some(0) => "ok",
-            Some(_) => "failed",
-            None => "unknown",
-        }
-        .to_owned(),
+        outcome: outcome(code),
         code,
         token: None,
         fence: None,

@@ -36,6 +36,17 @@ pub fn now() -> u64 {
     u64::try_from(ts.tv_sec).unwrap() * 1_000_000_000 + u64::try_from(ts.tv_nsec).unwrap()
 }
 
+/// A process's outcome as the history writes it: `ok` for exit 0,
+/// `failed` for another code, `unknown` when it has none (a signal).
+pub fn outcome(code: Option<i32>) -> String {
+    match code {
+        Some(0) => "ok",
+        Some(_) => "failed",
+        None => "unknown",
+    }
+    .to_owned()
+}
+
 /// Milliseconds since the Unix epoch on the wall clock.
 pub fn wall_ms() -> u64 {
     let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
