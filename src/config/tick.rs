@@ -50,9 +50,10 @@ pub(super) fn schedule(
             if every < Duration::from_secs(1) || every > crate::lock::MAX_TICK {
                 return usage(format!("{shown}: must be between 1s and a year"));
             }
-            let (zone, from) = match every < Duration::from_secs(86_400) {
-                true => (Zone::utc(), None),
-                false => zone().map(|(zone, from)| (zone, Some(from)))?,
+            let (zone, from) = if every < Duration::from_secs(86_400) {
+                (Zone::utc(), None)
+            } else {
+                zone().map(|(zone, from)| (zone, Some(from)))?
             };
             (Schedule::once_per(every, zone).map_err(Error::Usage)?, from)
         }

@@ -238,6 +238,24 @@ pub struct Done {
     pub stdout: String,
 }
 
+/// `redlock` as `client` runs it: its servers and network namespace, the
+/// campaign's `--max-ttl`. The campaign's TTLs are at most 2 s: its
+/// servers vote 3 s after a restart, as redlock's own rule has it (no
+/// trust by default).
+pub fn command(ctx: &Ctx, client: usize) -> Command {
+    let mut cmd = Command::new(&ctx.bin);
+    if let Some(ns) = ctx.netns.get(client % ctx.netns.len().max(1)) {
+        ns.enter(&mut cmd);
+    }
+    harness::isolate(&mut cmd)
+        .env_remove("REDLOCK_TRUST_RESTARTS")
+        .env("REDLOCK_SERVERS", &ctx.urls[client])
+        .args(["--max-ttl", "2s"])
+        .args(ctx.trust_restarts.then_some("--trust-restarts"))
+        .stdin(Stdio::null());
+    cmd
+}
+
 /// Runs one operation for `client` and records it. Returns its exit code
 /// and stdout.
 pub fn perform(ctx: &Ctx, client: usize, ask: &Ask) -> Done {
@@ -333,21 +351,8 @@ pub fn perform(ctx: &Ctx, client: usize, ask: &Ask) -> Done {
         std::thread::spawn(move || read_section(&fifo, &opened))
     });
     let log = std::fs::File::create(ctx.dir.join(format!("op{op}.err"))).unwrap();
-    let mut cmd = Command::new(&ctx.bin);
-    if let Some(ns) = ctx.netns.get(client % ctx.netns.len().max(1)) {
-        ns.enter(&mut cmd);
-    }
-    // The campaign's TTLs are at most 2 s: its servers vote 3 s after a
-    // restart, as redlock's own rule has it (no trust by default).
-    harness::isolate(&mut cmd)
-        .env_remove("REDLOCK_TRUST_RESTARTS")
-        .env("REDLOCK_SERVERS", &ctx.urls[client])
-        .args(["--max-ttl", "2s"])
-        .args(ctx.trust_restarts.then_some("--trust-restarts"))
-        .args(&args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(log);
+    let mut cmd = command(ctx, client);
+    cmd.args(&args).stdout(Stdio::piped()).stderr(log);
     let mut child = cmd.spawn().unwrap();
     let pid = child.id();
     ctx.current.lock().unwrap().insert(client, (op, pid));

@@ -13,12 +13,12 @@
 //! `freeze-taken` invariant reads them.
 
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use crate::clients::Ctx;
+use crate::clients::{Ctx, command};
 use crate::harness;
 use crate::history::{Event, Mode, now, outcome, wall_ms};
 
@@ -170,22 +170,6 @@ fn freeze(ctx: &Arc<Ctx>, client: usize, length: Duration, term: Option<Duration
     });
     let (read, gaps) = recorded_gaps(ctx, client, &host);
     ctx.rec.record(&Event::Gaps { t: now(), op, read, gaps });
-}
-
-/// `redlock` as `client` runs it: its servers and network namespace, the
-/// campaign's `--max-ttl`.
-fn command(ctx: &Ctx, client: usize) -> Command {
-    let mut cmd = Command::new(&ctx.bin);
-    if let Some(ns) = ctx.netns.get(client % ctx.netns.len().max(1)) {
-        ns.enter(&mut cmd);
-    }
-    harness::isolate(&mut cmd)
-        .env_remove("REDLOCK_TRUST_RESTARTS")
-        .env("REDLOCK_SERVERS", &ctx.urls[client])
-        .args(["--max-ttl", "2s"])
-        .args(ctx.trust_restarts.then_some("--trust-restarts"))
-        .stdin(Stdio::null());
-    cmd
 }
 
 /// Reads the freeze's stderr until it closes: records each of its events
