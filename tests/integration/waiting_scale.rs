@@ -172,13 +172,30 @@ fn a_round_lost_everywhere_sends_no_withdrawal() {
     for s in &fleet.servers {
         let _: redis::Value = s.cmd(&["CONFIG", "RESETSTAT"]);
     }
-    Redlock::on(&fleet).args(["run", "-n", "-k", &key, "--", "true"]).run().expect(75);
-    // Two scripts per server: the attempt and the skip's count. The round
-    // is lost once two servers answer; the third answer, "held by another
-    // value", may come after the verdict, and must not cost that server a
-    // withdrawal script as well.
+    // Two scripts per server and run: the attempt and the skip's count. The
+    // round is lost once two servers answer; the third answer, "held by
+    // another value", may come after the verdict, and must not cost that
+    // server a withdrawal script as well. It gets `contend`'s answer grace,
+    // which the exit cuts short: a third server slower than the skip's
+    // count (a loaded machine: the whole suite's CI run of de41046 saw
+    // [2, 2, 3]) still gets its withdrawal, by design. So the rule is
+    // read over several runs: without the grace, 4 to 7 runs in 10 sent one
+    // (5 runs of this test, each failed); with it, 20 runs of this test, 4
+    // at a time beside 4 busy loops, passed.
+    const RUNS: usize = 10;
+    for _ in 0..RUNS {
+        Redlock::on(&fleet).args(["run", "-n", "-k", &key, "--", "true"]).run().expect(75);
+    }
     let scripts: Vec<usize> = fleet.servers.iter().map(|s| s.calls(&["evalsha"])).collect();
-    assert_eq!(scripts, vec![2, 2, 2], "scripts per server");
+    assert!(
+        scripts.iter().all(|&n| n >= 2 * RUNS),
+        "an attempt or a count is missing: {scripts:?}"
+    );
+    let withdrawals = scripts.iter().sum::<usize>() - 2 * RUNS * scripts.len();
+    assert!(
+        withdrawals <= 2,
+        "{withdrawals} withdrawals in {RUNS} lost rounds (scripts per server: {scripts:?})"
+    );
 }
 
 #[test]
