@@ -14,7 +14,7 @@ use crate::harness::{Fleet, Output, Redlock, unique_key, wait_for_file};
 const EVERY: Duration = Duration::from_secs(2);
 
 /// Sleeps until 100 ms past the start of the next 2 s tick; its start, s.
-fn next_tick() -> u64 {
+pub(crate) fn next_tick() -> u64 {
     let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
     let every_ms = EVERY.as_millis();
     let start = (now.as_millis() / every_ms + 1) * every_ms;
@@ -24,7 +24,7 @@ fn next_tick() -> u64 {
 }
 
 /// `run --once-per 2s -n -E 0 -k KEY -- sh -c SCRIPT`, on `servers`.
-fn tick_run(servers: &str, key: &str, script: &str, extra: &[&str]) -> Output {
+pub(crate) fn tick_run(servers: &str, key: &str, script: &str, extra: &[&str]) -> Output {
     Redlock::new(servers)
         .args(["run", "--once-per", "2s", "-n", "-E", "0", "-k", key])
         .args(extra)

@@ -15,7 +15,7 @@ const REACT: Duration = Duration::from_secs(20);
 /// `hold -k KEY --for DUR --note NOTE` on `servers`, with a short
 /// `--max-ttl` so that the lock's TTL (and a restarted server's window)
 /// is `max_ttl`.
-fn hold(servers: &str, max_ttl: &str, key: &str, length: &str, note: &str) -> Running {
+pub(crate) fn hold(servers: &str, max_ttl: &str, key: &str, length: &str, note: &str) -> Running {
     Redlock::new(servers)
         .args(["--max-ttl", max_ttl, "hold", "-k", key, "--for", length, "--note", note])
         .spawn()
@@ -27,7 +27,7 @@ fn status(servers: &str, key: &str) -> serde_json::Value {
 }
 
 /// Waits until a freeze holds `key` (its token says when it ends).
-fn frozen(servers: &str, key: &str) -> serde_json::Value {
+pub(crate) fn frozen(servers: &str, key: &str) -> serde_json::Value {
     let start = Instant::now();
     loop {
         let json = status(servers, key);
@@ -61,7 +61,7 @@ fn gaps(servers: &str, key: &str) -> Vec<serde_json::Value> {
 }
 
 /// Ends a running freeze with SIGTERM: exit 0, the signal named.
-fn terminate(freeze: Running) -> crate::harness::Output {
+pub(crate) fn terminate(freeze: Running) -> crate::harness::Output {
     send_signal(freeze.pid(), libc::SIGTERM);
     let out = freeze.wait();
     out.expect(0).stderr_has("SIGTERM: ended the freeze of");

@@ -36,6 +36,7 @@ mod recipes;
 mod release;
 mod restart;
 mod review_cron;
+mod rules;
 mod run;
 mod secrets;
 mod sentinel;

@@ -73,6 +73,9 @@ const RECIPES: &[(&str, &str)] = &[
     ("kubernetes", "recipes::the_kubernetes_cronjob_parses_and_its_command_runs"),
     ("backups", "limit::the_backups_recipe_runs_at_most_three_at_once"),
     ("builds-deploys", "shared::the_builds_and_deploys_recipe_never_mixes_them"),
+    ("alert-rules", "rules::the_documented_report_rules_read_the_newest_run_across_hosts"),
+    ("alert-ticks", "rules::the_documented_tick_rules_alert_for_a_missed_tick_only"),
+    ("alert-servers", "rules::the_documented_tick_rules_alert_for_a_missed_tick_only"),
 ];
 
 #[test]
