@@ -1,7 +1,7 @@
 # shellcheck shell=bash
-# Sourced by dist/action-test, dist/check and dist/gitlab-component-test: a throwaway
-# redis-server on loopback whose files live in $work, and the cleanup that
-# removes $work.
+# Sourced by .ci/run, dist/action-test, dist/check and
+# dist/gitlab-component-test: a throwaway redis-server on loopback whose
+# files live in $work, and the cleanup that removes $work.
 : "${work:?the sourcing script sets work to its scratch directory}"
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -21,11 +21,12 @@ start_redis() {
 
 # Kills the processes given and the server, waits until the server has
 # exited (at most 10 s), then removes $work.
-# Why wait: Redis opens its log file anew for every line and writes several
-# between SIGTERM and its exit (its shutdown runs on the next cron tick,
-# 100 ms later). A `rm -rf` beside those lines deleted redis.log, then
-# could not remove $work, where Redis had just made the file again, and
-# the EXIT trap's failure failed CI (the run of 98ff8f7).
+# Why wait: Redis writes into $work until it exits: it opens its log file
+# anew for every line and writes several between SIGTERM and its exit (its
+# shutdown runs on the next cron tick, 100 ms later), and it syncs its AOF.
+# A `rm -rf` beside those lines deleted redis.log, then could not remove
+# $work, where Redis had just made the file again, and the EXIT trap's
+# failure failed CI (the run of 98ff8f7; .ci/run's own copy, once before).
 stop_all() {
   local redis_pid
   redis_pid=$(cat "$work/redis.pid" 2>/dev/null) || true
