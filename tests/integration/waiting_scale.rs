@@ -175,13 +175,11 @@ fn a_round_lost_everywhere_sends_no_withdrawal() {
     // Two scripts per server and run: the attempt and the skip's count. The
     // round is lost once two servers answer; the third answer, "held by
     // another value", may come after the verdict, and must not cost that
-    // server a withdrawal script as well. It gets `contend`'s answer grace,
-    // which the exit cuts short: a third server slower than the skip's
-    // count (a loaded machine: the whole suite's CI run of de41046 saw
-    // [2, 2, 3]) still gets its withdrawal, by design. So the rule is
-    // read over several runs: without the grace, 4 to 7 runs in 10 sent one
-    // (5 runs of this test, each failed); with it, 20 runs of this test, 4
-    // at a time beside 4 busy loops, passed.
+    // server a withdrawal script as well: `contend`'s answer grace waits
+    // for it. The exit cuts that grace short by design, so a third server
+    // slower than the skip's count still gets its withdrawal on a loaded
+    // machine; the rule is read over several runs. The bound, 2 in 10,
+    // fails without the grace (4 to 7 in 10).
     const RUNS: usize = 10;
     for _ in 0..RUNS {
         Redlock::on(&fleet).args(["run", "-n", "-k", &key, "--", "true"]).run().expect(75);
